@@ -1,0 +1,128 @@
+// The data model: what a capture produces and every writer consumes.
+//
+// Why: plain structs with no behaviour, so that capture (live or core), grouping, the agent
+// wire format and the writers all speak one language. Identity is (host, pid, tid); rank is
+// metadata that may be missing. Raw pc, build-id and module offset are always kept so a stack
+// can be symbolized again elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hangscan {
+
+enum class FrameKind { native, inline_frame, python, kernel };
+
+const char* frame_kind_name(FrameKind kind);
+
+// A Python local variable rendered to a short string (see docs/output-schema.md).
+struct Local {
+  std::string name;
+  std::string value;
+  bool operator==(const Local&) const = default;
+};
+
+struct Frame {
+  FrameKind kind = FrameKind::native;
+  std::string function;              // demangled; "??" when unknown
+  std::optional<std::string> file;   // source file, when DWARF / code object says
+  std::optional<int> line;
+  std::string module;                // path of the ELF module (native), empty for python
+  std::uint64_t pc = 0;              // absolute address (native); 0 for python
+  std::uint64_t offset = 0;          // pc relative to the module's load bias
+  std::string build_id;              // hex, empty when unknown
+  std::vector<Local> locals;         // python frames with --locals
+  bool operator==(const Frame&) const = default;
+};
+
+// Why: a diagnostic is how "degrade, don't die" shows up in the report: what was not
+// captured, why, and how to fix it.
+struct Diagnostic {
+  enum class Severity { info, warning, error };
+  Severity severity = Severity::warning;
+  std::string message;
+  std::string hint;
+  std::string host;              // empty: local / not host specific
+  std::optional<int> pid;
+  std::optional<int> tid;
+  bool operator==(const Diagnostic&) const = default;
+};
+
+const char* severity_name(Diagnostic::Severity s);
+
+struct ThreadSnapshot {
+  int tid = 0;
+  std::string name;
+  char state = '?';                          // R S D T t Z X I, '?' unknown
+  std::optional<std::string> wchan;
+  std::optional<std::string> syscall;        // e.g. "futex" or "running"
+  std::vector<Frame> frames;                 // merged native+python, innermost first
+  std::vector<Frame> native_frames;          // native stack when a merge was not possible
+  std::vector<Frame> kernel_frames;          // /proc/TID/stack where readable
+  std::optional<bool> gil;                   // python targets: holds the GIL
+  std::optional<bool> python_idle;           // python thread state exists but no frame
+  bool is_main = false;                      // tid == pid
+  bool crashed = false;                      // cores: the thread that took the signal
+  std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
+  std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")
+};
+
+struct PythonInfo {
+  std::string version;        // "3.11.2"
+  bool nonblocking = false;   // read without stopping: possibly inconsistent
+  std::string locator;        // strategy that found the interpreter (for --verbose)
+};
+
+struct SignalInfo {
+  int number = 0;
+  std::string name;           // "SIGSEGV"
+  std::optional<std::uint64_t> address;
+  int code = 0;               // si_code
+};
+
+struct CoreInfo {
+  std::string path;
+  std::optional<SignalInfo> signal;
+  std::optional<int> crashed_tid;
+  std::vector<std::string> annotations;   // crash explained in words
+  std::vector<std::string> omitted;       // memory the core writer left out
+};
+
+struct ProcessSnapshot {
+  std::string host;
+  int pid = 0;
+  int ppid = 0;
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  std::optional<int> local_rank;
+  std::string launcher;                    // "torchrun", "mpirun", ... empty if unknown
+  std::string role;                        // "rank", "launcher", "helper", "process"
+  std::vector<std::string> cmdline;
+  std::string exe;
+  char state = '?';
+  double cpu_percent = -1;                 // over --samples interval; <0 unknown
+  std::optional<PythonInfo> python;
+  std::vector<ThreadSnapshot> threads;
+  std::int64_t pause_us = 0;
+  std::optional<CoreInfo> core;
+  std::optional<std::string> progress;     // "stuck" | "progressing" with --samples
+  std::vector<Diagnostic> diagnostics;
+};
+
+// A node that was asked but gave nothing usable (multi-node modes).
+struct UnreachableNode {
+  std::string host;
+  std::string reason;
+};
+
+struct JobSnapshot {
+  std::vector<ProcessSnapshot> processes;
+  std::vector<Diagnostic> diagnostics;
+  std::vector<UnreachableNode> unreachable;
+  std::optional<int> expected_world_size;
+  std::string job_id;                      // slurm job id when known
+};
+
+}  // namespace hangscan

@@ -1,0 +1,104 @@
+// Target: one process to capture, live or from a core.
+//
+// Why: live and core are one pipeline. After a Target is opened, unwinding, Python walking,
+// grouping and reporting never know which kind they got. A Target gives the module map, a
+// MemoryReader, process/thread metadata, and a Freeze: for a live process every thread
+// stopped (ptrace) until released; for a core a no-op, since a core is already frozen.
+#pragma once
+
+#include <sys/user.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "target/memory_reader.h"
+#include "util/deadline.h"
+
+namespace hangscan {
+
+// One line of /proc/PID/maps or one NT_FILE entry.
+struct Mapping {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint64_t offset = 0;     // file offset of `start`
+  std::string perms;            // "r-xp"
+  std::string path;             // "" anonymous, "[stack]", "/usr/lib/..."
+  std::uint64_t inode = 0;
+  bool deleted = false;         // "(deleted)" suffix stripped from path
+  bool readable() const { return !perms.empty() && perms[0] == 'r'; }
+  bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
+  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
+  bool is_file() const { return !path.empty() && path[0] == '/'; }
+  bool contains(std::uint64_t a) const { return a >= start && a < end; }
+};
+
+// x86-64 general registers as the kernel reports them (PTRACE_GETREGS, NT_PRSTATUS).
+struct Registers {
+  user_regs_struct raw{};
+  std::uint64_t pc() const { return raw.rip; }
+  std::uint64_t sp() const { return raw.rsp; }
+  std::uint64_t fs_base() const { return raw.fs_base; }
+};
+
+// The top of one thread's stack, copied while the thread was stopped.
+struct StackCopy {
+  std::uint64_t start = 0;              // address of bytes[0] (the stack pointer, rounded down)
+  std::vector<std::uint8_t> bytes;
+  bool contains(std::uint64_t addr, std::size_t len) const {
+    return addr >= start && addr + len <= start + bytes.size();
+  }
+};
+
+// What the freeze captured for one thread.
+struct FrozenThread {
+  int tid = 0;
+  std::optional<Registers> regs;   // nullopt: registers could not be read (see error)
+  std::string error;
+};
+
+// RAII guard over a stopped target. The destructor resumes whatever is still stopped, so an
+// exception or early return can never leave a thread stopped.
+class Freeze {
+ public:
+  virtual ~Freeze() = default;
+  virtual const std::vector<FrozenThread>& threads() const = 0;
+  // Resumes every thread; returns the pause (first stop to last resume) in microseconds.
+  virtual std::int64_t release() = 0;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  virtual int pid() const = 0;
+  virtual bool is_live() const = 0;
+  // "pid 1234" or "core core-python-1234": used in messages.
+  virtual std::string describe() const = 0;
+
+  virtual MemoryReader& memory() = 0;
+  virtual const std::vector<Mapping>& mappings() const = 0;
+
+  // Where to open the file behind a mapping on this machine (sysroot remapping for cores,
+  // /proc/PID/map_files for deleted files of live processes). nullopt: not available.
+  virtual std::optional<std::string> local_path(const Mapping& m) const = 0;
+
+  // Stops the target (live) and reads every thread's registers. Bounded by `deadline`.
+  virtual Result<std::unique_ptr<Freeze>> freeze(const Deadline& deadline) = 0;
+
+  // Fills process-level metadata: cmdline, exe, ppid, state, host, core info.
+  virtual void describe_process(ProcessSnapshot& out) = 0;
+  // Fills thread-level metadata: name, state, wchan, syscall, kernel stack, cpu ticks.
+  virtual void describe_thread(ThreadSnapshot& out) = 0;
+
+  // The process environment as it is now (live: libc's environ in memory, falling back to
+  // /proc/PID/environ; core: the initial stack). Empty when unreadable.
+  virtual std::vector<std::string> environment() = 0;
+};
+
+}  // namespace hangscan

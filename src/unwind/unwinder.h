@@ -1,0 +1,43 @@
+// Unwinder: turns one thread's copied registers and stack into return addresses.
+//
+// Why an interface: libdw (default: CFI from .eh_frame/.debug_frame, works for live and core)
+// and libunwind (second opinion) must give the same stacks and be swappable with
+// `--unwinder`. Both unwind the copy taken during the freeze, falling back to the target's
+// memory only for addresses outside the copy, so unwinding happens after the target resumed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hangscan/result.h"
+#include "target/target.h"
+
+namespace hangscan {
+
+struct RawFrame {
+  std::uint64_t pc = 0;
+  // True when pc is exact (innermost frame, or a signal frame); false for return addresses,
+  // which are symbolized at pc - 1 so a call at the end of a function is attributed right.
+  bool exact = false;
+};
+
+struct UnwindResult {
+  std::vector<RawFrame> frames;   // innermost first
+  std::string stop_reason;        // empty when the walk reached the outermost frame
+};
+
+enum class UnwinderKind { libdw, libunwind };
+
+class Unwinder {
+ public:
+  virtual ~Unwinder() = default;
+  virtual Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack,
+                                      int tid) = 0;
+};
+
+// One unwinder per target: it owns the per-address-space state (module map, CFI caches).
+Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target);
+
+}  // namespace hangscan

@@ -1,0 +1,52 @@
+// hangscan entry point: parse, run the chosen subcommand, map failures to exit codes.
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli.h"
+
+namespace hangscan::cli {
+
+void print_error(const Error& error) {
+  std::string hint = error.hint;
+  print_error(error.what(), hint);
+}
+
+void print_error(const std::string& message, const std::string& hint) {
+  fmt::print(stderr, "hangscan: {}\n", message);
+  if (!hint.empty()) fmt::print(stderr, "hint: {}\n", hint);
+}
+
+}  // namespace hangscan::cli
+
+int main(int argc, char** argv) {
+  using namespace hangscan::cli;
+  CLI::App app{"hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", "hangscan 0.1.0");
+  Action action;
+  add_dump_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(e.what(), "see 'hangscan --help'");
+    return kExitUsage;
+  }
+  if (!action) {
+    fmt::print(stderr, "{}", app.help());
+    return kExitUsage;
+  }
+  try {
+    return action();
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitNothing;
+  }
+}
