@@ -88,6 +88,11 @@ class Target {
   // /proc/PID/map_files for deleted files of live processes). nullopt: not available.
   virtual std::optional<std::string> local_path(const Mapping& m) const = 0;
 
+  // Thread ids known before a freeze (live: /proc/PID/task; cores: the NT_PRSTATUS notes).
+  // Capture describes these threads before stopping them, so states and wchans are the
+  // ones the program was in, not ptrace-stop. An empty list means: describe after the freeze.
+  virtual std::vector<int> thread_ids() { return {}; }
+
   // Stops the target (live) and reads every thread's registers. Bounded by `deadline`.
   virtual Result<std::unique_ptr<Freeze>> freeze(const Deadline& deadline) = 0;
 
@@ -96,8 +101,9 @@ class Target {
   // Fills thread-level metadata: name, state, wchan, syscall, kernel stack, cpu ticks.
   virtual void describe_thread(ThreadSnapshot& out) = 0;
 
-  // The process environment as it is now (live: libc's environ in memory, falling back to
-  // /proc/PID/environ; core: the initial stack). Empty when unreadable.
+  // The environment the process started with (live: /proc/PID/environ; core: the initial
+  // stack). Empty when unreadable. The environment as the process sees it now (libc's
+  // `environ` in memory) is read_environment() in proc/environ_memory.h, which callers prefer.
   virtual std::vector<std::string> environment() = 0;
 };
 
