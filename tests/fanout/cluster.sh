@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# A real Slurm 22.05 cluster of three nodes (n1 n2 n3) on this one machine, for the
+# multi-node tests of hangscan and for trying `hangscan --slurm-job` by hand.
+#
+#   cluster.sh start DIR    write DIR/slurm.conf, start munged, slurmctld and three slurmd,
+#                           wait (deadline) until every node is idle; prints `export SLURM_CONF=...`
+#   cluster.sh stop DIR     cancel every job, stop every daemon this script started (by the pid
+#                           recorded in DIR/pids), and any slurmstepd still serving DIR
+#   cluster.sh status DIR   daemons alive or not, and sinfo
+#
+# Why this shape: everything lives under DIR (munge socket and key, state, spool, logs, pids)
+# so two clusters or a stray system install never collide; daemons run in the foreground in
+# their own sessions so the pid we record is the daemon itself, and stop never kills by name.
+# Ports: HS_SLURM_PORT_BASE, or the first free block of 4 from a pid-derived start.
+# Facts behind the settings: ../../shared/field-notes.md §7 (SlurmdParameters=config_overrides,
+# proctrack/linuxproc, task/none, AuthInfo=socket=...).
+set -euo pipefail
+
+usage() { echo "usage: $0 start|stop|status DIR" >&2; exit 64; }
+[ $# -eq 2 ] || usage
+cmd=$1
+dir=$2
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+conf=$dir/slurm.conf
+pids=$dir/pids
+nodes=(n1 n2 n3)
+start_deadline_s=${HS_SLURM_START_TIMEOUT:-60}
+stop_deadline_s=${HS_SLURM_STOP_TIMEOUT:-15}
+
+log() { echo "cluster.sh: $*" >&2; }
+
+port_free() {
+  ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
+}
+
+# First base port with base..base+3 all free (slurmctld + three slurmd).
+choose_ports() {
+  if [ -n "${HS_SLURM_PORT_BASE:-}" ]; then
+    echo "$HS_SLURM_PORT_BASE"
+    return
+  fi
+  local base=$((20000 + ($$ * 7) % 20000))
+  local tries=0
+  while [ $tries -lt 200 ]; do
+    if port_free $base && port_free $((base + 1)) && port_free $((base + 2)) && port_free $((base + 3)); then
+      echo $base
+      return
+    fi
+    base=$((base + 4))
+    [ $base -gt 60000 ] && base=20000
+    tries=$((tries + 1))
+  done
+  log "no free block of 4 TCP ports found"
+  exit 1
+}
+
+# Starts "$@" in its own session with output to $log_file and records "name pid".
+# Non-interactive bash puts background jobs in its own process group, so setsid does not fork
+# and $! is the daemon itself.
+start_daemon() {
+  local name=$1 log_file=$2
+  shift 2
+  setsid "$@" </dev/null >>"$log_file" 2>&1 &
+  echo "$name $!" >>"$pids"
+}
+
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+write_conf() {
+  local base=$1 host
+  host=$(hostname -s)
+  cat >"$conf" <<EOF
+# Written by hangscan tests/fanout/cluster.sh; a private test cluster, not for production.
+ClusterName=hstest
+SlurmctldHost=${host}(127.0.0.1)
+SlurmctldPort=${base}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=${dir}/munge/munge.socket
+StateSaveLocation=${dir}/state
+SlurmdSpoolDir=${dir}/spool/%n
+SlurmctldPidFile=${dir}/run/slurmctld.pid
+SlurmdPidFile=${dir}/run/slurmd-%n.pid
+SlurmctldLogFile=${dir}/log/slurmctld.log
+SlurmdLogFile=${dir}/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+SchedulerType=sched/builtin
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+MessageTimeout=5
+SlurmdTimeout=300
+KillWait=2
+InactiveLimit=0
+MinJobAge=2
+NodeName=n[1-3] NodeHostname=${host} NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 3)) CPUs=4 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+}
+
+start_munge() {
+  local md=$dir/munge
+  mkdir -p "$md"
+  if [ ! -s "$md/munge.key" ]; then
+    dd if=/dev/urandom of="$md/munge.key" bs=1024 count=1 status=none
+  fi
+  chown -R munge:munge "$md"
+  chmod 755 "$md"
+  chmod 600 "$md/munge.key"
+  start_daemon munged "$dir/log/munged.out" \
+    setpriv --reuid munge --regid munge --init-groups \
+    munged -F --socket="$md/munge.socket" --key-file="$md/munge.key" \
+    --pid-file="$md/munged.pid" --log-file="$md/munged.log" --seed-file="$md/munged.seed"
+  local deadline=$((SECONDS + 10))
+  while [ ! -S "$md/munge.socket" ]; do
+    [ $SECONDS -ge $deadline ] && { log "munged did not create its socket (see $md/munged.log)"; return 1; }
+    sleep 0.05
+  done
+}
+
+nodes_idle() {
+  local states
+  states=$(SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
+  [ "$(echo "$states" | grep -c ' idle$')" -eq ${#nodes[@]} ]
+}
+
+do_start() {
+  if [ -s "$pids" ]; then
+    log "$dir already has a cluster (pids file exists); stop it first"
+    exit 1
+  fi
+  rm -rf "$dir/state" "$dir/spool" "$dir/run"
+  mkdir -p "$dir/state" "$dir/run" "$dir/log"
+  for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
+  : >"$pids"
+  local base
+  base=$(choose_ports)
+  write_conf "$base"
+  start_munge
+  start_daemon slurmctld "$dir/log/slurmctld.out" slurmctld -D -i -f "$conf"
+  for n in "${nodes[@]}"; do
+    start_daemon "slurmd-$n" "$dir/log/slurmd-$n.out" slurmd -D -f "$conf" -N "$n"
+  done
+  local deadline=$((SECONDS + start_deadline_s))
+  until nodes_idle; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "nodes not idle after ${start_deadline_s}s:"
+      SLURM_CONF=$conf sinfo -N >&2 || true
+      tail -n 5 "$dir"/log/*.log >&2 || true
+      exit 1
+    fi
+    while read -r name pid; do
+      alive "$pid" || { log "$name (pid $pid) died during start; see $dir/log"; tail -n 20 "$dir/log/$name.out" >&2 || true; exit 1; }
+    done <"$pids"
+    sleep 0.1
+  done
+  log "cluster up: $(echo "${nodes[@]}") idle, slurmctld port $base"
+  echo "export SLURM_CONF=$conf"
+}
+
+# slurmstepd daemonizes away from slurmd; the ones serving this cluster keep a socket or a
+# file open under DIR/spool, which is how they are found (by pid, never by name).
+stepd_pids() {
+  local p fd
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+    for fd in "$p"/fd/*; do
+      case "$(readlink "$fd" 2>/dev/null)" in
+        "$dir"/*) echo "${p#/proc/}"; break ;;
+      esac
+    done
+  done
+}
+
+# Every descendant of the given pids (job tasks under slurmstepd, with proctrack/linuxproc).
+descendants() {
+  local frontier="$*" next p pp all=""
+  while [ -n "$frontier" ]; do
+    next=""
+    for p in /proc/[0-9]*; do
+      pp=$(awk '{print $4}' "$p/stat" 2>/dev/null) || continue
+      for f in $frontier; do
+        [ "$pp" = "$f" ] && next="$next ${p#/proc/}"
+      done
+    done
+    all="$all$next"
+    frontier=$next
+  done
+  echo "$all"
+}
+
+# Sends TERM to the pids, waits up to $1 seconds, then KILLs what is left.
+terminate() {
+  local secs=$1 pid left
+  shift
+  [ $# -eq 0 ] && return 0
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  local deadline=$((SECONDS + secs))
+  while :; do
+    left=""
+    for pid in "$@"; do alive "$pid" && left="$left $pid"; done
+    [ -z "$left" ] && return 0
+    if [ $SECONDS -ge $deadline ]; then
+      log "killing (deadline passed):$(for pid in $left; do printf ' %s(%s)' "$pid" "$(cat /proc/$pid/comm 2>/dev/null)"; done)"
+      for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
+pid_of() { awk -v n="$1" '$1 == n {print $2}' "$pids" 2>/dev/null; }
+
+do_stop() {
+  [ -f "$conf" ] || { log "no cluster in $dir"; exit 0; }
+  [ -s "$pids" ] || { log "no daemons recorded in $dir"; exit 0; }
+  # Jobs first, so slurmd cleans up its own steps; a node whose slurmd is gone cannot, so
+  # whatever still runs under our slurmstepds is killed directly afterwards.
+  if alive "$(pid_of slurmctld)"; then
+    SLURM_CONF=$conf timeout 10 scancel --quiet --user=root 2>/dev/null || true
+    local deadline=$((SECONDS + 5))
+    while [ -n "$(SLURM_CONF=$conf timeout 5 squeue -h -t R,CG,PD -o %i 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do
+      sleep 0.2
+    done
+  fi
+  local stepds tasks
+  stepds=$(stepd_pids)
+  if [ -n "$stepds" ]; then
+    tasks=$(descendants $stepds)
+    for pid in $tasks; do kill -KILL "$pid" 2>/dev/null || true; done
+  fi
+  local daemons=()
+  for name in slurmd-n1 slurmd-n2 slurmd-n3 slurmctld; do
+    pid=$(pid_of "$name")
+    [ -n "$pid" ] && daemons+=("$pid")
+  done
+  # shellcheck disable=SC2086
+  terminate 3 $stepds
+  terminate "$stop_deadline_s" "${daemons[@]}"
+  local munged_pid
+  munged_pid=$(pid_of munged)
+  [ -n "$munged_pid" ] && terminate 5 "$munged_pid"
+  rm -f "$pids"
+  log "cluster in $dir stopped"
+}
+
+do_status() {
+  [ -s "$pids" ] || { echo "no cluster running in $dir"; exit 3; }
+  local name pid rc=0
+  while read -r name pid; do
+    if alive "$pid"; then echo "$name pid $pid running"; else echo "$name pid $pid dead"; rc=1; fi
+  done <"$pids"
+  SLURM_CONF=$conf timeout 10 sinfo -N || rc=1
+  exit $rc
+}
+
+case "$cmd" in
+  start) do_start ;;
+  stop) do_stop ;;
+  status) do_status ;;
+  *) usage ;;
+esac
