@@ -1,0 +1,37 @@
+// Merging a thread's native frames with its Python frames into one true call order.
+//
+// Why: a hung rank is understood from both halves: `all_reduce (distributed_c10d.py:1541)`
+// and the `c10d::Work::wait` under it. Each native eval-loop frame is replaced by the Python
+// frames it was running (several per call on 3.11+, grouped by entry frames), and C functions
+// called from Python stay between the Python frames that called them. When the two stacks do
+// not line up the merge refuses with the reason, and the caller shows both.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "python/python_reader.h"
+
+namespace hangscan::python {
+
+// True for the native function that runs one eval-loop call (_PyEval_EvalFrameDefault, or
+// PyEval_EvalFrameEx where no _PyEval_EvalFrameDefault frame is present).
+bool is_eval_frame(std::string_view function);
+
+// Python frames (innermost first) cut into eval-loop calls: a call ends at an entry frame.
+std::vector<std::vector<PythonFrame>> eval_groups(const std::vector<PythonFrame>& python);
+
+// Interleaves; Error (with the reason) when the counts of eval-loop calls do not match.
+Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
+                                        const std::vector<PythonFrame>& python);
+
+// The Python thread running on native thread `tid`: by native_tid when the version records
+// it, else by pthread_id == the thread's fs_base (x86-64 glibc: pthread_self() is the TCB).
+std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks,
+                                              int tid, std::optional<std::uint64_t> fs_base);
+
+}  // namespace hangscan::python

@@ -1,0 +1,212 @@
+#include "python/objects.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hangscan::python {
+namespace {
+
+constexpr std::uint64_t kTagBits = 3;   // _PyStackRef tag bits (3.14)
+constexpr int kDigitBits = 30;          // PyLong digits are 30-bit on 64-bit builds
+constexpr std::size_t kMaxIntDigits = 4;
+
+std::string u128_to_string(unsigned __int128 v) {
+  if (v == 0) return "0";
+  std::string s;
+  while (v != 0) {
+    s.push_back(static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  }
+  std::reverse(s.begin(), s.end());
+  return s;
+}
+
+}  // namespace
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) cp = 0xfffd;
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+std::uint64_t ObjectReader::untag(std::uint64_t bits) const {
+  return layout_.stackref ? (bits & ~kTagBits) : bits;
+}
+
+std::optional<std::string> ObjectReader::read_str(std::uint64_t obj, std::size_t max_chars,
+                                                  bool* truncated) {
+  const PyOffsets& o = layout_.off;
+  if (obj == 0) return std::nullopt;
+  std::int64_t length = 0;
+  std::uint32_t state = 0;
+  if (!mem_.read_obj(obj + o.unicode_length, length) ||
+      !mem_.read_obj(obj + o.unicode_state, state))
+    return std::nullopt;
+  // A str cannot be longer than the address space would allow; torn reads show as garbage.
+  if (length < 0 || length > (std::int64_t{1} << 40)) return std::nullopt;
+  unsigned kind = (state >> 2) & 7;
+  bool compact = ((state >> 5) & 1) != 0;
+  bool ascii = ((state >> 6) & 1) != 0;
+  if (kind != 1 && kind != 2 && kind != 4) return std::nullopt;
+  std::uint64_t data = 0;
+  if (compact && ascii) {
+    data = obj + o.unicode_ascii_size;
+  } else if (compact) {
+    data = obj + o.unicode_compact_size;
+  } else if (!mem_.read_obj(obj + o.unicode_compact_size, data) || data == 0) {
+    return std::nullopt;
+  }
+  std::size_t n = static_cast<std::size_t>(length);
+  bool cut = n > max_chars;
+  if (truncated != nullptr) *truncated = cut;
+  n = std::min(n, max_chars);
+  std::vector<std::uint8_t> raw(n * kind);
+  if (!mem_.read_exact(data, raw.data(), raw.size())) return std::nullopt;
+  std::string out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t cp = 0;
+    if (kind == 1) {
+      cp = raw[i];
+    } else if (kind == 2) {
+      std::uint16_t v;
+      std::memcpy(&v, &raw[i * 2], 2);
+      cp = v;
+    } else {
+      std::memcpy(&cp, &raw[i * 4], 4);
+    }
+    append_utf8(out, cp);
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> ObjectReader::var_size(std::uint64_t obj, std::int64_t size_offset) {
+  std::int64_t size = 0;
+  if (obj == 0 || !mem_.read_obj(obj + size_offset, size) || size < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(size);
+}
+
+std::optional<std::string> ObjectReader::read_bytes(std::uint64_t obj, std::size_t max_len) {
+  auto size = var_size(obj, layout_.off.bytes_size);
+  if (!size || *size > max_len) return std::nullopt;
+  std::string out(static_cast<std::size_t>(*size), '\0');
+  if (!mem_.read_exact(obj + layout_.off.bytes_data, out.data(), out.size())) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<std::uint64_t>> ObjectReader::tuple_items(std::uint64_t tuple,
+                                                                    std::size_t max) {
+  auto size = var_size(tuple, layout_.off.tuple_size);
+  if (!size || *size > max) return std::nullopt;
+  std::vector<std::uint64_t> items(static_cast<std::size_t>(*size));
+  if (!mem_.read_exact(tuple + layout_.off.tuple_items, items.data(), items.size() * 8))
+    return std::nullopt;
+  return items;
+}
+
+std::optional<std::string> ObjectReader::type_name(std::uint64_t obj) {
+  std::uint64_t type = 0;
+  if (obj == 0 || !mem_.read_obj(obj + layout_.off.object_type, type) || type == 0)
+    return std::nullopt;
+  if (auto it = type_names_.find(type); it != type_names_.end()) return it->second;
+  std::uint64_t name_ptr = 0;
+  if (!mem_.read_obj(type + layout_.off.type_name, name_ptr) || name_ptr == 0)
+    return std::nullopt;
+  auto name = mem_.read_cstring(name_ptr, 128);
+  if (!name || name->empty()) return std::nullopt;
+  if (type_names_.size() < 4096) type_names_[type] = *name;
+  return name;
+}
+
+std::optional<std::string> ObjectReader::read_int(std::uint64_t obj) {
+  const PyOffsets& o = layout_.off;
+  std::size_t ndigits = 0;
+  bool negative = false;
+  if (layout_.long_tagged) {
+    std::uint64_t tag = 0;
+    if (!mem_.read_obj(obj + o.long_size, tag)) return std::nullopt;
+    std::uint64_t sign = tag & 3;
+    if (sign == 1) return "0";
+    negative = sign == 2;
+    ndigits = static_cast<std::size_t>(tag >> 3);
+  } else {
+    std::int64_t size = 0;
+    if (!mem_.read_obj(obj + o.long_size, size)) return std::nullopt;
+    if (size == 0) return "0";
+    negative = size < 0;
+    ndigits = static_cast<std::size_t>(negative ? -size : size);
+  }
+  if (ndigits > kMaxIntDigits) return fmt::format("<int of {} digits>", ndigits);
+  std::uint32_t digits[kMaxIntDigits] = {};
+  if (!mem_.read_exact(obj + o.long_digits, digits, ndigits * 4)) return std::nullopt;
+  unsigned __int128 v = 0;
+  for (std::size_t i = ndigits; i-- > 0;) {
+    v = (v << kDigitBits) | (digits[i] & ((1u << kDigitBits) - 1));
+  }
+  return (negative ? "-" : "") + u128_to_string(v);
+}
+
+std::string ObjectReader::short_value(std::uint64_t bits) {
+  if (layout_.stackref && (bits & kTagBits) == kTagBits) {
+    // A tagged small int (3.14 _PyStackRef), not a pointer.
+    return fmt::format("{}", static_cast<std::int64_t>(bits) >> 2);
+  }
+  std::uint64_t obj = untag(bits);
+  if (obj == 0) return "<unset>";
+  auto type = type_name(obj);
+  if (!type) return "<unreadable>";
+  const PyOffsets& o = layout_.off;
+  if (*type == "cell") {
+    std::uint64_t ref = 0;   // PyCellObject.ob_ref follows the object header
+    if (!mem_.read_obj(obj + 16, ref)) return "<unreadable>";
+    if (ref == 0) return "<unset>";
+    auto inner = type_name(ref);
+    if (!inner || *inner == "cell") return "<cell>";
+    return short_value(ref);
+  }
+  if (*type == "NoneType") return "None";
+  if (*type == "bool") {
+    auto v = read_int(obj);
+    if (!v) return "<unreadable>";
+    return *v == "0" ? "False" : "True";
+  }
+  if (*type == "int") return read_int(obj).value_or("<unreadable>");
+  if (*type == "float") {
+    double d = 0;
+    if (!mem_.read_obj(obj + o.float_value, d)) return "<unreadable>";
+    std::string s = fmt::format("{}", d);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  }
+  if (*type == "str") {
+    bool cut = false;
+    auto s = read_str(obj, kLocalValueChars, &cut);
+    if (!s) return "<unreadable str>";
+    return "'" + *s + (cut ? "...'" : "'");
+  }
+  if (*type == "bytes" || *type == "tuple" || *type == "list") {
+    std::int64_t off = *type == "bytes" ? o.bytes_size : *type == "tuple" ? o.tuple_size
+                                                                           : o.list_size;
+    auto n = var_size(obj, off);
+    if (!n) return "<unreadable>";
+    return fmt::format("{}(len={})", *type, *n);
+  }
+  return "<" + *type + ">";
+}
+
+}  // namespace hangscan::python

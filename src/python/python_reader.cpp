@@ -1,0 +1,285 @@
+#include "python/python_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "python/line_table.h"
+
+namespace hangscan::python {
+namespace {
+
+constexpr std::size_t kMaxCodeCache = 65536;
+constexpr std::uint64_t kMaxTid = 1 << 22;   // pid_max limit on Linux
+
+template <class T>
+T load(const std::vector<std::uint8_t>& buf, std::int64_t off) {
+  T v{};
+  if (off >= 0 && static_cast<std::size_t>(off) + sizeof(T) <= buf.size())
+    std::memcpy(&v, buf.data() + off, sizeof(T));
+  return v;
+}
+
+// How many bytes of a frame to copy so that every header field is in one read.
+std::size_t frame_header_size(const PyOffsets& o) {
+  std::int64_t m = std::max({o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner,
+                             o.frame_is_entry});
+  return static_cast<std::size_t>(m + 8);
+}
+
+}  // namespace
+
+PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t interp) {
+  const PyOffsets& o = where_.layout.off;
+  GilState g;
+  std::uint64_t gil = 0;
+  if (o.interp_gil >= 0) {
+    gil = interp + o.interp_gil;
+  } else if (o.interp_gil_ptr >= 0) {
+    if (!mem.read_obj(interp + o.interp_gil_ptr, gil)) return g;
+  } else if (where_.gil_struct != 0) {
+    gil = where_.gil_struct;
+  } else if (where_.gil_current_ptr != 0) {
+    // 3.6: _PyThreadState_Current is non-NULL exactly while a thread holds the GIL.
+    mem.read_obj(where_.gil_current_ptr, g.holder);
+    return g;
+  }
+  if (gil == 0 || o.gil_locked < 0 || o.gil_last_holder < 0) return g;
+  std::int32_t locked = 0;
+  std::uint64_t holder = 0;
+  if (mem.read_obj(gil + o.gil_locked, locked) && locked != 0 &&
+      mem.read_obj(gil + o.gil_last_holder, holder))
+    g.holder = holder;
+  return g;
+}
+
+RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
+  const PyOffsets& o = where_.layout.off;
+  RawPythonState st;
+  ObjectReader objects(mem, where_.layout);
+  std::uint64_t interp = 0;
+  if (!mem.read_obj(where_.interp_head_ptr, interp)) {
+    st.diagnostics.push_back(
+        fmt::format("cannot read the interpreter list head at {:#x}", where_.interp_head_ptr));
+    return st;
+  }
+  std::set<std::uint64_t> seen_interps;
+  while (interp != 0) {
+    if (seen_interps.size() >= kMaxInterpreters || !seen_interps.insert(interp).second) {
+      st.diagnostics.push_back("interpreter list loops or is implausibly long: cut");
+      break;
+    }
+    GilState gil = read_gil(mem, interp);
+    std::uint64_t tstate = 0;
+    if (!mem.read_obj(interp + o.interp_threads_head, tstate)) {
+      st.diagnostics.push_back(fmt::format("cannot read the threads of interpreter {:#x}", interp));
+      break;
+    }
+    std::set<std::uint64_t> seen_threads;
+    while (tstate != 0) {
+      if (st.threads.size() >= kMaxThreads || !seen_threads.insert(tstate).second) {
+        st.diagnostics.push_back("thread state list loops or is implausibly long: cut");
+        break;
+      }
+      RawPythonThread t;
+      t.tstate = tstate;
+      walk_thread(mem, with_locals ? &objects : nullptr, tstate, t);
+      t.holds_gil = gil.holder == tstate;
+      std::uint64_t next = 0;
+      bool ok = mem.read_obj(tstate + o.tstate_next, next);
+      st.threads.push_back(std::move(t));
+      if (!ok) {
+        st.diagnostics.push_back(
+            fmt::format("thread state {:#x} vanished during the walk: list cut", tstate));
+        break;
+      }
+      tstate = next;
+    }
+    if (!mem.read_obj(interp + o.interp_next, interp)) break;
+  }
+  return st;
+}
+
+void PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects, std::uint64_t tstate,
+                               RawPythonThread& out) {
+  const PyLayout& l = where_.layout;
+  const PyOffsets& o = l.off;
+  mem.read_obj(tstate + o.tstate_thread_id, out.pthread_id);
+  if (o.tstate_native_thread_id >= 0) {
+    std::uint64_t tid = 0;
+    if (mem.read_obj(tstate + o.tstate_native_thread_id, tid) && tid > 0 && tid < kMaxTid)
+      out.native_tid = static_cast<int>(tid);
+  }
+  std::uint64_t frame = 0;
+  if (!mem.read_obj(tstate + o.tstate_frame, frame)) {
+    out.error = fmt::format("cannot read thread state {:#x}", tstate);
+    return;
+  }
+  if (o.cframe_current_frame >= 0 && frame != 0 &&
+      !mem.read_obj(frame + o.cframe_current_frame, frame)) {
+    out.error = fmt::format("cannot read the current frame of thread state {:#x}", tstate);
+    return;
+  }
+  const std::size_t header = frame_header_size(o);
+  std::vector<std::uint8_t> buf(header);
+  std::set<std::uint64_t> seen;
+  while (frame != 0) {
+    if (out.frames.size() >= kMaxFrames) {
+      out.error = fmt::format("more than {} Python frames: cut", kMaxFrames);
+      break;
+    }
+    if (!seen.insert(frame).second) {
+      out.error = fmt::format("Python frame chain loops at {:#x}: cut", frame);
+      break;
+    }
+    if (seen.size() > kMaxFrames * 2) {
+      out.error = "too many non-code frames: cut";
+      break;
+    }
+    if (!mem.read_exact(frame, buf.data(), header)) {
+      out.error = fmt::format("cannot read Python frame at {:#x}: chain cut", frame);
+      break;
+    }
+    std::uint64_t prev = load<std::uint64_t>(buf, o.frame_previous);
+    std::uint64_t code = load<std::uint64_t>(buf, o.frame_code);
+    if (l.stackref) code &= ~std::uint64_t{3};
+    if (l.shim_owner >= 0) {
+      auto owner = load<std::int8_t>(buf, o.frame_owner);
+      if (owner >= l.shim_owner) {
+        // A C-stack shim: not Python code, but the boundary of one eval-loop call.
+        if (owner == l.shim_owner && !out.frames.empty()) out.frames.back().is_entry = true;
+        frame = prev;
+        continue;
+      }
+    }
+    RawPythonFrame f;
+    f.frame_addr = frame;
+    f.code_addr = code;
+    if (l.frame_model == FrameModel::frame_object) {
+      f.instr = static_cast<std::uint64_t>(static_cast<std::int64_t>(load<std::int32_t>(buf, o.frame_instr)));
+      f.is_entry = true;   // every PyFrameObject is run by its own eval-loop call
+    } else {
+      f.instr = load<std::uint64_t>(buf, o.frame_instr);
+      f.is_entry = o.frame_is_entry >= 0 && load<std::uint8_t>(buf, o.frame_is_entry) != 0;
+    }
+    if (code != 0) {
+      if (objects != nullptr) read_locals(mem, *objects, frame, code, f);
+      out.frames.push_back(std::move(f));
+    }
+    frame = prev;
+  }
+}
+
+void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
+                               std::uint64_t code, RawPythonFrame& out) {
+  const PyOffsets& o = where_.layout.off;
+  std::uint64_t names_tuple = 0;
+  if (!mem.read_obj(code + o.code_varnames, names_tuple)) return;
+  auto names = objects.tuple_items(names_tuple);
+  if (!names) return;
+  std::size_t count = names->size();
+  if (o.code_nlocals >= 0) {
+    std::int32_t n = 0;
+    if (!mem.read_obj(code + o.code_nlocals, n) || n < 0) return;
+    count = std::min(count, static_cast<std::size_t>(n));
+  }
+  count = std::min(count, kMaxLocals);
+  std::vector<std::uint64_t> values(count);
+  if (!mem.read_exact(frame + o.frame_localsplus, values.data(), count * 8)) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (objects.untag(values[i]) == 0) continue;   // unbound
+    auto name = objects.read_str((*names)[i], 256);
+    if (!name) continue;
+    out.locals.push_back(Local{*name, objects.short_value(values[i])});
+  }
+}
+
+const PythonReader::CodeInfo& PythonReader::code_info(MemoryReader& mem, std::uint64_t code) {
+  if (auto it = code_cache_.find(code); it != code_cache_.end()) return it->second;
+  if (code_cache_.size() >= kMaxCodeCache) code_cache_.clear();
+  const PyOffsets& o = where_.layout.off;
+  ObjectReader objects(mem, where_.layout);
+  CodeInfo info;
+  auto type = objects.type_name(code);
+  std::uint64_t name_obj = 0;
+  std::uint64_t file_obj = 0;
+  std::uint64_t table_obj = 0;
+  std::int32_t first = 0;
+  if (!type) {
+    info.error = fmt::format("code object at {:#x} unreadable", code);
+  } else if (*type != "code") {
+    info.error = fmt::format("frame runs a {} at {:#x}, not a code object", *type, code);
+  } else if (!mem.read_obj(code + (o.code_qualname >= 0 ? o.code_qualname : o.code_name),
+                           name_obj) ||
+             !mem.read_obj(code + o.code_filename, file_obj) ||
+             !mem.read_obj(code + o.code_firstlineno, first) ||
+             !mem.read_obj(code + o.code_linetable, table_obj)) {
+    info.error = fmt::format("code object at {:#x} unreadable", code);
+  } else {
+    auto name = objects.read_str(name_obj);
+    auto file = objects.read_str(file_obj);
+    auto table = objects.read_bytes(table_obj);
+    if (!name || !file) {
+      info.error = fmt::format("names of code object {:#x} unreadable", code);
+    } else {
+      info.valid = true;
+      info.function = *name;
+      info.file = *file;
+      info.firstlineno = first;
+      if (table) info.linetable = std::move(*table);
+    }
+  }
+  return code_cache_.emplace(code, std::move(info)).first->second;
+}
+
+std::optional<int> PythonReader::frame_line(const CodeInfo& info, const RawPythonFrame& f) const {
+  const PyLayout& l = where_.layout;
+  std::uint64_t offset = 0;
+  if (l.frame_model == FrameModel::frame_object) {
+    auto lasti = static_cast<std::int64_t>(f.instr);
+    if (lasti < 0) return info.firstlineno;   // not started yet
+    offset = static_cast<std::uint64_t>(lasti) * static_cast<std::uint64_t>(l.lasti_scale);
+  } else {
+    std::uint64_t start = f.code_addr + static_cast<std::uint64_t>(l.off.code_adaptive);
+    if (f.instr < start) return info.firstlineno;
+    offset = f.instr - start;
+  }
+  return addr_to_line(l.line_table, info.linetable, info.firstlineno, offset);
+}
+
+std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
+                                                    MemoryReader& mem) {
+  std::vector<PythonThreadStack> out;
+  out.reserve(raw.threads.size());
+  for (const auto& t : raw.threads) {
+    PythonThreadStack s;
+    s.native_tid = t.native_tid;
+    s.pthread_id = t.pthread_id;
+    s.gil = t.holds_gil;
+    s.idle = t.frames.empty();
+    if (!t.error.empty()) s.notes.push_back(t.error);
+    for (const auto& f : t.frames) {
+      const CodeInfo& info = code_info(mem, f.code_addr);
+      if (!info.valid) {
+        s.notes.push_back(info.error);
+        // Keep the count of eval-loop calls right for the merge: the inner frame inherits it.
+        if (f.is_entry && !s.frames.empty()) s.frames.back().entry = true;
+        continue;
+      }
+      PythonFrame pf;
+      pf.entry = f.is_entry;
+      pf.frame.kind = FrameKind::python;
+      pf.frame.function = info.function;
+      pf.frame.file = info.file;
+      pf.frame.line = frame_line(info, f);
+      pf.frame.locals = f.locals;
+      s.frames.push_back(std::move(pf));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace hangscan::python

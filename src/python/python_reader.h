@@ -1,0 +1,123 @@
+// PythonReader: the Python frames of every thread of a CPython process, read from outside.
+//
+// Why: most hung ranks are Python programs, and the interesting frames are Python frames.
+// The work is split to keep the target's pause short (design principle 2): locate() runs
+// before the freeze (symbols, version, layout); walk() runs while the target is stopped and
+// copies only raw pointers (thread states, frame addresses, code addresses, instruction
+// pointers) plus local values, which change; decode() runs after resume and turns code objects
+// (immutable) into names, files and lines, with a cache keyed by code address.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "python/layout.h"
+#include "python/objects.h"
+#include "target/memory_reader.h"
+#include "target/target.h"
+
+namespace hangscan::python {
+
+// Caps that bound the work on a corrupt or changing target.
+inline constexpr std::size_t kMaxInterpreters = 64;
+inline constexpr std::size_t kMaxThreads = 4096;
+inline constexpr std::size_t kMaxFrames = 4096;
+inline constexpr std::size_t kMaxLocals = 256;
+
+struct RawPythonFrame {
+  std::uint64_t frame_addr = 0;
+  std::uint64_t code_addr = 0;
+  std::uint64_t instr = 0;   // f_lasti (3.6-3.10, as unsigned bits of the int) or instr pointer
+  bool is_entry = false;     // first Python frame of one eval-loop call (innermost first order)
+  std::vector<Local> locals;
+};
+
+struct RawPythonThread {
+  std::uint64_t tstate = 0;
+  std::optional<int> native_tid;
+  std::uint64_t pthread_id = 0;
+  bool holds_gil = false;
+  std::vector<RawPythonFrame> frames;   // innermost first
+  std::string error;                    // why the frame chain was cut short, if it was
+};
+
+struct RawPythonState {
+  std::vector<RawPythonThread> threads;
+  std::vector<std::string> diagnostics;
+};
+
+struct PythonFrame {
+  Frame frame;          // frame.kind == FrameKind::python
+  bool entry = false;   // see RawPythonFrame::is_entry
+};
+
+struct PythonThreadStack {
+  std::optional<int> native_tid;
+  std::uint64_t pthread_id = 0;
+  bool gil = false;
+  bool idle = false;                  // a thread state with no Python frame
+  std::vector<PythonFrame> frames;    // innermost first
+  std::vector<std::string> notes;
+};
+
+// Where the interpreter is, as found by locate().
+struct Located {
+  std::uint64_t interp_head_ptr = 0;   // address of the pointer to the first interpreter
+  std::uint64_t gil_current_ptr = 0;   // 3.6: address of _PyThreadState_Current; 0 otherwise
+  std::uint64_t gil_struct = 0;        // 3.7-3.11: address of _PyRuntime.ceval.gil
+  PyLayout layout;
+  std::string version;                 // "3.11.2" (or "3.8" when the patch level is unknown)
+  std::string locator;                 // strategy that found it
+  std::string module;                  // module holding the runtime
+};
+
+class PythonReader {
+ public:
+  // Before the freeze: finds the interpreter, its version and layout. Errc::not_found when the
+  // target is not Python; Errc::unsupported (naming the version) when it cannot be read.
+  static Result<std::unique_ptr<PythonReader>> locate(Target& target,
+                                                      std::vector<std::string>* log);
+  // For tests and cores: a reader over an already known location.
+  explicit PythonReader(Located where) : where_(std::move(where)) {}
+
+  const std::string& version() const { return where_.version; }
+  const std::string& locator() const { return where_.locator; }
+  const PyLayout& layout() const { return where_.layout; }
+
+  // While stopped: raw pointers of every thread's frames (and local values when asked).
+  RawPythonState walk(MemoryReader& mem, bool with_locals);
+  // After resume: names, files and lines. Code objects are cached across calls.
+  std::vector<PythonThreadStack> decode(const RawPythonState& raw, MemoryReader& mem);
+
+ private:
+  struct CodeInfo {
+    bool valid = false;
+    std::string function;   // qualified name where the version has one
+    std::string file;
+    int firstlineno = 0;
+    std::string linetable;
+    std::string error;
+  };
+  struct GilState {
+    std::uint64_t holder = 0;   // tstate holding the GIL, 0 if none/unknown
+  };
+
+  GilState read_gil(MemoryReader& mem, std::uint64_t interp);
+  void walk_thread(MemoryReader& mem, ObjectReader* objects, std::uint64_t tstate,
+                   RawPythonThread& out);
+  void read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
+                   std::uint64_t code, RawPythonFrame& out);
+  const CodeInfo& code_info(MemoryReader& mem, std::uint64_t code);
+  std::optional<int> frame_line(const CodeInfo& info, const RawPythonFrame& f) const;
+
+  Located where_;
+  std::map<std::uint64_t, CodeInfo> code_cache_;
+};
+
+}  // namespace hangscan::python
