@@ -1,0 +1,177 @@
+// Grouping: selecting members, building the trie and the equivalence classes.
+#include "group/analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "group/rank_set.h"
+#include "group/suspects.h"
+
+namespace hangscan {
+
+bool Analysis::is_suspect(std::size_t process_index) const {
+  return std::binary_search(suspect_members.begin(), suspect_members.end(), process_index);
+}
+
+bool is_groupable(const ProcessSnapshot& p, bool job_has_ranks) {
+  if (job_has_ranks) return p.role == "rank";
+  return p.role.empty() || p.role == "process";
+}
+
+std::string member_name(const ProcessSnapshot& p) {
+  if (p.rank) return fmt::format("rank {}", *p.rank);
+  if (p.host.empty()) return fmt::format("pid {}", p.pid);
+  return fmt::format("{}:{}", p.host, p.pid);
+}
+
+namespace {
+
+constexpr std::size_t kListLimit = 8;
+
+std::string host_pid(const ProcessSnapshot& p) {
+  return p.host.empty() ? fmt::format("{}", p.pid) : fmt::format("{}:{}", p.host, p.pid);
+}
+
+// Sort key of a member: ranked first by rank, then by host and pid.
+auto member_order(const ProcessSnapshot& p) {
+  return std::make_tuple(p.rank ? 0 : 1, p.rank.value_or(0), std::string_view(p.host), p.pid);
+}
+
+}  // namespace
+
+std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members) {
+  std::vector<int> ranks;
+  std::vector<std::string> others;
+  for (std::size_t m : members) {
+    const ProcessSnapshot& p = job.processes[m];
+    if (p.rank) {
+      ranks.push_back(*p.rank);
+    } else {
+      others.push_back(p.host.empty() ? fmt::format("pid {}", p.pid) : host_pid(p));
+    }
+  }
+  if (others.empty()) {
+    RankSet set(ranks);
+    return fmt::format("{} {}", set.size() == 1 ? "rank" : "ranks", set.to_string());
+  }
+  if (ranks.empty() && others.size() == 1) {
+    return job.processes[members.front()].host.empty() ? others.front()
+                                                       : fmt::format("process {}", others.front());
+  }
+  std::string out;
+  if (!ranks.empty()) out = fmt::format("ranks {} and ", RankSet(ranks).to_string());
+  if (others.size() > kListLimit) return out + fmt::format("{} processes", others.size());
+  out += "processes ";
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    if (i) out += ',';
+    out += others[i];
+  }
+  return out;
+}
+
+std::string member_set_label(const JobSnapshot& job, const std::vector<std::size_t>& members) {
+  std::vector<int> ranks;
+  std::vector<std::string> others;
+  for (std::size_t m : members) {
+    const ProcessSnapshot& p = job.processes[m];
+    if (p.rank) {
+      ranks.push_back(*p.rank);
+    } else {
+      others.push_back(host_pid(p));
+    }
+  }
+  std::string out = compress_ranges(RankSet(std::move(ranks)).values());
+  if (others.size() > kListLimit) {
+    if (!out.empty()) out += ',';
+    return out + fmt::format("{} processes", others.size());
+  }
+  for (const std::string& o : others) {
+    if (!out.empty()) out += ',';
+    out += o;
+  }
+  return out;
+}
+
+char main_state(const ProcessSnapshot& p) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.is_main || t.tid == p.pid) return t.state != '?' ? t.state : p.state;
+  }
+  return p.state;
+}
+
+Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
+  Analysis a;
+  a.options = opts;
+  a.trie = StackTrie(opts.granularity);
+  a.group_of.assign(job.processes.size(), Analysis::kNoGroup);
+
+  bool has_ranks = std::any_of(job.processes.begin(), job.processes.end(),
+                               [](const ProcessSnapshot& p) { return p.role == "rank"; });
+  ThreadSelector selector(opts);
+  if (!selector.regex_ok()) {
+    a.notes.push_back(fmt::format("thread regex \"{}\" is invalid: no thread selected", opts.thread_regex));
+  }
+
+  // Key of each member: the trie nodes its selected threads end on (sorted for multi-thread
+  // selections so thread order does not matter); the first selected thread is the group's face.
+  std::map<std::vector<std::size_t>, std::size_t> by_key;
+  std::vector<std::size_t> face;  // per group: trie node of the first selected thread
+  std::vector<std::size_t> key;
+  for (std::size_t i = 0; i < job.processes.size(); ++i) {
+    const ProcessSnapshot& p = job.processes[i];
+    if (!is_groupable(p, has_ranks)) continue;
+    a.grouped.push_back(i);
+    key.clear();
+    for (std::size_t t : selector.select(p)) {
+      key.push_back(a.trie.insert(i, key_frames(p.threads[t], opts.top_n)));
+    }
+    if (key.empty()) key.push_back(a.trie.insert(i, FrameRange{}));
+    std::size_t first = key.front();
+    if (key.size() > 1) {
+      std::sort(key.begin(), key.end());
+      key.erase(std::unique(key.begin(), key.end()), key.end());
+    }
+    auto [it, inserted] = by_key.try_emplace(key, a.groups.size());
+    if (inserted) {
+      a.groups.emplace_back();
+      face.push_back(first);
+    }
+    a.groups[it->second].members.push_back(i);
+  }
+  a.trie.finish(job.processes);
+
+  for (std::size_t g = 0; g < a.groups.size(); ++g) {
+    Group& grp = a.groups[g];
+    grp.node = face[g];
+    std::sort(grp.members.begin(), grp.members.end(), [&](std::size_t x, std::size_t y) {
+      return member_order(job.processes[x]) < member_order(job.processes[y]);
+    });
+    std::set<std::string> hosts;
+    for (std::size_t m : grp.members) {
+      const ProcessSnapshot& p = job.processes[m];
+      if (p.rank) grp.ranks.push_back(*p.rank);
+      grp.pids.push_back(p.pid);
+      hosts.insert(p.host);
+    }
+    std::sort(grp.ranks.begin(), grp.ranks.end());
+    grp.hosts.assign(hosts.begin(), hosts.end());
+    std::vector<std::size_t> path = a.trie.path_to(grp.node);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) grp.frames.push_back(a.trie.node(*it).frame);
+  }
+  std::stable_sort(a.groups.begin(), a.groups.end(), [&](const Group& x, const Group& y) {
+    if (x.members.size() != y.members.size()) return x.members.size() < y.members.size();
+    return member_order(job.processes[x.members.front()]) < member_order(job.processes[y.members.front()]);
+  });
+  for (std::size_t g = 0; g < a.groups.size(); ++g) {
+    for (std::size_t m : a.groups[g].members) a.group_of[m] = g;
+  }
+
+  find_suspects(job, a);
+  return a;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,65 @@
+// analyze(): ranks grouped by stack, and the odd ones out named with a reason.
+//
+// Why: the question an operator asks of a hung job is "which rank is not where the others are,
+// and where is it". This is the one place that answers it, for one node or a merged cluster,
+// from a JobSnapshot alone (no I/O), so every mode and every writer reports the same verdict.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "group/stack_key.h"
+#include "group/stack_trie.h"
+#include "hangscan/model.h"
+
+namespace hangscan {
+
+// An equivalence class: processes whose selected threads have the same key.
+struct Group {
+  std::vector<int> ranks;              // sorted; members without rank are not listed here
+  std::vector<int> pids;               // in member order
+  std::vector<std::string> hosts;      // distinct, sorted
+  std::vector<std::size_t> members;    // indexes into JobSnapshot::processes, by (rank, host, pid)
+  bool suspect = false;
+  std::vector<Frame> frames;           // the key (first selected thread), innermost first
+  std::size_t node = StackTrie::kRoot; // trie node the key ends on
+};
+
+struct Analysis {
+  GroupOptions options;
+  std::vector<Group> groups;                 // smallest first, ties by lowest rank / pid
+  std::vector<int> suspects;                 // ranks, sorted (includes missing ranks)
+  std::vector<std::string> suspect_reasons;  // one plain sentence per finding
+  std::vector<int> missing_ranks;            // by world size, sorted
+  std::vector<std::size_t> suspect_members;  // process indexes, sorted (ranked or not)
+  std::vector<std::size_t> grouped;          // process indexes that were grouped, ascending
+  std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
+  std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
+  std::optional<int> world_size;             // expected or largest world_size seen
+  StackTrie trie;
+
+  static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);
+  bool is_suspect(std::size_t process_index) const;
+};
+
+// Groups the job's ranks (processes with role "rank"; when there are none, processes with an
+// empty role or role "process") and names suspects. Launchers and helpers are not grouped.
+Analysis analyze(const JobSnapshot& job, const GroupOptions& opts);
+
+// True for the processes analyze() groups.
+bool is_groupable(const ProcessSnapshot& p, bool job_has_ranks);
+
+// "rank 2", or "n1:1234" / "pid 1234" for a process without rank.
+std::string member_name(const ProcessSnapshot& p);
+// "rank 2", "ranks 0-1,3", "process n1:12", "processes n1:12,n1:13" or "40 processes".
+std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members);
+// The member set as a bracket label for trees and edges: "0-1,3", plus "n1:1234" entries for
+// members without rank ("0-3,n1:99"); long rankless lists are cut to a count.
+std::string member_set_label(const JobSnapshot& job, const std::vector<std::size_t>& members);
+
+// The state that matters for a process: its main thread's, else the process's.
+char main_state(const ProcessSnapshot& p);
+
+}  // namespace hangscan

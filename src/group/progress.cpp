@@ -1,0 +1,117 @@
+// Stuck / progressing / spinning from several snapshots.
+#include "group/progress.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "group/stack_key.h"
+
+namespace hangscan {
+
+namespace {
+
+const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.is_main || t.tid == p.pid) return &t;
+  }
+  return p.threads.empty() ? nullptr : &p.threads.front();
+}
+
+std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
+  std::vector<const Frame*> out;
+  for (const Frame& f : t.frames) {
+    if (f.kind == FrameKind::python) out.push_back(&f);
+  }
+  return out;
+}
+
+bool same_python(const Frame& a, const Frame& b) {
+  return a.function == b.function && a.file == b.file && a.line == b.line && a.locals == b.locals;
+}
+
+// Python stacks: identical Python frames (lines and locals included). Native stacks: identical
+// at function granularity except for up to kInnerSlackFrames innermost frames on each side.
+bool same_place(const ThreadSnapshot& a, const ThreadSnapshot& b) {
+  auto pa = python_frames(a);
+  auto pb = python_frames(b);
+  if (!pa.empty() || !pb.empty()) {
+    return std::equal(pa.begin(), pa.end(), pb.begin(), pb.end(),
+                      [](const Frame* x, const Frame* y) { return same_python(*x, *y); });
+  }
+  FrameRange ra = key_frames(a, 0);
+  FrameRange rb = key_frames(b, 0);
+  std::size_t common = 0;
+  while (common < ra.size() && common < rb.size() &&
+         same_key_frame(*(ra.end - 1 - common), *(rb.end - 1 - common), GroupOptions::Granularity::function)) {
+    ++common;
+  }
+  return ra.size() - common <= kInnerSlackFrames && rb.size() - common <= kInnerSlackFrames &&
+         (common > 0 || (ra.size() == 0 && rb.size() == 0));
+}
+
+std::uint64_t ticks_of(const ProcessSnapshot& p, int tid) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.tid == tid) return t.cpu_ticks;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& samples,
+                                              double interval_seconds, long clock_ticks_per_second) {
+  std::vector<ProcessProgress> out;
+  if (samples.empty()) return out;
+  // (host, pid) -> appearances in sample order
+  std::map<std::pair<std::string, int>, std::vector<std::pair<std::size_t, const ProcessSnapshot*>>> seen;
+  for (std::size_t s = 0; s < samples.size(); ++s) {
+    for (const ProcessSnapshot& p : samples[s].processes) seen[{p.host, p.pid}].emplace_back(s, &p);
+  }
+  for (const ProcessSnapshot& first : samples.front().processes) {
+    const auto& apps = seen[{first.host, first.pid}];
+    if (apps.size() < 2) continue;
+    ProcessProgress pr;
+    pr.host = first.host;
+    pr.pid = first.pid;
+    pr.samples = static_cast<int>(apps.size());
+    pr.stuck = true;
+    const ThreadSnapshot* base = main_thread(first);
+    for (std::size_t i = 1; i < apps.size() && pr.stuck; ++i) {
+      const ThreadSnapshot* t = main_thread(*apps[i].second);
+      pr.stuck = base && t && same_place(*base, *t);
+    }
+    const ProcessSnapshot& last = *apps.back().second;
+    double elapsed = interval_seconds * static_cast<double>(apps.back().first - apps.front().first);
+    if (elapsed > 0 && clock_ticks_per_second > 0) {
+      std::uint64_t delta = 0;
+      for (const ThreadSnapshot& t : last.threads) {
+        std::uint64_t before = ticks_of(first, t.tid);
+        if (t.cpu_ticks > before) delta += t.cpu_ticks - before;
+      }
+      pr.cpu_percent = 100.0 * static_cast<double>(delta) / static_cast<double>(clock_ticks_per_second) / elapsed;
+    }
+    out.push_back(pr);
+  }
+  return out;
+}
+
+void apply_progress(JobSnapshot& job, const std::vector<ProcessProgress>& progress) {
+  std::map<std::pair<std::string, int>, const ProcessProgress*> by_id;
+  for (const ProcessProgress& p : progress) by_id[{p.host, p.pid}] = &p;
+  for (ProcessSnapshot& p : job.processes) {
+    auto it = by_id.find({p.host, p.pid});
+    if (it == by_id.end()) continue;
+    p.progress = it->second->stuck ? "stuck" : "progressing";
+    p.cpu_percent = it->second->cpu_percent;
+  }
+}
+
+std::string progress_word(const ProcessSnapshot& p) {
+  if (!p.progress) return {};
+  if (*p.progress != "stuck") return *p.progress;
+  if (p.cpu_percent < 0) return "stuck";
+  return p.cpu_percent > kSpinningCpuPercent ? "spinning" : "blocked";
+}
+
+}  // namespace hangscan

@@ -1,0 +1,320 @@
+// Suspect rules: where ranks part ways with a clear majority, bad process states, missing ranks.
+#include "group/suspects.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "group/rank_set.h"
+
+namespace hangscan {
+
+namespace {
+
+// One branch at a divergence: a child subtree, or the members whose stack ends at the node.
+struct Part {
+  std::size_t node = 0;
+  bool ending = false;
+  std::size_t weight = 0;
+  std::vector<std::size_t> groups;  // indexes into Analysis::groups
+};
+
+class MajorityFinder {
+ public:
+  MajorityFinder(const JobSnapshot& job, Analysis& a)
+      : job_(job), a_(a), trie_(a.trie), selector_(a.options), weight_(trie_.nodes().size(), 0) {
+    for (const Group& g : a_.groups) {
+      for (std::size_t n = g.node;; n = trie_.node(n).parent) {
+        weight_[n] += g.members.size();
+        if (n == StackTrie::kRoot) break;
+      }
+    }
+    std::set<std::string> hosts;
+    for (std::size_t m : a_.grouped) hosts.insert(job_.processes[m].host);
+    multi_host_ = hosts.size() > 1;
+  }
+
+  void run() {
+    std::size_t node = StackTrie::kRoot;
+    bool first = true;
+    while (weight_[node] > 0) {
+      std::vector<Part> parts = parts_at(node);
+      if (parts.size() == 1) {
+        if (parts[0].ending) break;
+        node = parts[0].node;
+        continue;
+      }
+      const Part* majority = nullptr;
+      for (const Part& p : parts) {
+        if (p.weight * 2 > weight_[node]) majority = &p;
+      }
+      if (!majority) {
+        if (first) note_no_majority(node, parts);
+        break;
+      }
+      for (const Part& p : parts) {
+        if (&p == majority) continue;
+        for (std::size_t g : p.groups) {
+          if (first || !all_running(a_.groups[g])) flag(g, node, p, *majority);
+        }
+      }
+      first = false;
+      if (majority->ending) break;
+      node = majority->node;
+    }
+    if (a_.groups.size() == 1 && a_.grouped.size() >= 2) {
+      a_.notes.push_back(fmt::format("all {} {} have the same stack", a_.grouped.size(),
+                                     all_ranked() ? "ranks" : "processes"));
+    }
+  }
+
+  std::vector<std::size_t> flagged;
+
+ private:
+  bool in_subtree(std::size_t n, std::size_t top) const {
+    while (trie_.node(n).depth > trie_.node(top).depth) n = trie_.node(n).parent;
+    return n == top;
+  }
+
+  std::vector<Part> parts_at(std::size_t node) const {
+    std::vector<Part> parts;
+    std::size_t child_sum = 0;
+    for (std::size_t c : trie_.node(node).children) {
+      if (weight_[c] == 0) continue;
+      parts.push_back(Part{c, false, weight_[c], {}});
+      child_sum += weight_[c];
+    }
+    if (weight_[node] > child_sum) parts.push_back(Part{node, true, weight_[node] - child_sum, {}});
+    for (std::size_t g = 0; g < a_.groups.size(); ++g) {
+      std::size_t face = a_.groups[g].node;
+      for (Part& p : parts) {
+        if (p.ending ? face == node : in_subtree(face, p.node)) {
+          p.groups.push_back(g);
+          break;
+        }
+      }
+    }
+    return parts;
+  }
+
+  bool all_ranked() const {
+    return std::all_of(a_.grouped.begin(), a_.grouped.end(),
+                       [&](std::size_t m) { return job_.processes[m].rank.has_value(); });
+  }
+
+  bool all_running(const Group& g) const {
+    return std::all_of(g.members.begin(), g.members.end(),
+                       [&](std::size_t m) { return main_state(job_.processes[m]) == 'R'; });
+  }
+
+  std::vector<std::size_t> members_of(const Part& p) const {
+    std::vector<std::size_t> out;
+    for (std::size_t g : p.groups) {
+      out.insert(out.end(), a_.groups[g].members.begin(), a_.groups[g].members.end());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The frame member `m` has at trie depth `depth` (its first selected thread), so sentences
+  // show that member's own line, not a representative's.
+  const Frame* member_frame(std::size_t m, int depth) const {
+    const ProcessSnapshot& p = job_.processes[m];
+    auto sel = selector_.select(p);
+    if (sel.empty() || depth <= 0) return nullptr;
+    FrameRange r = key_frames(p.threads[sel.front()], a_.options.top_n);
+    if (static_cast<std::size_t>(depth) > r.size()) return nullptr;
+    return r.end - depth;
+  }
+
+  std::string label_at(std::size_t m, std::size_t node) const {
+    const Frame* f = member_frame(m, trie_.node(node).depth);
+    return short_frame_label(f ? *f : trie_.node(node).frame);
+  }
+
+  // Where the majority is: the deepest Python frame on the path all its members share, or the
+  // first frame where it parted from the others when there is no Python frame.
+  std::string majority_name(std::size_t node, const Part& majority) const {
+    if (majority.ending) {
+      return node == StackTrie::kRoot ? std::string("an empty stack") : trie_.node(node).frame.function;
+    }
+    std::size_t cur = majority.node;
+    std::size_t python = StackTrie::kRoot;
+    while (true) {
+      if (trie_.node(cur).frame.kind == FrameKind::python) python = cur;
+      std::size_t next = StackTrie::kRoot;
+      int live = 0;
+      for (std::size_t c : trie_.node(cur).children) {
+        if (weight_[c] > 0) {
+          ++live;
+          next = c;
+        }
+      }
+      if (live != 1 || weight_[next] != weight_[cur]) break;
+      cur = next;
+    }
+    return trie_.node(python != StackTrie::kRoot ? python : majority.node).frame.function;
+  }
+
+  // "in worker (a.py:19) -> time.sleep", or "no stack" when the odd members have none.
+  std::string odd_chain(const Group& g, std::size_t node, const Part& part) const {
+    std::size_t m = g.members.front();
+    if (part.ending) return node == StackTrie::kRoot ? std::string("no stack") : "in " + label_at(m, node);
+    std::vector<std::size_t> path = trie_.path_to(g.node);
+    std::size_t start = static_cast<std::size_t>(trie_.node(node).depth);  // path[start] = first child
+    std::size_t deepest = path.size() - 1;
+    for (std::size_t i = path.size(); i-- > start;) {
+      if (trie_.node(path[i]).frame.kind == FrameKind::python) {
+        deepest = i;
+        break;
+      }
+    }
+    std::string chain = "in ";
+    if (node != StackTrie::kRoot) chain += label_at(m, node) + " -> ";
+    chain += label_at(m, path[start]);
+    if (deepest > start + 1) chain += " -> ...";
+    if (deepest > start) chain += " -> " + label_at(m, path[deepest]);
+    return chain;
+  }
+
+  std::string who(const std::vector<std::size_t>& members) const {
+    std::string out = describe_members(job_, members);
+    if (!multi_host_) return out;
+    std::set<std::string> hosts;
+    for (std::size_t m : members) hosts.insert(job_.processes[m].host);
+    std::string list;
+    for (const std::string& h : hosts) list += (list.empty() ? "" : ",") + h;
+    return out + " on " + list;
+  }
+
+  void flag(std::size_t gi, std::size_t node, const Part& part, const Part& majority) {
+    Group& g = a_.groups[gi];
+    g.suspect = true;
+    flagged.insert(flagged.end(), g.members.begin(), g.members.end());
+    bool plural = g.members.size() > 1;
+    std::string chain = odd_chain(g, node, part);
+    std::string where = chain == "no stack" ? (plural ? "they have no stack" : "it has no stack")
+                                            : (plural ? "they are " : "it is ") + chain;
+    a_.suspect_reasons.push_back(fmt::format(
+        "{} {} not in {} with {}: {}", who(g.members), plural ? "are" : "is",
+        majority_name(node, majority), describe_members(job_, members_of(majority)), where));
+  }
+
+  void note_no_majority(std::size_t node, const std::vector<Part>& parts) {
+    constexpr std::size_t kShown = 4;
+    std::string list;
+    for (std::size_t i = 0; i < parts.size() && i < kShown; ++i) {
+      const Part& p = parts[i];
+      std::vector<std::size_t> members = members_of(p);
+      std::string where = p.ending ? fmt::format("{} (stack ends)", trie_.node(node).frame.function)
+                                   : trie_.node(p.node).frame.function;
+      list += fmt::format("{}{} {} in {}", i ? (i + 1 == parts.size() ? " and " : ", ") : "",
+                          describe_members(job_, members), members.size() > 1 ? "are" : "is", where);
+    }
+    if (parts.size() > kShown) list += fmt::format(", and {} more branches", parts.size() - kShown);
+    std::string below = node == StackTrie::kRoot
+                            ? std::string()
+                            : fmt::format("below {}, ", trie_.node(node).frame.function);
+    a_.notes.push_back(fmt::format("no clear majority: {}{}; no suspect named", below, list));
+  }
+
+  const JobSnapshot& job_;
+  Analysis& a_;
+  const StackTrie& trie_;
+  ThreadSelector selector_;
+  std::vector<std::size_t> weight_;  // grouped members whose face path passes through a node
+  bool multi_host_ = false;
+};
+
+// Sentence for members sharing one bad state (and wchan).
+std::string state_sentence(const std::string& who, bool plural, char state, const std::string& wchan) {
+  const char* verb = plural ? "are" : "is";
+  switch (state) {
+    case 'Z':
+      return fmt::format("{} {} {} (state Z): exited but not reaped by the parent", who, verb,
+                         plural ? "zombies" : "a zombie");
+    case 'X':
+      return fmt::format("{} {} dead (state X)", who, verb);
+    case 'T':
+      return fmt::format("{} {} stopped (state T)", who, verb);
+    case 't':
+      return fmt::format("{} {} stopped by a tracer (state t)", who, verb);
+    default:
+      return fmt::format("{} {} in uninterruptible sleep (state D){}", who, verb,
+                         wchan.empty() ? std::string() : " in " + wchan);
+  }
+}
+
+void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged) {
+  std::map<std::pair<char, std::string>, std::vector<std::size_t>> by_state;
+  for (std::size_t m : a.grouped) {
+    const ProcessSnapshot& p = job.processes[m];
+    char s = (p.state == 'Z' || p.state == 'X') ? p.state : main_state(p);
+    if (s != 'Z' && s != 'X' && s != 'T' && s != 't' && s != 'D') continue;
+    std::string wchan;
+    for (const ThreadSnapshot& t : p.threads) {
+      if ((t.is_main || t.tid == p.pid) && t.wchan) wchan = *t.wchan;
+    }
+    by_state[{s, s == 'D' ? wchan : std::string()}].push_back(m);
+  }
+  for (auto& [key, members] : by_state) {
+    a.suspect_reasons.push_back(
+        state_sentence(describe_members(job, members), members.size() > 1, key.first, key.second));
+    flagged.insert(flagged.end(), members.begin(), members.end());
+    for (Group& g : a.groups) {
+      if (std::all_of(g.members.begin(), g.members.end(), [&](std::size_t x) {
+            return std::find(members.begin(), members.end(), x) != members.end();
+          })) {
+        g.suspect = true;
+      }
+    }
+  }
+}
+
+void missing_findings(const JobSnapshot& job, Analysis& a) {
+  std::optional<int> ws = job.expected_world_size;
+  std::set<int> present;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (p.role != "rank" && !is_groupable(p, false)) continue;
+    if (p.rank) present.insert(*p.rank);
+    if (!job.expected_world_size && p.world_size && (!ws || *p.world_size > *ws)) ws = p.world_size;
+  }
+  a.world_size = ws;
+  if (!ws || *ws <= 0) return;
+  if (*ws > kMaxWorldSize) {
+    a.notes.push_back(fmt::format("world size {} is implausible; missing ranks not listed", *ws));
+    return;
+  }
+  for (int r = 0; r < *ws; ++r) {
+    if (!present.count(r)) a.missing_ranks.push_back(r);
+  }
+  if (a.missing_ranks.empty()) return;
+  std::string set = compress_ranges(a.missing_ranks);
+  bool plural = a.missing_ranks.size() > 1;
+  a.suspect_reasons.push_back(fmt::format("{} {} {} missing: the world size is {} but no process with {} {} was found",
+                                          plural ? "ranks" : "rank", set, plural ? "are" : "is", *ws,
+                                          plural ? "ranks" : "rank", set));
+}
+
+}  // namespace
+
+void find_suspects(const JobSnapshot& job, Analysis& a) {
+  MajorityFinder majority(job, a);
+  majority.run();
+  std::vector<std::size_t> flagged = std::move(majority.flagged);
+  state_findings(job, a, flagged);
+  missing_findings(job, a);
+
+  std::sort(flagged.begin(), flagged.end());
+  flagged.erase(std::unique(flagged.begin(), flagged.end()), flagged.end());
+  a.suspect_members = flagged;
+  std::vector<int> ranks = a.missing_ranks;
+  for (std::size_t m : flagged) {
+    if (job.processes[m].rank) ranks.push_back(*job.processes[m].rank);
+  }
+  a.suspects = RankSet(std::move(ranks)).values();
+}
+
+}  // namespace hangscan
