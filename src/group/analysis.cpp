@@ -41,19 +41,25 @@ auto member_order(const ProcessSnapshot& p) {
   return std::make_tuple(p.rank ? 0 : 1, p.rank.value_or(0), std::string_view(p.host), p.pid);
 }
 
-}  // namespace
-
-std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members) {
-  std::vector<int> ranks;
-  std::vector<std::string> others;
+// Ranks of the ranked members, and names of the others (host:pid; "pid N" in words when no host).
+void split_members(const JobSnapshot& job, const std::vector<std::size_t>& members, bool words,
+                   std::vector<int>& ranks, std::vector<std::string>& others) {
   for (std::size_t m : members) {
     const ProcessSnapshot& p = job.processes[m];
     if (p.rank) {
       ranks.push_back(*p.rank);
     } else {
-      others.push_back(p.host.empty() ? fmt::format("pid {}", p.pid) : host_pid(p));
+      others.push_back(words && p.host.empty() ? fmt::format("pid {}", p.pid) : host_pid(p));
     }
   }
+}
+
+}  // namespace
+
+std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members) {
+  std::vector<int> ranks;
+  std::vector<std::string> others;
+  split_members(job, members, true, ranks, others);
   if (others.empty()) {
     RankSet set(ranks);
     return fmt::format("{} {}", set.size() == 1 ? "rank" : "ranks", set.to_string());
@@ -76,14 +82,7 @@ std::string describe_members(const JobSnapshot& job, const std::vector<std::size
 std::string member_set_label(const JobSnapshot& job, const std::vector<std::size_t>& members) {
   std::vector<int> ranks;
   std::vector<std::string> others;
-  for (std::size_t m : members) {
-    const ProcessSnapshot& p = job.processes[m];
-    if (p.rank) {
-      ranks.push_back(*p.rank);
-    } else {
-      others.push_back(host_pid(p));
-    }
-  }
+  split_members(job, members, false, ranks, others);
   std::string out = compress_ranges(RankSet(std::move(ranks)).values());
   if (others.size() > kListLimit) {
     if (!out.empty()) out += ',';
