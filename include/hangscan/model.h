@@ -80,6 +80,7 @@ struct SignalInfo {
   std::string name;           // "SIGSEGV"
   std::optional<std::uint64_t> address;
   int code = 0;               // si_code
+  std::optional<int> sender_pid;   // sent by kill()/tgkill() (si_code <= 0): who sent it
 };
 
 struct CoreInfo {

@@ -98,42 +98,43 @@ Error corrupt(const std::string& path, const char* fmt_name, const std::string& 
                "the compressed core is damaged or cut short; take it again");
 }
 
+// Feeds the file to `step` one chunk at a time. `step` returns the decoder's hint of input
+// still expected (0 exactly at the end of a frame), so a stream cut short is detected.
+template <class Step>
+Status pump(int in, const std::string& path, const char* format, Step step) {
+  std::vector<std::uint8_t> ibuf(kChunk);
+  std::size_t last = 1;
+  for (;;) {
+    ssize_t got = ::read(in, ibuf.data(), ibuf.size());
+    if (got < 0) {
+      return Error(Errc::io, fmt::format("{}: read error: {}", path, std::strerror(errno)), errno);
+    }
+    if (got == 0) return last != 0 ? Status(corrupt(path, format, "ends inside a frame")) : Ok{};
+    Result<std::size_t> r = step(ibuf.data(), static_cast<std::size_t>(got));
+    if (!r) return std::move(r).error();
+    last = r.value();
+  }
+}
+
 #ifdef HANGSCAN_HAVE_ZSTD
 Status unpack_zstd(int in, SparseTemp& out, const std::string& path) {
   ZSTD_DStream* ds = ZSTD_createDStream();
   if (ds == nullptr) return Error(Errc::internal, "zstd: out of memory");
-  std::vector<std::uint8_t> ibuf(kChunk);
   std::vector<std::uint8_t> obuf(ZSTD_DStreamOutSize());
-  std::size_t last = 1;
-  Status result = Ok{};
-  for (;;) {
-    ssize_t got = ::read(in, ibuf.data(), ibuf.size());
-    if (got < 0) {
-      result = Error(Errc::io, fmt::format("{}: read error: {}", path, std::strerror(errno)), errno);
-      break;
-    }
-    if (got == 0) {
-      if (last != 0) result = corrupt(path, "zstd", "ends inside a frame");
-      break;
-    }
-    ZSTD_inBuffer ib{ibuf.data(), static_cast<std::size_t>(got), 0};
+  Status st = pump(in, path, "zstd", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
+    ZSTD_inBuffer ib{data, n, 0};
+    std::size_t last = 1;
     while (ib.pos < ib.size) {
       ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
       last = ZSTD_decompressStream(ds, &ob, &ib);
-      if (ZSTD_isError(last)) {
-        result = corrupt(path, "zstd", ZSTD_getErrorName(last));
-        break;
-      }
+      if (ZSTD_isError(last)) return corrupt(path, "zstd", ZSTD_getErrorName(last));
       Status w = out.write(obuf.data(), ob.pos);
-      if (!w) {
-        result = w;
-        break;
-      }
+      if (!w) return std::move(w).error();
     }
-    if (!result) break;
-  }
+    return last;
+  });
   ZSTD_freeDStream(ds);
-  return result;
+  return st;
 }
 #endif
 
@@ -143,41 +144,24 @@ Status unpack_lz4(int in, SparseTemp& out, const std::string& path) {
   if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION))) {
     return Error(Errc::internal, "lz4: out of memory");
   }
-  std::vector<std::uint8_t> ibuf(kChunk);
   std::vector<std::uint8_t> obuf(4 * kChunk);
-  std::size_t last = 1;
-  Status result = Ok{};
-  for (;;) {
-    ssize_t got = ::read(in, ibuf.data(), ibuf.size());
-    if (got < 0) {
-      result = Error(Errc::io, fmt::format("{}: read error: {}", path, std::strerror(errno)), errno);
-      break;
-    }
-    if (got == 0) {
-      if (last != 0) result = corrupt(path, "lz4", "ends inside a frame");
-      break;
-    }
+  Status st = pump(in, path, "lz4", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
     std::size_t pos = 0;
-    while (pos < static_cast<std::size_t>(got)) {
-      std::size_t in_sz = static_cast<std::size_t>(got) - pos;
+    std::size_t last = 1;
+    while (pos < n) {
+      std::size_t in_sz = n - pos;
       std::size_t out_sz = obuf.size();
-      last = LZ4F_decompress(dctx, obuf.data(), &out_sz, ibuf.data() + pos, &in_sz, nullptr);
-      if (LZ4F_isError(last)) {
-        result = corrupt(path, "lz4", LZ4F_getErrorName(last));
-        break;
-      }
+      last = LZ4F_decompress(dctx, obuf.data(), &out_sz, data + pos, &in_sz, nullptr);
+      if (LZ4F_isError(last)) return corrupt(path, "lz4", LZ4F_getErrorName(last));
       pos += in_sz;
       Status w = out.write(obuf.data(), out_sz);
-      if (!w) {
-        result = w;
-        break;
-      }
-      if (in_sz == 0 && out_sz == 0) break;   // no progress possible: avoid spinning
+      if (!w) return std::move(w).error();
+      if (in_sz == 0 && out_sz == 0) break;   // no progress possible: do not spin
     }
-    if (!result) break;
-  }
+    return last;
+  });
   LZ4F_freeDecompressionContext(dctx);
-  return result;
+  return st;
 }
 #endif
 
