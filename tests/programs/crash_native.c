@@ -1,77 +1,78 @@
-// A native program that dies of a chosen signal, for `hangscan core` tests.
-//
-// Usage: crash_native MODE [READY_FD]
-//   null      SIGSEGV reading address 0 in read_null()
-//   overflow  SIGSEGV from endless recursion in recurse() (stack overflow)
-//   fpe       SIGFPE from an integer division by zero in divide()
-//   abort     SIGABRT from abort() in give_up()
-//   ill       SIGILL from ud2 in illegal()
-//   wait      a worker thread and the main thread block in read() of a pipe that never
-//             gets data (for a core taken with kill -SEGV or gcore)
-// Before crashing (or blocking) it writes "ready\n" to READY_FD (default 1) so a test knows
-// the process got there. The environment is left as given (RANK etc. reach the core).
+/* A native program that dies of a chosen signal, for `hangscan core` tests.
+ *
+ * Usage: crash_native READY MODE
+ *   null      SIGSEGV reading address 0 in read_null()
+ *   overflow  SIGSEGV from endless recursion in recurse() (stack overflow)
+ *   fpe       SIGFPE from an integer division by zero in divide()
+ *   abort     SIGABRT from abort() in give_up()
+ *   ill       SIGILL from ud2 in illegal()
+ *   wait      a worker thread and the main thread block in read() of a pipe that never gets
+ *             data (for a core taken with kill -SEGV or gcore)
+ * It says "ready" (hs_ready.h) right before it crashes, or once both threads are parked.
+ * The environment is left as given, so RANK/WORLD_SIZE reach the core's initial stack.
+ */
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/syscall.h>
 
-static int ready_fd = 1;
+#include "hs_ready.h"
+
+static const char* ready_to;
 static int block_pipe[2];
-
-static void say_ready(void) {
-  if (write(ready_fd, "ready\n", 6) != 6) _exit(3);
-}
+static int worker_parked;
+static int worker_tid;
 
 __attribute__((noinline)) int read_null(volatile int* p) {
-  say_ready();
-  return *p;  // CRASH_NULL_LINE
+  hs_say_ready(ready_to);
+  return *p; /* HS-LINE: null */
 }
 
 __attribute__((noinline)) int recurse(int depth) {
   volatile char pad[256];
   pad[0] = (char)depth;
-  return recurse(depth + 1) + pad[0];  // CRASH_OVERFLOW_LINE
+  return recurse(depth + 1) + pad[0]; /* HS-LINE: overflow */
 }
 
 __attribute__((noinline)) int divide(volatile int a, volatile int b) {
-  say_ready();
-  return a / b;  // CRASH_FPE_LINE
+  hs_say_ready(ready_to);
+  return a / b; /* HS-LINE: fpe */
 }
 
 __attribute__((noinline)) void give_up(void) {
-  say_ready();
-  abort();  // CRASH_ABORT_LINE
+  hs_say_ready(ready_to);
+  abort(); /* HS-LINE: abort */
 }
 
 __attribute__((noinline)) void illegal(void) {
-  say_ready();
-  __asm__ volatile("ud2");  // CRASH_ILL_LINE
+  hs_say_ready(ready_to);
+  __asm__ volatile("ud2"); /* HS-LINE: ill */
 }
 
-__attribute__((noinline)) void block_in_read(void) {
+__attribute__((noinline)) void block_in_read(int* parked) {
   char c;
-  ssize_t n = read(block_pipe[0], &c, 1);  // WAIT_READ_LINE
+  if (parked) hs_store(parked, 1);
+  ssize_t n = read(block_pipe[0], &c, 1); /* HS-LINE: wait_read */
   (void)n;
 }
 
 static void* worker(void* arg) {
   (void)arg;
-  block_in_read();
+  hs_store(&worker_tid, hs_gettid());
+  block_in_read(&worker_parked);
   return NULL;
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s null|overflow|fpe|abort|ill|wait [READY_FD]\n", argv[0]);
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s READY null|overflow|fpe|abort|ill|wait\n", argv[0]);
     return 2;
   }
-  if (argc > 2) ready_fd = atoi(argv[2]);
-  const char* mode = argv[1];
+  ready_to = argv[1];
+  const char* mode = argv[2];
   if (strcmp(mode, "null") == 0) return read_null(NULL);
   if (strcmp(mode, "overflow") == 0) {
-    say_ready();
+    hs_say_ready(ready_to);
     return recurse(0);
   }
   if (strcmp(mode, "fpe") == 0) return divide(1, 0);
@@ -81,8 +82,9 @@ int main(int argc, char** argv) {
     if (pipe(block_pipe) != 0) return 3;
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
-    say_ready();
-    block_in_read();
+    hs_wait_parked(&worker_parked, &worker_tid, SYS_read);
+    hs_say_ready(ready_to);
+    block_in_read(NULL);
     return 0;
   }
   fprintf(stderr, "unknown mode %s\n", mode);
