@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""A 4-rank ring all-reduce over local sockets where one rank never joins (stdlib only).
+
+Why: the bundled example of `make demo` and a real multi-rank workload for the tests, with
+nothing to install. A launcher starts WORLD ranks (as subprocesses with RANK/WORLD_SIZE in
+their environment like torchrun, or through multiprocessing "spawn"/"fork" where each rank
+sets os.environ["RANK"] after it started, like a torch.multiprocessing.spawn job). The ranks
+connect in a ring of Unix sockets and sum their values; the odd rank takes a different path
+(it waits for a checkpoint that never comes), so the others block in all_reduce, each at a
+different loop step. The launcher says "ready" once every rank sits where it should.
+
+usage: ring_allreduce.py READY [--world N] [--odd R | --odd -1] [--kill R]
+                         [--launcher subprocess|spawn|fork]
+READY is an fd number or a FIFO path ("-" for none). --odd -1: no odd rank, every rank
+finishes the all-reduce and waits for work. --kill R: rank R is killed (and reaped) before
+"ready", so it is missing.
+"""
+
+import argparse
+import multiprocessing
+import os
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hs_rank_ready as ready  # noqa: E402
+
+DEADLINE_S = 60.0
+HANG_S = 3600.0
+
+
+def connect_ring(rank, world, rundir):
+    """Listens for the left neighbour and connects to the right one."""
+    me = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    me.bind(os.path.join(rundir, f"r{rank}.sock"))
+    me.listen(1)
+    right = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    end = time.monotonic() + DEADLINE_S
+    while True:
+        try:
+            right.connect(os.path.join(rundir, f"r{(rank + 1) % world}.sock"))
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > end:
+                sys.exit(3)
+            time.sleep(0.01)
+    me.settimeout(DEADLINE_S)
+    left, _ = me.accept()
+    left.settimeout(None)
+    me.close()
+    return left, right
+
+
+def all_reduce(left, right, value, rank, world, park_step):
+    """Ring sum: pass what came from the left on to the right, WORLD-1 times."""
+    total = value
+    outgoing = value
+    for step in range(world - 1):
+        right.sendall(struct.pack("!q", outgoing))
+        if step == park_step:
+            ready.notify_parked(rank, str(ready.SYS_RECVFROM))
+        data = b""
+        while len(data) < 8:
+            chunk = left.recv(8 - len(data))  # HS-LINE: recv
+            if not chunk:
+                sys.exit(4)
+            data += chunk
+        outgoing = struct.unpack("!q", data)[0]
+        total += outgoing
+    return total
+
+
+def wait_for_checkpoint(rank):
+    """The odd rank's different path: it waits for a checkpoint that never comes."""
+    ready.notify_parked(rank, ready.SLEEP)
+    time.sleep(HANG_S)  # HS-LINE: odd
+
+
+def wait_for_work(rank, total):
+    """Where every rank goes after a successful all-reduce."""
+    ready.notify_parked(rank, ready.SLEEP)
+    time.sleep(HANG_S)  # HS-LINE: done
+    return total
+
+
+def rank_main(rank, world, odd, rundir):
+    left, right = connect_ring(rank, world, rundir)
+    if rank == odd:
+        wait_for_checkpoint(rank)
+        return
+    park_step = (rank - odd - 1) % world if odd >= 0 else None
+    total = all_reduce(left, right, rank + 1, rank, world, park_step)
+    wait_for_work(rank, total)
+
+
+def mp_rank_entry(rank, world, odd, rundir, ctl):
+    """multiprocessing ranks learn their rank as an argument and export it, as torch
+    scripts do under torch.multiprocessing.spawn: only libc's environ shows it."""
+    os.environ["RANK"] = str(rank)
+    os.environ["LOCAL_RANK"] = str(rank)
+    os.environ["WORLD_SIZE"] = str(world)
+    os.environ[ready.CTL_ENV] = ctl
+    rank_main(rank, world, odd, rundir)
+
+
+def launch(args):
+    rundir = tempfile.mkdtemp(prefix="hs-ring-")
+    ctl = os.path.join(rundir, "ctl")
+    collector = ready.ParkCollector(ctl)
+    ranks = []  # (rank, handle) with handle a Popen or a multiprocessing.Process
+    if args.launcher == "subprocess":
+        for r in range(args.world):
+            env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(args.world),
+                       **{ready.CTL_ENV: ctl})
+            p = subprocess_popen([sys.executable, os.path.abspath(__file__), "-", "--rank-of-env",
+                                  "--world", str(args.world), "--odd", str(args.odd),
+                                  "--rundir", rundir], env)
+            ranks.append((r, p))
+    else:
+        ctx = multiprocessing.get_context(args.launcher)
+        for r in range(args.world):
+            p = ctx.Process(target=mp_rank_entry, args=(r, args.world, args.odd, rundir, ctl),
+                            name=f"rank{r}")
+            p.start()
+            ranks.append((r, p))
+
+    def alive():
+        return all(is_alive(h) for _, h in ranks)
+
+    try:
+        collector.wait(range(args.world), timeout=DEADLINE_S, alive=alive)
+    except ready.NotReady as e:
+        print(f"ring_allreduce: {e}", file=sys.stderr)
+        for _, h in ranks:
+            kill(h)
+        sys.exit(3)
+    finally:
+        collector.close()
+    if args.kill is not None:
+        for r, h in ranks:
+            if r == args.kill:
+                kill(h)  # killed and reaped: the rank is missing, not a zombie
+    ready.say_ready(None if args.ready == "-" else args.ready)
+    for r, h in ranks:
+        if r != args.kill:
+            wait(h)
+
+
+def subprocess_popen(argv, env):
+    import subprocess
+    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
+
+
+def is_alive(h):
+    return h.poll() is None if hasattr(h, "poll") else h.is_alive()
+
+
+def kill(h):
+    if hasattr(h, "poll"):
+        h.kill()
+        h.wait()
+    else:
+        h.kill()
+        h.join()
+
+
+def wait(h):
+    if hasattr(h, "poll"):
+        h.wait(timeout=HANG_S)
+    else:
+        h.join(timeout=HANG_S)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ready")
+    ap.add_argument("--world", type=int, default=4)
+    ap.add_argument("--odd", type=int, default=2)
+    ap.add_argument("--kill", type=int)
+    ap.add_argument("--launcher", choices=["subprocess", "spawn", "fork"], default="subprocess")
+    ap.add_argument("--rank-of-env", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rundir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rank_of_env:
+        rank_main(int(os.environ["RANK"]), args.world, args.odd, args.rundir)
+        return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    launch(args)
+
+
+if __name__ == "__main__":
+    main()
