@@ -15,24 +15,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hs_testlib  # noqa: E402
 
 
+def _pool():
+    with hs_testlib.TargetPool() as pool:
+        yield pool
+
+
 @pytest.fixture
 def targets():
     """A TargetPool whose targets are killed when the test ends."""
-    pool = hs_testlib.TargetPool()
-    try:
-        yield pool
-    finally:
-        pool.close()
+    yield from _pool()
 
 
 @pytest.fixture(scope="module")
 def module_targets():
     """A TargetPool shared by the tests of one module (for targets only read, never harmed)."""
-    pool = hs_testlib.TargetPool()
-    try:
-        yield pool
-    finally:
-        pool.close()
+    yield from _pool()
 
 
 @pytest.fixture(scope="session")

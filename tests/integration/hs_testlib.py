@@ -131,8 +131,10 @@ def thread_syscall(pid: int, tid: int) -> Optional[str]:
     return text.split()[0] if text else None
 
 
-def tracer_pid(pid: int) -> int:
-    for line in (read_text(f"/proc/{pid}/status") or "").splitlines():
+def tracer_pid(pid: int, tid: Optional[int] = None) -> int:
+    """TracerPid of a process (or of one of its threads): 0 when nobody traces it."""
+    path = f"/proc/{pid}/status" if tid is None else f"/proc/{pid}/task/{tid}/status"
+    for line in (read_text(path) or "").splitlines():
         if line.startswith("TracerPid:"):
             return int(line.split()[1])
     return 0
@@ -352,12 +354,15 @@ class HsRun:
 
 
 def run_hangscan(args: Sequence[str], *, timeout: float = 120.0, uid: Optional[int] = None,
-                 env: Optional[dict] = None, parse_json: Optional[bool] = None) -> HsRun:
+                 env: Optional[dict] = None, parse_json: Optional[bool] = None,
+                 prefix: Sequence[str] = ()) -> HsRun:
     """Runs hangscan with a deadline (a hang tool must not hang: a timeout fails the test).
 
-    parse_json: None = parse when "--json" is among args.
+    uid: run as that user (setpriv, no groups). prefix: more argv in front (e.g. setpriv
+    dropping a capability). parse_json: None = parse when "--json" is among args.
     """
-    argv = user_prefix(uid) + [hangscan_bin()] + [str(a) for a in args]
+    argv = (user_prefix(uid) + list(prefix) + [hangscan_bin()]
+            + [str(a) for a in args])
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, env=env)

@@ -1,8 +1,8 @@
 /* Threads that start and end in a tight loop, to dump while the thread set keeps changing.
  *
  * Usage: churn READY_FD|READY_FIFO [CHURNERS=2]
- * Each "hs-churn<i>" thread creates a short-lived thread ("hs-brief", it returns at once)
- * and joins it, forever. "ready" once every churner has gone around its loop 100 times.
+ * Each "hs-churn<i>" thread creates a short-lived thread (it inherits the creator's name and
+ * returns at once) and joins it, forever. "ready" once every churner has gone around its loop 100 times.
  * Main ("churn") waits in pause() (HS-LINE main_pause).
  */
 #include "hs_ready.h"
@@ -22,11 +22,9 @@ __attribute__((noinline)) static void* brief_main(void* arg) {
 __attribute__((noinline)) static void* churn_main(void* arg) {
   struct Churner* c = arg;
   unsigned long dummy = 0;
-  for (;;) {
-    pthread_t t;
-    if (pthread_create(&t, NULL, brief_main, &dummy) == 0) pthread_join(t, NULL); /* HS-LINE: churn */
-    __atomic_add_fetch(&c->rounds, 1, __ATOMIC_SEQ_CST);
-  }
+  pthread_t t;
+  /* One line, so wherever in the loop the thread is caught, its line is HS-LINE churn. */
+  for (;;) { if (!pthread_create(&t, NULL, brief_main, &dummy)) pthread_join(t, NULL); __atomic_add_fetch(&c->rounds, 1, __ATOMIC_SEQ_CST); } /* HS-LINE: churn */
   return NULL;
 }
 

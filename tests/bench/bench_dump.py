@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Benchmark: `hangscan dump` against eu-stack and gdb on the same live targets.
+
+For each scenario (a target program started once, told ready through a pipe) every tool is
+run --runs times, alternating tools so that drift affects them alike; the table gives the
+median/min/max wall time, the ratio to hangscan's median, and hangscan's own median
+`pause_us` (from --json). Goals (issue "Foundation"): median pause <= 2 ms at 50 threads and
+<= 10 ms at 200; hangscan's whole dump no slower than `eu-stack -p`.
+
+Extending: add a Scenario to SCENARIOS (e.g. a Python target) and/or a Tool to its tools
+(e.g. gdb with `py-bt`). A tool's `ok` checks its output so a failing tool is reported, not
+timed as if it had worked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+import hs_testlib as hs  # noqa: E402
+
+
+@dataclasses.dataclass
+class Tool:
+    name: str
+    argv: Callable[[int], list[str]]          # pid -> command line
+    ok: Callable[[subprocess.CompletedProcess], bool]
+    pause_us: Optional[Callable[[str, int], int]] = None  # (stdout, pid) -> pause
+
+
+@dataclasses.dataclass
+class Scenario:
+    name: str
+    argv: list[str]                           # target command line (ready fd inserted at 1)
+    tools: list[Tool]
+    pause_goal_us: Optional[int] = None
+
+
+@dataclasses.dataclass
+class Result:
+    tool: Tool
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    pauses: list[int] = dataclasses.field(default_factory=list)
+    failures: list[str] = dataclasses.field(default_factory=list)
+
+
+def hangscan_pause(stdout: str, pid: int) -> int:
+    return hs.process_of(json.loads(stdout), pid)["pause_us"]
+
+
+def default_tools() -> list[Tool]:
+    return [
+        Tool("hangscan dump", lambda pid: [hs.hangscan_bin(), "dump", "--pid", str(pid), "--json"],
+             lambda p: p.returncode == 0 and '"threads"' in p.stdout, hangscan_pause),
+        Tool("eu-stack -p", lambda pid: ["eu-stack", "-p", str(pid)],
+             lambda p: p.returncode == 0 and "TID" in p.stdout),
+        Tool("eu-stack -p -i -s", lambda pid: ["eu-stack", "-i", "-s", "-p", str(pid)],
+             lambda p: p.returncode == 0 and "TID" in p.stdout),
+        Tool("gdb thread apply all bt",
+             lambda pid: ["gdb", "-nx", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+             lambda p: p.returncode == 0 and "Thread " in p.stdout),
+    ]
+
+
+def default_scenarios() -> list[Scenario]:
+    return [
+        Scenario("50 threads", [hs.program("many_threads"), "50"], default_tools(), 2000),
+        Scenario("200 threads", [hs.program("many_threads"), "200"], default_tools(), 10000),
+    ]
+
+
+def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Result]:
+    target = pool.start(scenario.argv)
+    results = [Result(tool) for tool in scenario.tools]
+    env = dict(os.environ, DEBUGINFOD_URLS="")  # no network lookups for anyone
+    for _ in range(runs):
+        for res in results:
+            argv = res.tool.argv(target.pid)
+            start = time.monotonic()
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
+                                  stdin=subprocess.DEVNULL)
+            elapsed = time.monotonic() - start
+            if not res.tool.ok(proc):
+                res.failures.append(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+                continue
+            res.seconds.append(elapsed)
+            if res.tool.pause_us:
+                res.pauses.append(res.tool.pause_us(proc.stdout, target.pid))
+            hs.assert_runs_on(target.pid)
+    target.kill()
+    return results
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def report(scenario: Scenario, results: list[Result], markdown: bool) -> list[str]:
+    base = statistics.median(results[0].seconds) if results[0].seconds else None
+    rows = []
+    for res in results:
+        if not res.seconds:
+            rows.append([res.tool.name, "failed", "", "", "", res.failures[0] if res.failures else ""])
+            continue
+        med = statistics.median(res.seconds)
+        ratio = f"{med / base:.2f}x" if base else "n/a"
+        note = f"{len(res.failures)} failed runs" if res.failures else ""
+        if res.pauses:
+            note = (f"median pause_us {int(statistics.median(res.pauses))} "
+                    f"(min {min(res.pauses)}, max {max(res.pauses)})" + (f"; {note}" if note else ""))
+        rows.append([res.tool.name, fmt_ms(med), fmt_ms(min(res.seconds)), fmt_ms(max(res.seconds)),
+                     ratio, note])
+    head = ["tool", "median ms", "min ms", "max ms", "vs hangscan", "notes"]
+    lines = [f"### {scenario.name} ({len(results[0].seconds)} runs each)", ""]
+    if markdown:
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+        for r in [head] + rows:
+            lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    lines.append("")
+    lines += goals(scenario, results)
+    lines.append("")
+    return lines
+
+
+def goals(scenario: Scenario, results: list[Result]) -> list[str]:
+    out = []
+    hs_res = results[0]
+    if hs_res.pauses and scenario.pause_goal_us:
+        med = statistics.median(hs_res.pauses)
+        verdict = "met" if med <= scenario.pause_goal_us else "MISSED"
+        out.append(f"goal: median pause <= {scenario.pause_goal_us} us: {verdict} ({int(med)} us)")
+    eu = next((r for r in results if r.tool.name == "eu-stack -p"), None)
+    if hs_res.seconds and eu and eu.seconds:
+        a, b = statistics.median(hs_res.seconds), statistics.median(eu.seconds)
+        verdict = "met" if a <= b else "MISSED"
+        out.append(f"goal: hangscan dump no slower than eu-stack -p: {verdict} "
+                   f"({fmt_ms(a)} ms vs {fmt_ms(b)} ms)")
+    return out
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    for line in (hs.read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = next((int(l.split()[1]) for l in (hs.read_text("/proc/meminfo") or "").splitlines()
+                   if l.startswith("MemTotal")), 0)
+    return (f"{platform.node()}: {os.cpu_count()} x {cpu}, {mem_kb // 1024} MiB, "
+            f"Linux {platform.release()}; "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True, help="build directory (hangscan, programs/)")
+    ap.add_argument("--runs", type=int, default=7, help="runs per tool and scenario (>= 5)")
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only scenarios whose name contains this (repeatable)")
+    args = ap.parse_args()
+    os.environ["HS_BUILD_DIR"] = args.build
+    os.environ.setdefault("HANGSCAN_BIN", str(Path(args.build) / "hangscan"))
+    missing = [t for t in ("eu-stack", "gdb") if not shutil.which(t)]
+    if missing:
+        print(f"bench: missing {', '.join(missing)} (apt-get install elfutils gdb)", file=sys.stderr)
+        return 2
+    print(f"machine: {machine()}\n")
+    failed = False
+    with hs.TargetPool() as pool:
+        for scenario in default_scenarios():
+            if args.only and not any(o in scenario.name for o in args.only):
+                continue
+            results = run_scenario(scenario, max(args.runs, 1), pool)
+            print("\n".join(report(scenario, results, args.markdown)), flush=True)
+            failed |= any(r.failures for r in results)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `make bench`: times `hangscan dump` against eu-stack and gdb on the same targets.
+# Usage: tests/bench/run.sh [BUILD_DIR] [bench_dump.py options, e.g. --runs 9 --markdown]
+# A benchmark, not a timed test: it prints numbers; it fails only when a tool fails.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+[ $# -gt 0 ] && shift
+build=$(cd "$build" && pwd)
+cmake --build "$build" --target hangscan test_programs -j 2 >/dev/null
+exec /usr/bin/python3 "$here/bench_dump.py" --build "$build" "$@"
