@@ -187,6 +187,12 @@ class CoreTarget : public Target {
     return modules_.local_path(m.path);
   }
 
+  std::vector<int> thread_ids() override {
+    std::vector<int> out;
+    for (const auto& t : core_->threads()) out.push_back(t.tid);
+    return out;
+  }
+
   Result<std::unique_ptr<Freeze>> freeze(const Deadline&) override {
     std::vector<FrozenThread> threads;
     for (const auto& t : core_->threads()) threads.push_back(FrozenThread{t.tid, t.regs, {}});

@@ -50,8 +50,9 @@ struct Registers {
 struct StackCopy {
   std::uint64_t start = 0;              // address of bytes[0] (the stack pointer, rounded down)
   std::vector<std::uint8_t> bytes;
+  // Written without `addr + len`, which wraps for addresses near 2^64 (corrupt frames).
   bool contains(std::uint64_t addr, std::size_t len) const {
-    return addr >= start && addr + len <= start + bytes.size();
+    return addr >= start && len <= bytes.size() && addr - start <= bytes.size() - len;
   }
 };
 
