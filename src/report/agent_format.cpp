@@ -1,0 +1,138 @@
+// Agent documents: interning frames and stacks; merging node documents.
+#include "report/agent_format.h"
+
+#include <functional>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "report/json_writer.h"
+
+namespace hangscan {
+
+using nlohmann::json;
+
+namespace {
+
+void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+struct FrameHash {
+  std::size_t operator()(const Frame& f) const {
+    std::hash<std::string> hs;
+    std::size_t h = hs(f.function);
+    mix(h, static_cast<std::size_t>(f.kind));
+    mix(h, f.file ? hs(*f.file) : 1);
+    mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
+    mix(h, hs(f.module));
+    mix(h, std::hash<std::uint64_t>{}(f.pc));
+    mix(h, std::hash<std::uint64_t>{}(f.offset));
+    mix(h, hs(f.build_id));
+    for (const Local& l : f.locals) {
+      mix(h, hs(l.name));
+      mix(h, hs(l.value));
+    }
+    return h;
+  }
+};
+
+struct IdsHash {
+  std::size_t operator()(const std::vector<std::size_t>& ids) const {
+    std::size_t h = ids.size();
+    for (std::size_t id : ids) mix(h, id);
+    return h;
+  }
+};
+
+// Frame and stack tables of one agent document.
+class Tables : public StackInterner {
+ public:
+  std::size_t intern(const std::vector<Frame>& stack) override {
+    ids_.clear();
+    for (const Frame& f : stack) {
+      auto [it, inserted] = frame_ids_.try_emplace(f, frames_.size());
+      if (inserted) frames_.push_back(frame_to_json(f));
+      ids_.push_back(it->second);
+    }
+    auto [it, inserted] = stack_ids_.try_emplace(ids_, stacks_.size());
+    if (inserted) stacks_.push_back(ids_);
+    return it->second;
+  }
+
+  json frames() { return std::move(frames_); }
+  json stacks() { return std::move(stacks_); }
+
+ private:
+  std::unordered_map<Frame, std::size_t, FrameHash> frame_ids_;
+  std::unordered_map<std::vector<std::size_t>, std::size_t, IdsHash> stack_ids_;
+  std::vector<std::size_t> ids_;
+  json frames_ = json::array();
+  json stacks_ = json::array();
+};
+
+// Drops keys the reader defaults anyway (null, and empty/zero/false where that is the model's
+// default), so per-rank metadata stays small on the wire.
+void prune(json& obj) {
+  static const char* const kDefaultable[] = {"host",  "launcher", "role",    "exe",      "cmdline",  "annotations",
+                                             "omitted", "diagnostics", "threads", "ppid", "pause_us", "name",
+                                             "notes", "is_main",  "crashed", "cpu_ticks"};
+  for (auto it = obj.begin(); it != obj.end();) {
+    const json& v = it.value();
+    bool drop = v.is_null();
+    if (!drop) {
+      bool empty = (v.is_array() && v.empty()) || (v.is_string() && v.get_ref<const std::string&>().empty()) ||
+                   (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<std::int64_t>() == 0);
+      if (empty) {
+        for (const char* k : kDefaultable) drop = drop || it.key() == k;
+      }
+    }
+    it = drop ? obj.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace
+
+std::string write_agent_json(const JobSnapshot& job) {
+  Tables tables;
+  json processes = json::array();
+  for (const ProcessSnapshot& p : job.processes) {
+    json proc = process_to_json(p, &tables);
+    for (json& t : proc["threads"]) prune(t);
+    prune(proc);
+    processes.push_back(std::move(proc));
+  }
+  // Reuse the hangscan/1 top level (job_id, unreachable, diagnostics) and swap in the tables.
+  JobSnapshot top;
+  top.job_id = job.job_id;
+  top.expected_world_size = job.expected_world_size;
+  top.diagnostics = job.diagnostics;
+  top.unreachable = job.unreachable;
+  json doc = job_to_json(top, nullptr);
+  for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks", "notes",
+                        "grouping"}) {
+    doc.erase(k);
+  }
+  doc["schema"] = kAgentSchemaName;
+  doc["frames"] = tables.frames();
+  doc["stacks"] = tables.stacks();
+  doc["processes"] = std::move(processes);
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
+  JobSnapshot out;
+  std::size_t n = 0;
+  for (const JobSnapshot& p : parts) n += p.processes.size();
+  out.processes.reserve(n);
+  for (JobSnapshot& p : parts) {
+    for (ProcessSnapshot& proc : p.processes) out.processes.push_back(std::move(proc));
+    for (Diagnostic& d : p.diagnostics) out.diagnostics.push_back(std::move(d));
+    for (UnreachableNode& u : p.unreachable) out.unreachable.push_back(std::move(u));
+    if (p.expected_world_size && (!out.expected_world_size || *p.expected_world_size > *out.expected_world_size)) {
+      out.expected_world_size = p.expected_world_size;
+    }
+    if (out.job_id.empty()) out.job_id = p.job_id;
+  }
+  return out;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,96 @@
+// DOT and folded-stack writers.
+#include "report/graph_writers.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "group/stack_key.h"
+
+namespace hangscan {
+
+namespace {
+
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string folded_label(const Frame& f, GroupOptions::Granularity g) {
+  std::string s = granular_frame_label(f, g);
+  for (char& c : s) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string write_dot(const JobSnapshot& job, const Analysis& a) {
+  const StackTrie& t = a.trie;
+  std::string out = "digraph hangscan {\n  node [shape=box, fontname=\"monospace\"];\n";
+  auto all_suspect = [&](const TrieNode& n) {
+    return !n.members.empty() &&
+           std::all_of(n.members.begin(), n.members.end(), [&](std::size_t m) { return a.is_suspect(m); });
+  };
+  const TrieNode& root = t.node(StackTrie::kRoot);
+  out += fmt::format("  n0 [label=\"{}\", shape=ellipse];\n",
+                     dot_escape(fmt::format("{} ({})", job.job_id.empty() ? "job" : "job " + job.job_id,
+                                            member_set_label(job, root.members))));
+  for (std::size_t i = 1; i < t.nodes().size(); ++i) {
+    const TrieNode& n = t.node(i);
+    std::string label = n.frame.function;
+    if (n.frame.file) {
+      label += "\n" + std::string(base_name(*n.frame.file));
+      if (n.frame.line) label += fmt::format(":{}", *n.frame.line);
+    } else if (!n.frame.module.empty()) {
+      label += "\n" + std::string(base_name(n.frame.module));
+    }
+    bool suspect = all_suspect(n);
+    out += fmt::format("  n{} [label=\"{}\"{}];\n", i, dot_escape(label),
+                       suspect ? ", style=filled, fillcolor=\"#ffcccc\", color=red" : "");
+    out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i, dot_escape(member_set_label(job, n.members)),
+                       suspect ? ", color=red, fontcolor=red, penwidth=2" : "");
+  }
+  out += "}\n";
+  return out;
+}
+
+std::string write_folded(const JobSnapshot& job, const GroupOptions& opts) {
+  bool has_ranks = std::any_of(job.processes.begin(), job.processes.end(),
+                               [](const ProcessSnapshot& p) { return p.role == "rank"; });
+  bool any_groupable = std::any_of(job.processes.begin(), job.processes.end(),
+                                   [&](const ProcessSnapshot& p) { return is_groupable(p, has_ranks); });
+  ThreadSelector selector(opts);
+  std::map<std::string, std::size_t> counts;
+  std::string key;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (any_groupable && !is_groupable(p, has_ranks)) continue;
+    for (std::size_t ti : selector.select(p)) {
+      FrameRange r = key_frames(p.threads[ti], opts.top_n);
+      if (r.size() == 0) continue;
+      key.clear();
+      for (const Frame* f = r.end; f != r.begin;) {
+        --f;
+        if (!key.empty()) key += ';';
+        key += folded_label(*f, opts.granularity);
+      }
+      ++counts[key];
+    }
+  }
+  std::string out;
+  for (const auto& [stack, n] : counts) out += fmt::format("{} {}\n", stack, n);
+  return out;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,408 @@
+// The defensive JSON reader. Every value is type- and range-checked; nothing is trusted.
+#include "report/json_reader.h"
+
+#include <charconv>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/agent_format.h"
+#include "report/json_writer.h"
+
+namespace hangscan {
+
+using nlohmann::json;
+
+namespace {
+
+// Internal only: unwinds the conversion to the single catch in read_job_json.
+struct BadDocument {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw BadDocument{path.empty() ? what : path + ": " + what};
+}
+
+const char* type_name(const json& v) { return v.type_name(); }
+
+// Nesting depth outside strings, counted before nlohmann builds anything.
+bool depth_within(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+class Converter {
+ public:
+  explicit Converter(const ReadLimits& limits) : lim_(limits) {}
+
+  JobSnapshot job(const json& doc) {
+    if (!doc.is_object()) fail("", fmt::format("document is {}, expected an object", type_name(doc)));
+    std::string schema = str(doc, "schema", "");
+    bool agent = schema == kAgentSchemaName;
+    if (!agent && schema != kSchemaName) {
+      fail("schema", fmt::format("unknown schema \"{}\" (expected {} or {})", schema.substr(0, 64), kSchemaName,
+                                 kAgentSchemaName));
+    }
+    JobSnapshot out;
+    if (agent) read_tables(doc);
+    out.job_id = str(doc, "job_id", "");
+    out.expected_world_size = opt_int(doc, "expected_world_size", "", 0, std::numeric_limits<int>::max());
+    const json& procs = array(doc, "processes", "", lim_.max_processes, true);
+    out.processes.reserve(procs.size());
+    for (std::size_t i = 0; i < procs.size(); ++i) {
+      out.processes.push_back(process(procs[i], fmt::format("processes[{}]", i), agent));
+    }
+    if (const json* un = member(doc, "unreachable")) {
+      const json& arr = check_array(*un, "unreachable", lim_.max_processes);
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        std::string p = fmt::format("unreachable[{}]", i);
+        const json& u = object(arr[i], p);
+        out.unreachable.push_back({str(u, "host", p), str(u, "reason", p)});
+      }
+    }
+    out.diagnostics = diagnostics(doc, "");
+    return out;
+  }
+
+ private:
+  // ---- primitive accessors -------------------------------------------------------------
+  static const json* member(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  static std::string at(const std::string& path, const char* key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+
+  const json& object(const json& v, const std::string& path) {
+    if (!v.is_object()) fail(path, fmt::format("expected an object, got {}", type_name(v)));
+    return v;
+  }
+
+  const json& check_array(const json& v, const std::string& path, std::size_t max) {
+    if (!v.is_array()) fail(path, fmt::format("expected an array, got {}", type_name(v)));
+    if (v.size() > max) fail(path, fmt::format("{} entries, more than the limit of {}", v.size(), max));
+    return v;
+  }
+
+  const json& array(const json& obj, const char* key, const std::string& path, std::size_t max, bool required) {
+    static const json kEmpty = json::array();
+    const json* v = member(obj, key);
+    if (!v) {
+      if (required) fail(at(path, key), "missing");
+      return kEmpty;
+    }
+    return check_array(*v, at(path, key), max);
+  }
+
+  std::string string_value(const json& v, const std::string& path) {
+    if (!v.is_string()) fail(path, fmt::format("expected a string, got {}", type_name(v)));
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > lim_.max_string) fail(path, fmt::format("string of {} bytes, more than {}", s.size(), lim_.max_string));
+    return s;
+  }
+
+  std::string str(const json& obj, const char* key, const std::string& path) {
+    const json* v = member(obj, key);
+    return v ? string_value(*v, at(path, key)) : std::string();
+  }
+
+  std::optional<std::string> opt_str(const json& obj, const char* key, const std::string& path) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    return string_value(*v, at(path, key));
+  }
+
+  std::int64_t int_value(const json& v, const std::string& path, std::int64_t lo, std::int64_t hi) {
+    std::int64_t x = 0;
+    if (v.is_number_unsigned()) {
+      auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(hi)) fail(path, fmt::format("{} is out of range", u));
+      x = static_cast<std::int64_t>(u);
+    } else if (v.is_number_integer()) {
+      x = v.get<std::int64_t>();
+    } else {
+      fail(path, fmt::format("expected an integer, got {}", type_name(v)));
+    }
+    if (x < lo || x > hi) fail(path, fmt::format("{} is out of range", x));
+    return x;
+  }
+
+  std::optional<int> opt_int(const json& obj, const char* key, const std::string& path, int lo, int hi) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    return static_cast<int>(int_value(*v, at(path, key), lo, hi));
+  }
+
+  int req_int(const json& obj, const char* key, const std::string& path, int lo, int hi) {
+    const json* v = member(obj, key);
+    if (!v) fail(at(path, key), "missing");
+    return static_cast<int>(int_value(*v, at(path, key), lo, hi));
+  }
+
+  bool boolean(const json& obj, const char* key, const std::string& path) {
+    return opt_bool(obj, key, path).value_or(false);
+  }
+
+  std::optional<bool> opt_bool(const json& obj, const char* key, const std::string& path) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) fail(at(path, key), fmt::format("expected a boolean, got {}", type_name(*v)));
+    return v->get<bool>();
+  }
+
+  std::uint64_t hex(const json& obj, const char* key, const std::string& path) {
+    const json* v = member(obj, key);
+    if (!v) return 0;
+    if (v->is_number_unsigned()) return v->get<std::uint64_t>();
+    std::string s = string_value(*v, at(path, key));
+    std::uint64_t out = 0;
+    if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) fail(at(path, key), "expected a \"0x..\" string");
+    auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
+    if (ec != std::errc() || ptr != s.data() + s.size()) fail(at(path, key), fmt::format("bad hex \"{}\"", s.substr(0, 40)));
+    return out;
+  }
+
+  char state(const json& obj, const char* key, const std::string& path) {
+    auto s = opt_str(obj, key, path);
+    if (!s) return '?';
+    if (s->size() != 1) fail(at(path, key), "expected a one-letter state");
+    return (*s)[0];
+  }
+
+  std::vector<std::string> strings(const json& obj, const char* key, const std::string& path) {
+    const json& arr = array(obj, key, path, lim_.max_list, false);
+    std::vector<std::string> out;
+    out.reserve(arr.size());
+    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(string_value(arr[i], fmt::format("{}.{}[{}]", path, key, i)));
+    return out;
+  }
+
+  // ---- model pieces --------------------------------------------------------------------
+  Frame frame(const json& v, const std::string& path) {
+    const json& o = object(v, path);
+    Frame f;
+    std::string kind = str(o, "kind", path);
+    if (kind == "native") f.kind = FrameKind::native;
+    else if (kind == "inline") f.kind = FrameKind::inline_frame;
+    else if (kind == "python") f.kind = FrameKind::python;
+    else if (kind == "kernel") f.kind = FrameKind::kernel;
+    else fail(at(path, "kind"), fmt::format("unknown frame kind \"{}\"", kind.substr(0, 32)));
+    f.function = str(o, "function", path);
+    f.file = opt_str(o, "file", path);
+    f.line = opt_int(o, "line", path, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+    f.module = str(o, "module", path);
+    f.pc = hex(o, "pc", path);
+    f.offset = hex(o, "offset", path);
+    f.build_id = str(o, "build_id", path);
+    const json& locals = array(o, "locals", path, lim_.max_list, false);
+    for (std::size_t i = 0; i < locals.size(); ++i) {
+      std::string p = fmt::format("{}.locals[{}]", path, i);
+      const json& l = object(locals[i], p);
+      f.locals.push_back({str(l, "name", p), str(l, "value", p)});
+    }
+    return f;
+  }
+
+  std::vector<Frame> frame_list(const json& arr, const std::string& path) {
+    check_array(arr, path, lim_.max_frames);
+    count_frames(arr.size(), path);
+    std::vector<Frame> out;
+    out.reserve(arr.size());
+    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(frame(arr[i], fmt::format("{}[{}]", path, i)));
+    return out;
+  }
+
+  void count_frames(std::size_t n, const std::string& path) {
+    total_frames_ += n;
+    if (total_frames_ > lim_.max_total_frames) {
+      fail(path, fmt::format("more than {} frames in the document", lim_.max_total_frames));
+    }
+  }
+
+  // A stack: an inline array, or (agent documents) an index into the stacks table.
+  std::vector<Frame> stack(const json& obj, const char* key, const std::string& path, bool agent) {
+    const json* v = member(obj, key);
+    if (!v) return {};
+    if (!agent) return frame_list(*v, at(path, key));
+    auto idx = static_cast<std::size_t>(int_value(*v, at(path, key), 0, std::numeric_limits<int>::max()));
+    if (idx >= stacks_.size()) fail(at(path, key), fmt::format("stack {} does not exist", idx));
+    count_frames(stacks_[idx].size(), at(path, key));
+    std::vector<Frame> out;
+    out.reserve(stacks_[idx].size());
+    for (std::uint32_t fi : stacks_[idx]) out.push_back(frames_[fi]);
+    return out;
+  }
+
+  void read_tables(const json& doc) {
+    const json& frames = array(doc, "frames", "", lim_.max_table, true);
+    frames_.reserve(frames.size());
+    for (std::size_t i = 0; i < frames.size(); ++i) frames_.push_back(frame(frames[i], fmt::format("frames[{}]", i)));
+    const json& stacks = array(doc, "stacks", "", lim_.max_table, true);
+    stacks_.reserve(stacks.size());
+    for (std::size_t i = 0; i < stacks.size(); ++i) {
+      std::string p = fmt::format("stacks[{}]", i);
+      const json& s = check_array(stacks[i], p, lim_.max_frames);
+      std::vector<std::uint32_t> ids;
+      ids.reserve(s.size());
+      for (std::size_t j = 0; j < s.size(); ++j) {
+        auto id = static_cast<std::size_t>(int_value(s[j], fmt::format("{}[{}]", p, j), 0, std::numeric_limits<int>::max()));
+        if (id >= frames_.size()) fail(fmt::format("{}[{}]", p, j), fmt::format("frame {} does not exist", id));
+        ids.push_back(static_cast<std::uint32_t>(id));
+      }
+      stacks_.push_back(std::move(ids));
+    }
+  }
+
+  std::vector<Diagnostic> diagnostics(const json& obj, const std::string& path) {
+    const json& arr = array(obj, "diagnostics", path, lim_.max_list, false);
+    std::vector<Diagnostic> out;
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      std::string p = fmt::format("{}diagnostics[{}]", path.empty() ? "" : path + ".", i);
+      const json& d = object(arr[i], p);
+      Diagnostic diag;
+      std::string sev = str(d, "severity", p);
+      if (sev == "info") diag.severity = Diagnostic::Severity::info;
+      else if (sev == "error") diag.severity = Diagnostic::Severity::error;
+      else if (sev == "warning" || sev.empty()) diag.severity = Diagnostic::Severity::warning;
+      else fail(at(p, "severity"), fmt::format("unknown severity \"{}\"", sev.substr(0, 32)));
+      diag.message = str(d, "message", p);
+      diag.hint = str(d, "hint", p);
+      diag.host = str(d, "host", p);
+      diag.pid = opt_int(d, "pid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+      diag.tid = opt_int(d, "tid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+      out.push_back(std::move(diag));
+    }
+    return out;
+  }
+
+  ThreadSnapshot thread(const json& v, const std::string& path, bool agent) {
+    const json& o = object(v, path);
+    ThreadSnapshot t;
+    t.tid = req_int(o, "tid", path, 0, std::numeric_limits<int>::max());
+    t.name = str(o, "name", path);
+    t.state = state(o, "state", path);
+    t.wchan = opt_str(o, "wchan", path);
+    t.syscall = opt_str(o, "syscall", path);
+    t.is_main = boolean(o, "is_main", path);
+    t.gil = opt_bool(o, "gil", path);
+    t.python_idle = opt_bool(o, "python_idle", path);
+    t.crashed = boolean(o, "crashed", path);
+    if (const json* ticks = member(o, "cpu_ticks")) {
+      t.cpu_ticks = static_cast<std::uint64_t>(int_value(*ticks, at(path, "cpu_ticks"), 0, std::numeric_limits<std::int64_t>::max()));
+    }
+    t.frames = stack(o, "frames", path, agent);
+    t.native_frames = stack(o, "native_frames", path, agent);
+    t.kernel_frames = stack(o, "kernel_frames", path, agent);
+    t.notes = strings(o, "notes", path);
+    return t;
+  }
+
+  ProcessSnapshot process(const json& v, const std::string& path, bool agent) {
+    const json& o = object(v, path);
+    constexpr int kMax = std::numeric_limits<int>::max();
+    ProcessSnapshot p;
+    p.host = str(o, "host", path);
+    p.pid = req_int(o, "pid", path, 0, kMax);
+    p.ppid = opt_int(o, "ppid", path, 0, kMax).value_or(0);
+    p.rank = opt_int(o, "rank", path, 0, kMax);
+    p.world_size = opt_int(o, "world_size", path, 0, kMax);
+    p.local_rank = opt_int(o, "local_rank", path, 0, kMax);
+    p.launcher = str(o, "launcher", path);
+    p.role = str(o, "role", path);
+    p.cmdline = strings(o, "cmdline", path);
+    p.exe = str(o, "exe", path);
+    p.state = state(o, "state", path);
+    if (const json* cpu = member(o, "cpu_percent")) {
+      if (!cpu->is_number()) fail(at(path, "cpu_percent"), fmt::format("expected a number, got {}", type_name(*cpu)));
+      p.cpu_percent = cpu->get<double>();
+    }
+    p.progress = opt_str(o, "progress", path);
+    if (const json* pause = member(o, "pause_us")) {
+      p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
+    }
+    if (const json* py = member(o, "python")) {
+      std::string pp = at(path, "python");
+      const json& po = object(*py, pp);
+      p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp), str(po, "locator", pp)};
+    }
+    if (auto core = opt_str(o, "core", path)) {
+      CoreInfo ci;
+      ci.path = *core;
+      if (const json* sig = member(o, "signal")) {
+        std::string sp = at(path, "signal");
+        const json& so = object(*sig, sp);
+        SignalInfo si;
+        si.number = req_int(so, "number", sp, 0, kMax);
+        si.name = str(so, "name", sp);
+        if (member(so, "address")) si.address = hex(so, "address", sp);
+        si.code = opt_int(so, "code", sp, std::numeric_limits<int>::min(), kMax).value_or(0);
+        ci.signal = si;
+      }
+      ci.crashed_tid = opt_int(o, "crashed_tid", path, 0, kMax);
+      ci.annotations = strings(o, "annotations", path);
+      ci.omitted = strings(o, "omitted", path);
+      p.core = std::move(ci);
+    }
+    const json& threads = array(o, "threads", path, lim_.max_threads, false);
+    p.threads.reserve(threads.size());
+    for (std::size_t i = 0; i < threads.size(); ++i) {
+      p.threads.push_back(thread(threads[i], fmt::format("{}.threads[{}]", path, i), agent));
+    }
+    p.diagnostics = diagnostics(o, path);
+    return p;
+  }
+
+  const ReadLimits& lim_;
+  std::size_t total_frames_ = 0;
+  std::vector<Frame> frames_;                      // agent frame table
+  std::vector<std::vector<std::uint32_t>> stacks_; // agent stack table
+};
+
+}  // namespace
+
+Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return Error(Errc::bad_data, fmt::format("JSON document of {} bytes is larger than the limit of {} bytes",
+                                             text.size(), limits.max_bytes));
+  }
+  if (!depth_within(text, limits.max_depth)) {
+    return Error(Errc::bad_data, fmt::format("JSON document nests deeper than {} levels", limits.max_depth));
+  }
+  try {
+    json doc = json::parse(text.begin(), text.end());
+    Converter conv(limits);
+    return conv.job(doc);
+  } catch (const BadDocument& e) {
+    return Error(Errc::bad_data, e.message);
+  } catch (const json::exception& e) {
+    return Error(Errc::bad_data, fmt::format("malformed JSON: {}", e.what()));
+  } catch (const std::bad_alloc&) {
+    return Error(Errc::bad_data, "JSON document needs more memory than is available");
+  } catch (const std::exception& e) {
+    return Error(Errc::bad_data, fmt::format("unreadable JSON: {}", e.what()));
+  }
+}
+
+}  // namespace hangscan

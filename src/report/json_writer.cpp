@@ -1,0 +1,200 @@
+// The hangscan/1 JSON writer.
+#include "report/json_writer.h"
+
+#include <fmt/format.h>
+
+namespace hangscan {
+
+using nlohmann::json;
+
+namespace {
+
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json state_json(char s) { return s == '?' || s == '\0' ? json(nullptr) : json(std::string(1, s)); }
+
+json string_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json stack_json(const std::vector<Frame>& frames, StackInterner* stacks) {
+  if (stacks) return json(stacks->intern(frames));
+  return frames_to_json(frames);
+}
+
+const char* threads_name(GroupOptions::Threads t) {
+  switch (t) {
+    case GroupOptions::Threads::main: return "main";
+    case GroupOptions::Threads::all: return "all";
+    case GroupOptions::Threads::gil: return "gil";
+    case GroupOptions::Threads::matching: return "matching";
+  }
+  return "main";
+}
+
+const char* granularity_name(GroupOptions::Granularity g) {
+  switch (g) {
+    case GroupOptions::Granularity::function: return "function";
+    case GroupOptions::Granularity::function_line: return "function_line";
+    case GroupOptions::Granularity::pc: return "pc";
+  }
+  return "function";
+}
+
+void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
+  if (!a) {
+    for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks",
+                          "notes", "grouping"}) {
+      doc[k] = nullptr;
+    }
+    return;
+  }
+  json groups = json::array();
+  for (const Group& g : a->groups) {
+    groups.push_back({{"ranks", g.ranks},
+                      {"pids", g.pids},
+                      {"hosts", g.hosts},
+                      {"suspect", g.suspect},
+                      {"frames", frames_to_json(g.frames)}});
+  }
+  doc["groups"] = std::move(groups);
+  doc["suspects"] = a->suspects;
+  doc["suspect_reasons"] = a->suspect_reasons;
+  json members = json::array();
+  for (std::size_t m : a->suspect_members) {
+    const ProcessSnapshot& p = job.processes[m];
+    members.push_back({{"host", p.host}, {"pid", p.pid}, {"rank", opt(p.rank)}});
+  }
+  doc["suspect_members"] = std::move(members);
+  doc["missing_ranks"] = a->missing_ranks;
+  doc["notes"] = a->notes;
+  doc["grouping"] = {{"threads", threads_name(a->options.threads)},
+                     {"granularity", granularity_name(a->options.granularity)},
+                     {"top_n", a->options.top_n},
+                     {"thread_regex", string_or_null(a->options.thread_regex)}};
+}
+
+}  // namespace
+
+std::string hex_string(std::uint64_t v) { return fmt::format("{:#x}", v); }
+
+json frame_to_json(const Frame& f) {
+  bool native = f.kind == FrameKind::native || f.kind == FrameKind::inline_frame;
+  json locals = json::array();
+  for (const Local& l : f.locals) locals.push_back({{"name", l.name}, {"value", l.value}});
+  return {{"kind", frame_kind_name(f.kind)},
+          {"function", f.function},
+          {"file", opt(f.file)},
+          {"line", opt(f.line)},
+          {"module", f.module},
+          {"pc", native || f.pc ? json(hex_string(f.pc)) : json(nullptr)},
+          {"offset", native || f.offset ? json(hex_string(f.offset)) : json(nullptr)},
+          {"build_id", string_or_null(f.build_id)},
+          {"locals", std::move(locals)}};
+}
+
+json frames_to_json(const std::vector<Frame>& frames) {
+  json out = json::array();
+  for (const Frame& f : frames) out.push_back(frame_to_json(f));
+  return out;
+}
+
+json diagnostic_to_json(const Diagnostic& d) {
+  return {{"severity", severity_name(d.severity)}, {"message", d.message}, {"hint", d.hint},
+          {"host", d.host},                        {"pid", opt(d.pid)},      {"tid", opt(d.tid)}};
+}
+
+json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
+  return {{"tid", t.tid},
+          {"name", t.name},
+          {"state", state_json(t.state)},
+          {"wchan", opt(t.wchan)},
+          {"syscall", opt(t.syscall)},
+          {"is_main", t.is_main},
+          {"gil", opt(t.gil)},
+          {"python_idle", opt(t.python_idle)},
+          {"crashed", t.crashed},
+          {"cpu_ticks", t.cpu_ticks},
+          {"frames", stack_json(t.frames, stacks)},
+          {"native_frames", stack_json(t.native_frames, stacks)},
+          {"kernel_frames", stack_json(t.kernel_frames, stacks)},
+          {"notes", t.notes}};
+}
+
+json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
+  json threads = json::array();
+  for (const ThreadSnapshot& t : p.threads) threads.push_back(thread_to_json(t, stacks));
+  json diags = json::array();
+  for (const Diagnostic& d : p.diagnostics) diags.push_back(diagnostic_to_json(d));
+  json python = nullptr;
+  if (p.python) {
+    python = {{"version", p.python->version}, {"nonblocking", p.python->nonblocking},
+              {"locator", p.python->locator}};
+  }
+  json core = nullptr, signal = nullptr, crashed_tid = nullptr;
+  json annotations = json::array(), omitted = json::array();
+  if (p.core) {
+    core = p.core->path;
+    if (p.core->signal) {
+      const SignalInfo& s = *p.core->signal;
+      signal = {{"number", s.number},
+                {"name", s.name},
+                {"address", s.address ? json(hex_string(*s.address)) : json(nullptr)},
+                {"code", s.code}};
+    }
+    crashed_tid = opt(p.core->crashed_tid);
+    annotations = p.core->annotations;
+    omitted = p.core->omitted;
+  }
+  return {{"host", p.host},
+          {"pid", p.pid},
+          {"ppid", p.ppid},
+          {"rank", opt(p.rank)},
+          {"world_size", opt(p.world_size)},
+          {"local_rank", opt(p.local_rank)},
+          {"launcher", p.launcher},
+          {"role", p.role},
+          {"cmdline", p.cmdline},
+          {"exe", p.exe},
+          {"state", state_json(p.state)},
+          {"cpu_percent", p.cpu_percent < 0 ? json(nullptr) : json(p.cpu_percent)},
+          {"progress", opt(p.progress)},
+          {"pause_us", p.pause_us},
+          {"python", std::move(python)},
+          {"core", std::move(core)},
+          {"signal", std::move(signal)},
+          {"crashed_tid", std::move(crashed_tid)},
+          {"annotations", std::move(annotations)},
+          {"omitted", std::move(omitted)},
+          {"threads", std::move(threads)},
+          {"diagnostics", std::move(diags)}};
+}
+
+json job_to_json(const JobSnapshot& job, const Analysis* analysis) {
+  json doc;
+  doc["schema"] = kSchemaName;
+  doc["job_id"] = string_or_null(job.job_id);
+  doc["expected_world_size"] = opt(job.expected_world_size);
+  json processes = json::array();
+  for (const ProcessSnapshot& p : job.processes) processes.push_back(process_to_json(p));
+  doc["processes"] = std::move(processes);
+  add_analysis(doc, job, analysis);
+  json unreachable = json::array();
+  for (const UnreachableNode& u : job.unreachable) unreachable.push_back({{"host", u.host}, {"reason", u.reason}});
+  doc["unreachable"] = std::move(unreachable);
+  json diags = json::array();
+  for (const Diagnostic& d : job.diagnostics) diags.push_back(diagnostic_to_json(d));
+  doc["diagnostics"] = std::move(diags);
+  return doc;
+}
+
+std::string write_json(const JobSnapshot& job, const Analysis* analysis, int indent) {
+  return job_to_json(job, analysis).dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+void write_json(std::ostream& out, const JobSnapshot& job, const Analysis* analysis, int indent) {
+  out << write_json(job, analysis, indent);
+}
+
+}  // namespace hangscan

@@ -1,0 +1,269 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../group/job_builder.h"
+#include "report/agent_format.h"
+#include "report/json_reader.h"
+#include "report/json_writer.h"
+
+namespace hangscan {
+namespace {
+
+using namespace hangscan::testing;
+using nlohmann::json;
+
+// A job that sets every field of the model at least once.
+JobSnapshot rich_job() {
+  JobSnapshot job;
+  job.job_id = "4242";
+  job.expected_world_size = 4;
+  for (int r = 0; r < 4; ++r) {
+    ProcessSnapshot p = rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
+    p.ppid = 99;
+    p.local_rank = r;
+    p.launcher = "torchrun";
+    p.cmdline = {"python3", "train.py", "--x=\"q\""};
+    p.exe = "/usr/bin/python3.11";
+    p.cpu_percent = r == 1 ? 97.5 : -1;
+    p.progress = r == 1 ? std::optional<std::string>("stuck") : std::nullopt;
+    p.pause_us = 812;
+    p.python = PythonInfo{"3.11.2", r == 3, "elf-symbol"};
+    ThreadSnapshot& t = p.threads[0];
+    t.wchan = "futex_wait_queue";
+    t.syscall = "futex";
+    t.gil = false;
+    t.python_idle = false;
+    t.cpu_ticks = 12345678901ULL;
+    t.frames[1].locals = {{"i", "41"}, {"name", "'ü'"}};
+    Frame nat = native("__futex_abstimed_wait_common64", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8a4d);
+    nat.pc = 0x7f3c1a2b3c4dULL;
+    nat.file = "./nptl/futex-internal.c";
+    nat.line = 57;
+    nat.build_id = "ab12cd";
+    Frame inl = nat;
+    inl.kind = FrameKind::inline_frame;
+    inl.function = "futex_wait";
+    t.native_frames = {inl, nat};
+    Frame k;
+    k.kind = FrameKind::kernel;
+    k.function = "futex_wait_queue";
+    t.kernel_frames = {k};
+    t.notes = {"unwind stopped: no CFI"};
+    ThreadSnapshot helper;
+    helper.tid = 1000 + r;
+    helper.name = "pt_elastic";
+    helper.state = 'R';
+    helper.frames = in_all_reduce();
+    p.threads.push_back(helper);
+    p.diagnostics.push_back({Diagnostic::Severity::info, "python read nonblocking", "", "n1", 100 + r, std::nullopt});
+    job.processes.push_back(std::move(p));
+  }
+  ProcessSnapshot crashed;
+  crashed.host = "n1";
+  crashed.pid = 300;
+  crashed.role = "helper";
+  CoreInfo ci;
+  ci.path = "/tmp/core.300";
+  ci.signal = SignalInfo{11, "SIGSEGV", 0x0, 1};
+  ci.crashed_tid = 300;
+  ci.annotations = {"NULL pointer dereference"};
+  ci.omitted = {"anonymous mappings above 64 MB"};
+  crashed.core = ci;
+  job.processes.push_back(crashed);
+  job.unreachable.push_back({"n3", "no answer within 30 s"});
+  job.diagnostics.push_back({Diagnostic::Severity::error, "pid 99: no such process", "check the pid", "", 99, std::nullopt});
+  return job;
+}
+
+TEST(JsonWriter, FieldsFollowTheSchema) {
+  JobSnapshot job = rich_job();
+  Analysis a = analyze(job, GroupOptions{});
+  json doc = json::parse(write_json(job, &a));
+  EXPECT_EQ(doc["schema"], "hangscan/1");
+  EXPECT_EQ(doc["job_id"], "4242");
+  const json& p2 = doc["processes"][2];
+  EXPECT_EQ(p2["rank"], 2);
+  EXPECT_EQ(p2["world_size"], 4);
+  EXPECT_EQ(p2["state"], "S");
+  EXPECT_TRUE(p2["cpu_percent"].is_null());
+  EXPECT_TRUE(p2["progress"].is_null());
+  EXPECT_TRUE(p2["core"].is_null());
+  EXPECT_EQ(p2["python"], json({{"version", "3.11.2"}, {"nonblocking", false}, {"locator", "elf-symbol"}}));
+  EXPECT_EQ(doc["processes"][1]["cpu_percent"], 97.5);
+  const json& nat = p2["threads"][0]["native_frames"][1];
+  EXPECT_EQ(nat["kind"], "native");
+  EXPECT_EQ(nat["pc"], "0x7f3c1a2b3c4d");
+  EXPECT_EQ(nat["offset"], "0x8a4d");
+  EXPECT_EQ(nat["build_id"], "ab12cd");
+  EXPECT_EQ(p2["threads"][0]["native_frames"][0]["kind"], "inline");
+  const json& pyf = p2["threads"][0]["frames"][0];
+  EXPECT_EQ(pyf, json::parse(R"({"kind":"python","function":"time.sleep","file":null,"line":null,"module":"",
+                                 "pc":null,"offset":null,"build_id":null,"locals":[]})"));
+  EXPECT_EQ(doc["processes"][4]["signal"], json::parse(R"({"number":11,"name":"SIGSEGV","address":"0x0","code":1})"));
+  EXPECT_EQ(doc["processes"][4]["rank"], nullptr);
+  EXPECT_EQ(doc["suspects"], json::parse("[2]"));
+  EXPECT_EQ(doc["missing_ranks"], json::array());
+  EXPECT_EQ(doc["groups"][0]["ranks"], json::parse("[2]"));
+  EXPECT_EQ(doc["groups"][0]["suspect"], true);
+  EXPECT_EQ(doc["groups"][1]["pids"], json::parse("[100,101,103]"));
+  EXPECT_EQ(doc["groups"][1]["hosts"], json::parse(R"(["n1"])"));
+  EXPECT_EQ(doc["groups"][1]["frames"][0]["function"], "all_reduce");
+  EXPECT_EQ(doc["suspect_reasons"][0],
+            "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> time.sleep");
+  EXPECT_EQ(doc["suspect_members"], json::parse(R"([{"host":"n1","pid":102,"rank":2}])"));
+  EXPECT_EQ(doc["unreachable"], json::parse(R"([{"host":"n3","reason":"no answer within 30 s"}])"));
+  EXPECT_EQ(doc["grouping"], json::parse(R"({"threads":"main","granularity":"function","top_n":0,"thread_regex":null})"));
+  json plain = json::parse(write_json(job, nullptr));
+  EXPECT_TRUE(plain["groups"].is_null());
+  EXPECT_TRUE(plain["suspects"].is_null());
+}
+
+TEST(JsonReader, RoundTripsTheOutputDocument) {
+  JobSnapshot job = rich_job();
+  std::string text = write_json(job, nullptr);
+  auto back = read_job_json(text);
+  ASSERT_TRUE(back.ok()) << back.error().what();
+  EXPECT_EQ(write_json(*back, nullptr), text);
+  EXPECT_EQ(back->processes[2].threads[0].native_frames[1].pc, 0x7f3c1a2b3c4dULL);
+  EXPECT_EQ(back->processes[2].threads[0].cpu_ticks, 12345678901ULL);
+  EXPECT_EQ(back->processes[4].core->signal->address, 0u);
+  EXPECT_EQ(back->processes[1].cpu_percent, 97.5);
+  EXPECT_EQ(back->processes[0].cpu_percent, -1);
+  // A document with analysis fields reads the same snapshot back.
+  Analysis a = analyze(job, GroupOptions{});
+  auto with_groups = read_job_json(write_json(job, &a, -1));
+  ASSERT_TRUE(with_groups.ok());
+  EXPECT_EQ(write_json(*with_groups, nullptr), text);
+}
+
+TEST(AgentFormat, InternsStacksAndRoundTrips) {
+  JobSnapshot job = rich_job();
+  std::string agent = write_agent_json(job);
+  json doc = json::parse(agent);
+  EXPECT_EQ(doc["schema"], "hangscan-agent/1");
+  // distinct stacks: all_reduce (locals), all_reduce (helpers, no locals), sleep (locals),
+  // native, kernel, empty
+  EXPECT_EQ(doc["stacks"].size(), 6u);
+  EXPECT_EQ(doc["processes"][0]["threads"][0]["frames"], 0);
+  EXPECT_EQ(doc["processes"][1]["threads"][0]["frames"], 0);
+  auto back = read_job_json(agent);
+  ASSERT_TRUE(back.ok()) << back.error().what();
+  EXPECT_EQ(write_json(*back, nullptr), write_json(job, nullptr));
+}
+
+TEST(AgentFormat, WireSizeGrowsWithDistinctStacksNotRanks) {
+  auto doc_for = [](int ranks) {
+    JobSnapshot job;
+    std::vector<Frame> deep;
+    for (int i = 0; i < 60; ++i) deep.push_back(py("f" + std::to_string(i), "/site-packages/pkg/module.py", i + 1));
+    for (int r = 0; r < ranks; ++r) job.processes.push_back(rank_process(r, 100 + r, deep));
+    return std::make_pair(write_agent_json(job).size(), write_json(job, nullptr, -1).size());
+  };
+  auto [agent8, plain8] = doc_for(8);
+  auto [agent64, plain64] = doc_for(64);
+  EXPECT_LT(agent8 * 5, plain8);
+  // 56 more ranks add only their own metadata (~200 bytes each, no frames) ...
+  EXPECT_LT((agent64 - agent8) / 56, 250u);
+  // ... while every rank adds its whole stack to the plain document.
+  EXPECT_GT((plain64 - plain8) / 56, 9000u);
+}
+
+TEST(Merge, JoinsNodeDocuments) {
+  JobSnapshot a, b;
+  a.processes.push_back(rank_process(0, 10, in_all_reduce(), 'S', "n1"));
+  b.processes.push_back(rank_process(1, 10, in_sleep(), 'S', "n2"));
+  b.job_id = "77";
+  a.expected_world_size = 2;
+  b.expected_world_size = 4;
+  b.unreachable.push_back({"n3", "srun: error"});
+  a.diagnostics.push_back({Diagnostic::Severity::warning, "w", "", "n1", std::nullopt, std::nullopt});
+  JobSnapshot m = merge_job_snapshots({a, b});
+  ASSERT_EQ(m.processes.size(), 2u);
+  EXPECT_EQ(m.processes[0].host, "n1");
+  EXPECT_EQ(m.processes[1].host, "n2");
+  EXPECT_EQ(m.expected_world_size, 4);
+  EXPECT_EQ(m.job_id, "77");
+  EXPECT_EQ(m.unreachable.size(), 1u);
+  EXPECT_EQ(m.diagnostics.size(), 1u);
+}
+
+struct Hostile {
+  const char* name;
+  std::string text;
+  std::string error;  // exact message, or a prefix ending in '*'
+};
+
+void expect_error(const Hostile& h, const ReadLimits& limits) {
+  auto r = read_job_json(h.text, limits);
+  ASSERT_FALSE(r.ok()) << h.name;
+  EXPECT_EQ(r.error().code, Errc::bad_data) << h.name;
+  if (!h.error.empty() && h.error.back() == '*') {
+    EXPECT_EQ(r.error().message.substr(0, h.error.size() - 1), h.error.substr(0, h.error.size() - 1)) << h.name;
+  } else {
+    EXPECT_EQ(r.error().message, h.error) << h.name;
+  }
+}
+
+TEST(JsonReader, RejectsHostileDocuments) {
+  const std::string head = R"({"schema":"hangscan/1","processes":[)";
+  const std::string agent = R"({"schema":"hangscan-agent/1",)";
+  std::vector<Hostile> cases = {
+      {"empty", "", "malformed JSON: *"},
+      {"truncated", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"nat)", "malformed JSON: *"},
+      {"garbage", "\x7f" "ELF\x02\x01", "malformed JSON: *"},
+      {"not an object", "[1,2]", "document is array, expected an object"},
+      {"no schema", R"({"processes":[]})", "schema: unknown schema \"\" (expected hangscan/1 or hangscan-agent/1)"},
+      {"no processes", R"({"schema":"hangscan/1"})", "processes: missing"},
+      {"processes not array", R"({"schema":"hangscan/1","processes":{}})", "processes: expected an array, got object"},
+      {"pid string", head + R"({"pid":"1"}]})", "processes[0].pid: expected an integer, got string"},
+      {"pid negative", head + R"({"pid":-5}]})", "processes[0].pid: -5 is out of range"},
+      {"pid huge", head + R"({"pid":99999999999}]})", "processes[0].pid: 99999999999 is out of range"},
+      {"pid float", head + R"({"pid":1.5}]})", "processes[0].pid: expected an integer, got number"},
+      {"tid missing", head + R"({"pid":1,"threads":[{}]}]})", "processes[0].threads[0].tid: missing"},
+      {"bad kind", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"evil"}]}]}]})",
+       "processes[0].threads[0].frames[0].kind: unknown frame kind \"evil\""},
+      {"bad hex", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native","pc":"0xZZ"}]}]}]})",
+       "processes[0].threads[0].frames[0].pc: bad hex \"0xZZ\""},
+      {"state word", head + R"({"pid":1,"state":"SLEEP"}]})", "processes[0].state: expected a one-letter state"},
+      {"cpu string", head + R"({"pid":1,"cpu_percent":"x"}]})", "processes[0].cpu_percent: expected a number, got string"},
+      {"deep", std::string(200, '[') + std::string(200, ']'), "JSON document nests deeper than 32 levels"},
+      {"deep in string is fine but bad schema", R"({"schema":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[","processes":[]})",
+       "schema: unknown schema \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\" (expected hangscan/1 or hangscan-agent/1)"},
+      {"stack index", agent + R"("frames":[],"stacks":[[]],"processes":[{"pid":1,"threads":[{"tid":1,"frames":5}]}]})",
+       "processes[0].threads[0].frames: stack 5 does not exist"},
+      {"frame index", agent + R"("frames":[],"stacks":[[3]],"processes":[]})", "stacks[0][0]: frame 3 does not exist"},
+      {"agent stack inline", agent + R"("frames":[],"stacks":[],"processes":[{"pid":1,"threads":[{"tid":1,"frames":[]}]}]})",
+       "processes[0].threads[0].frames: expected an integer, got array"},
+      {"agent no tables", agent + R"("processes":[]})", "frames: missing"},
+  };
+  for (const Hostile& h : cases) expect_error(h, ReadLimits{});
+}
+
+TEST(JsonReader, EnforcesCountAndSizeLimits) {
+  ReadLimits small;
+  small.max_bytes = 64;
+  expect_error({"size", std::string(65, ' '), "JSON document of 65 bytes is larger than the limit of 64 bytes"}, small);
+  ReadLimits lim;
+  lim.max_processes = 2;
+  lim.max_threads = 1;
+  lim.max_frames = 2;
+  lim.max_string = 16;
+  lim.max_total_frames = 5;
+  const std::string head = R"({"schema":"hangscan/1","processes":[)";
+  expect_error({"processes", head + R"({"pid":1},{"pid":2},{"pid":3}]})",
+                "processes: 3 entries, more than the limit of 2"}, lim);
+  expect_error({"threads", head + R"({"pid":1,"threads":[{"tid":1},{"tid":2}]}]})",
+                "processes[0].threads: 2 entries, more than the limit of 1"}, lim);
+  expect_error({"frames", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native"},{"kind":"native"},{"kind":"native"}]}]}]})",
+                "processes[0].threads[0].frames: 3 entries, more than the limit of 2"}, lim);
+  expect_error({"string", head + R"({"pid":1,"host":"12345678901234567"}]})",
+                "processes[0].host: string of 17 bytes, more than 16"}, lim);
+  // An agent document that expands one stack for many threads hits the total frame bound.
+  std::string bomb = R"({"schema":"hangscan-agent/1","frames":[{"kind":"native"}],"stacks":[[0,0]],"processes":[)"
+                     R"({"pid":1,"threads":[{"tid":1,"frames":0,"native_frames":0,"kernel_frames":0}]}]})";
+  expect_error({"bomb", bomb, "processes[0].threads[0].kernel_frames: more than 5 frames in the document"}, lim);
+}
+
+}  // namespace
+}  // namespace hangscan
