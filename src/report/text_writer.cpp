@@ -289,7 +289,7 @@ class TextWriter {
     if (t.python_idle.value_or(false)) facts.push_back("idle");
     std::string joined;
     for (const std::string& f : facts) joined += (joined.empty() ? "" : ", ") + f;
-    out_ += "\n";
+    if (ind.empty()) out_ += "\n";  // a plain dump separates threads like py-spy; jobs stay dense
     std::string head = fmt::format("{}Thread {}{}{}", ind, t.tid, t.name.empty() ? "" : " \"" + t.name + "\"",
                                    joined.empty() ? "" : " (" + joined + ")");
     line(t.crashed ? kRed : kBold, head);
