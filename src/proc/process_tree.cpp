@@ -101,20 +101,25 @@ bool ProcessTree::is_ancestor(int ancestor, int pid) const {
   return std::find(a.begin(), a.end(), ancestor) != a.end();
 }
 
-std::vector<std::string> process_cmdline(int pid, const std::string& proc_root) {
-  auto text = read_text_file(fmt::format("{}/{}/cmdline", proc_root, pid), 1 << 20);
+namespace {
+
+// A NUL-separated /proc file (cmdline, environ) as its items; empty when unreadable.
+std::vector<std::string> read_nul_file(const std::string& path, std::size_t max_bytes) {
+  auto text = read_text_file(path, max_bytes);
   if (!text || text->empty()) return {};
   std::string_view v(*text);
   if (v.back() == '\0') v.remove_suffix(1);
   return split_nul(v);
 }
 
+}  // namespace
+
+std::vector<std::string> process_cmdline(int pid, const std::string& proc_root) {
+  return read_nul_file(fmt::format("{}/{}/cmdline", proc_root, pid), 1 << 20);
+}
+
 std::vector<std::string> process_environ_file(int pid, const std::string& proc_root) {
-  auto text = read_text_file(fmt::format("{}/{}/environ", proc_root, pid), 1 << 22);
-  if (!text || text->empty()) return {};
-  std::string_view v(*text);
-  if (v.back() == '\0') v.remove_suffix(1);
-  return split_nul(v);
+  return read_nul_file(fmt::format("{}/{}/environ", proc_root, pid), 1 << 22);
 }
 
 std::string joined_cmdline(const std::vector<std::string>& argv) {

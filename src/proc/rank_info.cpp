@@ -74,7 +74,7 @@ bool is_python(std::string_view prog) {
 }
 
 // What a python interpreter is asked to run: ("module", name), ("code", text) or
-// ("script", basename); ("", "") when only the interpreter is named.
+// ("script", path); ("", "") when only the interpreter is named.
 std::pair<std::string, std::string> python_payload(const std::vector<std::string>& argv) {
   for (std::size_t i = 1; i < argv.size(); ++i) {
     std::string_view a = argv[i];
@@ -86,7 +86,7 @@ std::pair<std::string, std::string> python_payload(const std::vector<std::string
       continue;
     }
     if (a.starts_with("-")) continue;
-    return {"script", basename_of(a)};
+    return {"script", std::string(a)};
   }
   return {"", ""};
 }
@@ -208,8 +208,9 @@ CmdlineClass classify_cmdline(const std::vector<std::string>& cmdline, std::stri
   }
   if (!is_python(prog)) {
     if (as_launcher(prog)) return out;
-    // A python script run directly (#!/usr/bin/python3): argv[0] is the script.
-    out.what = prog;
+    // A shell running a script is known by the script ("run.sh").
+    bool shell = prog == "bash" || prog == "sh" || prog == "dash" || prog == "zsh";
+    out.what = shell && argv.size() > 1 && !argv[1].starts_with("-") ? basename_of(argv[1]) : prog;
     return out;
   }
   auto [kind, payload] = python_payload(argv);
@@ -238,10 +239,10 @@ CmdlineClass classify_cmdline(const std::vector<std::string>& cmdline, std::stri
         return out;
       }
     }
-    std::string name = payload;
+    std::string name = kind == "script" ? basename_of(payload) : payload;
+    out.what = name;
     if (kind == "script" && name.size() > 3 && name.ends_with(".py")) name.resize(name.size() - 3);
     if (as_launcher(name)) return out;
-    out.what = payload;
     return out;
   }
   out.what = prog;
@@ -300,7 +301,8 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
       out[i].reason = env[i].rank_source;
     }
   }
-  // 3. A rank below a rank with the same number inherited it: a forked worker of that rank.
+  // 3. A rank below a rank with the same number inherited it: a forked worker of that rank
+  // (the farthest such ancestor is the rank itself, nearer ones are workers too).
   std::vector<bool> env_rank(n);
   for (std::size_t i = 0; i < n; ++i) env_rank[i] = out[i].role == kRoleRank;
   for (std::size_t i = 0; i < n; ++i) {
@@ -311,7 +313,6 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
         out[i].owner = procs[a].pid;
         out[i].rank = {};
         out[i].reason = "worker of rank " + std::to_string(*env[i].rank);
-        break;
       }
     }
   }
