@@ -1,0 +1,129 @@
+// Merging native and Python frames into true call order, and matching threads.
+#include <gtest/gtest.h>
+
+#include "python/merge.h"
+
+namespace hangscan::python {
+namespace {
+
+Frame native(const std::string& fn, FrameKind kind = FrameKind::native) {
+  Frame f;
+  f.kind = kind;
+  f.function = fn;
+  f.module = "/usr/bin/python3";
+  return f;
+}
+
+PythonFrame py(const std::string& fn, int line, bool entry) {
+  PythonFrame p;
+  p.frame.kind = FrameKind::python;
+  p.frame.function = fn;
+  p.frame.file = "/app.py";
+  p.frame.line = line;
+  p.entry = entry;
+  return p;
+}
+
+std::vector<std::string> names(const std::vector<Frame>& frames) {
+  std::vector<std::string> out;
+  for (const auto& f : frames) out.push_back(f.function);
+  return out;
+}
+
+TEST(Merge, OneEvalCallPerPythonFrame) {
+  // 3.6-3.10: every Python frame has its own _PyEval_EvalFrameDefault.
+  std::vector<Frame> n = {native("__select"), native("select_select"),
+                          native("_PyEval_EvalFrameDefault"), native("_PyFunction_Vectorcall"),
+                          native("_PyEval_EvalFrameDefault"), native("PyRun_SimpleFile"),
+                          native("main")};
+  std::vector<PythonFrame> p = {py("wait_select", 68, true), py("<module>", 200, true)};
+  auto merged = merge_stacks(n, p);
+  ASSERT_TRUE(merged.ok()) << merged.error().what();
+  EXPECT_EQ(names(*merged),
+            (std::vector<std::string>{"__select", "select_select", "wait_select",
+                                      "_PyFunction_Vectorcall", "<module>", "PyRun_SimpleFile",
+                                      "main"}));
+  EXPECT_EQ((*merged)[2].kind, FrameKind::python);
+  EXPECT_EQ((*merged)[2].line, 68);
+}
+
+TEST(Merge, SeveralPythonFramesPerEvalCallOn311) {
+  // 3.11+: Python-to-Python calls stay in one eval call; entry frames end each call.
+  std::vector<Frame> n = {native("clock_nanosleep"), native("time_sleep"),
+                          native("PyObject_Vectorcall", FrameKind::inline_frame),
+                          native("_PyEval_EvalFrameDefault"), native("thread_run"),
+                          native("_PyEval_EvalFrameDefault.cold"), native("Py_RunMain")};
+  std::vector<PythonFrame> p = {py("sleeper", 63, false), py("Thread.run", 975, true),
+                                py("outer", 10, false), py("<module>", 1, true)};
+  auto merged = merge_stacks(n, p);
+  ASSERT_TRUE(merged.ok()) << merged.error().what();
+  EXPECT_EQ(names(*merged),
+            (std::vector<std::string>{"clock_nanosleep", "time_sleep", "PyObject_Vectorcall",
+                                      "sleeper", "Thread.run", "thread_run", "outer", "<module>",
+                                      "Py_RunMain"}));
+}
+
+TEST(Merge, CountMismatchIsAnErrorThatSaysWhy) {
+  std::vector<Frame> n = {native("poll"), native("_PyEval_EvalFrameDefault"), native("main")};
+  std::vector<PythonFrame> p = {py("a", 1, true), py("b", 2, true)};
+  auto merged = merge_stacks(n, p);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.error().message.find("2 Python eval-loop calls"), std::string::npos)
+      << merged.error().message;
+  EXPECT_NE(merged.error().message.find("1 native eval-loop frames"), std::string::npos);
+  // A native stack without any eval frame (a truncated unwind) cannot be merged either.
+  EXPECT_FALSE(merge_stacks({native("poll")}, p).ok());
+}
+
+TEST(Merge, InlineEvalFramesDoNotCountAndExIsAFallback) {
+  // An inlined _PyEval_EvalFrame helper shares the physical frame: not a separate call.
+  std::vector<Frame> n = {native("pause"), native("_PyEval_EvalFrameDefault", FrameKind::inline_frame),
+                          native("_PyEval_EvalFrameDefault"), native("main")};
+  auto merged = merge_stacks(n, {py("f", 1, true)});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(names(*merged),
+            (std::vector<std::string>{"pause", "_PyEval_EvalFrameDefault", "f", "main"}));
+  // PyEval_EvalFrameEx wraps _PyEval_EvalFrameDefault on 3.6: only the latter counts...
+  std::vector<Frame> n36 = {native("sleep"), native("_PyEval_EvalFrameDefault"),
+                            native("PyEval_EvalFrameEx"), native("main")};
+  merged = merge_stacks(n36, {py("f", 1, true)});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{"sleep", "f", "PyEval_EvalFrameEx", "main"}));
+  // ...unless it is the only eval-loop name present.
+  merged = merge_stacks({native("sleep"), native("PyEval_EvalFrameEx")}, {py("f", 1, true)});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{"sleep", "f"}));
+  EXPECT_TRUE(is_eval_frame("_PyEval_EvalFrameDefault.cold"));
+  EXPECT_FALSE(is_eval_frame("_PyEval_EvalFrameDefaultX"));
+}
+
+TEST(Merge, NoPythonFramesAndNoEvalFramesIsTheNativeStack) {
+  std::vector<Frame> n = {native("poll"), native("main")};
+  auto merged = merge_stacks(n, {});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(*merged, n);
+}
+
+TEST(Merge, EvalGroupsEndAtEntryFrames) {
+  auto groups = eval_groups({py("a", 1, false), py("b", 2, true), py("c", 3, false)});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].size(), 2u);
+  EXPECT_EQ(groups[1].size(), 1u);   // a cut chain's tail is still one call
+}
+
+TEST(MatchThreads, ByNativeTidThenByPthreadIdEqualsFsBase) {
+  std::vector<PythonThreadStack> stacks(3);
+  stacks[0].native_tid = 100;
+  stacks[0].pthread_id = 0x7000;
+  stacks[1].pthread_id = 0x8000;   // pre-3.11: no native id
+  stacks[2].pthread_id = 0x9000;
+  EXPECT_EQ(find_python_thread(stacks, 100, std::nullopt), 0u);
+  EXPECT_EQ(find_python_thread(stacks, 101, 0x8000), 1u);
+  EXPECT_EQ(find_python_thread(stacks, 102, 0x9000), 2u);
+  EXPECT_EQ(find_python_thread(stacks, 103, 0x7000), std::nullopt);   // has a tid: must match it
+  EXPECT_EQ(find_python_thread(stacks, 104, std::nullopt), std::nullopt);
+  EXPECT_EQ(find_python_thread(stacks, 105, 0), std::nullopt);
+}
+
+}  // namespace
+}  // namespace hangscan::python
