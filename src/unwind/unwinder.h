@@ -37,7 +37,11 @@ class Unwinder {
                                       int tid) = 0;
 };
 
-// One unwinder per target: it owns the per-address-space state (module map, CFI caches).
-Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target);
+class DwflSession;
+
+// One unwinder per target: it owns the per-address-space state (CFI caches). The libdw
+// backend unwinds through the target's DwflSession (shared with the symbolizer).
+Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target,
+                                                DwflSession& session);
 
 }  // namespace hangscan

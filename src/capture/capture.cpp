@@ -1,0 +1,159 @@
+#include "capture/capture.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "capture/python_capture.h"
+#include "unwind/dwfl_session.h"
+
+namespace hangscan {
+
+namespace {
+
+Diagnostic make_diag(Diagnostic::Severity sev, const Target& target, std::string msg,
+                     std::string hint = {}, std::optional<int> tid = std::nullopt) {
+  Diagnostic d;
+  d.severity = sev;
+  d.message = std::move(msg);
+  d.hint = std::move(hint);
+  d.pid = target.pid();
+  d.tid = tid;
+  return d;
+}
+
+// Copies the top of a thread's stack: from the stack pointer to the end of its mapping,
+// at most `max_bytes`. Reads are short where memory is unmapped.
+StackCopy copy_stack(Target& target, const Registers& regs, std::size_t max_bytes) {
+  StackCopy copy;
+  std::uint64_t sp = regs.sp();
+  std::uint64_t end = sp + max_bytes;
+  for (const auto& m : target.mappings()) {
+    if (m.contains(sp)) {
+      end = std::min(end, m.end);
+      break;
+    }
+  }
+  if (end <= sp) return copy;
+  copy.start = sp;
+  copy.bytes.resize(end - sp);
+  std::size_t got = target.memory().read(sp, copy.bytes.data(), copy.bytes.size());
+  copy.bytes.resize(got);
+  return copy;
+}
+
+struct FrozenCopy {
+  int tid = 0;
+  std::optional<Registers> regs;
+  StackCopy stack;
+  std::string error;
+};
+
+}  // namespace
+
+ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
+                                SymbolCache& symbols) {
+  ProcessSnapshot snap;
+  target.describe_process(snap);
+
+  PythonCapture python(target, options);
+
+  // Describe threads before stopping them: their states and wait channels are then the ones
+  // the program was in, not ptrace-stop.
+  std::map<int, ThreadSnapshot> described;
+  for (int tid : target.thread_ids()) {
+    ThreadSnapshot t;
+    t.tid = tid;
+    target.describe_thread(t);
+    described.emplace(tid, std::move(t));
+  }
+
+  std::vector<FrozenCopy> copies;
+  if (options.nonblocking) {
+    python.walk_nonblocking();
+  } else {
+    auto freeze = target.freeze(Deadline::after(options.freeze_timeout));
+    if (!freeze) {
+      const Error& e = freeze.error();
+      snap.diagnostics.push_back(
+          make_diag(Diagnostic::Severity::error, target, e.what(), e.hint));
+      for (auto& [tid, t] : described) snap.threads.push_back(std::move(t));
+      return snap;
+    }
+    // Only copies are made while the target is stopped.
+    for (const auto& ft : (*freeze)->threads()) {
+      FrozenCopy c;
+      c.tid = ft.tid;
+      c.regs = ft.regs;
+      c.error = ft.error;
+      if (ft.regs && options.native) c.stack = copy_stack(target, *ft.regs, options.max_stack_bytes);
+      copies.push_back(std::move(c));
+    }
+    python.walk_frozen();
+    snap.pause_us = (*freeze)->release();
+  }
+
+  // Everything below runs while the target runs again.
+  std::unique_ptr<DwflSession> session;
+  std::unique_ptr<Unwinder> unwinder;
+  if (options.native && !copies.empty()) {
+    auto s = DwflSession::create(target);
+    if (s) {
+      session = std::move(*s);
+      auto u = make_unwinder(options.unwinder, target, *session);
+      if (u) unwinder = std::move(*u);
+      else snap.diagnostics.push_back(make_diag(Diagnostic::Severity::warning, target, u.error().what()));
+    } else {
+      snap.diagnostics.push_back(make_diag(Diagnostic::Severity::warning, target, s.error().what()));
+    }
+  }
+
+  for (auto& c : copies) {
+    ThreadSnapshot t;
+    auto it = described.find(c.tid);
+    if (it != described.end()) {
+      t = std::move(it->second);
+      described.erase(it);
+    } else {
+      t.tid = c.tid;
+      target.describe_thread(t);
+    }
+    t.is_main = t.tid == target.pid();
+    if (!c.error.empty()) t.notes.push_back(c.error);
+    if (c.regs && unwinder && session) {
+      auto res = unwinder->unwind(*c.regs, c.stack, c.tid);
+      if (res) {
+        for (const auto& raw : res->frames) {
+          auto frames = session->symbolize(raw, symbols);
+          t.frames.insert(t.frames.end(), frames.begin(), frames.end());
+        }
+        if (!res->stop_reason.empty() && t.frames.size() < 2) {
+          t.notes.push_back("unwind stopped: " + res->stop_reason);
+        }
+      } else {
+        t.notes.push_back(res.error().what());
+      }
+    }
+    snap.threads.push_back(std::move(t));
+  }
+  // Threads that exited between the description and the freeze are gone: drop them. With
+  // --nonblocking there was no freeze: keep every described thread.
+  if (options.nonblocking) {
+    for (auto& [tid, t] : described) snap.threads.push_back(std::move(t));
+  }
+
+  std::map<int, std::uint64_t> fs_bases;
+  for (const auto& c : copies) {
+    if (c.regs) fs_bases[c.tid] = c.regs->fs_base();
+  }
+  python.attach(snap, fs_bases);
+
+  std::sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
+    if (a.is_main != b.is_main) return a.is_main;
+    return a.tid < b.tid;
+  });
+  return snap;
+}
+
+}  // namespace hangscan

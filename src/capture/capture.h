@@ -1,0 +1,38 @@
+// capture_process(): stop -> copy -> resume -> unwind the copy -> merge.
+//
+// Why: this is the one place that ties a Target (live or core) to the unwinder and the Python
+// layer, in the order that keeps the pause short: only registers, stack tops and Python
+// frame pointers are read while the target is stopped; unwinding, symbolizing and decoding
+// code objects happen after it runs again. It never throws and never gives up on the whole
+// process because one thread failed: problems become diagnostics in the snapshot.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "target/target.h"
+#include "unwind/symbol_cache.h"
+#include "unwind/unwinder.h"
+
+namespace hangscan {
+
+struct CaptureOptions {
+  UnwinderKind unwinder = UnwinderKind::libdw;
+  bool native = true;            // unwind native stacks
+  bool python = true;            // read Python frames when the target is Python
+  bool merge_native = false;     // --native: interleave native and Python frames
+  bool locals = false;           // --locals
+  bool nonblocking = false;      // --nonblocking: Python frames without stopping
+  bool kernel_stacks = true;     // /proc/TID/stack (live, root only)
+  std::size_t max_stack_bytes = 512 * 1024;   // per thread, bounded by the stack mapping
+  std::chrono::milliseconds freeze_timeout{3000};
+  std::vector<std::string>* log = nullptr;    // --verbose lines, when not null
+};
+
+ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
+                                SymbolCache& symbols);
+
+}  // namespace hangscan

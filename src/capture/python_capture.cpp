@@ -1,0 +1,140 @@
+#include "capture/python_capture.h"
+
+#include <fmt/format.h>
+
+#if __has_include("python/python_reader.h")
+#include "python/merge.h"
+#include "python/python_reader.h"
+#define HS_HAVE_PYTHON 1
+#endif
+
+namespace hangscan {
+
+struct PythonCapture::State {
+  Target& target;
+  const CaptureOptions& options;
+  std::vector<Diagnostic> diagnostics;
+#ifdef HS_HAVE_PYTHON
+  std::unique_ptr<python::PythonReader> reader;
+  python::RawPythonState raw;
+  bool walked = false;
+  bool nonblocking = false;
+#endif
+  State(Target& t, const CaptureOptions& o) : target(t), options(o) {}
+};
+
+PythonCapture::PythonCapture(Target& target, const CaptureOptions& options)
+    : state_(std::make_unique<State>(target, options)) {
+#ifdef HS_HAVE_PYTHON
+  if (!options.python) return;
+  auto reader = python::PythonReader::locate(target, options.log);
+  if (reader) {
+    state_->reader = std::move(*reader);
+  } else if (reader.error().code != Errc::not_found) {
+    Diagnostic d;
+    d.severity = Diagnostic::Severity::warning;
+    d.message = reader.error().what();
+    d.hint = reader.error().hint;
+    d.pid = target.pid();
+    state_->diagnostics.push_back(std::move(d));
+  }
+#endif
+}
+
+PythonCapture::~PythonCapture() = default;
+
+bool PythonCapture::active() const {
+#ifdef HS_HAVE_PYTHON
+  return state_->reader != nullptr;
+#else
+  return false;
+#endif
+}
+
+void PythonCapture::walk_frozen() {
+#ifdef HS_HAVE_PYTHON
+  if (!state_->reader) return;
+  state_->raw = state_->reader->walk(state_->target.memory(), state_->options.locals);
+  state_->walked = true;
+#endif
+}
+
+void PythonCapture::walk_nonblocking() {
+#ifdef HS_HAVE_PYTHON
+  walk_frozen();
+  state_->nonblocking = true;
+#endif
+}
+
+void PythonCapture::attach(ProcessSnapshot& snap, const std::map<int, std::uint64_t>& fs_bases) {
+  for (auto& d : state_->diagnostics) snap.diagnostics.push_back(d);
+#ifdef HS_HAVE_PYTHON
+  if (!state_->reader || !state_->walked) return;
+  PythonInfo info;
+  info.version = state_->reader->version();
+  info.locator = state_->reader->locator();
+  info.nonblocking = state_->nonblocking;
+  snap.python = info;
+  for (const auto& msg : state_->raw.diagnostics) {
+    Diagnostic d;
+    d.severity = Diagnostic::Severity::warning;
+    d.message = msg;
+    d.pid = snap.pid;
+    snap.diagnostics.push_back(std::move(d));
+  }
+  auto stacks = state_->reader->decode(state_->raw, state_->target.memory());
+
+  // Match Python thread states to native threads: native_tid when the version records it,
+  // else pthread_t == the thread's fs_base (x86-64 glibc).
+  auto find_thread = [&](const python::PythonThreadStack& st) -> ThreadSnapshot* {
+    for (auto& t : snap.threads) {
+      if (st.native_tid && *st.native_tid == t.tid) return &t;
+    }
+    if (st.pthread_id != 0) {
+      for (auto& t : snap.threads) {
+        auto it = fs_bases.find(t.tid);
+        if (it != fs_bases.end() && it->second == st.pthread_id) return &t;
+      }
+    }
+    return nullptr;
+  };
+  for (auto& st : stacks) {
+    ThreadSnapshot* t = find_thread(st);
+    if (t == nullptr) {
+      if (!state_->nonblocking || !st.native_tid) continue;
+      ThreadSnapshot fresh;
+      fresh.tid = *st.native_tid;
+      snap.threads.push_back(fresh);
+      t = &snap.threads.back();
+    }
+    t->gil = st.gil;
+    t->python_idle = st.idle;
+    for (auto& n : st.notes) t->notes.push_back(n);
+    std::vector<Frame> py;
+    py.reserve(st.frames.size());
+    for (const auto& pf : st.frames) py.push_back(pf.frame);
+    if (py.empty()) continue;   // no Python frames: the native stack stays
+    if (state_->options.merge_native && !t->frames.empty()) {
+      auto merged = python::merge_stacks(t->frames, st.frames);
+      if (merged) {
+        t->frames = std::move(*merged);
+      } else {
+        t->native_frames = std::move(t->frames);
+        t->frames = std::move(py);
+        t->notes.push_back("native and Python frames not merged: " + merged.error().what());
+      }
+    } else {
+      t->frames = std::move(py);
+    }
+  }
+  for (auto& t : snap.threads) {
+    if (!t.gil) t.gil = false;
+    if (!t.python_idle) t.python_idle = false;
+  }
+#else
+  (void)snap;
+  (void)fs_bases;
+#endif
+}
+
+}  // namespace hangscan

@@ -1,0 +1,41 @@
+// PythonCapture: the Python half of one capture, split around the freeze.
+//
+// Why: capture_process() must read Python frame pointers while the target is stopped and
+// decode code objects after it runs again; this class holds the state between the two
+// steps and attaches the result to the snapshot's threads (Python-only frames, or merged
+// with the native ones for --native).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "capture/capture.h"
+#include "hangscan/model.h"
+#include "target/target.h"
+
+namespace hangscan {
+
+class PythonCapture {
+ public:
+  // Locates the interpreter (before any freeze). A target that is not Python is not an error.
+  PythonCapture(Target& target, const CaptureOptions& options);
+  ~PythonCapture();
+  PythonCapture(const PythonCapture&) = delete;
+  PythonCapture& operator=(const PythonCapture&) = delete;
+
+  bool active() const;
+  // While stopped: thread states and frame chains as raw pointers.
+  void walk_frozen();
+  // --nonblocking: the same without a stop (possibly inconsistent).
+  void walk_nonblocking();
+  // After resume: decode and attach frames to the snapshot's threads. `fs_bases` maps tid to
+  // the thread's fs_base register (its pthread_t), to match versions without native ids.
+  void attach(ProcessSnapshot& snap, const std::map<int, std::uint64_t>& fs_bases);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace hangscan

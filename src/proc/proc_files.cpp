@@ -1,0 +1,274 @@
+#include "proc/proc_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace hangscan {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+template <class T>
+bool parse_num(std::string_view s, T& out, int base = 10) {
+  s = trim(s);
+  if (s.empty()) return false;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return res.ec == std::errc() && res.ptr == s.data() + s.size();
+}
+
+// Splits on runs of spaces.
+std::vector<std::string_view> fields(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+template <class F>
+void for_each_line(std::string_view text, F&& f) {
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    f(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace
+
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    Errc code = err == ENOENT || err == ESRCH ? Errc::not_found
+                : (err == EACCES || err == EPERM) ? Errc::permission
+                                                   : Errc::io;
+    return Error(code, fmt::format("cannot open {}: {}", path, std::strerror(err)), err);
+  }
+  std::string out;
+  char buf[8192];
+  while (out.size() < max_bytes) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof(buf), max_bytes - out.size()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Error(err == EACCES || err == EPERM ? Errc::permission : Errc::io,
+                   fmt::format("cannot read {}: {}", path, std::strerror(err)), err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::vector<Mapping> parse_maps(std::string_view text) {
+  std::vector<Mapping> out;
+  for_each_line(text, [&](std::string_view line) {
+    // start-end perms offset dev inode [path]
+    auto f = fields(line);
+    if (f.size() < 5) return;
+    auto dash = f[0].find('-');
+    if (dash == std::string_view::npos) return;
+    Mapping m;
+    if (!parse_num(f[0].substr(0, dash), m.start, 16) ||
+        !parse_num(f[0].substr(dash + 1), m.end, 16) || m.end < m.start)
+      return;
+    m.perms = std::string(f[1]);
+    if (!parse_num(f[2], m.offset, 16)) return;
+    parse_num(f[4], m.inode);
+    if (f.size() >= 6) {
+      // The path is everything after the inode field (it may contain spaces).
+      std::size_t pos = line.find(f[5], static_cast<std::size_t>(f[4].data() - line.data()) + f[4].size());
+      std::string_view path = trim(line.substr(pos));
+      constexpr std::string_view kDeleted = " (deleted)";
+      if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
+        m.deleted = true;
+        path.remove_suffix(kDeleted.size());
+      }
+      m.path = std::string(path);
+    }
+    out.push_back(std::move(m));
+  });
+  return out;
+}
+
+std::optional<ProcStat> parse_stat(std::string_view text) {
+  ProcStat st;
+  auto open = text.find('(');
+  auto close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  if (!parse_num(text.substr(0, open), st.pid)) return std::nullopt;
+  st.comm = std::string(text.substr(open + 1, close - open - 1));
+  auto f = fields(text.substr(close + 1));
+  // f[0] = state (field 3), f[1] = ppid (4), f[6] = flags (9), f[11] = utime (14),
+  // f[12] = stime (15), f[17] = num_threads (20), f[19] = starttime (22).
+  if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
+  st.state = f[0][0];
+  if (!parse_num(f[1], st.ppid)) return std::nullopt;
+  parse_num(f[6], st.flags);
+  parse_num(f[11], st.utime);
+  parse_num(f[12], st.stime);
+  parse_num(f[17], st.num_threads);
+  parse_num(f[19], st.start_time);
+  return st;
+}
+
+std::optional<ProcStatus> parse_status(std::string_view text) {
+  ProcStatus st;
+  bool any = false;
+  for_each_line(text, [&](std::string_view line) {
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) return;
+    std::string_view key = line.substr(0, colon);
+    std::string_view val = trim(line.substr(colon + 1));
+    any = true;
+    if (key == "Name") {
+      st.name = std::string(val);
+    } else if (key == "State") {
+      if (!val.empty()) st.state = val[0];
+    } else if (key == "Tgid") {
+      parse_num(val, st.tgid);
+    } else if (key == "PPid") {
+      parse_num(val, st.ppid);
+    } else if (key == "TracerPid") {
+      parse_num(val, st.tracer_pid);
+    } else if (key == "Uid") {
+      auto f = fields(val);
+      if (f.size() >= 2) {
+        parse_num(f[0], st.uid);
+        parse_num(f[1], st.euid);
+      }
+    }
+  });
+  if (!any) return std::nullopt;
+  return st;
+}
+
+std::optional<std::string> parse_syscall(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  if (text == "running") return std::string("running");
+  auto f = fields(text);
+  long nr = 0;
+  if (f.empty() || !parse_num(f[0], nr)) return std::nullopt;
+  if (nr < 0) return std::string("none");
+  return syscall_name(nr);
+}
+
+std::vector<Frame> parse_kernel_stack(std::string_view text) {
+  std::vector<Frame> out;
+  for_each_line(text, [&](std::string_view line) {
+    line = trim(line);
+    if (line.empty()) return;
+    auto close = line.find("] ");
+    if (line.front() == '[' && close != std::string_view::npos) line.remove_prefix(close + 2);
+    line = trim(line);
+    if (line.empty()) return;
+    Frame fr;
+    fr.kind = FrameKind::kernel;
+    auto plus = line.find('+');
+    std::string_view name = plus == std::string_view::npos ? line : line.substr(0, plus);
+    fr.function = std::string(name);
+    if (plus != std::string_view::npos) {
+      auto rest = line.substr(plus + 1);
+      auto slash = rest.find('/');
+      std::string_view off = rest.substr(0, slash);
+      if (off.size() > 2 && off.substr(0, 2) == "0x") parse_num(off.substr(2), fr.offset, 16);
+    }
+    auto sp = line.find(" [");
+    if (sp != std::string_view::npos) {
+      auto mod = line.substr(sp + 2);
+      if (!mod.empty() && mod.back() == ']') mod.remove_suffix(1);
+      fr.module = std::string(mod);
+      if (plus == std::string_view::npos || plus > sp) fr.function = std::string(line.substr(0, sp));
+    } else {
+      fr.module = "[kernel]";
+    }
+    out.push_back(std::move(fr));
+  });
+  return out;
+}
+
+std::vector<std::string> split_nul(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    auto z = text.find('\0');
+    out.emplace_back(text.substr(0, z));
+    if (z == std::string_view::npos) break;
+    text.remove_prefix(z + 1);
+  }
+  return out;
+}
+
+Result<std::vector<int>> list_tasks(int pid) {
+  std::string path = fmt::format("/proc/{}/task", pid);
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) {
+    int err = errno;
+    return Error(err == ENOENT ? Errc::no_such_process : Errc::io,
+                 fmt::format("pid {}: {}", pid, err == ENOENT ? "no such process" : std::strerror(err)),
+                 err);
+  }
+  std::vector<int> tids;
+  while (dirent* ent = ::readdir(dir)) {
+    int tid = 0;
+    std::string_view name(ent->d_name);
+    if (parse_num(name, tid) && tid > 0) tids.push_back(tid);
+  }
+  ::closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+std::optional<ProcStat> read_stat(int pid, int tid) {
+  auto text = read_text_file(tid == 0 ? fmt::format("/proc/{}/stat", pid)
+                                      : fmt::format("/proc/{}/task/{}/stat", pid, tid));
+  if (!text) return std::nullopt;
+  return parse_stat(*text);
+}
+
+std::optional<ProcStatus> read_status(int pid) {
+  auto text = read_text_file(fmt::format("/proc/{}/status", pid));
+  if (!text) return std::nullopt;
+  return parse_status(*text);
+}
+
+std::optional<std::string> read_wchan(int pid, int tid) {
+  auto text = read_text_file(fmt::format("/proc/{}/task/{}/wchan", pid, tid));
+  if (!text) return std::nullopt;
+  std::string_view v = trim(*text);
+  if (v.empty() || v == "0") return std::nullopt;
+  return std::string(v);
+}
+
+std::string read_comm(int pid, int tid) {
+  auto text = read_text_file(fmt::format("/proc/{}/task/{}/comm", pid, tid));
+  if (!text) return {};
+  return std::string(trim(*text));
+}
+
+}  // namespace hangscan

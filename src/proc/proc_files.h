@@ -1,0 +1,72 @@
+// Parsers for the /proc files hangscan reads about a live process and its threads.
+//
+// Why separate from reading: each parser takes the file's text, so unit tests run them on
+// fixture files, and a malformed or truncated file is a parse failure, not a crash. The
+// readers are thin and treat an unreadable file as "unknown", never as fatal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "target/target.h"
+
+namespace hangscan {
+
+// Reads a whole (pseudo-)file, at most `max_bytes`.
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 1 << 22);
+
+// /proc/PID/maps
+std::vector<Mapping> parse_maps(std::string_view text);
+
+// /proc/PID/stat and /proc/PID/task/TID/stat (the comm field may contain spaces and ')').
+struct ProcStat {
+  int pid = 0;
+  std::string comm;
+  char state = '?';
+  int ppid = 0;
+  unsigned long flags = 0;
+  std::uint64_t utime = 0;
+  std::uint64_t stime = 0;
+  std::uint64_t start_time = 0;
+  long num_threads = 0;
+  bool is_kernel_thread() const { return (flags & 0x00200000UL) != 0; }  // PF_KTHREAD
+};
+std::optional<ProcStat> parse_stat(std::string_view text);
+
+// /proc/PID/status: the fields hangscan needs.
+struct ProcStatus {
+  std::string name;
+  char state = '?';
+  int tgid = 0;
+  int ppid = 0;
+  int tracer_pid = 0;
+  int uid = -1;     // real uid
+  int euid = -1;
+};
+std::optional<ProcStatus> parse_status(std::string_view text);
+
+// /proc/TID/syscall: "202 0x... sp pc" -> "futex"; "running"; "-1 sp pc" -> "none".
+std::optional<std::string> parse_syscall(std::string_view text);
+std::string syscall_name(long number);
+
+// /proc/TID/stack: "[<0>] futex_wait_queue+0x60/0xa0" lines -> kernel frames.
+std::vector<Frame> parse_kernel_stack(std::string_view text);
+
+// NUL-separated files (/proc/PID/cmdline, /proc/PID/environ).
+std::vector<std::string> split_nul(std::string_view text);
+
+// Thread ids in /proc/PID/task, sorted. Errc::no_such_process when the process is gone.
+Result<std::vector<int>> list_tasks(int pid);
+
+// Convenience readers; nullopt / empty when unreadable.
+std::optional<ProcStat> read_stat(int pid, int tid = 0);
+std::optional<ProcStatus> read_status(int pid);
+std::optional<std::string> read_wchan(int pid, int tid);
+std::string read_comm(int pid, int tid);
+
+}  // namespace hangscan

@@ -1,0 +1,146 @@
+#include "target/live_target.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+#include "target/ptrace_stopper.h"
+
+namespace hangscan {
+
+namespace {
+
+std::string hostname() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Target>> open_live_target(int pid) {
+  if (pid <= 0) return Error(Errc::usage, fmt::format("{} is not a valid pid", pid));
+  auto stat = read_stat(pid);
+  if (!stat) {
+    return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH,
+                 "check the pid with 'ps -p PID'; the process may have exited");
+  }
+  if (stat->is_kernel_thread()) {
+    return Error(Errc::kernel_thread, fmt::format("pid {} ({}) is a kernel thread", pid, stat->comm),
+                 0, "kernel threads have no user-space stack; its kernel stack is in /proc/PID/stack");
+  }
+  if (stat->state == 'Z' || stat->state == 'X') {
+    return Error(Errc::zombie, fmt::format("pid {} ({}) is a zombie: it has exited", pid, stat->comm), 0,
+                 fmt::format("its parent (pid {}) has not reaped it; there is nothing left to capture",
+                             stat->ppid));
+  }
+  auto status = read_status(pid);
+  if (status && status->tracer_pid != 0 && status->tracer_pid != getpid()) {
+    std::string tracer = read_comm(status->tracer_pid, status->tracer_pid);
+    return Error(Errc::already_traced,
+                 fmt::format("pid {} is already traced by pid {} ({})", pid, status->tracer_pid,
+                             tracer.empty() ? "?" : tracer),
+                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again");
+  }
+  auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
+  if (!maps_text) {
+    if (maps_text.error().code == Errc::permission) {
+      return Error(Errc::permission, fmt::format("pid {}: permission denied", pid), EACCES,
+                   "run as the process's user or as root; on hardened kernels set "
+                   "'sysctl kernel.yama.ptrace_scope=0'; in a container add CAP_SYS_PTRACE");
+    }
+    return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
+  }
+  auto target = std::make_unique<LiveTarget>(pid);
+  auto st = target->refresh_mappings();
+  if (!st) return std::move(st).error();
+  if (target->mappings().empty()) {
+    return Error(Errc::permission, fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
+                 EACCES, "run as the process's user or as root (ptrace access mode)");
+  }
+  return std::unique_ptr<Target>(std::move(target));
+}
+
+LiveTarget::LiveTarget(int pid) : pid_(pid), memory_(pid) {}
+
+std::string LiveTarget::describe() const { return fmt::format("pid {}", pid_); }
+
+Status LiveTarget::refresh_mappings() {
+  auto text = read_text_file(fmt::format("/proc/{}/maps", pid_));
+  if (!text) return std::move(text).error();
+  mappings_ = parse_maps(*text);
+  return Ok{};
+}
+
+std::optional<std::string> LiveTarget::local_path(const Mapping& m) const {
+  if (!m.is_file()) return std::nullopt;
+  if (m.deleted) {
+    // The file was replaced on disk (an upgrade while running): the original is still
+    // reachable through map_files.
+    return fmt::format("/proc/{}/map_files/{:x}-{:x}", pid_, m.start, m.end);
+  }
+  // /proc/PID/root keeps paths right for processes in another mount namespace (containers).
+  std::string rooted = fmt::format("/proc/{}/root{}", pid_, m.path);
+  if (access(rooted.c_str(), R_OK) == 0) return rooted;
+  return m.path;
+}
+
+std::vector<int> LiveTarget::thread_ids() {
+  auto tids = list_tasks(pid_);
+  if (!tids) return {};
+  return *tids;
+}
+
+Result<std::unique_ptr<Freeze>> LiveTarget::freeze(const Deadline& deadline) {
+  auto stopper = PtraceStopper::stop_all(pid_, deadline);
+  if (!stopper) return std::move(stopper).error();
+  return std::unique_ptr<Freeze>(std::move(*stopper));
+}
+
+void LiveTarget::describe_process(ProcessSnapshot& out) {
+  out.pid = pid_;
+  if (out.host.empty()) out.host = hostname();
+  if (auto st = read_stat(pid_)) {
+    out.ppid = st->ppid;
+    out.state = st->state;
+  }
+  if (auto cmd = read_text_file(fmt::format("/proc/{}/cmdline", pid_), 1 << 16)) {
+    out.cmdline = split_nul(*cmd);
+    while (!out.cmdline.empty() && out.cmdline.back().empty()) out.cmdline.pop_back();
+  }
+  char buf[PATH_MAX + 1] = {};
+  std::string link = fmt::format("/proc/{}/exe", pid_);
+  ssize_t n = readlink(link.c_str(), buf, PATH_MAX);
+  if (n > 0) out.exe.assign(buf, static_cast<std::size_t>(n));
+}
+
+void LiveTarget::describe_thread(ThreadSnapshot& out) {
+  out.is_main = out.tid == pid_;
+  if (auto st = read_stat(pid_, out.tid)) {
+    out.state = st->state;
+    out.cpu_ticks = st->utime + st->stime;
+    if (out.name.empty()) out.name = st->comm;
+  }
+  out.wchan = read_wchan(pid_, out.tid);
+  if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {
+    out.syscall = parse_syscall(*text);
+  }
+  if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/stack", pid_, out.tid))) {
+    out.kernel_frames = parse_kernel_stack(*text);
+  }
+}
+
+std::vector<std::string> LiveTarget::environment() {
+  auto text = read_text_file(fmt::format("/proc/{}/environ", pid_), 1 << 20);
+  if (!text) return {};
+  auto vars = split_nul(*text);
+  while (!vars.empty() && vars.back().empty()) vars.pop_back();
+  return vars;
+}
+
+}  // namespace hangscan

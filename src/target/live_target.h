@@ -1,0 +1,45 @@
+// LiveTarget: a running process on this machine as a Target.
+//
+// Why: the live half of "live and core are one pipeline". Opening checks everything that
+// would make a capture fail (no such process, zombie, kernel thread, already traced,
+// permission) up front, so the user gets one clear line and a hint instead of a ptrace errno.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hangscan/result.h"
+#include "target/process_memory.h"
+#include "target/target.h"
+
+namespace hangscan {
+
+Result<std::unique_ptr<Target>> open_live_target(int pid);
+
+class LiveTarget : public Target {
+ public:
+  explicit LiveTarget(int pid);
+
+  int pid() const override { return pid_; }
+  bool is_live() const override { return true; }
+  std::string describe() const override;
+  MemoryReader& memory() override { return memory_; }
+  const std::vector<Mapping>& mappings() const override { return mappings_; }
+  std::optional<std::string> local_path(const Mapping& m) const override;
+  std::vector<int> thread_ids() override;
+  Result<std::unique_ptr<Freeze>> freeze(const Deadline& deadline) override;
+  void describe_process(ProcessSnapshot& out) override;
+  void describe_thread(ThreadSnapshot& out) override;
+  std::vector<std::string> environment() override;
+
+  // Re-reads /proc/PID/maps (e.g. after a freeze found a thread whose stack is not mapped).
+  Status refresh_mappings();
+
+ private:
+  int pid_;
+  ProcessMemory memory_;
+  std::vector<Mapping> mappings_;
+};
+
+}  // namespace hangscan

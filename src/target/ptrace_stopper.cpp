@@ -1,0 +1,171 @@
+#include "target/ptrace_stopper.h"
+
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <elf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr int kMaxScans = 64;
+
+void short_nap() {
+  timespec ts{0, 20'000};  // 20 us
+  nanosleep(&ts, nullptr);
+}
+
+Error ptrace_error(int pid, int err) {
+  if (err == EPERM || err == EACCES) {
+    return Error(Errc::permission,
+                 fmt::format("pid {}: permission denied (ptrace)", pid), err,
+                 "run as the process's user or as root; on hardened kernels set "
+                 "'sysctl kernel.yama.ptrace_scope=0' (or 1 with the same user); in a container "
+                 "add CAP_SYS_PTRACE (docker run --cap-add=SYS_PTRACE)");
+  }
+  if (err == ESRCH) return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), err);
+  return Error(Errc::io, fmt::format("pid {}: ptrace: {}", pid, std::strerror(err)), err);
+}
+
+}  // namespace
+
+PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
+
+Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const Deadline& deadline) {
+  std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
+  // Block termination signals while threads are stopped; they are delivered after release.
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&block, sig);
+  if (pthread_sigmask(SIG_BLOCK, &block, &s->saved_mask_) == 0) s->mask_saved_ = true;
+
+  s->first_stop_us_ = monotonic_us();
+  for (int scan = 0; scan < kMaxScans; ++scan) {
+    auto tids = list_tasks(pid);
+    if (!tids) return std::move(tids).error();
+    std::vector<int> fresh;
+    for (int tid : *tids) {
+      bool known = std::any_of(s->tracees_.begin(), s->tracees_.end(),
+                               [tid](const Tracee& t) { return t.tid == tid; });
+      if (!known) fresh.push_back(tid);
+    }
+    if (fresh.empty()) break;
+    auto st = s->seize_new_threads(fresh, scan == 0);
+    if (!st) return std::move(st).error();
+    s->wait_for_stops(deadline);
+    if (deadline.expired()) break;
+  }
+  s->read_registers();
+  return s;
+}
+
+Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first_scan) {
+  for (int tid : tids) {
+    if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+      int err = errno;
+      if (err == ESRCH) continue;  // exited between the scan and the seize
+      if (first_scan && tracees_.empty()) return ptrace_error(pid_, err);
+      continue;
+    }
+    Tracee t;
+    t.tid = tid;
+    tracees_.push_back(t);
+    if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 && errno == ESRCH) {
+      tracees_.back().gone = true;
+    }
+  }
+  return Ok{};
+}
+
+bool PtraceStopper::handle_status(Tracee& t, int status) {
+  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    t.gone = true;
+    return true;
+  }
+  if (!WIFSTOPPED(status)) return false;
+  int sig = WSTOPSIG(status);
+  int event = (status >> 16) & 0xff;
+  t.stopped = true;
+  if (event == PTRACE_EVENT_STOP) return true;   // our interrupt, or a group-stop
+  if (sig != SIGTRAP) t.pending_signal = sig;    // signal-delivery-stop: give it back later
+  return true;
+}
+
+void PtraceStopper::wait_for_stops(const Deadline& deadline) {
+  for (;;) {
+    bool all = true;
+    for (auto& t : tracees_) {
+      if (t.stopped || t.gone) continue;
+      int status = 0;
+      pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
+      if (r == t.tid) {
+        handle_status(t, status);
+      } else if (r < 0 && errno == ECHILD) {
+        t.gone = true;
+      }
+      if (!t.stopped && !t.gone) all = false;
+    }
+    if (all || deadline.expired()) return;
+    short_nap();
+  }
+}
+
+void PtraceStopper::read_registers() {
+  threads_.clear();
+  for (const auto& t : tracees_) {
+    if (t.gone) continue;
+    FrozenThread ft;
+    ft.tid = t.tid;
+    if (!t.stopped) {
+      ft.error = "could not be stopped before the deadline (uninterruptible sleep?)";
+      threads_.push_back(std::move(ft));
+      continue;
+    }
+    Registers regs;
+    iovec iov{&regs.raw, sizeof(regs.raw)};
+    if (ptrace(PTRACE_GETREGSET, t.tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) == 0) {
+      ft.regs = regs;
+    } else {
+      ft.error = fmt::format("cannot read registers: {}", std::strerror(errno));
+    }
+    threads_.push_back(std::move(ft));
+  }
+}
+
+std::int64_t PtraceStopper::release() {
+  if (released_) return pause_us_;
+  released_ = true;
+  for (auto& t : tracees_) {
+    if (t.gone) continue;
+    if (!t.stopped) {
+      // The interrupt is still pending: wait briefly for the stop so we can detach cleanly.
+      // If it never comes, the kernel detaches when hangscan exits.
+      Deadline grace = Deadline::after(std::chrono::milliseconds(100));
+      while (!t.stopped && !t.gone && !grace.expired()) {
+        int status = 0;
+        pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
+        if (r == t.tid) handle_status(t, status);
+        else if (r < 0) t.gone = true;
+        else short_nap();
+      }
+    }
+    ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
+  }
+  pause_us_ = monotonic_us() - first_stop_us_;
+  if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
+  return pause_us_;
+}
+
+PtraceStopper::~PtraceStopper() { release(); }
+
+}  // namespace hangscan

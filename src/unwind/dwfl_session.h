@@ -1,0 +1,63 @@
+// DwflSession: one target's address space as libdw sees it, and the symbolizer over it.
+//
+// Why: libdw needs the target's modules reported once (from the Target's mapping list, so live
+// processes and cores are described the same way, with sysroot remapping for cores); both the
+// libdw unwinder (CFI) and symbolization (names, file:line, inline scopes, build-ids) use
+// that one Dwfl. Symbolized frames go through the run-wide SymbolCache.
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "target/target.h"
+#include "unwind/symbol_cache.h"
+#include "unwind/unwinder.h"
+
+namespace hangscan {
+
+class DwflSession {
+ public:
+  static Result<std::unique_ptr<DwflSession>> create(Target& target);
+  ~DwflSession();
+  DwflSession(const DwflSession&) = delete;
+  DwflSession& operator=(const DwflSession&) = delete;
+
+  Dwfl* dwfl() { return dwfl_; }
+  Target& target() { return target_; }
+
+  // Frames for one raw frame: inline frames (innermost first) then the native frame.
+  std::vector<Frame> symbolize(const RawFrame& raw, SymbolCache& cache);
+
+  // Problems met while opening modules (missing files, build-id mismatches).
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  struct ModuleData {
+    std::string local_path;
+    std::vector<std::uint8_t> image;   // in-memory ELF ([vdso])
+  };
+
+  explicit DwflSession(Target& target);
+  Status report_modules();
+  Frame unknown_frame(const RawFrame& raw) const;
+  static int find_elf(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                      char** file_name, Elf** elfp);
+
+  Target& target_;
+  Dwfl* dwfl_ = nullptr;
+  Dwfl_Callbacks callbacks_{};
+  char* debuginfo_path_ = nullptr;
+  std::vector<std::unique_ptr<ModuleData>> modules_;
+  std::vector<std::string> notes_;
+};
+
+// Demangles a C++ symbol; returns the input when it is not mangled.
+std::string demangle(const char* name);
+
+}  // namespace hangscan
