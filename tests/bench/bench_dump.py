@@ -162,8 +162,9 @@ def machine() -> str:
             break
     mem_kb = next((int(l.split()[1]) for l in (hs.read_text("/proc/meminfo") or "").splitlines()
                    if l.startswith("MemTotal")), 0)
+    load = (hs.read_text("/proc/loadavg") or "?").split()[0]
     return (f"{platform.node()}: {os.cpu_count()} x {cpu}, {mem_kb // 1024} MiB, "
-            f"Linux {platform.release()}; "
+            f"Linux {platform.release()}, load average {load} at start; "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 

@@ -7,5 +7,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 [ $# -gt 0 ] && shift
 build=$(cd "$build" && pwd)
-cmake --build "$build" --target hangscan test_programs -j 2 >/dev/null
+for f in hangscan programs/many_threads; do
+  if [ ! -x "$build/$f" ]; then
+    echo "bench: $build/$f is not built" >&2
+    echo "hint: make build (or cmake --build $build --target hangscan test_programs)" >&2
+    exit 2
+  fi
+done
 exec /usr/bin/python3 "$here/bench_dump.py" --build "$build" "$@"

@@ -187,3 +187,37 @@ def test_sigkill_while_threads_churn(targets):
     target = targets.start([hs.program("churn")])
     signal_mid_capture(target.pid, signal.SIGKILL, [0.0002 * i for i in range(10)])
     assert len(target.tids()) >= 3  # main + both churners, plus any brief thread
+
+
+def test_stop_deadline_missed_leaves_target_running(big_target):
+    """A deadline too short to stop 200 threads: hangscan gives up (or finishes), exits with
+    a documented code, and the target runs on."""
+    target, _ = big_target
+    for _ in range(5):
+        run = hs.dump(target.pid, "--timeout-ms", "1")
+        assert run.rc in (0, 1, 2), run.describe()
+        assert "Traceback" not in run.stderr and "terminate called" not in run.stderr
+        if run.rc == 2:
+            assert run.stderr.strip(), "a failed dump must say why"
+        hs.assert_runs_on(target.pid)
+
+
+def test_already_stopped_process_stays_as_it_was(targets):
+    """A process stopped by SIGSTOP before the dump is dumped and left stopped (T) exactly
+    as the user left it: not continued, not left in a ptrace stop, not traced."""
+    target = targets.start([hs.program("deadlock")])
+    os.kill(target.pid, signal.SIGSTOP)
+    try:
+        hs.wait_for(lambda: set(hs.thread_states(target.pid).values()) == {"T"}, 10,
+                    "every thread to be group-stopped")
+        run = hs.dump(target.pid, timeout=60)
+        assert run.rc in (0, 1), run.describe()
+        proc = hs.process_of(run.doc, target.pid)
+        assert {t["state"] for t in proc["threads"]} == {"T"}, [t["state"] for t in proc["threads"]]
+        frames = hs.thread_named(proc, "hs-lock-a")["frames"]
+        assert hs.find_frame(frames, "lock_second") >= 0, frames
+        assert set(hs.thread_states(target.pid).values()) == {"T"}
+        assert hs.tracer_pid(target.pid) == 0
+    finally:
+        os.kill(target.pid, signal.SIGCONT)
+    hs.assert_runs_on(target.pid)

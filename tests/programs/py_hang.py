@@ -1,13 +1,16 @@
 """A Python target that blocks threads at known lines, for hangscan's Python tests.
 
-Usage: python py_hang.py READY_FD
+Usage: python py_hang.py READY_FD [SELF_VIEW_JSON]
 
 Runs under every CPython 3.6-3.14 (no syntax newer than 3.6). Every blocking line carries a
 "# MARK name" comment; the tests read the same comments to know the expected lines. Once every
 thread is at its line and asleep in the kernel, "ready" is written to READY_FD. The process
-then blocks forever; the test kills it.
+then blocks forever; the test kills it. With SELF_VIEW_JSON, the interpreter's own view of
+every blocked thread's stack (sys._current_frames) is written there first: the oracle the
+tests compare hangscan's frames with, frame by frame.
 """
 import asyncio
+import json
 import ctypes
 import os
 import queue
@@ -170,6 +173,24 @@ def all_blocked(expected):
     return True
 
 
+def self_view(path):
+    """{native tid: [[function, file, line], ...] innermost first} for the blocked threads."""
+    frames = sys._current_frames()
+    view = {}
+    for name, (ident, tid) in ARRIVED.items():
+        stack = []
+        frame = frames.get(ident)
+        while frame is not None:
+            code = frame.f_code
+            stack.append([getattr(code, "co_qualname", code.co_name), code.co_filename,
+                          frame.f_lineno])
+            frame = frame.f_back
+        view[str(tid)] = {"mark": name, "frames": stack}
+    with open(path + ".tmp", "w") as fh:
+        json.dump(view, fh)
+    os.rename(path + ".tmp", path)
+
+
 def start_threads():
     ev = threading.Event()
     r, w = os.pipe()
@@ -215,6 +236,8 @@ def main():
         # Sleeping releases the GIL, so a thread that was waiting for it reaches its call.
         time.sleep(0.05)
         stable = stable + 1 if all_blocked(expected) else 0
+    if len(sys.argv) > 2:
+        self_view(sys.argv[2])
     os.write(ready_fd, b"ready\n")
     forever = held_lock()
     forever.acquire()  # MARK main_block

@@ -230,12 +230,17 @@ TEST(JsonReader, RejectsHostileDocuments) {
       {"deep", std::string(200, '[') + std::string(200, ']'), "JSON document nests deeper than 32 levels"},
       {"deep in string is fine but bad schema", R"({"schema":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[","processes":[]})",
        "schema: unknown schema \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\" (expected hangscan/1 or hangscan-agent/1)"},
-      {"stack index", agent + R"("frames":[],"stacks":[[]],"processes":[{"pid":1,"threads":[{"tid":1,"frames":5}]}]})",
+      {"stack index", agent + R"("strings":[],"frames":[],"stacks":[[]],"processes":[{"pid":1,"threads":[{"tid":1,"frames":5}]}]})",
        "processes[0].threads[0].frames: stack 5 does not exist"},
-      {"frame index", agent + R"("frames":[],"stacks":[[3]],"processes":[]})", "stacks[0][0]: frame 3 does not exist"},
-      {"agent stack inline", agent + R"("frames":[],"stacks":[],"processes":[{"pid":1,"threads":[{"tid":1,"frames":[]}]}]})",
+      {"frame index", agent + R"("strings":[],"frames":[],"stacks":[[3]],"processes":[]})", "stacks[0]: frame 3 does not exist"},
+      {"string index", agent + R"("strings":["a"],"frames":[[2,1]],"stacks":[],"processes":[]})",
+       "frames[0][1]: string 1 does not exist"},
+      {"frame kind", agent + R"("strings":["a"],"frames":[[9,0]],"stacks":[],"processes":[]})", "frames[0][0]: 9 is out of range"},
+      {"frame pc", agent + R"("strings":["a"],"frames":[[0,0,null,null,0,-1]],"stacks":[],"processes":[]})",
+       "frames[0][5]: expected an unsigned integer, got number"},
+      {"agent stack inline", agent + R"("strings":[],"frames":[],"stacks":[],"processes":[{"pid":1,"threads":[{"tid":1,"frames":[]}]}]})",
        "processes[0].threads[0].frames: expected an integer, got array"},
-      {"agent no tables", agent + R"("processes":[]})", "frames: missing"},
+      {"agent no tables", agent + R"("processes":[]})", "strings: missing"},
   };
   for (const Hostile& h : cases) expect_error(h, ReadLimits{});
 }
@@ -260,7 +265,7 @@ TEST(JsonReader, EnforcesCountAndSizeLimits) {
   expect_error({"string", head + R"({"pid":1,"host":"12345678901234567"}]})",
                 "processes[0].host: string of 17 bytes, more than 16"}, lim);
   // An agent document that expands one stack for many threads hits the total frame bound.
-  std::string bomb = R"({"schema":"hangscan-agent/1","frames":[{"kind":"native"}],"stacks":[[0,0]],"processes":[)"
+  std::string bomb = R"({"schema":"hangscan-agent/1","strings":[],"frames":[[0]],"stacks":[[0,0]],"processes":[)"
                      R"({"pid":1,"threads":[{"tid":1,"frames":0,"native_frames":0,"kernel_frames":0}]}]})";
   expect_error({"bomb", bomb, "processes[0].threads[0].kernel_frames: more than 5 frames in the document"}, lim);
 }

@@ -1,0 +1,100 @@
+// Synthetic job generator.
+#include "synth_job.h"
+
+#include <numeric>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace hangscan::bench {
+
+namespace {
+
+// Class sizes: minorities of ranks/100, ranks/1000, ... (at least one rank each).
+std::vector<int> class_sizes(const SynthOptions& o) {
+  std::vector<int> sizes(static_cast<std::size_t>(std::max(1, o.classes)), 0);
+  long long div = 100;
+  int rest = o.ranks;
+  for (std::size_t k = 1; k < sizes.size(); ++k, div *= 10) {
+    sizes[k] = static_cast<int>(std::max<long long>(1, o.ranks / div));
+    rest -= sizes[k];
+  }
+  sizes[0] = std::max(0, rest);
+  return sizes;
+}
+
+Frame frame(std::string function, int file, int line) {
+  Frame f;
+  f.kind = FrameKind::python;
+  f.function = std::move(function);
+  f.file = fmt::format("/opt/venv/lib/python3.11/site-packages/model/layer_{}.py", file);
+  f.line = line;
+  return f;
+}
+
+}  // namespace
+
+std::vector<int> synth_classes(const SynthOptions& o) {
+  std::vector<int> sizes = class_sizes(o);
+  std::vector<int> cls(static_cast<std::size_t>(o.ranks), 0);
+  // Scatter the minority ranks: position p of the class order is rank (p * step) % ranks.
+  long long step = std::gcd(7919, o.ranks) == 1 ? 7919 : 1;
+  long long p = 0;
+  for (std::size_t k = 1; k < sizes.size(); ++k) {
+    for (int i = 0; i < sizes[k] && p < o.ranks; ++i, ++p) {
+      cls[static_cast<std::size_t>((p * step) % o.ranks)] = static_cast<int>(k);
+    }
+  }
+  return cls;
+}
+
+std::size_t synth_minority_count(const SynthOptions& o) {
+  std::vector<int> sizes = class_sizes(o);
+  return static_cast<std::size_t>(std::accumulate(sizes.begin() + 1, sizes.end(), 0));
+}
+
+JobSnapshot make_synthetic_job(const SynthOptions& o, int first, int count) {
+  std::vector<int> cls = synth_classes(o);
+  JobSnapshot job;
+  job.expected_world_size = o.ranks;
+  job.processes.reserve(static_cast<std::size_t>(count));
+  for (int r = first; r < first + count && r < o.ranks; ++r) {
+    int k = cls[static_cast<std::size_t>(r)];
+    // Class k shares the outermost depth - 4k frames with class 0, then goes its own way.
+    int shared = k == 0 ? o.depth : std::max(1, o.depth - 4 * k);
+    ProcessSnapshot p;
+    p.host = fmt::format("node{:05d}", r / std::max(1, o.ranks_per_host));
+    p.pid = 10000 + r % std::max(1, o.ranks_per_host);
+    p.ppid = 9999;
+    p.rank = r;
+    p.world_size = o.ranks;
+    p.local_rank = r % std::max(1, o.ranks_per_host);
+    p.role = "rank";
+    p.launcher = "torchrun";
+    p.cmdline = {"python3", "train.py"};
+    p.state = 'S';
+    ThreadSnapshot t;
+    t.tid = p.pid;
+    t.name = "python3";
+    t.state = 'S';
+    t.is_main = true;
+    t.frames.reserve(static_cast<std::size_t>(o.depth));
+    for (int d = o.depth - 1; d >= 0; --d) {  // innermost first
+      if (d < shared) t.frames.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
+      else t.frames.push_back(frame(fmt::format("odd{}_{}", k, d), 100 + k, 20 + d));
+    }
+    p.threads.push_back(std::move(t));
+    if (o.helper_thread) {
+      ThreadSnapshot h;
+      h.tid = p.pid + 100000;
+      h.name = "pt_data_worker";
+      h.state = 'S';
+      h.frames = {frame("poll", 50, r % 3)};
+      p.threads.push_back(std::move(h));
+    }
+    job.processes.push_back(std::move(p));
+  }
+  return job;
+}
+
+}  // namespace hangscan::bench
