@@ -1,15 +1,19 @@
-// `hangscan dump`: capture live processes on this machine.
+// `hangscan dump`: capture live processes on this machine, group them, report.
 #include <unistd.h>
 
 #include <fmt/core.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capture/capture.h"
 #include "cli.h"
+#include "group/progress.h"
 #include "output.h"
+#include "proc/discovery.h"
 #include "target/live_target.h"
 
 namespace hangscan::cli {
@@ -18,7 +22,8 @@ namespace {
 
 struct DumpOptions {
   std::vector<int> pids;
-  bool json = false;
+  bool subprocesses = false;
+  std::string match;
   std::string unwinder = "libdw";
   bool native = false;
   bool locals = false;
@@ -26,10 +31,61 @@ struct DumpOptions {
   bool verbose = false;
   bool no_python = false;
   int timeout_ms = 3000;
+  int samples = 1;
+  double interval = 1.0;
   OutputOptions output;
 };
 
+Diagnostic error_diagnostic(const Error& e, int pid) {
+  Diagnostic d;
+  d.severity = Diagnostic::Severity::error;
+  d.message = e.what();
+  d.hint = e.hint;
+  d.pid = pid;
+  return d;
+}
+
+// One snapshot of every discovered process.
+JobSnapshot capture_all(const std::vector<DiscoveredProcess>& procs, const CaptureOptions& copt,
+                        SymbolCache& symbols, bool print_errors) {
+  JobSnapshot job;
+  for (const auto& dp : procs) {
+    auto target = open_live_target(dp.pid);
+    if (!target) {
+      if (print_errors) print_error(target.error());
+      ProcessSnapshot gone;
+      gone.pid = dp.pid;
+      gone.ppid = dp.ppid;
+      gone.role = dp.role;
+      gone.rank = dp.rank;
+      gone.world_size = dp.world_size;
+      gone.state = target.error().code == Errc::zombie ? 'Z' : 'X';
+      gone.diagnostics.push_back(error_diagnostic(target.error(), dp.pid));
+      job.processes.push_back(std::move(gone));
+      continue;
+    }
+    ProcessSnapshot snap = capture_process(**target, copt, symbols);
+    auto env = dp.environment.empty() ? live_environment(dp.pid) : dp.environment;
+    apply_rank_info(snap, env, &dp);
+    if (print_errors) {
+      for (const auto& d : snap.diagnostics) {
+        if (d.severity == Diagnostic::Severity::error) print_error(d.message, d.hint);
+      }
+    }
+    job.processes.push_back(std::move(snap));
+  }
+  return job;
+}
+
 int run_dump(const DumpOptions& o) {
+  if (o.pids.empty() && o.match.empty()) {
+    print_error("dump needs --pid PID or --match REGEX", "see 'hangscan dump --help'");
+    return kExitUsage;
+  }
+  if (auto g = group_options(o.output); !g) {
+    print_error(g.error());
+    return kExitUsage;
+  }
   CaptureOptions copt;
   copt.unwinder = o.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
   copt.merge_native = o.native;
@@ -40,55 +96,49 @@ int run_dump(const DumpOptions& o) {
   std::vector<std::string> log;
   if (o.verbose) copt.log = &log;
 
-  SymbolCache symbols;
-  JobSnapshot job;
-  int failed = 0;
-  int partial = 0;
-  std::vector<Error> errors;
-  for (int pid : o.pids) {
-    auto target = open_live_target(pid);
-    if (!target) {
-      ++failed;
-      errors.push_back(target.error());
-      Diagnostic d;
-      d.severity = Diagnostic::Severity::error;
-      d.message = target.error().what();
-      d.hint = target.error().hint;
-      d.pid = pid;
-      job.diagnostics.push_back(d);
-      continue;
-    }
-    ProcessSnapshot snap = capture_process(**target, copt, symbols);
-    bool fatal = false;
-    for (const auto& d : snap.diagnostics) {
-      if (d.severity == Diagnostic::Severity::error) fatal = true;
-    }
-    if (fatal) {
-      ++failed;
-      for (const auto& d : snap.diagnostics) {
-        if (d.severity == Diagnostic::Severity::error) errors.push_back(Error(Errc::internal, d.message, 0, d.hint));
-      }
-    } else if (!snap.diagnostics.empty()) {
-      ++partial;
-    }
-    job.processes.push_back(std::move(snap));
+  DiscoveryOptions dopt;
+  dopt.pids = o.pids;
+  dopt.subprocesses = o.subprocesses;
+  dopt.match = o.match;
+  std::vector<Diagnostic> discovery_diags;
+  auto procs = discover(dopt, &discovery_diags);
+  if (!procs) {
+    print_error(procs.error());
+    return procs.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
-  for (const auto& e : errors) print_error(e);
+  if (o.verbose) {
+    for (const auto& dp : *procs) {
+      log.push_back(fmt::format("pid {}: {}{}", dp.pid, dp.role, dp.reason.empty() ? "" : " (" + dp.reason + ")"));
+    }
+  }
 
-  write_output(job, o.output);
-  if (job.processes.empty()) return kExitNothing;
-  if (failed > 0 || partial > 0) return kExitPartial;
-  return kExitComplete;
+  SymbolCache symbols;
+  std::vector<JobSnapshot> samples;
+  int count = std::max(1, o.samples);
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval));
+    samples.push_back(capture_all(*procs, copt, symbols, i == count - 1));
+  }
+  JobSnapshot job = std::move(samples.back());
+  if (count > 1) {
+    auto progress = compute_progress(samples, o.interval, sysconf(_SC_CLK_TCK));
+    apply_progress(job, progress);
+  }
+  for (auto& d : discovery_diags) job.diagnostics.push_back(std::move(d));
+  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
+
+  if (!write_report(job, o.output)) return kExitNothing;
+  return exit_code_for(job);
 }
 
 }  // namespace
 
 void add_dump_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<DumpOptions>();
-  auto* sub = app.add_subcommand("dump", "Stacks of every thread of live processes");
-  sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->required()->check(CLI::PositiveNumber);
-  sub->add_flag("--json", opts->output.json, "Write JSON (docs/output-schema.md)");
+  auto* sub = app.add_subcommand("dump", "Stacks of every thread of live processes, grouped by rank");
+  sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(CLI::PositiveNumber);
+  sub->add_flag("--subprocesses", opts->subprocesses, "Also every descendant of each --pid");
+  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX (like pgrep -f)");
   sub->add_option("--unwinder", opts->unwinder, "Native unwinder")
       ->check(CLI::IsMember({"libdw", "libunwind"}))
       ->capture_default_str();
@@ -97,10 +147,14 @@ void add_dump_command(CLI::App& app, Action& action) {
   sub->add_flag("--nonblocking", opts->nonblocking,
                 "Read Python frames without stopping the process (may be inconsistent)");
   sub->add_flag("--no-python", opts->no_python, "Do not read Python frames");
-  sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline to stop every thread")
+  sub->add_option("--samples", opts->samples, "Snapshots to take, to tell stuck from progressing")
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("--interval", opts->interval, "Seconds between samples")->check(CLI::Range(0.0, 3600.0));
+  sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline to stop every thread of a process")
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
-  sub->add_flag("-v,--verbose", opts->verbose, "Say how the interpreter was found");
+  sub->add_flag("-v,--verbose", opts->verbose, "Say how processes and interpreters were found");
+  add_output_options(sub, opts->output);
   sub->callback([opts, &action] {
     opts->output.color = output_wants_color();
     action = [opts] { return run_dump(*opts); };

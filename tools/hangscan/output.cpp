@@ -2,13 +2,22 @@
 
 #include <unistd.h>
 
+#include <boost/process.hpp>
+
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "report/graph_writers.h"
+#include "report/json_writer.h"
+#include "report/text_writer.h"
 
 namespace hangscan::cli {
+
+namespace bp = boost::process;
 
 bool output_wants_color() {
   const char* no = std::getenv("NO_COLOR");
@@ -16,82 +25,101 @@ bool output_wants_color() {
   return isatty(STDOUT_FILENO) == 1;
 }
 
-namespace {
-
-nlohmann::json frame_json(const Frame& f) {
-  nlohmann::json j;
-  j["kind"] = frame_kind_name(f.kind);
-  j["function"] = f.function;
-  j["file"] = f.file ? nlohmann::json(*f.file) : nlohmann::json(nullptr);
-  j["line"] = f.line ? nlohmann::json(*f.line) : nlohmann::json(nullptr);
-  j["module"] = f.module;
-  bool native = f.kind == FrameKind::native || f.kind == FrameKind::inline_frame;
-  j["pc"] = native ? nlohmann::json(fmt::format("{:#x}", f.pc)) : nlohmann::json(nullptr);
-  j["offset"] = native ? nlohmann::json(fmt::format("{:#x}", f.offset)) : nlohmann::json(nullptr);
-  j["build_id"] = f.build_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.build_id);
-  j["locals"] = nlohmann::json::array();
-  for (const auto& l : f.locals) j["locals"].push_back({{"name", l.name}, {"value", l.value}});
-  return j;
+void add_output_options(CLI::App* sub, OutputOptions& o) {
+  sub->add_flag("--json", o.json, "Write JSON (docs/output-schema.md)");
+  sub->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "dot", "svg", "folded"}))
+      ->capture_default_str();
+  sub->add_option("--threads", o.group_threads, "Threads that identify a rank when grouping")
+      ->check(CLI::IsMember({"main", "all", "gil", "matching"}))
+      ->capture_default_str();
+  sub->add_option("--thread-regex", o.thread_regex, "With --threads matching: thread name regex");
+  sub->add_option("--granularity", o.granularity, "When two frames are the same")
+      ->check(CLI::IsMember({"function", "line", "pc"}))
+      ->capture_default_str();
+  sub->add_option("--top", o.top, "Group by the N innermost frames only (0: whole stack)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--main-only", o.main_only, "Text: show only each process's main thread");
 }
 
-std::string frame_text(const Frame& f) {
-  std::string s = f.function;
-  if (f.file && f.line) s += fmt::format(" ({}:{})", *f.file, *f.line);
-  else if (f.kind != FrameKind::python && f.kind != FrameKind::kernel)
-    s += fmt::format(" +{:#x} [{}]", f.offset, f.module);
-  if (f.kind == FrameKind::inline_frame) s += " [inline]";
-  return s;
+Result<GroupOptions> group_options(const OutputOptions& o) {
+  GroupOptions g;
+  if (o.group_threads == "all") g.threads = GroupOptions::Threads::all;
+  else if (o.group_threads == "gil") g.threads = GroupOptions::Threads::gil;
+  else if (o.group_threads == "matching") g.threads = GroupOptions::Threads::matching;
+  if (o.granularity == "line") g.granularity = GroupOptions::Granularity::function_line;
+  else if (o.granularity == "pc") g.granularity = GroupOptions::Granularity::pc;
+  g.top_n = o.top;
+  g.thread_regex = o.thread_regex;
+  auto st = validate_group_options(g);
+  if (!st) return std::move(st).error();
+  return g;
+}
+
+std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
+  std::string format = o.json ? "json" : o.format;
+  if (format == "json") return write_json(job, &analysis);
+  if (format == "dot") return write_dot(job, analysis);
+  if (format == "folded") return write_folded(job, analysis.options);
+  TextOptions t;
+  t.color = o.color;
+  t.all_threads = !o.main_only;
+  return write_text(job, &analysis, t);
+}
+
+namespace {
+
+// Graphviz renders the DOT tree; absent Graphviz is a clear error, not an empty file.
+bool write_svg(const std::string& dot_text) {
+  auto dot = bp::search_path("dot");
+  if (dot.empty()) {
+    print_error("--format svg needs Graphviz's 'dot', which is not installed",
+                "apt-get install graphviz, or use --format dot and render it elsewhere");
+    return false;
+  }
+  bp::opstream in;
+  bp::child c(dot, "-Tsvg", bp::std_in < in, bp::std_out > stdout);
+  in << dot_text;
+  in.flush();
+  in.pipe().close();
+  c.wait();
+  return c.exit_code() == 0;
 }
 
 }  // namespace
 
-void write_output(const JobSnapshot& job, const OutputOptions& options) {
-  if (options.json) {
-    nlohmann::json doc;
-    doc["schema"] = "hangscan/1";
-    doc["processes"] = nlohmann::json::array();
-    for (const auto& p : job.processes) {
-      nlohmann::json pj;
-      pj["host"] = p.host;
-      pj["pid"] = p.pid;
-      pj["pause_us"] = p.pause_us;
-      pj["threads"] = nlohmann::json::array();
-      for (const auto& t : p.threads) {
-        nlohmann::json tj;
-        tj["tid"] = t.tid;
-        tj["name"] = t.name;
-        tj["state"] = std::string(1, t.state);
-        tj["wchan"] = t.wchan ? nlohmann::json(*t.wchan) : nlohmann::json(nullptr);
-        tj["syscall"] = t.syscall ? nlohmann::json(*t.syscall) : nlohmann::json(nullptr);
-        tj["is_main"] = t.is_main;
-        tj["gil"] = t.gil ? nlohmann::json(*t.gil) : nlohmann::json(nullptr);
-        tj["frames"] = nlohmann::json::array();
-        for (const auto& f : t.frames) tj["frames"].push_back(frame_json(f));
-        tj["native_frames"] = nlohmann::json::array();
-        for (const auto& f : t.native_frames) tj["native_frames"].push_back(frame_json(f));
-        tj["kernel_frames"] = nlohmann::json::array();
-        for (const auto& f : t.kernel_frames) tj["kernel_frames"].push_back(frame_json(f));
-        tj["notes"] = t.notes;
-        pj["threads"].push_back(tj);
-      }
-      if (p.python) pj["python"] = {{"version", p.python->version}, {"nonblocking", p.python->nonblocking}};
-      else pj["python"] = nullptr;
-      doc["processes"].push_back(pj);
-    }
-    doc["diagnostics"] = nlohmann::json::array();
-    for (const auto& d : job.diagnostics) doc["diagnostics"].push_back({{"severity", severity_name(d.severity)}, {"message", d.message}, {"hint", d.hint}});
-    fmt::print("{}\n", doc.dump(2));
-    return;
+bool write_report(const JobSnapshot& job, const OutputOptions& o) {
+  auto g = group_options(o);
+  if (!g) {
+    print_error(g.error());
+    return false;
   }
+  Analysis analysis = analyze(job, *g);
+  if (o.format == "svg" && !o.json) {
+    std::fflush(stdout);
+    return write_svg(write_dot(job, analysis));
+  }
+  std::string text = render_report(job, analysis, o);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+  std::fflush(stdout);
+  return true;
+}
+
+int exit_code_for(const JobSnapshot& job) {
+  bool captured = false;
   for (const auto& p : job.processes) {
-    fmt::print("Process {} ({}) pause {} us\n", p.pid, p.cmdline.empty() ? p.exe : p.cmdline[0], p.pause_us);
-    for (const auto& t : p.threads) {
-      fmt::print("\nThread {} \"{}\" state {} syscall {} wchan {}\n", t.tid, t.name, t.state,
-                 t.syscall.value_or("-"), t.wchan.value_or("-"));
-      for (const auto& f : t.frames) fmt::print("    {}\n", frame_text(f));
-      for (const auto& n : t.notes) fmt::print("    note: {}\n", n);
-    }
+    bool fatal = false;
+    for (const auto& d : p.diagnostics) fatal |= d.severity == Diagnostic::Severity::error;
+    if (!fatal) captured = true;
   }
+  if (!captured) return kExitNothing;
+  bool missing = !job.unreachable.empty();
+  for (const auto& d : job.diagnostics) missing |= d.severity != Diagnostic::Severity::info;
+  for (const auto& p : job.processes) {
+    for (const auto& d : p.diagnostics) missing |= d.severity != Diagnostic::Severity::info;
+  }
+  return missing ? kExitPartial : kExitComplete;
 }
 
 }  // namespace hangscan::cli
