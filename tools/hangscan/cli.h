@@ -28,5 +28,6 @@ void print_error(const std::string& message, const std::string& hint = {});
 
 // Registration functions, one per subcommand file.
 void add_dump_command(CLI::App& app, Action& action);
+void add_core_command(CLI::App& app, Action& action);
 
 }  // namespace hangscan::cli

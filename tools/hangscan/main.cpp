@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "hangscan 0.1.0");
   Action action;
   add_dump_command(app, action);
+  add_core_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

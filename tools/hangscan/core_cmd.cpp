@@ -1,0 +1,129 @@
+// `hangscan core FILE...`: stacks, crash explanation and grouping from core files.
+//
+// Why one command for many cores: a crashed job leaves one core per rank; reading them
+// together shares the symbol work (one SymbolCache: the same build-ids are symbolized once)
+// and groups the ranks exactly as live mode does, so the odd core stands out.
+#include <fmt/core.h>
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+#include "capture/crash_explainer.h"
+#include "cli.h"
+#include "output.h"
+#include "proc/discovery.h"
+#include "proc/environ_memory.h"
+#include "target/core_target.h"
+
+namespace hangscan::cli {
+
+namespace {
+
+struct CoreCmdOptions {
+  std::vector<std::string> files;
+  std::string exe;
+  std::string sysroot;
+  std::vector<std::string> lib_paths;
+  std::string unwinder = "libdw";
+  bool no_python = false;
+  bool python_only = false;
+  bool locals = false;
+  bool verbose = false;
+  OutputOptions output;
+};
+
+// "core.rank3", "rank-12.core", "core_rank_0.zst": a rank in the file name, for cores whose
+// environment does not name one.
+std::optional<int> rank_from_file_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))",
+                                std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(base, m, kRank)) return std::stoi(m[1].str());
+  return std::nullopt;
+}
+
+Diagnostic error_diagnostic(const Error& e) {
+  Diagnostic d;
+  d.severity = Diagnostic::Severity::error;
+  d.message = e.what();
+  d.hint = e.hint;
+  return d;
+}
+
+int run_core(const CoreCmdOptions& o) {
+  CaptureOptions copt;
+  copt.unwinder = o.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
+  copt.merge_native = !o.python_only;   // cores: native and Python frames interleaved
+  copt.python = !o.no_python;
+  copt.locals = o.locals;
+  copt.kernel_stacks = false;
+  std::vector<std::string> log;
+  if (o.verbose) copt.log = &log;
+  CoreOpenOptions open_opts{o.exe, o.sysroot, o.lib_paths};
+
+  SymbolCache symbols;   // shared by every core: same build-ids, symbolized once
+  JobSnapshot job;
+  for (const auto& file : o.files) {
+    auto target = open_core_target(file, open_opts);
+    if (!target) {
+      print_error(target.error());
+      job.diagnostics.push_back(error_diagnostic(target.error()));
+      continue;
+    }
+    ProcessSnapshot snap = capture_process(**target, copt, symbols);
+    apply_rank_info(snap, read_environment(**target));
+    if (!snap.rank) {
+      if (auto r = rank_from_file_name(file)) {
+        snap.rank = r;
+        snap.role = "rank";
+      }
+    }
+    if (snap.core) snap.core->annotations = explain_crash(**target, snap);
+    if (snap.world_size) {
+      job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
+    }
+    job.processes.push_back(std::move(snap));
+  }
+  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
+  if (job.processes.empty()) {
+    if (o.files.size() > 1) print_error("none of the cores could be read");
+    return kExitNothing;
+  }
+  if (!write_report(job, o.output)) return kExitNothing;
+  return exit_code_for(job);
+}
+
+}  // namespace
+
+void add_core_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<CoreCmdOptions>();
+  auto* sub = app.add_subcommand(
+      "core", "Stacks of every thread of core files, the crash explained, cores grouped by rank");
+  sub->add_option("files", opts->files, "Core files (plain, or systemd-coredump .zst/.lz4)")
+      ->required();
+  sub->add_option("--exe", opts->exe, "The executable that crashed (default: found from the core)");
+  sub->add_option("--sysroot", opts->sysroot,
+                  "Directory holding the crashed machine's files (paths in the core are "
+                  "looked up under it)");
+  sub->add_option("--lib-path", opts->lib_paths,
+                  "Directory searched for libraries by file name (repeatable)");
+  sub->add_option("--unwinder", opts->unwinder, "Native unwinder")
+      ->check(CLI::IsMember({"libdw", "libunwind"}))
+      ->capture_default_str();
+  sub->add_flag("--no-python", opts->no_python, "Do not read Python frames");
+  sub->add_flag("--python-only", opts->python_only,
+                "Show Python frames only where a process runs Python (no native interleaving)");
+  sub->add_flag("--locals", opts->locals, "Show Python local variables");
+  sub->add_flag("-v,--verbose", opts->verbose, "Say how the interpreter was found");
+  add_output_options(sub, opts->output);
+  sub->callback([&action, opts] {
+    action = [opts] { return run_core(*opts); };
+  });
+}
+
+}  // namespace hangscan::cli
