@@ -13,7 +13,8 @@ RankSet::RankSet(std::vector<int> ranks) : ranks_(std::move(ranks)), sorted_(fal
 
 void RankSet::normalize() {
   if (sorted_) return;
-  std::sort(ranks_.begin(), ranks_.end());
+  // Ranks usually arrive in order (members are walked by process index): skip the sort then.
+  if (!std::is_sorted(ranks_.begin(), ranks_.end())) std::sort(ranks_.begin(), ranks_.end());
   ranks_.erase(std::unique(ranks_.begin(), ranks_.end()), ranks_.end());
   sorted_ = true;
 }

@@ -43,14 +43,16 @@ struct IdsHash {
   }
 };
 
-// Frame and stack tables of one agent document.
+// String, frame and stack tables of one agent document. Frames are compact arrays
+// [kind, function, file, line, module, pc, offset, build_id, locals] with strings by index
+// and trailing defaults left out (docs/output-schema.md, "Agent wire format").
 class Tables : public StackInterner {
  public:
   std::size_t intern(const std::vector<Frame>& stack) override {
     ids_.clear();
     for (const Frame& f : stack) {
       auto [it, inserted] = frame_ids_.try_emplace(f, frames_.size());
-      if (inserted) frames_.push_back(frame_to_json(f));
+      if (inserted) frames_.push_back(compact(f));
       ids_.push_back(it->second);
     }
     auto [it, inserted] = stack_ids_.try_emplace(ids_, stacks_.size());
@@ -58,13 +60,43 @@ class Tables : public StackInterner {
     return it->second;
   }
 
+  json strings() { return std::move(strings_); }
   json frames() { return std::move(frames_); }
   json stacks() { return std::move(stacks_); }
 
  private:
+  std::size_t str(const std::string& s) {
+    auto [it, inserted] = string_ids_.try_emplace(s, strings_.size());
+    if (inserted) strings_.push_back(s);
+    return it->second;
+  }
+
+  json compact(const Frame& f) {
+    json a = json::array({static_cast<int>(f.kind), str(f.function), f.file ? json(str(*f.file)) : json(nullptr),
+                          f.line ? json(*f.line) : json(nullptr), str(f.module), f.pc, f.offset, str(f.build_id)});
+    if (!f.locals.empty()) {
+      json locals = json::array();
+      for (const Local& l : f.locals) locals.push_back(json::array({str(l.name), str(l.value)}));
+      a.push_back(std::move(locals));
+    }
+    // Trailing defaults (0 addresses, empty strings, null) carry nothing.
+    while (a.size() > 2) {
+      const json& last = a.back();
+      bool empty_string = last.is_number_unsigned() && (a.size() == 5 || a.size() == 8) &&
+                          strings_[last.get<std::size_t>()].is_string() &&
+                          strings_[last.get<std::size_t>()].get_ref<const std::string&>().empty();
+      bool zero = (a.size() == 6 || a.size() == 7) && last.is_number_unsigned() && last.get<std::uint64_t>() == 0;
+      if (!last.is_null() && !empty_string && !zero) break;
+      a.erase(a.size() - 1);
+    }
+    return a;
+  }
+
+  std::unordered_map<std::string, std::size_t> string_ids_;
   std::unordered_map<Frame, std::size_t, FrameHash> frame_ids_;
   std::unordered_map<std::vector<std::size_t>, std::size_t, IdsHash> stack_ids_;
   std::vector<std::size_t> ids_;
+  json strings_ = json::array();
   json frames_ = json::array();
   json stacks_ = json::array();
 };
@@ -112,6 +144,7 @@ std::string write_agent_json(const JobSnapshot& job) {
     doc.erase(k);
   }
   doc["schema"] = kAgentSchemaName;
+  doc["strings"] = tables.strings();
   doc["frames"] = tables.frames();
   doc["stacks"] = tables.stacks();
   doc["processes"] = std::move(processes);

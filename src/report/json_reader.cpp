@@ -23,8 +23,27 @@ struct BadDocument {
   std::string message;
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw BadDocument{path.empty() ? what : path + ": " + what};
+// A JSON path ("processes[3].threads[0].tid") kept as links on the stack and rendered only
+// when an error is reported: building strings per field made reading 5x slower.
+struct Path {
+  const Path* parent = nullptr;
+  const char* key = nullptr;  // member name; null for an array index (or the root)
+  std::size_t index = 0;
+
+  std::string render() const {
+    if (!parent) return {};
+    std::string prefix = parent->render();
+    if (key) return prefix.empty() ? std::string(key) : prefix + "." + key;
+    return prefix + "[" + std::to_string(index) + "]";
+  }
+};
+
+Path at(const Path& p, const char* key) { return Path{&p, key, 0}; }
+Path at(const Path& p, std::size_t i) { return Path{&p, nullptr, i}; }
+
+[[noreturn]] void fail(const Path& path, const std::string& what) {
+  std::string where = path.render();
+  throw BadDocument{where.empty() ? what : where + ": " + what};
 }
 
 const char* type_name(const json& v) { return v.type_name(); }
@@ -55,31 +74,34 @@ class Converter {
   explicit Converter(const ReadLimits& limits) : lim_(limits) {}
 
   JobSnapshot job(const json& doc) {
-    if (!doc.is_object()) fail("", fmt::format("document is {}, expected an object", type_name(doc)));
-    std::string schema = str(doc, "schema", "");
+    const Path root;
+    if (!doc.is_object()) fail(root, fmt::format("document is {}, expected an object", type_name(doc)));
+    std::string schema = str(doc, "schema", root);
     bool agent = schema == kAgentSchemaName;
     if (!agent && schema != kSchemaName) {
-      fail("schema", fmt::format("unknown schema \"{}\" (expected {} or {})", schema.substr(0, 64), kSchemaName,
+      fail(at(root, "schema"), fmt::format("unknown schema \"{}\" (expected {} or {})", schema.substr(0, 64), kSchemaName,
                                  kAgentSchemaName));
     }
     JobSnapshot out;
-    if (agent) read_tables(doc);
-    out.job_id = str(doc, "job_id", "");
-    out.expected_world_size = opt_int(doc, "expected_world_size", "", 0, std::numeric_limits<int>::max());
-    const json& procs = array(doc, "processes", "", lim_.max_processes, true);
+    if (agent) read_tables(doc, root);
+    out.job_id = str(doc, "job_id", root);
+    out.expected_world_size = opt_int(doc, "expected_world_size", root, 0, std::numeric_limits<int>::max());
+    const json& procs = array(doc, "processes", root, lim_.max_processes, true);
+    const Path procs_path = at(root, "processes");
     out.processes.reserve(procs.size());
     for (std::size_t i = 0; i < procs.size(); ++i) {
-      out.processes.push_back(process(procs[i], fmt::format("processes[{}]", i), agent));
+      out.processes.push_back(process(procs[i], at(procs_path, i), agent));
     }
     if (const json* un = member(doc, "unreachable")) {
-      const json& arr = check_array(*un, "unreachable", lim_.max_processes);
+      const Path un_path = at(root, "unreachable");
+      const json& arr = check_array(*un, un_path, lim_.max_processes);
       for (std::size_t i = 0; i < arr.size(); ++i) {
-        std::string p = fmt::format("unreachable[{}]", i);
+        const Path p = at(un_path, i);
         const json& u = object(arr[i], p);
         out.unreachable.push_back({str(u, "host", p), str(u, "reason", p)});
       }
     }
-    out.diagnostics = diagnostics(doc, "");
+    out.diagnostics = diagnostics(doc, root);
     return out;
   }
 
@@ -91,22 +113,18 @@ class Converter {
     return &*it;
   }
 
-  static std::string at(const std::string& path, const char* key) {
-    return path.empty() ? std::string(key) : path + "." + key;
-  }
-
-  const json& object(const json& v, const std::string& path) {
+  const json& object(const json& v, const Path& path) {
     if (!v.is_object()) fail(path, fmt::format("expected an object, got {}", type_name(v)));
     return v;
   }
 
-  const json& check_array(const json& v, const std::string& path, std::size_t max) {
+  const json& check_array(const json& v, const Path& path, std::size_t max) {
     if (!v.is_array()) fail(path, fmt::format("expected an array, got {}", type_name(v)));
     if (v.size() > max) fail(path, fmt::format("{} entries, more than the limit of {}", v.size(), max));
     return v;
   }
 
-  const json& array(const json& obj, const char* key, const std::string& path, std::size_t max, bool required) {
+  const json& array(const json& obj, const char* key, const Path& path, std::size_t max, bool required) {
     static const json kEmpty = json::array();
     const json* v = member(obj, key);
     if (!v) {
@@ -116,25 +134,25 @@ class Converter {
     return check_array(*v, at(path, key), max);
   }
 
-  std::string string_value(const json& v, const std::string& path) {
+  std::string string_value(const json& v, const Path& path) {
     if (!v.is_string()) fail(path, fmt::format("expected a string, got {}", type_name(v)));
     const auto& s = v.get_ref<const std::string&>();
     if (s.size() > lim_.max_string) fail(path, fmt::format("string of {} bytes, more than {}", s.size(), lim_.max_string));
     return s;
   }
 
-  std::string str(const json& obj, const char* key, const std::string& path) {
+  std::string str(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     return v ? string_value(*v, at(path, key)) : std::string();
   }
 
-  std::optional<std::string> opt_str(const json& obj, const char* key, const std::string& path) {
+  std::optional<std::string> opt_str(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
     return string_value(*v, at(path, key));
   }
 
-  std::int64_t int_value(const json& v, const std::string& path, std::int64_t lo, std::int64_t hi) {
+  std::int64_t int_value(const json& v, const Path& path, std::int64_t lo, std::int64_t hi) {
     std::int64_t x = 0;
     if (v.is_number_unsigned()) {
       auto u = v.get<std::uint64_t>();
@@ -149,30 +167,30 @@ class Converter {
     return x;
   }
 
-  std::optional<int> opt_int(const json& obj, const char* key, const std::string& path, int lo, int hi) {
+  std::optional<int> opt_int(const json& obj, const char* key, const Path& path, int lo, int hi) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
     return static_cast<int>(int_value(*v, at(path, key), lo, hi));
   }
 
-  int req_int(const json& obj, const char* key, const std::string& path, int lo, int hi) {
+  int req_int(const json& obj, const char* key, const Path& path, int lo, int hi) {
     const json* v = member(obj, key);
     if (!v) fail(at(path, key), "missing");
     return static_cast<int>(int_value(*v, at(path, key), lo, hi));
   }
 
-  bool boolean(const json& obj, const char* key, const std::string& path) {
+  bool boolean(const json& obj, const char* key, const Path& path) {
     return opt_bool(obj, key, path).value_or(false);
   }
 
-  std::optional<bool> opt_bool(const json& obj, const char* key, const std::string& path) {
+  std::optional<bool> opt_bool(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
     if (!v->is_boolean()) fail(at(path, key), fmt::format("expected a boolean, got {}", type_name(*v)));
     return v->get<bool>();
   }
 
-  std::uint64_t hex(const json& obj, const char* key, const std::string& path) {
+  std::uint64_t hex(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     if (!v) return 0;
     if (v->is_number_unsigned()) return v->get<std::uint64_t>();
@@ -184,23 +202,24 @@ class Converter {
     return out;
   }
 
-  char state(const json& obj, const char* key, const std::string& path) {
+  char state(const json& obj, const char* key, const Path& path) {
     auto s = opt_str(obj, key, path);
     if (!s) return '?';
     if (s->size() != 1) fail(at(path, key), "expected a one-letter state");
     return (*s)[0];
   }
 
-  std::vector<std::string> strings(const json& obj, const char* key, const std::string& path) {
+  std::vector<std::string> strings(const json& obj, const char* key, const Path& path) {
     const json& arr = array(obj, key, path, lim_.max_list, false);
     std::vector<std::string> out;
     out.reserve(arr.size());
-    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(string_value(arr[i], fmt::format("{}.{}[{}]", path, key, i)));
+    const Path list = at(path, key);
+    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(string_value(arr[i], at(list, i)));
     return out;
   }
 
   // ---- model pieces --------------------------------------------------------------------
-  Frame frame(const json& v, const std::string& path) {
+  Frame frame(const json& v, const Path& path) {
     const json& o = object(v, path);
     Frame f;
     std::string kind = str(o, "kind", path);
@@ -217,24 +236,25 @@ class Converter {
     f.offset = hex(o, "offset", path);
     f.build_id = str(o, "build_id", path);
     const json& locals = array(o, "locals", path, lim_.max_list, false);
+    const Path locals_path = at(path, "locals");
     for (std::size_t i = 0; i < locals.size(); ++i) {
-      std::string p = fmt::format("{}.locals[{}]", path, i);
+      const Path p = at(locals_path, i);
       const json& l = object(locals[i], p);
       f.locals.push_back({str(l, "name", p), str(l, "value", p)});
     }
     return f;
   }
 
-  std::vector<Frame> frame_list(const json& arr, const std::string& path) {
+  std::vector<Frame> frame_list(const json& arr, const Path& path) {
     check_array(arr, path, lim_.max_frames);
     count_frames(arr.size(), path);
     std::vector<Frame> out;
     out.reserve(arr.size());
-    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(frame(arr[i], fmt::format("{}[{}]", path, i)));
+    for (std::size_t i = 0; i < arr.size(); ++i) out.push_back(frame(arr[i], at(path, i)));
     return out;
   }
 
-  void count_frames(std::size_t n, const std::string& path) {
+  void count_frames(std::size_t n, const Path& path) {
     total_frames_ += n;
     if (total_frames_ > lim_.max_total_frames) {
       fail(path, fmt::format("more than {} frames in the document", lim_.max_total_frames));
@@ -242,7 +262,7 @@ class Converter {
   }
 
   // A stack: an inline array, or (agent documents) an index into the stacks table.
-  std::vector<Frame> stack(const json& obj, const char* key, const std::string& path, bool agent) {
+  std::vector<Frame> stack(const json& obj, const char* key, const Path& path, bool agent) {
     const json* v = member(obj, key);
     if (!v) return {};
     if (!agent) return frame_list(*v, at(path, key));
@@ -255,31 +275,83 @@ class Converter {
     return out;
   }
 
-  void read_tables(const json& doc) {
-    const json& frames = array(doc, "frames", "", lim_.max_table, true);
+  // Agent tables: "strings", then "frames" as compact arrays
+  // [kind, function, file, line, module, pc, offset, build_id, locals] (strings by index,
+  // trailing defaults omitted), then "stacks" of frame indexes.
+  void read_tables(const json& doc, const Path& root) {
+    const json& strings = array(doc, "strings", root, lim_.max_table, true);
+    const Path strings_path = at(root, "strings");
+    strings_.reserve(strings.size());
+    for (std::size_t i = 0; i < strings.size(); ++i) strings_.push_back(string_value(strings[i], at(strings_path, i)));
+    const json& frames = array(doc, "frames", root, lim_.max_table, true);
+    const Path frames_path = at(root, "frames");
     frames_.reserve(frames.size());
-    for (std::size_t i = 0; i < frames.size(); ++i) frames_.push_back(frame(frames[i], fmt::format("frames[{}]", i)));
-    const json& stacks = array(doc, "stacks", "", lim_.max_table, true);
+    for (std::size_t i = 0; i < frames.size(); ++i) frames_.push_back(compact_frame(frames[i], at(frames_path, i)));
+    const json& stacks = array(doc, "stacks", root, lim_.max_table, true);
+    const Path stacks_path = at(root, "stacks");
     stacks_.reserve(stacks.size());
     for (std::size_t i = 0; i < stacks.size(); ++i) {
-      std::string p = fmt::format("stacks[{}]", i);
+      const Path p = at(stacks_path, i);
       const json& s = check_array(stacks[i], p, lim_.max_frames);
       std::vector<std::uint32_t> ids;
       ids.reserve(s.size());
-      for (std::size_t j = 0; j < s.size(); ++j) {
-        auto id = static_cast<std::size_t>(int_value(s[j], fmt::format("{}[{}]", p, j), 0, std::numeric_limits<int>::max()));
-        if (id >= frames_.size()) fail(fmt::format("{}[{}]", p, j), fmt::format("frame {} does not exist", id));
+      for (const json& v : s) {
+        std::size_t id = index(v, frames_.size(), p, "frame");
         ids.push_back(static_cast<std::uint32_t>(id));
       }
       stacks_.push_back(std::move(ids));
     }
   }
 
-  std::vector<Diagnostic> diagnostics(const json& obj, const std::string& path) {
+  std::size_t index(const json& v, std::size_t size, const Path& path, const char* what) {
+    if (!v.is_number_unsigned()) fail(path, fmt::format("expected a {} index, got {}", what, type_name(v)));
+    auto id = v.get<std::uint64_t>();
+    if (id >= size) fail(path, fmt::format("{} {} does not exist", what, id));
+    return static_cast<std::size_t>(id);
+  }
+
+  const std::string& table_string(const json& v, const Path& path) {
+    return strings_[index(v, strings_.size(), path, "string")];
+  }
+
+  Frame compact_frame(const json& v, const Path& path) {
+    const json& a = check_array(v, path, 9);
+    if (a.empty()) fail(path, "empty frame");
+    Frame f;
+    std::int64_t kind = int_value(a[0], at(path, std::size_t{0}), 0, 3);
+    f.kind = static_cast<FrameKind>(kind);
+    auto slot = [&](std::size_t i) -> const json* { return i < a.size() && !a[i].is_null() ? &a[i] : nullptr; };
+    if (auto* x = slot(1)) f.function = table_string(*x, at(path, 1));
+    if (auto* x = slot(2)) f.file = table_string(*x, at(path, 2));
+    if (auto* x = slot(3)) f.line = static_cast<int>(int_value(*x, at(path, 3), std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    if (auto* x = slot(4)) f.module = table_string(*x, at(path, 4));
+    if (auto* x = slot(5)) f.pc = static_cast<std::uint64_t>(unsigned_value(*x, at(path, 5)));
+    if (auto* x = slot(6)) f.offset = static_cast<std::uint64_t>(unsigned_value(*x, at(path, 6)));
+    if (auto* x = slot(7)) f.build_id = table_string(*x, at(path, 7));
+    if (auto* x = slot(8)) {
+      const Path locals_path = at(path, 8);
+      const json& locals = check_array(*x, locals_path, lim_.max_list);
+      for (std::size_t i = 0; i < locals.size(); ++i) {
+        const Path lp = at(locals_path, i);
+        const json& l = check_array(locals[i], lp, 2);
+        if (l.size() != 2) fail(lp, "expected [name, value]");
+        f.locals.push_back({table_string(l[0], at(lp, std::size_t{0})), table_string(l[1], at(lp, 1))});
+      }
+    }
+    return f;
+  }
+
+  std::uint64_t unsigned_value(const json& v, const Path& path) {
+    if (!v.is_number_unsigned()) fail(path, fmt::format("expected an unsigned integer, got {}", type_name(v)));
+    return v.get<std::uint64_t>();
+  }
+
+  std::vector<Diagnostic> diagnostics(const json& obj, const Path& path) {
     const json& arr = array(obj, "diagnostics", path, lim_.max_list, false);
+    const Path diags_path = at(path, "diagnostics");
     std::vector<Diagnostic> out;
     for (std::size_t i = 0; i < arr.size(); ++i) {
-      std::string p = fmt::format("{}diagnostics[{}]", path.empty() ? "" : path + ".", i);
+      const Path p = at(diags_path, i);
       const json& d = object(arr[i], p);
       Diagnostic diag;
       std::string sev = str(d, "severity", p);
@@ -297,7 +369,7 @@ class Converter {
     return out;
   }
 
-  ThreadSnapshot thread(const json& v, const std::string& path, bool agent) {
+  ThreadSnapshot thread(const json& v, const Path& path, bool agent) {
     const json& o = object(v, path);
     ThreadSnapshot t;
     t.tid = req_int(o, "tid", path, 0, std::numeric_limits<int>::max());
@@ -319,7 +391,7 @@ class Converter {
     return t;
   }
 
-  ProcessSnapshot process(const json& v, const std::string& path, bool agent) {
+  ProcessSnapshot process(const json& v, const Path& path, bool agent) {
     const json& o = object(v, path);
     constexpr int kMax = std::numeric_limits<int>::max();
     ProcessSnapshot p;
@@ -343,7 +415,7 @@ class Converter {
       p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
     }
     if (const json* py = member(o, "python")) {
-      std::string pp = at(path, "python");
+      const Path pp = at(path, "python");
       const json& po = object(*py, pp);
       p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp), str(po, "locator", pp)};
     }
@@ -351,7 +423,7 @@ class Converter {
       CoreInfo ci;
       ci.path = *core;
       if (const json* sig = member(o, "signal")) {
-        std::string sp = at(path, "signal");
+        const Path sp = at(path, "signal");
         const json& so = object(*sig, sp);
         SignalInfo si;
         si.number = req_int(so, "number", sp, 0, kMax);
@@ -366,9 +438,10 @@ class Converter {
       p.core = std::move(ci);
     }
     const json& threads = array(o, "threads", path, lim_.max_threads, false);
+    const Path threads_path = at(path, "threads");
     p.threads.reserve(threads.size());
     for (std::size_t i = 0; i < threads.size(); ++i) {
-      p.threads.push_back(thread(threads[i], fmt::format("{}.threads[{}]", path, i), agent));
+      p.threads.push_back(thread(threads[i], at(threads_path, i), agent));
     }
     p.diagnostics = diagnostics(o, path);
     return p;
@@ -376,6 +449,7 @@ class Converter {
 
   const ReadLimits& lim_;
   std::size_t total_frames_ = 0;
+  std::vector<std::string> strings_;               // agent string table
   std::vector<Frame> frames_;                      // agent frame table
   std::vector<std::vector<std::uint32_t>> stacks_; // agent stack table
 };
