@@ -109,6 +109,21 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     }
   }
 
+  // Unwind every copy (raw addresses only).
+  std::map<int, UnwindResult> unwound;
+  std::map<int, std::string> unwind_errors;
+  std::vector<int> tids;
+  std::map<int, std::uint64_t> fs_bases;
+  for (const auto& c : copies) {
+    tids.push_back(c.tid);
+    if (c.regs) fs_bases[c.tid] = c.regs->fs_base();
+    if (!c.regs || !unwinder) continue;
+    auto res = unwinder->unwind(*c.regs, c.stack, c.tid);
+    if (res) unwound[c.tid] = std::move(*res);
+    else unwind_errors[c.tid] = res.error().what();
+  }
+  python.decode(tids, fs_bases);
+
   for (auto& c : copies) {
     ThreadSnapshot t;
     auto it = described.find(c.tid);
@@ -121,18 +136,17 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     }
     t.is_main = t.tid == target.pid();
     if (!c.error.empty()) t.notes.push_back(c.error);
-    if (c.regs && unwinder && session) {
-      auto res = unwinder->unwind(*c.regs, c.stack, c.tid);
-      if (res) {
-        for (const auto& raw : res->frames) {
-          auto frames = session->symbolize(raw, symbols);
-          t.frames.insert(t.frames.end(), frames.begin(), frames.end());
-        }
-        if (!res->stop_reason.empty() && t.frames.size() < 2) {
-          t.notes.push_back("unwind stopped: " + res->stop_reason);
-        }
-      } else {
-        t.notes.push_back(res.error().what());
+    if (auto e = unwind_errors.find(c.tid); e != unwind_errors.end()) t.notes.push_back(e->second);
+    // Python-only output needs no native symbols for threads that run Python code.
+    bool need_native = options.merge_native || !python.has_python_frames(c.tid);
+    auto u = unwound.find(c.tid);
+    if (need_native && session && u != unwound.end()) {
+      for (const auto& raw : u->second.frames) {
+        auto frames = session->symbolize(raw, symbols);
+        t.frames.insert(t.frames.end(), frames.begin(), frames.end());
+      }
+      if (!u->second.stop_reason.empty() && t.frames.size() < 2) {
+        t.notes.push_back("unwind stopped: " + u->second.stop_reason);
       }
     }
     snap.threads.push_back(std::move(t));
@@ -143,11 +157,7 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     for (auto& [tid, t] : described) snap.threads.push_back(std::move(t));
   }
 
-  std::map<int, std::uint64_t> fs_bases;
-  for (const auto& c : copies) {
-    if (c.regs) fs_bases[c.tid] = c.regs->fs_base();
-  }
-  python.attach(snap, fs_bases);
+  python.attach(snap);
 
   std::sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
     if (a.is_main != b.is_main) return a.is_main;

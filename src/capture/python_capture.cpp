@@ -1,5 +1,7 @@
 #include "capture/python_capture.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #if __has_include("python/python_reader.h")
@@ -19,6 +21,7 @@ struct PythonCapture::State {
   python::RawPythonState raw;
   bool walked = false;
   bool nonblocking = false;
+  std::map<int, python::PythonThreadStack> matched;
 #endif
   State(Target& t, const CaptureOptions& o) : target(t), options(o) {}
 };
@@ -66,7 +69,43 @@ void PythonCapture::walk_nonblocking() {
 #endif
 }
 
-void PythonCapture::attach(ProcessSnapshot& snap, const std::map<int, std::uint64_t>& fs_bases) {
+void PythonCapture::decode(const std::vector<int>& tids,
+                           const std::map<int, std::uint64_t>& fs_bases) {
+#ifdef HS_HAVE_PYTHON
+  if (!state_->reader || !state_->walked) return;
+  auto stacks = state_->reader->decode(state_->raw, state_->target.memory());
+  // Match Python thread states to native threads: native_tid when the version records it,
+  // else pthread_t == the thread's fs_base (x86-64 glibc).
+  for (auto& st : stacks) {
+    std::optional<int> tid;
+    if (st.native_tid && std::find(tids.begin(), tids.end(), *st.native_tid) != tids.end()) {
+      tid = st.native_tid;
+    } else if (st.pthread_id != 0) {
+      for (const auto& [t, fs] : fs_bases) {
+        if (fs == st.pthread_id) tid = t;
+      }
+    }
+    if (!tid && state_->nonblocking && st.native_tid) tid = st.native_tid;
+    if (!tid) continue;
+    state_->matched[*tid] = std::move(st);
+  }
+#else
+  (void)tids;
+  (void)fs_bases;
+#endif
+}
+
+bool PythonCapture::has_python_frames(int tid) const {
+#ifdef HS_HAVE_PYTHON
+  auto it = state_->matched.find(tid);
+  return it != state_->matched.end() && !it->second.frames.empty();
+#else
+  (void)tid;
+  return false;
+#endif
+}
+
+void PythonCapture::attach(ProcessSnapshot& snap) {
   for (auto& d : state_->diagnostics) snap.diagnostics.push_back(d);
 #ifdef HS_HAVE_PYTHON
   if (!state_->reader || !state_->walked) return;
@@ -82,29 +121,16 @@ void PythonCapture::attach(ProcessSnapshot& snap, const std::map<int, std::uint6
     d.pid = snap.pid;
     snap.diagnostics.push_back(std::move(d));
   }
-  auto stacks = state_->reader->decode(state_->raw, state_->target.memory());
-
-  // Match Python thread states to native threads: native_tid when the version records it,
-  // else pthread_t == the thread's fs_base (x86-64 glibc).
-  auto find_thread = [&](const python::PythonThreadStack& st) -> ThreadSnapshot* {
-    for (auto& t : snap.threads) {
-      if (st.native_tid && *st.native_tid == t.tid) return &t;
+  for (auto& [tid, st] : state_->matched) {
+    ThreadSnapshot* t = nullptr;
+    for (auto& th : snap.threads) {
+      if (th.tid == tid) t = &th;
     }
-    if (st.pthread_id != 0) {
-      for (auto& t : snap.threads) {
-        auto it = fs_bases.find(t.tid);
-        if (it != fs_bases.end() && it->second == st.pthread_id) return &t;
-      }
-    }
-    return nullptr;
-  };
-  for (auto& st : stacks) {
-    ThreadSnapshot* t = find_thread(st);
     if (t == nullptr) {
-      if (!state_->nonblocking || !st.native_tid) continue;
       ThreadSnapshot fresh;
-      fresh.tid = *st.native_tid;
-      snap.threads.push_back(fresh);
+      fresh.tid = tid;
+      state_->target.describe_thread(fresh);
+      snap.threads.push_back(std::move(fresh));
       t = &snap.threads.back();
     }
     t->gil = st.gil;
@@ -133,7 +159,6 @@ void PythonCapture::attach(ProcessSnapshot& snap, const std::map<int, std::uint6
   }
 #else
   (void)snap;
-  (void)fs_bases;
 #endif
 }
 

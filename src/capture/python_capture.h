@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "capture/capture.h"
 #include "hangscan/model.h"
@@ -29,9 +30,13 @@ class PythonCapture {
   void walk_frozen();
   // --nonblocking: the same without a stop (possibly inconsistent).
   void walk_nonblocking();
-  // After resume: decode and attach frames to the snapshot's threads. `fs_bases` maps tid to
-  // the thread's fs_base register (its pthread_t), to match versions without native ids.
-  void attach(ProcessSnapshot& snap, const std::map<int, std::uint64_t>& fs_bases);
+  // After resume: decodes code objects and matches Python threads to native ones. `fs_bases`
+  // maps tid to the thread's fs_base register (its pthread_t), for versions without native ids.
+  void decode(const std::vector<int>& tids, const std::map<int, std::uint64_t>& fs_bases);
+  // True when the thread runs Python code (so Python-only output needs no native symbols).
+  bool has_python_frames(int tid) const;
+  // Attaches the decoded frames to the snapshot's threads (merged with native for --native).
+  void attach(ProcessSnapshot& snap);
 
  private:
   struct State;

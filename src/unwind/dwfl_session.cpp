@@ -1,5 +1,7 @@
 #include "unwind/dwfl_session.h"
 
+#include "unwind/module_symbolizer.h"
+
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -14,21 +16,6 @@
 
 namespace hangscan {
 
-std::string demangle(const char* name) {
-  if (name == nullptr) return "??";
-  if (name[0] == '_' && name[1] == 'Z') {
-    int status = 0;
-    char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (status == 0 && out != nullptr) {
-      std::string s(out);
-      std::free(out);
-      return s;
-    }
-    std::free(out);
-  }
-  return name;
-}
-
 namespace {
 
 std::string hex(const unsigned char* bits, int len) {
@@ -36,18 +23,6 @@ std::string hex(const unsigned char* bits, int len) {
   out.reserve(static_cast<std::size_t>(len) * 2);
   for (int i = 0; i < len; ++i) out += fmt::format("{:02x}", bits[i]);
   return out;
-}
-
-// Name of a DW_TAG_subprogram or DW_TAG_inlined_subroutine, following abstract origins.
-std::string die_function_name(Dwarf_Die* die) {
-  Dwarf_Attribute attr;
-  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
-    if (dwarf_attr_integrate(die, at, &attr) != nullptr) {
-      if (const char* s = dwarf_formstring(&attr)) return demangle(s);
-    }
-  }
-  if (const char* s = dwarf_diename(die)) return s;
-  return "??";
 }
 
 }  // namespace
@@ -191,70 +166,18 @@ std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cach
   }
   if (auto hit = cache.find(key, offset, raw.exact)) return fill(std::move(*hit));
 
-  Frame native;
-  native.kind = FrameKind::native;
-  GElf_Off sym_off = 0;
-  GElf_Sym sym;
-  const char* name = dwfl_module_addrinfo(mod, lookup, &sym_off, &sym, nullptr, nullptr, nullptr);
-  if (name != nullptr) {
-    // Versioned dynamic symbols ("pthread_cond_wait@@GLIBC_2.3.2"): the version is noise.
-    std::string plain(name);
-    auto at = plain.find('@');
-    if (at != std::string::npos && at > 0) plain.resize(at);
-    native.function = demangle(plain.c_str());
-  } else {
-    native.function = "??";
-  }
-
-  std::optional<std::string> file;
-  std::optional<int> line;
-  if (Dwfl_Line* l = dwfl_module_getsrc(mod, lookup)) {
-    int lineno = 0;
-    if (const char* src = dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-      file = src;
-      if (lineno > 0) line = lineno;
-    }
-  }
-
+  // Symbolize through the run-wide module copy (one per build-id, shared by every target);
+  // in-memory modules ([vdso]) through this session's own Dwfl.
+  void** userdata = nullptr;
+  dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  auto* data = userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
   std::vector<Frame> out;
-  Dwarf_Addr dwbias = 0;
-  if (Dwarf_Die* cudie = dwfl_module_addrdie(mod, lookup, &dwbias)) {
-    Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cudie, lookup - dwbias, &scopes);
-    Dwarf_Files* files = nullptr;
-    std::size_t nfiles = 0;
-    bool have_files = dwarf_getsrcfiles(cudie, &files, &nfiles) == 0;
-    for (int i = 0; i < n; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_subprogram) {
-        if (name == nullptr) native.function = die_function_name(&scopes[i]);
-        break;
-      }
-      if (tag != DW_TAG_inlined_subroutine) continue;
-      Frame inl;
-      inl.kind = FrameKind::inline_frame;
-      inl.function = die_function_name(&scopes[i]);
-      inl.file = file;
-      inl.line = line;
-      out.push_back(std::move(inl));
-      // The next frame out is positioned at this inline call site.
-      Dwarf_Attribute attr;
-      Dwarf_Word idx = 0;
-      Dwarf_Word call_line = 0;
-      file.reset();
-      line.reset();
-      if (have_files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &idx) == 0) {
-        if (const char* f = dwarf_filesrc(files, idx, nullptr, nullptr)) file = f;
-      }
-      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0) {
-        line = static_cast<int>(call_line);
-      }
-    }
-    std::free(scopes);
+  std::uint64_t vaddr = raw.exact || offset == 0 ? offset : offset - 1;
+  if (data != nullptr && !data->local_path.empty()) {
+    out = cache.symbolize_offline(key, data->local_path, vaddr);
+  } else {
+    out = symbolize_module_address(mod, lookup);
   }
-  native.file = file;
-  native.line = line;
-  out.push_back(std::move(native));
   cache.insert(key, offset, raw.exact, out);
   return fill(std::move(out));
 }

@@ -57,7 +57,4 @@ class DwflSession {
   std::vector<std::string> notes_;
 };
 
-// Demangles a C++ symbol; returns the input when it is not mangled.
-std::string demangle(const char* name);
-
 }  // namespace hangscan

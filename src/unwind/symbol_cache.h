@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hangscan/model.h"
+#include "unwind/module_symbolizer.h"
 
 namespace hangscan {
 
@@ -27,10 +28,18 @@ class SymbolCache {
               std::vector<Frame> frames);
   std::size_t size() const;
 
+  // Symbolizes `vaddr` of the module file at `path` through one Dwfl per module key, opened
+  // once per run (the DWARF of a big library is read once for all ranks and cores).
+  std::vector<Frame> symbolize_offline(const std::string& module_key, const std::string& path,
+                                       std::uint64_t vaddr) {
+    return offline_.symbolize(module_key, path, vaddr);
+  }
+
  private:
   static std::string key(const std::string& module_key, std::uint64_t offset, bool exact);
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::vector<Frame>> map_;
+  OfflineModules offline_;
 };
 
 }  // namespace hangscan

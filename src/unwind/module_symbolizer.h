@@ -1,0 +1,55 @@
+// Symbolizing one address inside one ELF module: function, file:line, inline frames.
+//
+// Why its own file: the same DWARF walk serves a target's own Dwfl (in-memory modules such as
+// [vdso]) and the run-wide OfflineModules, which open each distinct binary once (keyed by
+// build-id) so that many ranks or cores of one program pay for its DWARF only once.
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+
+namespace hangscan {
+
+// Demangles a C++ symbol; returns the input when it is not mangled.
+std::string demangle(const char* name);
+
+// Frames for `addr` (an address in `mod`'s Dwfl address space, already pc-1 for return
+// addresses): inline frames innermost first, then the native frame. pc, offset, module and
+// build_id are left for the caller.
+std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr);
+
+// One offline Dwfl per module file, shared across targets. Thread-safe.
+class OfflineModules {
+ public:
+  OfflineModules() = default;
+  ~OfflineModules();
+  OfflineModules(const OfflineModules&) = delete;
+  OfflineModules& operator=(const OfflineModules&) = delete;
+
+  // `vaddr` is the address in the file's own ELF address space (pc minus load bias).
+  std::vector<Frame> symbolize(const std::string& key, const std::string& path, std::uint64_t vaddr);
+
+ private:
+  struct Module {
+    Dwfl* dwfl = nullptr;
+    Dwfl_Module* mod = nullptr;
+    std::uint64_t bias = 0;
+    bool ok = false;
+  };
+  Module& open(const std::string& key, const std::string& path);
+
+  std::mutex mu_;
+  std::map<std::string, Module> modules_;
+  Dwfl_Callbacks callbacks_{};
+  char* debuginfo_path_ = nullptr;
+};
+
+}  // namespace hangscan
