@@ -169,10 +169,11 @@ def kill(h):
 
 
 def wait(h):
+    """Blocks in waitpid like a real launcher (the ranks end the job when they exit)."""
     if hasattr(h, "poll"):
-        h.wait(timeout=HANG_S)
+        h.wait()
     else:
-        h.join(timeout=HANG_S)
+        h.join()
 
 
 def main():
