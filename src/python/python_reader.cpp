@@ -13,6 +13,24 @@ namespace {
 
 constexpr std::size_t kMaxCodeCache = 65536;
 constexpr std::uint64_t kMaxTid = 1 << 22;   // pid_max limit on Linux
+// glibc x86-64: pthread_t is the struct pthread, which starts with a TCB whose `tcb` (offset
+// 0) and `self` (offset 16) point to itself, and holds the kernel tid at 0x2d0 (glibc 2.26 to
+// 2.36 at least). Lets versions without native_thread_id be matched without a freeze.
+constexpr std::uint64_t kTcbSelfOffset = 16;
+constexpr std::uint64_t kPthreadTidOffset = 0x2d0;
+
+// The kernel tid of a glibc pthread_t, nullopt when `pthread` does not look like a glibc TCB.
+std::optional<int> tid_from_pthread(MemoryReader& mem, std::uint64_t pthread) {
+  std::uint64_t tcb = 0;
+  std::uint64_t self = 0;
+  std::int32_t tid = 0;
+  if (pthread == 0 || !mem.read_obj(pthread, tcb) || tcb != pthread ||
+      !mem.read_obj(pthread + kTcbSelfOffset, self) || self != pthread ||
+      !mem.read_obj(pthread + kPthreadTidOffset, tid) || tid <= 0 ||
+      static_cast<std::uint64_t>(tid) >= kMaxTid)
+    return std::nullopt;
+  return tid;
+}
 
 template <class T>
 T load(const std::vector<std::uint8_t>& buf, std::int64_t off) {
@@ -59,6 +77,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
   const PyOffsets& o = where_.layout.off;
   RawPythonState st;
   ObjectReader objects(mem, where_.layout);
+  walk_budget_ = kMaxTotalFrames;
   std::uint64_t interp = 0;
   if (!mem.read_obj(where_.interp_head_ptr, interp)) {
     st.diagnostics.push_back(
@@ -66,6 +85,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
     return st;
   }
   std::set<std::uint64_t> seen_interps;
+  bool budget_noted = false;
   while (interp != 0) {
     if (seen_interps.size() >= kMaxInterpreters || !seen_interps.insert(interp).second) {
       st.diagnostics.push_back("interpreter list loops or is implausibly long: cut");
@@ -86,6 +106,11 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       RawPythonThread t;
       t.tstate = tstate;
       walk_thread(mem, with_locals ? &objects : nullptr, tstate, t);
+      if (walk_budget_ == 0 && !budget_noted) {
+        st.diagnostics.push_back(fmt::format(
+            "more than {} Python frames in the process: the walk was cut", kMaxTotalFrames));
+        budget_noted = true;
+      }
       t.holds_gil = gil.holder == tstate;
       std::uint64_t next = 0;
       bool ok = mem.read_obj(tstate + o.tstate_next, next);
@@ -111,6 +136,8 @@ void PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects, std::ui
     std::uint64_t tid = 0;
     if (mem.read_obj(tstate + o.tstate_native_thread_id, tid) && tid > 0 && tid < kMaxTid)
       out.native_tid = static_cast<int>(tid);
+  } else {
+    out.native_tid = tid_from_pthread(mem, out.pthread_id);
   }
   std::uint64_t frame = 0;
   if (!mem.read_obj(tstate + o.tstate_frame, frame)) {
@@ -138,6 +165,11 @@ void PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects, std::ui
       out.error = "too many non-code frames: cut";
       break;
     }
+    if (walk_budget_ == 0) {
+      out.error = fmt::format("more than {} Python frames in the process: cut", kMaxTotalFrames);
+      break;
+    }
+    --walk_budget_;
     if (!mem.read_exact(frame, buf.data(), header)) {
       out.error = fmt::format("cannot read Python frame at {:#x}: chain cut", frame);
       break;

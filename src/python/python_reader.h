@@ -29,6 +29,7 @@ inline constexpr std::size_t kMaxInterpreters = 64;
 inline constexpr std::size_t kMaxThreads = 4096;
 inline constexpr std::size_t kMaxFrames = 4096;
 inline constexpr std::size_t kMaxLocals = 256;
+inline constexpr std::size_t kMaxTotalFrames = 65536;   // over all threads of one walk
 
 struct RawPythonFrame {
   std::uint64_t frame_addr = 0;
@@ -118,6 +119,7 @@ class PythonReader {
 
   Located where_;
   std::map<std::uint64_t, CodeInfo> code_cache_;
+  std::size_t walk_budget_ = 0;   // frames (and non-code frames) left for the current walk
 };
 
 }  // namespace hangscan::python

@@ -172,6 +172,27 @@ std::string minor_name(const ::testing::TestParamInfo<int>& info) {
 INSTANTIATE_TEST_SUITE_P(AllLayouts, WalkDecode,
                          ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14), minor_name);
 
+TEST(WalkDecode38, NativeTidFromTheGlibcThreadControlBlock) {
+  // Before 3.11 a thread state holds only pthread_t: glibc's struct pthread (TCB pointing to
+  // itself) gives the kernel tid, so threads match even without registers (--nonblocking).
+  FakePython py(layout_for(8));
+  std::uint64_t tcb = py.alloc(0x400);
+  py.put_u64(tcb, tcb);
+  py.put_u64(tcb + 16, tcb);
+  py.put_as<std::int32_t>(tcb + 0x2d0, 31337);
+  std::uint64_t not_tcb = py.alloc(0x400);
+  py.put_as<std::int32_t>(not_tcb + 0x2d0, 4444);
+  py.thread(py.chain({{"f", "/f.py", 1, 2, true, {}}}), 0, not_tcb);
+  py.thread(py.chain({{"g", "/f.py", 1, 2, true, {}}}), 0, tcb);
+  auto mem = py.memory();
+  PythonReader reader(py.located());
+  auto stacks = reader.decode(reader.walk(*mem, false), *mem);
+  ASSERT_EQ(stacks.size(), 2u);
+  EXPECT_EQ(stacks[0].native_tid, 31337);
+  EXPECT_EQ(stacks[0].pthread_id, tcb);
+  EXPECT_FALSE(stacks[1].native_tid.has_value());
+}
+
 TEST(WalkDecode314, StackRefTagsAreStripped) {
   FakePython py(layout_for(14));
   ASSERT_TRUE(py.layout().stackref);
