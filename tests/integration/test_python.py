@@ -86,9 +86,11 @@ class Run:
         self.version = info.stdout.strip()
         self.minor = int(self.version.split(".")[1])
         view = os.path.join(tmp, "self-view.json")
-        self.target = pool.start([python, str(PY_HANG), lib.READY, view], timeout=60)
+        self.target = pool.start([python, str(PY_HANG), lib.READY, view, "--spin"], timeout=60)
         with open(view) as fh:
-            self.view = {int(k): v for k, v in json.load(fh).items()}
+            raw = json.load(fh)
+        self.spin_tid = raw.pop("spin")
+        self.view = {int(k): v for k, v in raw.items()}
         self.plain = self.dump()
         self.native = self.dump("--native")
         self.locals = self.dump("--locals")
@@ -145,6 +147,30 @@ def test_every_frame_matches_the_interpreters_own_view(run):
         assert got == expected, "thread %d (%s)" % (tid, view["mark"])
         assert all(f["kind"] == "python" for f in t["frames"])
         assert t["gil"] is False   # every thread is blocked: nobody holds the GIL
+
+
+def test_gil_holder_and_idle_thread(run):
+    """The spinning thread holds the GIL (every other thread is blocked in C with the GIL
+    released); the thread started on time.sleep itself has a thread state and no frame."""
+    proc = run.plain
+    holders = [t["tid"] for t in proc["threads"] if t["gil"]]
+    # Right after "ready" the main thread may still take the GIL once on its way to its lock:
+    # then a later dump sees the spinner again. Bounded retries, not a sleep.
+    for _ in range(5):
+        if holders == [run.spin_tid]:
+            break
+        assert holders in ([], [run.target.pid]), holders
+        proc = run.dump()
+        holders = [t["tid"] for t in proc["threads"] if t["gil"]]
+    assert holders == [run.spin_tid]
+    spin = python_frames(thread(run.plain, run.spin_tid))
+    assert spin[0]["function"] == "spin"
+    assert spin[0]["line"] in (MARKS["spin_loop"], MARKS["spin_add"])
+    idle = [t for t in run.plain["threads"] if t["python_idle"]]
+    assert len(idle) == 1, [t["tid"] for t in idle]
+    assert not python_frames(idle[0])
+    assert all(t["python_idle"] is False for t in run.plain["threads"]
+               if t["tid"] in run.view or t["tid"] == run.target.pid)
 
 
 def test_blocked_lines_are_the_marked_lines(run):

@@ -1,13 +1,15 @@
 """A Python target that blocks threads at known lines, for hangscan's Python tests.
 
-Usage: python py_hang.py READY_FD [SELF_VIEW_JSON]
+Usage: python py_hang.py READY_FD [SELF_VIEW_JSON [--spin]]
 
 Runs under every CPython 3.6-3.14 (no syntax newer than 3.6). Every blocking line carries a
 "# MARK name" comment; the tests read the same comments to know the expected lines. Once every
 thread is at its line and asleep in the kernel, "ready" is written to READY_FD. The process
 then blocks forever; the test kills it. With SELF_VIEW_JSON, the interpreter's own view of
 every blocked thread's stack (sys._current_frames) is written there first: the oracle the
-tests compare hangscan's frames with, frame by frame.
+tests compare hangscan's frames with, frame by frame. With --spin, one more thread loops in
+Python forever and so holds the GIL. One thread always runs time.sleep as its thread function
+(no Python frame at all): an idle Python thread.
 """
 import asyncio
 import json
@@ -19,6 +21,7 @@ import select
 import socket
 import sys
 import threading
+import _thread
 import time
 
 HERE = os.path.abspath(__file__)
@@ -141,6 +144,16 @@ def counter_loop(lock):
     return label, ratio, items, pair, blob, flag, nothing, big, neg, long_text, table
 
 
+SPINNING = []
+
+
+def spin():
+    SPINNING.append(native_tid())
+    n = 0
+    while True:  # MARK spin_loop
+        n += 1  # MARK spin_add
+
+
 def held_lock():
     lock = threading.Lock()
     lock.acquire()
@@ -186,6 +199,7 @@ def self_view(path):
                           frame.f_lineno])
             frame = frame.f_back
         view[str(tid)] = {"mark": name, "frames": stack}
+    view["spin"] = SPINNING[0] if SPINNING else None
     with open(path + ".tmp", "w") as fh:
         json.dump(view, fh)
     os.rename(path + ".tmp", path)
@@ -212,6 +226,13 @@ def start_threads():
         (counter_loop, (held_lock(),)),
     ]
     keep = [ev, r, w, srv, q]
+    # A thread state that never runs Python code: the thread function is a C function.
+    _thread.start_new_thread(time.sleep, (3600,))
+    if "--spin" in sys.argv[3:]:
+        t = threading.Thread(target=spin, name="spin")
+        t.daemon = True
+        t.start()
+        keep.append(t)
     for fn, args in jobs:
         t = threading.Thread(target=fn, args=args, name=fn.__name__)
         t.daemon = True
@@ -225,7 +246,7 @@ def main():
     found = marks()
     expected = dict((k, v) for k, v in found.items()
                     if k not in ("recurse_call", "gen_consume", "coro_outer", "coro_run",
-                                 "main_block", "module_main"))
+                                 "main_block", "module_main", "spin_loop", "spin_add"))
     keep = start_threads()
     deadline = time.time() + 30
     stable = 0
@@ -236,6 +257,8 @@ def main():
         # Sleeping releases the GIL, so a thread that was waiting for it reaches its call.
         time.sleep(0.05)
         stable = stable + 1 if all_blocked(expected) else 0
+    while "--spin" in sys.argv[3:] and not SPINNING:
+        time.sleep(0.01)
     if len(sys.argv) > 2:
         self_view(sys.argv[2])
     os.write(ready_fd, b"ready\n")
