@@ -91,15 +91,23 @@ std::string_view file_base(const Frame& f) {
 
 }  // namespace
 
+// Same file/module, checked on the full path first: equal paths (the common case) need no
+// basename search.
+bool same_where(const Frame& a, const Frame& b) {
+  if (is_native(a.kind)) return a.module == b.module || where(a) == where(b);
+  if (a.file.has_value() != b.file.has_value()) return false;
+  return !a.file || *a.file == *b.file || where(a) == where(b);
+}
+
 bool same_key_frame(const Frame& a, const Frame& b, GroupOptions::Granularity g) {
   if (a.kind != b.kind) return false;
   using G = GroupOptions::Granularity;
   if (g == G::pc && is_native(a.kind)) {
-    return a.offset == b.offset && where(a) == where(b) && a.function == b.function;
+    return a.offset == b.offset && a.function == b.function && same_where(a, b);
   }
-  if (a.function != b.function || where(a) != where(b)) return false;
+  if (a.function != b.function || !same_where(a, b)) return false;
   if (g == G::function) return true;
-  return a.line == b.line && file_base(a) == file_base(b);
+  return a.line == b.line && (a.file == b.file || file_base(a) == file_base(b));
 }
 
 std::size_t key_frame_hash(const Frame& f, GroupOptions::Granularity g) {

@@ -2,6 +2,7 @@
 #include "group/stack_trie.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace hangscan {
 
@@ -64,11 +65,15 @@ std::size_t StackTrie::insert(std::size_t member, FrameRange stack) {
 }
 
 void StackTrie::finish(const std::vector<ProcessSnapshot>& processes) {
+  // Ranks gathered once: walking members of every node through ProcessSnapshot misses cache.
+  constexpr int kNoRank = std::numeric_limits<int>::min();
+  std::vector<int> rank_of(processes.size(), kNoRank);
+  for (std::size_t i = 0; i < processes.size(); ++i) rank_of[i] = processes[i].rank.value_or(kNoRank);
   std::vector<int> ranks;
   for (TrieNode& n : nodes_) {
     ranks.clear();
     for (std::size_t m : n.members) {
-      if (m < processes.size() && processes[m].rank) ranks.push_back(*processes[m].rank);
+      if (m < rank_of.size() && rank_of[m] != kNoRank) ranks.push_back(rank_of[m]);
     }
     n.ranks = RankSet(ranks);
     if (!n.uniform_line) n.frame.line.reset();

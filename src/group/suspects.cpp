@@ -259,7 +259,9 @@ void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t
     }
     by_state[{s, s == 'D' ? wchan : std::string()}].push_back(m);
   }
-  for (auto& [key, members] : by_state) {
+  for (const auto& entry : by_state) {
+    const auto& key = entry.first;
+    const std::vector<std::size_t>& members = entry.second;  // named: lambdas cannot capture bindings in clang 14
     a.suspect_reasons.push_back(
         state_sentence(describe_members(job, members), members.size() > 1, key.first, key.second));
     flagged.insert(flagged.end(), members.begin(), members.end());

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "proc/environ_memory.h"
+#include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "target/live_target.h"
 
@@ -70,6 +71,36 @@ class Selection {
   std::set<int> seen_;
   std::vector<int> pids_;
 };
+
+// torch.multiprocessing.spawn starts its ranks exactly like multiprocessing's spawn does; the
+// difference is that the launcher has libtorch loaded. Naming it saves the reader a guess.
+void name_torch_spawn_launchers(const std::vector<ProcessFacts>& facts, std::vector<RoleDecision>& roles,
+                                const std::string& proc_root) {
+  constexpr std::string_view kSpawn = "multiprocessing.spawn";
+  std::set<int> torch_launchers;
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (roles[i].role != kRoleLauncher || roles[i].launcher != kSpawn) continue;
+    auto maps = read_text_file(fmt::format("{}/{}/maps", proc_root, facts[i].pid), 1 << 24);
+    if (maps && maps->find("/libtorch") != std::string::npos) torch_launchers.insert(facts[i].pid);
+  }
+  if (torch_launchers.empty()) return;
+  std::map<int, int> parent;
+  for (const auto& f : facts) parent[f.pid] = f.ppid;
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (roles[i].launcher != kSpawn) continue;
+    // The nearest spawn launcher at or above this process decides.
+    int pid = facts[i].pid;
+    for (std::size_t hops = 0; hops <= facts.size(); ++hops) {
+      if (torch_launchers.count(pid) != 0) {
+        roles[i].launcher = "torch.multiprocessing.spawn";
+        break;
+      }
+      auto it = parent.find(pid);
+      if (it == parent.end()) break;
+      pid = it->second;
+    }
+  }
+}
 
 }  // namespace
 
@@ -134,6 +165,7 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
       if (a > 1) add_facts(a, false);
 
   auto roles = assign_roles(facts);
+  name_torch_spawn_launchers(facts, roles, options.proc_root);
   std::vector<DiscoveredProcess> out;
   for (auto [pid, i] : selected_index) {
     DiscoveredProcess d;

@@ -17,7 +17,6 @@ namespace {
 constexpr const char* kRed = "\033[1;31m";
 constexpr const char* kYellow = "\033[33m";
 constexpr const char* kBold = "\033[1m";
-constexpr const char* kDim = "\033[2m";
 constexpr const char* kReset = "\033[0m";
 
 // Display width of UTF-8 text (code points; box-drawing characters are one column).
