@@ -189,6 +189,9 @@ Result<std::unique_ptr<CoreFile>> CoreFile::parse(std::unique_ptr<CoreBytes> byt
 Status CoreFile::parse_all() {
   const std::uint8_t* d = bytes_->data();
   const std::size_t n = bytes_->size();
+  if (n >= SELFMAG && n < sizeof(Elf64_Ehdr) && std::memcmp(d, ELFMAG, SELFMAG) == 0) {
+    return bad_core("truncated inside the ELF header", kTruncatedHint);
+  }
   if (n < EI_NIDENT || std::memcmp(d, ELFMAG, SELFMAG) != 0) {
     return bad_core("not an ELF file",
                     "give a core file (kernel core, `gcore` output, or systemd-coredump's "
@@ -198,7 +201,6 @@ Status CoreFile::parse_all() {
     return Error(Errc::unsupported, "not a 64-bit little-endian ELF file", 0,
                  "hangscan reads x86-64 cores; read this one on a machine of its architecture");
   }
-  if (n < sizeof(Elf64_Ehdr)) return bad_core("truncated inside the ELF header", kTruncatedHint);
   auto eh = load<Elf64_Ehdr>(d);
   if (eh.e_type != ET_CORE) {
     const char* kind = eh.e_type == ET_EXEC ? "an executable"
