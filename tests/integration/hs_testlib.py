@@ -166,23 +166,30 @@ def stopped_threads(pid: int) -> dict[int, str]:
     return {t: s for t, s in thread_states(pid).items() if s in ("t", "T")}
 
 
-def assert_runs_on(pid: int, settle: float = 1.0) -> None:
-    """The target is alive, not a zombie, and no thread stays stopped (t/T).
+def assert_runs_on(pid: int, settle: float = 1.0, clean_for: float = 0.05) -> None:
+    """The target is alive, not a zombie, not traced, and no thread is stopped (t/T).
 
-    A thread may be seen in 't' for an instant while the kernel detaches a dead tracer;
-    one still stopped after `settle` seconds was left stopped, which is the bug we test for.
+    A thread may be seen in 't' for an instant while the kernel detaches a dead tracer, and
+    a stop that is on its way may not show yet: the threads must be seen running (no t/T)
+    continuously for `clean_for` seconds, within `settle` seconds.
     """
-    state = process_state(pid)
-    assert state is not None, f"target {pid} is gone"
-    assert state not in ("Z", "X"), f"target {pid} died (state {state})"
     end = time.monotonic() + settle
+    clean_since = None
     while True:
+        state = process_state(pid)
+        assert state is not None, f"target {pid} is gone"
+        assert state not in ("Z", "X"), f"target {pid} died (state {state})"
         stopped = stopped_threads(pid)
-        if not stopped:
+        now = time.monotonic()
+        if stopped:
+            clean_since = None
+        elif clean_since is None:
+            clean_since = now
+        if clean_since is not None and now - clean_since >= clean_for:
             break
-        if time.monotonic() > end:
+        if now > end:
             raise AssertionError(f"target {pid} left with stopped threads: {stopped}")
-        time.sleep(0.01)
+        time.sleep(0.005)
     assert tracer_pid(pid) == 0, f"target {pid} still traced by {tracer_pid(pid)}"
 
 
