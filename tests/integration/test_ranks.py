@@ -123,7 +123,8 @@ def test_match_selects_ranks_by_command_line(targets):
     rundir = re.search(r"--rundir (\S+)", " ".join(_cmdline(rank_pids[0]))).group(1)
     # Only this job's ranks carry its private run directory on their command line.
     assert re.fullmatch(r"[/\w.-]+", rundir)  # no ERE metacharacters
-    run = hs.run_hangscan(["dump", "--match", "--rundir " + rundir + "$", "--json"])
+    # hangscan's own command line matches the pattern too: it must leave itself out.
+    run = hs.run_hangscan(["dump", "--match", "rundir " + rundir, "--json"])
     assert run.rc in (0, 1) and run.doc, run.describe()
     assert sorted(p["pid"] for p in run.doc["processes"]) == sorted(rank_pids)
     assert run.doc["suspects"] == [ODD]
@@ -140,6 +141,21 @@ def test_killed_rank_is_reported_missing(targets):
     assert any("rank 1 is missing" in r for r in doc["suspect_reasons"]), doc["suspect_reasons"]
     # The survivors all finished the all-reduce: one group, none of them suspect.
     assert [(g["ranks"], g["suspect"]) for g in doc["groups"]] == [([0, 2, 3], False)]
+
+
+def test_zombie_rank_is_a_suspect_and_its_rank_missing(targets):
+    # Rank 1 was killed but its launcher never reaped it: the zombie is still a rank (a
+    # sibling of ranks) whose number died with its memory, so rank 1 is also missing.
+    job = start_ring(targets, "--odd", -1, "--zombie", 1)
+    doc = dump_job(job.pid)
+    zombies = [p for p in doc["processes"] if p["state"] == "Z"]
+    assert len(zombies) == 1
+    assert zombies[0]["role"] == "rank" and zombies[0]["rank"] is None
+    assert zombies[0]["ppid"] == job.pid
+    assert sorted(ranks_by_number(doc)) == [0, 2, 3]
+    assert doc["missing_ranks"] == [1]
+    assert zombies[0]["pid"] in [m["pid"] for m in doc["suspect_members"]]
+    assert any("zombie" in r for r in doc["suspect_reasons"]), doc["suspect_reasons"]
 
 
 def test_no_odd_rank_means_no_suspect(targets):

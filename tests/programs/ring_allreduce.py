@@ -10,10 +10,10 @@ connect in a ring of Unix sockets and sum their values; the odd rank takes a dif
 different loop step. The launcher says "ready" once every rank sits where it should.
 
 usage: ring_allreduce.py READY [--world N] [--odd R | --odd -1] [--kill R]
-                         [--launcher subprocess|spawn|fork]
+                         [--zombie R] [--launcher subprocess|spawn|fork]
 READY is an fd number or a FIFO path ("-" for none). --odd -1: no odd rank, every rank
 finishes the all-reduce and waits for work. --kill R: rank R is killed (and reaped) before
-"ready", so it is missing.
+"ready", so it is missing. --zombie R: rank R is killed and left unreaped (a zombie).
 """
 
 import argparse
@@ -144,15 +144,34 @@ def launch(args):
         for r, h in ranks:
             if r == args.kill:
                 kill(h)  # killed and reaped: the rank is missing, not a zombie
+    if args.zombie is not None:
+        pid = dict(ranks)[args.zombie].pid
+        os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + DEADLINE_S
+        while state_of(pid) != "Z":
+            if time.monotonic() > end:
+                sys.exit(3)
+            time.sleep(0.005)
     ready.say_ready(None if args.ready == "-" else args.ready)
     for r, h in ranks:
-        if r != args.kill:
+        if r not in (args.kill, args.zombie):
             wait(h)
+    if args.zombie is not None:
+        time.sleep(HANG_S)  # the zombie stays unreaped while the job hangs
 
 
 def subprocess_popen(argv, env):
     import subprocess
     return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
+
+
+def state_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()[0]
 
 
 def is_alive(h):
@@ -182,6 +201,7 @@ def main():
     ap.add_argument("--world", type=int, default=4)
     ap.add_argument("--odd", type=int, default=2)
     ap.add_argument("--kill", type=int)
+    ap.add_argument("--zombie", type=int)
     ap.add_argument("--launcher", choices=["subprocess", "spawn", "fork"], default="subprocess")
     ap.add_argument("--rank-of-env", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rundir", help=argparse.SUPPRESS)

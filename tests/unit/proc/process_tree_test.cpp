@@ -79,6 +79,14 @@ TEST(MatchProcesses, InvalidRegexIsAUsageError) {
   EXPECT_FALSE(bad.error().hint.empty());
 }
 
+TEST(ProcessTree, VanishedAndTruncatedEntriesAreSkipped) {
+  // 4242 exited between the directory listing and reading its stat; 4243's stat is torn.
+  ProcessTree tree = ProcessTree::scan(kTrees + "/vanished");
+  ASSERT_EQ(tree.entries().size(), 1u);
+  EXPECT_EQ(tree.entries()[0].pid, 17025);
+  EXPECT_TRUE(ProcessTree::scan(kTrees + "/no-such-dir").entries().empty());
+}
+
 TEST(ProcessTree, LiveScanSeesThisProcessAndItsParent) {
   ProcessTree tree = ProcessTree::scan();
   const ProcessEntry* me = tree.find(getpid());
