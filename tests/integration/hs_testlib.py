@@ -24,6 +24,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -241,6 +242,14 @@ class Target:
                 self.proc.wait(timeout=timeout)
 
 
+def readable_by_all(path: str) -> bool:
+    """Every directory above `path` is searchable and the file readable+executable by others."""
+    p = Path(path).resolve()
+    if p.stat().st_mode & 0o005 != 0o005:
+        return False
+    return all(d.stat().st_mode & 0o001 for d in p.parents)
+
+
 def user_prefix(uid: Optional[int]) -> list[str]:
     """argv prefix that runs a command as an unprivileged uid with no groups (like a new user)."""
     if uid is None:
@@ -330,6 +339,17 @@ class TargetPool:
                     continue  # EOF: the loop reports the exit
                 buf += chunk
 
+    def public_copy(self, path: str) -> str:
+        """`path` itself when any user can execute it, else a copy in the pool's 0755 temp
+        dir (a build tree under /root is out of reach of a test run as another user)."""
+        if readable_by_all(path):
+            return path
+        dest = os.path.join(self._tmp.name, os.path.basename(path))
+        if not os.path.exists(dest):
+            shutil.copy2(path, dest)
+            os.chmod(dest, 0o755)
+        return dest
+
     def close(self) -> None:
         for target in reversed(self.targets):
             target.kill()
@@ -362,13 +382,14 @@ class HsRun:
 
 def run_hangscan(args: Sequence[str], *, timeout: float = 120.0, uid: Optional[int] = None,
                  env: Optional[dict] = None, parse_json: Optional[bool] = None,
-                 prefix: Sequence[str] = ()) -> HsRun:
+                 prefix: Sequence[str] = (), binary: Optional[str] = None) -> HsRun:
     """Runs hangscan with a deadline (a hang tool must not hang: a timeout fails the test).
 
     uid: run as that user (setpriv, no groups). prefix: more argv in front (e.g. setpriv
-    dropping a capability). parse_json: None = parse when "--json" is among args.
+    dropping a capability). binary: another hangscan executable (e.g. a public copy).
+    parse_json: None = parse when "--json" is among args.
     """
-    argv = (user_prefix(uid) + list(prefix) + [hangscan_bin()]
+    argv = (user_prefix(uid) + list(prefix) + [binary or hangscan_bin()]
             + [str(a) for a in args])
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

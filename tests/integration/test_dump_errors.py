@@ -104,7 +104,7 @@ def test_partial_when_one_pid_is_missing(targets):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a target as another user")
 def test_other_users_process(targets):
     target = targets.start([hs.program("deadlock")])  # owned by root
-    run = hs.dump(target.pid, uid=hs.NOBODY)
+    run = hs.dump(target.pid, uid=hs.NOBODY, binary=targets.public_copy(hs.hangscan_bin()))
     assert_error(run, 2, "permission denied", target.pid)
     hints = hint_lines(run)
     assert hints, f"no 'hint: ' line:\n{run.describe()}"
@@ -116,7 +116,7 @@ def test_other_users_process(targets):
                     reason="needs root and setpriv to drop CAP_SYS_PTRACE")
 def test_root_without_cap_sys_ptrace(targets):
     """A container that drops CAP_SYS_PTRACE: root cannot trace another user's process."""
-    target = targets.start([hs.program("deadlock")], uid=hs.NOBODY)
+    target = targets.start([targets.public_copy(hs.program("deadlock"))], uid=hs.NOBODY)
     run = hs.dump(target.pid, as_json=False, prefix=[
         "setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"])
     assert_error(run, 2, "permission denied", target.pid)
@@ -127,8 +127,8 @@ def test_root_without_cap_sys_ptrace(targets):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a target as another user")
 def test_same_user_not_root_works(targets):
     """Without root, a user's own process is dumped normally (no special privilege needed)."""
-    target = targets.start([hs.program("deadlock")], uid=hs.NOBODY)
-    run = hs.dump(target.pid, uid=hs.NOBODY)
+    target = targets.start([targets.public_copy(hs.program("deadlock"))], uid=hs.NOBODY)
+    run = hs.dump(target.pid, uid=hs.NOBODY, binary=targets.public_copy(hs.hangscan_bin()))
     assert run.rc == 0, run.describe()
     frames = hs.thread_named(hs.process_of(run.doc, target.pid), "hs-lock-a")["frames"]
     assert hs.find_frame(frames, "lock_second") >= 0

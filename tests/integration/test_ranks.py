@@ -31,7 +31,8 @@ ODD = 2
 
 
 def ranks_by_number(doc):
-    return {p["rank"]: p for p in doc["processes"] if p["role"] == "rank"}
+    """Ranks of known number (a zombie's number is unknown)."""
+    return {p["rank"]: p for p in doc["processes"] if p["role"] == "rank" and p["rank"] is not None}
 
 
 def main_thread(proc):
