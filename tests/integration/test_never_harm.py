@@ -221,3 +221,46 @@ def test_already_stopped_process_stays_as_it_was(targets):
     finally:
         os.kill(target.pid, signal.SIGCONT)
     hs.assert_runs_on(target.pid)
+
+
+def reported_count(target, previous_lines):
+    """Asks signal_count for its count (SIGRTMIN+2) and returns the number it writes."""
+    os.kill(target.pid, signal.SIGRTMIN + 2)
+    lines = hs.wait_for(lambda: (lambda ls: ls if len(ls) > previous_lines else None)(
+        [line for line in target.stderr().splitlines() if line.startswith("count ")]),
+        10, "signal_count to report")
+    return int(lines[-1].split()[1]), len(lines)
+
+
+@pytest.mark.parametrize("kill_hangscan", [False, True], ids=["finishes", "killed"])
+def test_signals_sent_during_capture_are_delivered(targets, kill_hangscan):
+    """Signals that arrive while hangscan holds the threads stopped (signal-delivery-stops)
+    reach the program afterwards, exactly once each, whether hangscan finishes or dies."""
+    # 100 threads make the seize/interrupt window long enough for signals to land in it.
+    target = targets.start([hs.program("signal_count"), "100"])
+    sent = attached_rounds = 0
+    for _ in range(10):
+        dumper = start_dump(target.pid)
+        try:
+            attached = wait_until_attached(target.pid, dumper)
+            for _ in range(20 if kill_hangscan else 200):
+                if dumper.poll() is not None:
+                    break
+                os.kill(target.pid, signal.SIGRTMIN + 1)
+                sent += 1
+            attached_rounds += attached and hs.tracer_pid(target.pid) == dumper.pid
+            if kill_hangscan:
+                dumper.kill()
+            # A kill may come after hangscan finished: then it exited normally.
+            assert dumper.wait(timeout=60) in (0, 1, -signal.SIGKILL)
+        finally:
+            if dumper.poll() is None:
+                dumper.kill()
+                dumper.wait()
+        hs.assert_runs_on(target.pid)
+    assert attached_rounds >= 3, f"signals reached hangscan's stop in {attached_rounds} rounds"
+    end = time.monotonic() + 10
+    count, lines = reported_count(target, 0)
+    while count < sent and time.monotonic() < end:
+        count, lines = reported_count(target, lines)
+    assert count == sent, f"sent {sent} counted signals, the program received {count}"
