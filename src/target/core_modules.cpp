@@ -122,6 +122,11 @@ std::optional<std::string> build_id_in_memory(MemoryReader& mem, std::uint64_t s
 
 std::vector<std::string> CoreModules::candidates(const std::string& core_path) const {
   std::vector<std::string> out;
+  // Files under /proc, /sys and /dev are never modules, and some block when read
+  // (/proc/kmsg): a hostile core must not be able to make hangscan hang.
+  for (const char* pseudo : {"/proc/", "/sys/", "/dev/"}) {
+    if (core_path.starts_with(pseudo)) return out;
+  }
   if (!sysroot_.empty()) out.push_back(sysroot_ + core_path);
   for (const auto& dir : lib_paths_) out.push_back(dir + "/" + basename_of(core_path));
   out.push_back(core_path);
