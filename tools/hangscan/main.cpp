@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   Action action;
   add_dump_command(app, action);
   add_core_command(app, action);
+  add_gcore_command(app, action);
+  add_doctor_command(app, action);
+  add_agent_command(app, action);
+  add_pdsh_command(app, action);
+  add_slurm_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,89 @@
+// From what the agents sent to per-node snapshots and unreachable nodes.
+//
+// Why: srun and pdsh differ in how agents are started and how their output is labeled, but
+// not in what happens afterwards: each source's framed output is either a document that
+// parses (then every process in it is stamped with the node it came from), or a reason why the
+// node gave nothing usable. Partial results are the normal case at scale, so a node's failure
+// is data (UnreachableNode), never an error of the whole run.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fanout/frames.h"
+#include "hangscan/model.h"
+#include "report/json_reader.h"
+
+namespace hangscan {
+
+// Called as nodes finish: (nodes answered or failed, nodes asked). The CLI prints it on a TTY.
+using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+
+// The agent gets less time than the front end, so that it answers with what it has before
+// srun or pdsh is killed: a quarter of the time, at most 5 s, is left for start-up and transfer.
+std::chrono::milliseconds agent_timeout_for(std::chrono::milliseconds total);
+
+// What came back from one node.
+struct NodeVerdict {
+  std::string node;
+  std::optional<JobSnapshot> snapshot;   // set when the node answered with a valid document
+  std::string reason;                    // otherwise: why not
+  bool started = false;                  // the agent printed its begin line
+  bool definite = false;                 // answered or failed for good: asking again is useless
+};
+
+// How a source is tied to a node: srun labels are task numbers, so the node is the one the
+// agent names in its begin line; pdsh labels are the host names the user gave.
+enum class NodeKey { begin_line, stream };
+
+// Decodes every source's output. Processes and diagnostics get `host` = the node.
+std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, NodeKey key,
+                                        const ReadLimits& limits = {});
+
+// The result of a fan-out: answered nodes in the order asked, and the rest with reasons.
+struct FanoutResult {
+  std::vector<std::string> requested;
+  std::vector<std::pair<std::string, JobSnapshot>> nodes;
+  std::vector<UnreachableNode> unreachable;
+  std::vector<Diagnostic> diagnostics;     // answers from nodes nobody asked, run problems
+  std::vector<std::string> log;            // commands run and their timing, for --verbose
+  std::chrono::milliseconds elapsed{0};
+
+  // One job over every answered node, with the unreachable nodes and diagnostics added.
+  JobSnapshot merged(const std::string& job_id = {}, std::optional<int> expected_world_size = {}) const;
+};
+
+// Collects verdicts across rounds (srun is retried without nodes that failed to launch).
+class VerdictBook {
+ public:
+  explicit VerdictBook(std::vector<std::string> requested);
+
+  // Records the verdicts of one round; answers from nodes not asked become diagnostics.
+  void record(std::vector<NodeVerdict> verdicts);
+  // Sets the reason for a node that has no answer (the latest reason wins).
+  void note_failure(const std::string& node, std::string reason);
+  // Nodes without a document and without a definite failure, in the order asked.
+  std::vector<std::string> pending() const;
+  std::size_t answered() const { return answered_; }
+  std::size_t settled() const;
+
+  // Nodes without an answer become unreachable with their reason, or `default_reason`.
+  FanoutResult finish(const std::string& default_reason) &&;
+  // The same at the end of a fan-out: the default reason says whether the deadline passed.
+  FanoutResult finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
+                      std::chrono::steady_clock::time_point started) &&;
+
+ private:
+  std::vector<std::string> requested_;
+  std::map<std::string, NodeVerdict> verdicts_;
+  std::map<std::string, std::string> failures_;   // definite: do not ask again
+  std::vector<Diagnostic> diagnostics_;
+  std::size_t answered_ = 0;
+};
+
+}  // namespace hangscan

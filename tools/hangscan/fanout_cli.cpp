@@ -1,0 +1,147 @@
+#include "fanout_cli.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "cli.h"
+#include "group/analysis.h"
+
+namespace hangscan::cli {
+
+namespace {
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!text.empty() && text.back() != '\n') out << '\n';
+  out.close();
+  if (!out) {
+    print_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    return false;
+  }
+  return true;
+}
+
+// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report.
+bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o) {
+  const std::string& dir = o.output_dir;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    print_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  auto groups = group_options(o.output);
+  if (!groups) return false;
+  OutputOptions text = o.output;
+  text.json = false;
+  text.format = "text";
+  text.color = false;
+  bool ok = true;
+  for (const auto& [node, snap] : result.nodes) {
+    Analysis a = analyze(snap, *groups);
+    ok &= write_file(fmt::format("{}/{}.txt", dir, node), render_report(snap, a, text));
+  }
+  for (const auto& u : result.unreachable) {
+    ok &= write_file(fmt::format("{}/{}.txt", dir, u.host), fmt::format("node {} unreachable: {}\n", u.host, u.reason));
+  }
+  Analysis a = analyze(merged, *groups);
+  ok &= write_file(fmt::format("{}/report.txt", dir), render_report(merged, a, text));
+  std::string format = o.output.json ? "json" : o.output.format;
+  if (format == "json" || format == "dot" || format == "folded") {
+    ok &= write_file(fmt::format("{}/report.{}", dir, format), render_report(merged, a, o.output));
+  }
+  return ok;
+}
+
+}  // namespace
+
+void add_capture_flags(CLI::App* app, CaptureFlags& f) {
+  app->add_option("--unwinder", f.unwinder, "Native unwinder")
+      ->check(CLI::IsMember({"libdw", "libunwind"}))
+      ->capture_default_str();
+  app->add_flag("--native", f.native, "Interleave native and Python frames");
+  app->add_flag("--locals", f.locals, "Show Python local variables");
+  app->add_flag("--nonblocking", f.nonblocking, "Read Python frames without stopping the process (may be inconsistent)");
+  app->add_flag("--no-python", f.no_python, "Do not read Python frames");
+}
+
+std::vector<std::string> capture_flag_args(const CaptureFlags& f) {
+  std::vector<std::string> args{"--unwinder", f.unwinder};
+  if (f.native) args.emplace_back("--native");
+  if (f.locals) args.emplace_back("--locals");
+  if (f.nonblocking) args.emplace_back("--nonblocking");
+  if (f.no_python) args.emplace_back("--no-python");
+  return args;
+}
+
+CaptureOptions capture_options_from(const CaptureFlags& f) {
+  CaptureOptions c;
+  c.unwinder = f.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
+  c.merge_native = f.native;
+  c.locals = f.locals;
+  c.nonblocking = f.nonblocking;
+  c.python = !f.no_python;
+  return c;
+}
+
+void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
+  app->add_option("--timeout", o.timeout_s, "Seconds for every node to answer (all in parallel)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app->add_option("--agent-path", o.agent_path, "hangscan binary on the nodes (default: this binary's path)");
+  app->add_option("--output", o.output_dir, "Also write one text file per node and the merged report to DIR");
+  app->add_flag("-v,--verbose", o.verbose, "Print the commands run and their timing");
+  add_capture_flags(app, o.capture);
+}
+
+Result<std::string> resolve_agent_path(const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    if (explicit_path.front() != '/') {
+      return Error(Errc::usage, fmt::format("--agent-path '{}' must be an absolute path", explicit_path), 0,
+                   "the agent runs on other nodes, in another working directory");
+    }
+    return explicit_path;
+  }
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+ProgressFn tty_progress() {
+  if (::isatty(STDERR_FILENO) != 1) return {};
+  return [](std::size_t done, std::size_t total) {
+    fmt::print(stderr, "\rhangscan: nodes answered {}/{}{}", done, total, done == total ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o) {
+  if (o.verbose) {
+    for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", line);
+    fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(), result.requested.size(),
+               result.elapsed.count());
+  }
+  for (const auto& u : result.unreachable) {
+    print_error(fmt::format("node {} unreachable: {}", u.host, u.reason));
+  }
+  if (!result.unreachable.empty()) {
+    fmt::print(stderr, "hint: {} of {} nodes reported; check the others with 'scontrol show node NAME' or ssh, "
+                       "or raise --timeout\n",
+               result.nodes.size(), result.requested.size());
+  }
+  bool wrote = write_report(merged, o.output);
+  if (!o.output_dir.empty()) wrote &= write_output_dir(result, merged, o);
+  if (result.nodes.empty()) return kExitNothing;
+  if (!wrote) return kExitNothing;
+  return exit_code_for(merged);
+}
+
+}  // namespace hangscan::cli

@@ -1,0 +1,54 @@
+// What the multi-node front ends (`--slurm-job`, `pdsh`) and the agent share on the CLI.
+//
+// Why: both front ends take the same capture flags (forwarded to every agent), the same
+// timeout, agent path and `--output DIR`, and end the same way: progress on a TTY, the merged
+// report, one file per node, unreachable nodes named on stderr, exit 1 when partial.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+#include "fanout/collector.h"
+#include "output.h"
+
+namespace hangscan::cli {
+
+// Capture flags, given to the front end and passed on to the agents.
+struct CaptureFlags {
+  std::string unwinder = "libdw";
+  bool native = false;
+  bool locals = false;
+  bool nonblocking = false;
+  bool no_python = false;
+};
+
+void add_capture_flags(CLI::App* app, CaptureFlags& f);
+// The same flags as agent arguments.
+std::vector<std::string> capture_flag_args(const CaptureFlags& f);
+CaptureOptions capture_options_from(const CaptureFlags& f);
+
+struct FanoutCliOptions {
+  double timeout_s = 30;        // --timeout: for the whole fan-out
+  std::string agent_path;       // --agent-path; default: this binary's own path
+  std::string output_dir;       // --output DIR
+  bool verbose = false;
+  CaptureFlags capture;
+  OutputOptions output;
+};
+
+// Adds --timeout, --agent-path, --output, -v and the capture flags (output flags separately).
+void add_fanout_options(CLI::App* app, FanoutCliOptions& o);
+
+// --agent-path when given (must be absolute), else /proc/self/exe resolved.
+Result<std::string> resolve_agent_path(const std::string& explicit_path);
+
+// "nodes answered 3/40" on stderr, rewritten in place, when stderr is a terminal; else empty.
+ProgressFn tty_progress();
+
+// Prints what went missing, writes the report (and --output DIR), returns the exit code.
+int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o);
+
+}  // namespace hangscan::cli

@@ -1,0 +1,99 @@
+// `hangscan pdsh -w HOSTLIST --match REGEX`: the agent on every host through pdsh, merged.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "cli.h"
+#include "fanout/hostlist.h"
+#include "fanout/pdsh.h"
+#include "fanout_cli.h"
+#include "proc/proc_files.h"
+
+namespace hangscan::cli {
+
+namespace {
+
+struct PdshCliOptions {
+  std::string hostlist;
+  std::string hostfile;
+  std::string match;
+  int fanout = 32;
+  std::string remote_setup;
+  std::string rcmd;
+  FanoutCliOptions common;
+};
+
+// -w and --hostfile together name the hosts; both validated, duplicates dropped.
+Result<std::vector<std::string>> collect_hosts(const PdshCliOptions& o) {
+  std::vector<std::string> hosts;
+  if (!o.hostlist.empty()) {
+    auto parsed = parse_hostlist(o.hostlist);
+    if (!parsed) return parsed.error().with_context("-w");
+    hosts = std::move(*parsed);
+  }
+  if (!o.hostfile.empty()) {
+    auto text = read_text_file(o.hostfile, 16u << 20);
+    if (!text) return text.error().with_context(fmt::format("--hostfile {}", o.hostfile));
+    auto entries = parse_hostfile(*text);
+    if (!entries) return entries.error().with_context(o.hostfile);
+    for (auto& e : *entries) {
+      if (std::find(hosts.begin(), hosts.end(), e.name) == hosts.end()) hosts.push_back(std::move(e.name));
+    }
+  }
+  if (hosts.empty()) return Error(Errc::usage, "pdsh needs -w HOSTLIST or --hostfile FILE");
+  return hosts;
+}
+
+int run_pdsh(const PdshCliOptions& o) {
+  if (auto g = group_options(o.common.output); !g) {
+    print_error(g.error());
+    return kExitUsage;
+  }
+  auto hosts = collect_hosts(o);
+  if (!hosts) {
+    print_error(hosts.error());
+    return kExitUsage;
+  }
+  auto agent = resolve_agent_path(o.common.agent_path);
+  if (!agent) {
+    print_error(agent.error());
+    return agent.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  }
+  PdshOptions p;
+  p.hosts = std::move(*hosts);
+  p.match = o.match;
+  p.fanout = o.fanout;
+  p.remote_setup = o.remote_setup;
+  p.rcmd = o.rcmd;
+  p.agent_path = *agent;
+  p.agent_args = capture_flag_args(o.common.capture);
+  p.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
+  p.progress = tty_progress();
+  FanoutResult result = run_pdsh_fanout(p);
+  return finish_fanout(result, result.merged(), o.common);
+}
+
+}  // namespace
+
+void add_pdsh_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<PdshCliOptions>();
+  auto* sub = app.add_subcommand("pdsh", "Capture matching processes on many hosts through pdsh, merged");
+  sub->add_option("-w", opts->hostlist, "Hosts: n[1-3],gpu7 (Slurm/pdsh host list syntax)");
+  sub->add_option("--hostfile", opts->hostfile, "File with one host per line (DeepSpeed 'host slots=N' too)");
+  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX, on every host")->required();
+  sub->add_option("-f", opts->fanout, "Hosts pdsh contacts at once")->check(CLI::Range(1, 4096))->capture_default_str();
+  sub->add_option("--remote-setup", opts->remote_setup, "File sourced on each host before the agent (like ~/.pdshrc)");
+  sub->add_option("-R", opts->rcmd, "pdsh rcmd module (default: $PDSH_RCMD_TYPE, else pdsh's)")
+      ->check(CLI::IsMember({"ssh", "rsh", "exec", "mrsh", "krb4", "qsh", "mqsh", "xcpu"}));
+  add_fanout_options(sub, opts->common);
+  add_output_options(sub, opts->common.output);
+  sub->callback([opts, &action] {
+    opts->common.output.color = output_wants_color();
+    action = [opts] { return run_pdsh(*opts); };
+  });
+}
+
+}  // namespace hangscan::cli
