@@ -117,7 +117,7 @@ class TextWriter {
     if (a_->grouped.empty()) return;
     out_ += "\n";
     line(kBold, fmt::format("Stack tree ({}, outermost first):", thread_word()));
-    branch(StackTrie::kRoot, "", false);
+    branch(StackTrie::kRoot, "", true);
   }
 
   // Prints the children of `n` (and members whose stack ends at `n`) below `prefix`.
@@ -144,7 +144,7 @@ class TextWriter {
       if (all_suspect(members)) mark = "  <- suspect";
       else if (branching && it.size < largest) mark = "  <- smallest";
       if (it.ending) {
-        emit(head, set_label(members) + " (stack ends here)", mark);
+        emit(head, set_label(members) + (n == StackTrie::kRoot ? " (no stack)" : " (stack ends here)"), mark);
         continue;
       }
       chain(it.node, head, rest, mark);

@@ -109,6 +109,13 @@ TEST(TextWriter, TreeMarksSmallestBranchesAndElidesLongRuns) {
   EXPECT_EQ(a.notes, (std::vector<std::string>{"no clear majority: below f9, ranks 0-1 are in poll, ranks 2-3 are in "
                                                "read, rank 4 is in nanosleep and rank 5 is in f9 (stack ends); no suspect named"}));
   EXPECT_NE(text.find("note: no clear majority"), std::string::npos);
+  // A process without any stack shows at the root.
+  JobSnapshot with_empty = job;
+  with_empty.processes.push_back(rank_process(6, 16, {}));
+  Analysis e = analyze(with_empty, GroupOptions{});
+  std::string t2 = write_text(with_empty, &e, o);
+  EXPECT_NE(t2.find("\n├─[0-5] f0\n│       f1\n"), std::string::npos) << t2;
+  EXPECT_NE(t2.find("\n└─[6] (no stack)  <- suspect\n"), std::string::npos) << t2;
   o.width = 20;
   std::string narrow = write_text(job, &a, o);
   EXPECT_EQ(narrow.substr(0, narrow.find('\n') + 1), "hangscan: 6 proce...\n");
