@@ -16,15 +16,7 @@
 namespace {
 
 using hangscan::testing::FakeCore;
-
-user_regs_struct regs(std::uint64_t rip, std::uint64_t rsp, std::uint64_t orig_rax) {
-  user_regs_struct r{};
-  r.rip = rip;
-  r.rsp = rsp;
-  r.orig_rax = orig_rax;
-  r.fs_base = 0x7f0000001000;
-  return r;
-}
+using hangscan::testing::make_regs;
 
 FakeCore full_core() {
   FakeCore c;
@@ -43,8 +35,8 @@ FakeCore full_core() {
   std::uint64_t sp = hi - 512;
   for (std::size_t i = 0; i < sizeof(words) / 8; ++i) hangscan::testing::put(stack, sp - lo + i * 8, words[i]);
   c.add_note(NT_PRPSINFO, FakeCore::prpsinfo(10, 1, "prog", "prog"));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(11, SIGSEGV, regs(0x401000, sp, ~0ULL)));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(10, SIGSEGV, regs(0x401008, sp - 64, 202)));
+  c.add_note(NT_PRSTATUS, FakeCore::prstatus(11, SIGSEGV, make_regs(0x401000, sp, ~0ULL)));
+  c.add_note(NT_PRSTATUS, FakeCore::prstatus(10, SIGSEGV, make_regs(0x401008, sp - 64, 202)));
   c.add_note(0x53494749, FakeCore::siginfo(SIGSEGV, 1, 0));
   c.add_note(0x46494c45, FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/prog"},
                                               {0x7f0000000000, 0x7f0000002000, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6"}}));
@@ -79,7 +71,7 @@ int main(int argc, char** argv) {
   }
   write(dir, "gcore.core", gcore.build());
   FakeCore minimal;
-  minimal.add_note(NT_PRSTATUS, FakeCore::prstatus(1, 0, regs(0, 0, ~0ULL)));
+  minimal.add_note(NT_PRSTATUS, FakeCore::prstatus(1, 0, make_regs(0, 0, ~0ULL)));
   write(dir, "minimal.core", minimal.build());
   std::printf("core seeds written to %s\n", dir.c_str());
   return 0;

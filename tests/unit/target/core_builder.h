@@ -24,6 +24,17 @@ void put(std::vector<std::uint8_t>& out, std::size_t at, T v) {
   put_bytes(out, at, &v, sizeof(T));
 }
 
+// Registers of a fabricated thread: pc, stack pointer, orig_rax (-1: not in a syscall).
+inline user_regs_struct make_regs(std::uint64_t rip, std::uint64_t rsp,
+                                  std::uint64_t orig_rax = ~0ULL) {
+  user_regs_struct r{};
+  r.rip = rip;
+  r.rsp = rsp;
+  r.orig_rax = orig_rax;
+  r.fs_base = 0x7f0000001000;
+  return r;
+}
+
 struct FakeCore {
   struct Note {
     std::string owner;

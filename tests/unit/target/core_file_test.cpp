@@ -12,20 +12,11 @@ namespace {
 
 using testing::FakeCore;
 
-user_regs_struct regs_with(std::uint64_t rip, std::uint64_t rsp, std::uint64_t orig_rax = ~0ULL) {
-  user_regs_struct r{};
-  r.rip = rip;
-  r.rsp = rsp;
-  r.orig_rax = orig_rax;
-  r.fs_base = 0x7f0000001000;
-  return r;
-}
-
 FakeCore two_thread_core() {
   FakeCore c;
   c.add_note(NT_PRPSINFO, FakeCore::prpsinfo(100, 1, "worker", "python3 train.py --lr 0.1 "));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(101, SIGSEGV, regs_with(0x401000, 0x7ffd0000f000)));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(100, SIGSEGV, regs_with(0x402000, 0x7ffd0000e000, 202)));
+  c.add_note(NT_PRSTATUS, FakeCore::prstatus(101, SIGSEGV, testing::make_regs(0x401000, 0x7ffd0000f000)));
+  c.add_note(NT_PRSTATUS, FakeCore::prstatus(100, SIGSEGV, testing::make_regs(0x402000, 0x7ffd0000e000, 202)));
   c.add_note(0x53494749, FakeCore::siginfo(SIGSEGV, 1 /* SEGV_MAPERR */, 0));
   c.add_note(0x46494c45, FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/prog"},
                                               {0x402000, 0x404000, 2, "/usr/bin/prog"}}));
