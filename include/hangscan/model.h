@@ -66,6 +66,7 @@ struct ThreadSnapshot {
   bool is_main = false;                      // tid == pid
   bool crashed = false;                      // cores: the thread that took the signal
   std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
+  std::optional<std::uint64_t> stack_pointer; // from /proc/TID/syscall (not written out)
   std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")
 };
 

@@ -122,7 +122,24 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     if (res) unwound[c.tid] = std::move(*res);
     else unwind_errors[c.tid] = res.error().what();
   }
-  python.decode(tids, fs_bases);
+  // Stack mappings by thread: from the registers, or (--nonblocking, no registers) from the
+  // stack pointer the kernel shows for a thread blocked in a system call.
+  std::map<int, std::pair<std::uint64_t, std::uint64_t>> stack_ranges;
+  auto note_stack = [&](int tid, std::uint64_t sp) {
+    for (const auto& m : target.mappings()) {
+      if (m.contains(sp)) stack_ranges[tid] = {m.start, m.end};
+    }
+  };
+  for (const auto& c : copies) {
+    if (c.regs) note_stack(c.tid, c.regs->sp());
+  }
+  if (options.nonblocking) {
+    for (const auto& [tid, t] : described) {
+      tids.push_back(tid);
+      if (t.stack_pointer) note_stack(tid, *t.stack_pointer);
+    }
+  }
+  python.decode(tids, fs_bases, stack_ranges);
 
   for (auto& c : copies) {
     ThreadSnapshot t;

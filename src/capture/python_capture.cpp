@@ -70,13 +70,15 @@ void PythonCapture::walk_nonblocking() {
 }
 
 void PythonCapture::decode(const std::vector<int>& tids,
-                           const std::map<int, std::uint64_t>& fs_bases) {
+                           const std::map<int, std::uint64_t>& fs_bases,
+                           const std::map<int, std::pair<std::uint64_t, std::uint64_t>>& stacks) {
 #ifdef HS_HAVE_PYTHON
   if (!state_->reader || !state_->walked) return;
-  auto stacks = state_->reader->decode(state_->raw, state_->target.memory());
+  auto decoded = state_->reader->decode(state_->raw, state_->target.memory());
+  std::vector<python::PythonThreadStack> unmatched;
   // Match Python thread states to native threads: native_tid when the version records it,
   // else pthread_t == the thread's fs_base (x86-64 glibc).
-  for (auto& st : stacks) {
+  for (auto& st : decoded) {
     std::optional<int> tid;
     if (st.native_tid && std::find(tids.begin(), tids.end(), *st.native_tid) != tids.end()) {
       tid = st.native_tid;
@@ -86,12 +88,28 @@ void PythonCapture::decode(const std::vector<int>& tids,
       }
     }
     if (!tid && state_->nonblocking && st.native_tid) tid = st.native_tid;
-    if (!tid) continue;
+    if (!tid && st.pthread_id != 0) {
+      for (const auto& [t, range] : stacks) {
+        if (st.pthread_id >= range.first && st.pthread_id < range.second) tid = t;
+      }
+    }
+    if (!tid) {
+      unmatched.push_back(std::move(st));
+      continue;
+    }
     state_->matched[*tid] = std::move(st);
+  }
+  // The main thread's pthread_t lies in the static TLS block, not in a stack mapping: one
+  // Python thread left over when the main thread is still unmatched is the main thread.
+  int main_tid = state_->target.pid();
+  if (unmatched.size() == 1 && state_->matched.count(main_tid) == 0 &&
+      (stacks.count(main_tid) != 0 || fs_bases.count(main_tid) != 0)) {
+    state_->matched[main_tid] = std::move(unmatched.front());
   }
 #else
   (void)tids;
   (void)fs_bases;
+  (void)stacks;
 #endif
 }
 

@@ -32,7 +32,11 @@ class PythonCapture {
   void walk_nonblocking();
   // After resume: decodes code objects and matches Python threads to native ones. `fs_bases`
   // maps tid to the thread's fs_base register (its pthread_t), for versions without native ids.
-  void decode(const std::vector<int>& tids, const std::map<int, std::uint64_t>& fs_bases);
+  // `stacks` maps tid to the [start, end) of the mapping holding its stack pointer: glibc
+  // keeps a thread's pthread_t at the top of that mapping, which matches Python threads to
+  // native ones without registers (--nonblocking on versions without native ids).
+  void decode(const std::vector<int>& tids, const std::map<int, std::uint64_t>& fs_bases,
+              const std::map<int, std::pair<std::uint64_t, std::uint64_t>>& stacks);
   // True when the thread runs Python code (so Python-only output needs no native symbols).
   bool has_python_frames(int tid) const;
   // Attaches the decoded frames to the snapshot's threads (merged with native for --native).

@@ -179,6 +179,16 @@ std::optional<std::string> parse_syscall(std::string_view text) {
   return syscall_name(nr);
 }
 
+std::optional<std::uint64_t> parse_syscall_sp(std::string_view text) {
+  auto f = fields(trim(text));
+  if (f.size() < 3) return std::nullopt;
+  std::string_view sp = f[f.size() - 2];
+  if (sp.size() > 2 && sp.substr(0, 2) == "0x") sp.remove_prefix(2);
+  std::uint64_t v = 0;
+  if (!parse_num(sp, v, 16)) return std::nullopt;
+  return v;
+}
+
 std::vector<Frame> parse_kernel_stack(std::string_view text) {
   std::vector<Frame> out;
   for_each_line(text, [&](std::string_view line) {

@@ -53,6 +53,8 @@ std::optional<ProcStatus> parse_status(std::string_view text);
 // /proc/TID/syscall: "202 0x... sp pc" -> "futex"; "running"; "-1 sp pc" -> "none".
 std::optional<std::string> parse_syscall(std::string_view text);
 std::string syscall_name(long number);
+// The user stack pointer in /proc/TID/syscall (second to last field); nullopt for "running".
+std::optional<std::uint64_t> parse_syscall_sp(std::string_view text);
 
 // /proc/TID/stack: "[<0>] futex_wait_queue+0x60/0xa0" lines -> kernel frames.
 std::vector<Frame> parse_kernel_stack(std::string_view text);

@@ -129,6 +129,7 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
   out.wchan = read_wchan(pid_, out.tid);
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {
     out.syscall = parse_syscall(*text);
+    out.stack_pointer = parse_syscall_sp(*text);
   }
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/stack", pid_, out.tid))) {
     out.kernel_frames = parse_kernel_stack(*text);

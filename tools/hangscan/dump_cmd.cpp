@@ -12,6 +12,7 @@
 #include "capture/capture.h"
 #include "cli.h"
 #include "group/progress.h"
+#include "gcore_cmd.h"
 #include "output.h"
 #include "proc/discovery.h"
 #include "target/live_target.h"
@@ -34,6 +35,7 @@ struct DumpOptions {
   int samples = 1;
   double interval = 1.0;
   OutputOptions output;
+  GcoreDumpOptions gcore;
 };
 
 Diagnostic error_diagnostic(const Error& e, int pid) {
@@ -96,8 +98,23 @@ int run_dump(const DumpOptions& o) {
   std::vector<std::string> log;
   if (o.verbose) copt.log = &log;
 
+  // Explicit pids are checked first, so a bad one gets its own error line and hint (no such
+  // process, zombie, kernel thread, already traced, permission) rather than vanishing.
+  std::vector<int> good_pids;
+  std::vector<Diagnostic> rejected;
+  for (int pid : o.pids) {
+    auto t = open_live_target(pid);
+    if (t) {
+      good_pids.push_back(pid);
+      continue;
+    }
+    print_error(t.error());
+    rejected.push_back(error_diagnostic(t.error(), pid));
+  }
+  if (good_pids.empty() && o.match.empty()) return kExitNothing;
+
   DiscoveryOptions dopt;
-  dopt.pids = o.pids;
+  dopt.pids = good_pids;
   dopt.subprocesses = o.subprocesses;
   dopt.match = o.match;
   std::vector<Diagnostic> discovery_diags;
@@ -125,10 +142,13 @@ int run_dump(const DumpOptions& o) {
     apply_progress(job, progress);
   }
   for (auto& d : discovery_diags) job.diagnostics.push_back(std::move(d));
+  for (auto& d : rejected) job.diagnostics.push_back(std::move(d));
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
 
   if (!write_report(job, o.output)) return kExitNothing;
-  return exit_code_for(job);
+  int rc = exit_code_for(job);
+  if (o.gcore.requested() && !write_job_cores(job, o.output, o.gcore)) rc = std::max(rc, kExitPartial);
+  return rc;
 }
 
 }  // namespace
@@ -155,6 +175,7 @@ void add_dump_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_flag("-v,--verbose", opts->verbose, "Say how processes and interpreters were found");
   add_output_options(sub, opts->output);
+  add_gcore_dump_options(sub, opts->gcore);
   sub->callback([opts, &action] {
     opts->output.color = output_wants_color();
     action = [opts] { return run_dump(*opts); };
