@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/core.h>
 
@@ -296,6 +297,10 @@ Status CoreFile::parse_notes(std::uint64_t offset, std::uint64_t size) {
 
 void CoreFile::parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
                           std::size_t size) {
+  if (owner == "HANGSCAN" && type == 0x48530001) {   // written by `hangscan gcore`
+    parse_hangscan_note(desc, size);
+    return;
+  }
   if (owner != "CORE") return;   // "LINUX" notes hold FPU/xstate; not needed here
   switch (type) {
     case NT_PRSTATUS: parse_prstatus(desc, size); break;
@@ -406,6 +411,18 @@ void CoreFile::parse_auxv(const std::uint8_t* desc, std::size_t size) {
     auto val = load<std::uint64_t>(desc + at + 8);
     if (type == AT_NULL) break;
     auxv_.emplace_back(type, val);
+  }
+}
+
+void CoreFile::parse_hangscan_note(const std::uint8_t* desc, std::size_t size) {
+  constexpr std::size_t kMaxLines = 100000;
+  std::string_view text(reinterpret_cast<const char*>(desc), size);
+  while (!text.empty() && omitted_.size() < kMaxLines) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    if (line.starts_with("omitted ")) omitted_.emplace_back(line.substr(8));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
   }
 }
 

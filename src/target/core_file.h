@@ -94,6 +94,8 @@ class CoreFile {
   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& auxv() const { return auxv_; }
   std::optional<std::uint64_t> auxv_value(std::uint64_t type) const;
   std::uint64_t page_size() const { return page_size_; }
+  // Memory `hangscan gcore` left out (its "HANGSCAN" note): "START-END SIZE reason" lines.
+  const std::vector<std::string>& omitted() const { return omitted_; }
   // Problems that do not stop the reading (a truncated file, a skipped bad note): they
   // become diagnostics in the report.
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -119,6 +121,7 @@ class CoreFile {
   void parse_siginfo(const std::uint8_t* desc, std::size_t size);
   void parse_file_note(const std::uint8_t* desc, std::size_t size);
   void parse_auxv(const std::uint8_t* desc, std::size_t size);
+  void parse_hangscan_note(const std::uint8_t* desc, std::size_t size);
 
   std::unique_ptr<CoreBytes> bytes_;
   std::string name_;
@@ -130,6 +133,7 @@ class CoreFile {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> auxv_;
   std::uint64_t page_size_ = 4096;
   std::vector<std::string> warnings_;
+  std::vector<std::string> omitted_;
   bool truncated_ = false;
 };
 

@@ -221,6 +221,7 @@ class CoreTarget : public Target {
     info.path = core_->name();
     info.signal = fatal_signal(*core_);
     info.crashed_tid = crashed_tid_;
+    info.omitted = core_->omitted();
     out.core = std::move(info);
     for (const auto& w : core_->warnings()) {
       Diagnostic d;

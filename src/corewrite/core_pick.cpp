@@ -1,0 +1,38 @@
+#include "corewrite/core_pick.h"
+
+#include <algorithm>
+
+namespace hangscan {
+
+std::optional<GcoreMode> parse_gcore_mode(const std::string& text) {
+  if (text == "one-per-group") return GcoreMode::one_per_group;
+  if (text == "suspects") return GcoreMode::suspects;
+  if (text == "all") return GcoreMode::all;
+  return std::nullopt;
+}
+
+std::vector<std::size_t> pick_core_members(const Analysis& analysis, GcoreMode mode,
+                                           std::size_t process_count) {
+  std::vector<std::size_t> out;
+  switch (mode) {
+    case GcoreMode::all:
+      for (std::size_t i = 0; i < process_count; ++i) out.push_back(i);
+      return out;
+    case GcoreMode::one_per_group:
+      for (const auto& g : analysis.groups) {
+        if (!g.members.empty()) out.push_back(g.members.front());
+      }
+      [[fallthrough]];
+    case GcoreMode::suspects:
+      out.insert(out.end(), analysis.suspect_members.begin(), analysis.suspect_members.end());
+      break;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [process_count](std::size_t i) { return i >= process_count; }),
+            out.end());
+  return out;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,238 @@
+// Order of work, to keep the pause short: everything that does not need a stopped target
+// (process facts, the environment, locating the interpreter, creating the file) happens
+// before the freeze; while stopped: registers, the Python walk, the memory map and the copy.
+#include "corewrite/core_writer.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "corewrite/core_plan.h"
+#include "corewrite/elf_core_writer.h"
+#include "corewrite/proc_facts.h"
+#include "corewrite/read_recorder.h"
+#include "proc/discovery.h"
+#include "proc/environ_memory.h"
+#include "proc/proc_files.h"
+#include "python/python_reader.h"
+#include "target/live_target.h"
+
+namespace hangscan {
+namespace {
+
+// Thread control blocks (fs_base) and the TLS below them: libthread_db (gdb) and the
+// Python thread matching read them.
+constexpr std::uint64_t kTlsBelow = 64 * 1024;
+constexpr std::uint64_t kTcbAbove = 4096;
+
+std::string proc_path(int pid, const char* what) { return fmt::format("/proc/{}/{}", pid, what); }
+
+std::string read_or_empty(const std::string& path, std::size_t max = 1 << 22) {
+  auto t = read_text_file(path, max);
+  return t ? std::move(*t) : std::string();
+}
+
+CoreProcessInfo process_info(int pid) {
+  CoreProcessInfo info;
+  info.pid = pid;
+  if (auto s = parse_stat_facts(read_or_empty(proc_path(pid, "stat")))) {
+    info.state = s->state;
+    info.ppid = s->ppid;
+    info.pgrp = s->pgrp;
+    info.sid = s->sid;
+    info.nice = s->nice;
+  }
+  std::string status = read_or_empty(proc_path(pid, "status"));
+  if (auto uid = status_field(status, "Uid")) info.uid = static_cast<unsigned>(std::stoul(*uid));
+  if (auto gid = status_field(status, "Gid")) info.gid = static_cast<unsigned>(std::stoul(*gid));
+  info.comm = read_comm(pid, pid);
+  std::string cmd = read_or_empty(proc_path(pid, "cmdline"), 4096);
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  info.psargs = cmd;
+  std::string auxv = read_or_empty(proc_path(pid, "auxv"), 1 << 16);
+  info.auxv.assign(auxv.begin(), auxv.end());
+  return info;
+}
+
+CoreThreadState thread_state(int pid, int tid, const Registers& regs) {
+  CoreThreadState t;
+  t.tid = tid;
+  t.regs = regs;
+  std::string status = read_or_empty(fmt::format("/proc/{}/task/{}/status", pid, tid));
+  t.sigpend = status_hex(status, "SigPnd");
+  t.sighold = status_hex(status, "SigBlk");
+  auto tick_us = 1000000 / static_cast<std::uint64_t>(std::max(1L, sysconf(_SC_CLK_TCK)));
+  if (auto s = parse_stat_facts(read_or_empty(fmt::format("/proc/{}/task/{}/stat", pid, tid)))) {
+    t.utime_us = s->utime_ticks * tick_us;
+    t.stime_us = s->stime_ticks * tick_us;
+  }
+  // We are the tracer while the freeze lasts, so the FPU state is ours to read.
+  user_fpregs_struct fp{};
+  if (ptrace(PTRACE_GETFPREGS, tid, nullptr, &fp) == 0) t.fpregs = fp;
+  return t;
+}
+
+std::uint64_t auxv_value(const std::vector<std::uint8_t>& auxv, std::uint64_t type) {
+  for (std::size_t at = 0; at + 16 <= auxv.size(); at += 16) {
+    std::uint64_t k, v;
+    std::memcpy(&k, auxv.data() + at, 8);
+    std::memcpy(&v, auxv.data() + at + 8, 8);
+    if (k == type) return v;
+  }
+  return 0;
+}
+
+// The memory map as it is while stopped, with smaps facts and ELF magic of file images.
+void read_layout(Target& target, PlanInput& in) {
+  const int pid = target.pid();
+  in.mappings = parse_maps(read_or_empty(proc_path(pid, "maps"), 1 << 26));
+  auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
+  in.facts.resize(in.mappings.size());
+  for (std::size_t i = 0; i < in.mappings.size(); ++i) {
+    const Mapping& m = in.mappings[i];
+    if (auto it = smaps.find(m.start); it != smaps.end()) in.facts[i] = it->second;
+    if (m.is_file() && m.offset == 0 && m.readable() && !in.facts[i].io) {
+      char magic[SELFMAG] = {};
+      in.facts[i].elf_magic = target.memory().read(m.start, magic, SELFMAG) == SELFMAG &&
+                              std::memcmp(magic, ELFMAG, SELFMAG) == 0;
+    }
+  }
+  if (auto f = parse_coredump_filter(read_or_empty(proc_path(pid, "coredump_filter")))) {
+    in.coredump_filter = *f;
+  }
+}
+
+class FileGuard {
+ public:
+  FileGuard(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~FileGuard() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!keep_) ::unlink(path_.c_str());
+  }
+  FileGuard(const FileGuard&) = delete;
+  FileGuard& operator=(const FileGuard&) = delete;
+  int fd() const { return fd_; }
+  void keep() { keep_ = true; }
+
+ private:
+  int fd_;
+  std::string path_;
+  bool keep_ = false;
+};
+
+}  // namespace
+
+std::string core_file_name(const std::string& host, std::optional<int> rank, int pid) {
+  if (rank) return fmt::format("core.{}.r{}.{}", host, *rank, pid);
+  return fmt::format("core.{}.{}", host, pid);
+}
+
+Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opts) {
+  auto opened = open_live_target(pid);
+  if (!opened) return std::move(opened).error();
+  Target& target = **opened;
+  CoreWriteResult res;
+  CoreProcessInfo info = process_info(pid);
+
+  // Before the freeze: the environment (for the rank, and so that its pages are kept) and
+  // the interpreter's location.
+  RecordingTarget recorder(target);
+  res.rank = opts.rank;
+  auto env = read_environment(recorder);
+  if (!res.rank) {
+    ProcessSnapshot snap;
+    apply_rank_info(snap, env);
+    res.rank = snap.rank;
+  }
+  std::unique_ptr<python::PythonReader> py;
+  if (opts.python) {
+    auto located = python::PythonReader::locate(recorder, nullptr);
+    if (located) {
+      py = std::move(*located);
+      res.python_version = py->version();
+    } else if (located.error().code != Errc::not_found) {
+      res.warnings.push_back(fmt::format("Python frames not kept: {}", located.error().what()));
+    }
+  }
+
+  std::string host = opts.host.empty() ? local_host_name() : opts.host;
+  res.path = fmt::format("{}/{}", opts.dir.empty() ? "." : opts.dir, core_file_name(host, res.rank, pid));
+  int fd = ::open(res.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int err = errno;
+    return Error(err == EACCES ? Errc::permission : Errc::io,
+                 fmt::format("cannot create {}: {}", res.path, std::strerror(err)), err,
+                 err == EEXIST ? "a core of this process is already there; move it away or use -o DIR"
+                               : "choose a writable directory with -o DIR");
+  }
+  FileGuard file(fd, res.path);
+  ::fchmod(fd, 0600);   // whatever the umask
+
+  auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
+  if (!freeze) return std::move(freeze).error();
+  PlanInput in;
+  in.max_size = opts.max_size;
+  for (const auto& ft : (*freeze)->threads()) {
+    if (!ft.regs) {
+      res.warnings.push_back(fmt::format("thread {} left out of the core: {}", ft.tid, ft.error));
+      continue;
+    }
+    info.threads.push_back(thread_state(pid, ft.tid, *ft.regs));
+    in.stack_pointers.push_back(ft.regs->sp());
+    std::uint64_t fs = ft.regs->fs_base();
+    if (fs != 0) in.keep_ranges.emplace_back(fs > kTlsBelow ? fs - kTlsBelow : 0, fs + kTcbAbove);
+  }
+  if (info.threads.empty()) {
+    return Error(Errc::io, fmt::format("pid {}: no thread could be stopped", pid), 0,
+                 "the process may be in uninterruptible sleep (D state); try again later");
+  }
+  std::stable_partition(info.threads.begin(), info.threads.end(),
+                        [pid](const CoreThreadState& t) { return t.tid == pid; });
+  if (py) {
+    RecordingMemory mem(target.memory());
+    auto raw = py->walk(mem, false);
+    (void)py->decode(raw, mem);
+    in.keep_ranges.insert(in.keep_ranges.end(), mem.ranges().begin(), mem.ranges().end());
+  }
+  in.keep_ranges.insert(in.keep_ranges.end(), recorder.ranges().begin(), recorder.ranges().end());
+  read_layout(target, in);
+  in.vdso = auxv_value(info.auxv, AT_SYSINFO_EHDR);
+  info.mappings = in.mappings;
+  CorePlan plan = plan_core(in);
+  auto stats = write_elf_core(file.fd(), info, plan, target.memory());
+  res.pause_us = (*freeze)->release();
+  if (!stats) return std::move(stats).error();
+
+  struct stat st {};
+  if (::fstat(file.fd(), &st) == 0) {
+    res.file_size = static_cast<std::uint64_t>(st.st_size);
+    res.disk_bytes = static_cast<std::uint64_t>(st.st_blocks) * 512;
+  }
+  for (const auto& p : plan.pieces) {
+    res.kept_bytes += p.dump;
+    if (!p.omitted.empty()) res.omitted_bytes += p.size();
+  }
+  res.threads = info.threads.size();
+  res.omitted = stats->omitted;
+  for (auto& w : plan.warnings) res.warnings.push_back(std::move(w));
+  file.keep();
+  return res;
+}
+
+Result<std::string> write_core(int pid, const CoreWriteOptions& opts) {
+  auto r = write_core_detailed(pid, opts);
+  if (!r) return std::move(r).error();
+  return r->path;
+}
+
+}  // namespace hangscan

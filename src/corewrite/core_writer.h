@@ -1,0 +1,52 @@
+// write_core(): a size-bounded core of a live process, taken while it runs on.
+//
+// Why: the usual advice for a hang (`gcore` or `kill -ABRT` on every rank) gives cores of
+// many gigabytes each, and ABRT ends the job. This takes the core itself: the process is
+// stopped only while its memory is copied (the pause is measured), and the core keeps what
+// stacks need (see core_plan.h) and leaves the bulk out. `hangscan gcore`, `hangscan dump
+// --gcore` and the cluster modes (on each node) all call this one function.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hangscan/result.h"
+
+namespace hangscan {
+
+struct CoreWriteOptions {
+  std::string dir = ".";                    // where the core goes
+  std::uint64_t max_size = 256ull << 20;    // --max-size
+  std::optional<int> rank;                  // in the file name; found from the environment if unset
+  std::string host;                         // in the file name; this host if empty
+  bool python = true;                       // keep the memory the Python stacks need
+  std::chrono::milliseconds freeze_timeout{3000};
+};
+
+struct CoreWriteResult {
+  std::string path;
+  std::int64_t pause_us = 0;                // the target was stopped this long
+  std::uint64_t file_size = 0;              // st_size
+  std::uint64_t disk_bytes = 0;             // blocks on disk (zero pages are holes)
+  std::uint64_t kept_bytes = 0;             // memory in PT_LOAD segments
+  std::uint64_t omitted_bytes = 0;          // memory listed in the HANGSCAN note
+  std::size_t threads = 0;
+  std::optional<int> rank;
+  std::string python_version;               // empty: not Python (or not readable)
+  std::vector<std::string> omitted;         // the HANGSCAN note's lines
+  std::vector<std::string> warnings;        // threads without registers, over the cap ...
+};
+
+// "core.<host>.<pid>", or "core.<host>.r<rank>.<pid>" when the rank is known.
+std::string core_file_name(const std::string& host, std::optional<int> rank, int pid);
+
+// Takes the core. The file is created new (O_EXCL) with mode 0600: cores hold secrets.
+Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opts);
+
+// The same, for callers that only need the path.
+Result<std::string> write_core(int pid, const CoreWriteOptions& opts);
+
+}  // namespace hangscan
