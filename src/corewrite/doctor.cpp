@@ -83,8 +83,14 @@ class Doctor {
           "run hangscan as root (sudo), or 'sysctl -w kernel.yama.ptrace_scope=0'");
       return;
     }
-    if (container && !cap) {
-      add(Level::fail, "ptrace", "running in a container without CAP_SYS_PTRACE",
+    const std::string container_fix =
+        container && !cap ? "; in this container: start it with --cap-add=SYS_PTRACE "
+                            "(docker/podman) or add SYS_PTRACE to the pod's capabilities"
+                          : "";
+    if (!o_.pid && container && !cap) {
+      add(Level::warn, "ptrace",
+          "running in a container without CAP_SYS_PTRACE: only processes of your own user "
+          "can be traced",
           "start the container with --cap-add=SYS_PTRACE (docker/podman) or add SYS_PTRACE to "
           "the pod's securityContext capabilities");
       return;
@@ -124,7 +130,8 @@ class Doctor {
                             ? fmt::format("hangscan runs as uid {} and pid {} belongs to uid {}", me, pid, owner)
                             : "the kernel refuses access";
       add(Level::fail, "ptrace", fmt::format("pid {} cannot be traced: {}", pid, why),
-          fmt::format("run hangscan as uid {} (the process's user) or as root (sudo)", owner));
+          fmt::format("run hangscan as uid {} (the process's user) or as root (sudo){}", owner,
+                      container_fix));
       return;
     }
     add(Level::ok, "ptrace", fmt::format("pid {} can be traced (uid {}{})", pid, me,

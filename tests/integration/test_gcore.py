@@ -76,18 +76,20 @@ def test_core_python_stacks_match_live(big, gcore_run):
         assert core_stacks[tid] == frames, f"thread {tid}: core {core_stacks[tid]} live {frames}"
     # And the lines are the ones the program blocks at.
     src = str(BIG)
-    innermost = {frames[0][1:] for frames in core_stacks.values()}
+    # The innermost frame of py_big.py in each thread (worker_wait is inside threading.py).
+    ours = {[f for f in frames if f[1] == src][0][1:] for frames in core_stacks.values()}
     for tag in ("worker_wait", "nested_sleep", "lock_wait", "main_block"):
-        assert (src, hs.hs_line("py_big.py", tag)) in innermost, (tag, innermost)
+        assert (src, hs.hs_line("py_big.py", tag)) in ours, (tag, ours)
     nested = [f for f in core_stacks.values() if f[0][0] == "nested_sleep"][0]
     assert [f[0] for f in nested[:6]] == ["nested_sleep"] * 6
     # The core says what it left out.
-    omitted = core_p["core"]["omitted"]
+    omitted = core_p["omitted"]
     assert any("over --max-size" in line for line in omitted), omitted
     # Native frames are there too (merged with the Python ones by `hangscan core`).
     main = hs.thread_by_tid(core_p, big.pid)
-    assert hs.find_frame(hs.frames_of(main), r"_PyEval_EvalFrameDefault", regex=True) >= 0, \
-        hs.format_stack(main)
+    native = hs.function_names(hs.frames_of(main))
+    for fn in ("PyThread_acquire_lock_timed", "Py_RunMain", "__libc_start_main"):
+        assert fn in native, hs.format_stack(main)
 
 
 def test_gdb_reads_core(big, gcore_run):
@@ -141,12 +143,22 @@ def test_dump_gcore_one_per_group_on_ring_job(targets):
                               timeout=300)
         assert rep.rc in (0, 1), rep.describe()
         assert sorted(p["rank"] for p in rep.doc["processes"]) == [0, 2]
-        assert rep.doc["suspects"] == live.doc["suspects"], rep.doc.get("suspect_reasons")
-        odd = [p for p in rep.doc["processes"] if p["rank"] == 2][0]
-        odd_live = [p for p in live.doc["processes"] if p.get("rank") == 2][0]
-        main_core = hs.thread_by_tid(odd, odd["pid"])
-        main_live = hs.thread_by_tid(odd_live, odd_live["pid"])
-        assert python_frames(main_core) == python_frames(main_live)
+        # Two cores of a 4-rank job cannot elect a majority (ranks 1,3 are "missing" there);
+        # what must match: each core's stack is its rank's live stack, and the odd rank of the
+        # live report is alone in its group, apart from the majority's representative.
+        groups = [sorted(g["ranks"]) for g in rep.doc["groups"]]
+        assert sorted(groups) == [[0], [2]], groups
+        for rank in (0, 2):
+            core_p = [p for p in rep.doc["processes"] if p["rank"] == rank][0]
+            live_p = [p for p in live.doc["processes"] if p.get("rank") == rank][0]
+            assert core_p["pid"] == live_p["pid"]
+            main_core = hs.thread_by_tid(core_p, core_p["pid"])
+            main_live = hs.thread_by_tid(live_p, live_p["pid"])
+            assert python_frames(main_core) == python_frames(main_live), rank
+        odd_line = hs.hs_line("ring_allreduce.py", "odd")
+        odd_core = [p for p in rep.doc["processes"] if p["rank"] == 2][0]
+        assert (str(RING), odd_line) in {f[1:] for f in python_frames(
+            hs.thread_by_tid(odd_core, odd_core["pid"]))}
     for p in live.doc["processes"]:
         if p.get("rank") is not None:
             hs.assert_runs_on(p["pid"])
