@@ -92,11 +92,11 @@ std::uint64_t auxv_value(const std::vector<std::uint8_t>& auxv, std::uint64_t ty
   return 0;
 }
 
-// The memory map as it is while stopped, with smaps facts and ELF magic of file images.
-void read_layout(Target& target, PlanInput& in) {
+// The memory map as it is while stopped, with smaps facts (read before the freeze: smaps
+// walks the page tables, tens of milliseconds for GiBs) and ELF magic of file images.
+void read_layout(Target& target, const std::map<std::uint64_t, MappingFacts>& smaps, PlanInput& in) {
   const int pid = target.pid();
   in.mappings = parse_maps(read_or_empty(proc_path(pid, "maps"), 1 << 26));
-  auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   in.facts.resize(in.mappings.size());
   for (std::size_t i = 0; i < in.mappings.size(); ++i) {
     const Mapping& m = in.mappings[i];
@@ -178,6 +178,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   FileGuard file(fd, res.path);
   ::fchmod(fd, 0600);   // whatever the umask
 
+  auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
   if (!freeze) return std::move(freeze).error();
   PlanInput in;
@@ -205,7 +206,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
     in.keep_ranges.insert(in.keep_ranges.end(), mem.ranges().begin(), mem.ranges().end());
   }
   in.keep_ranges.insert(in.keep_ranges.end(), recorder.ranges().begin(), recorder.ranges().end());
-  read_layout(target, in);
+  read_layout(target, smaps, in);
   in.vdso = auxv_value(info.auxv, AT_SYSINFO_EHDR);
   info.mappings = in.mappings;
   CorePlan plan = plan_core(in);
