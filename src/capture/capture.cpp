@@ -162,8 +162,14 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
         auto frames = session->symbolize(raw, symbols);
         t.frames.insert(t.frames.end(), frames.begin(), frames.end());
       }
-      if (!u->second.stop_reason.empty() && t.frames.size() < 2) {
+      if (!u->second.stop_reason.empty() && u->second.frames.size() < 2) {
         t.notes.push_back("unwind stopped: " + u->second.stop_reason);
+      } else if (u->second.frames.size() == 1 && !t.frames.empty() &&
+                 t.frames.back().function != "_start") {
+        // A lone frame is a stack cut short (e.g. a pc in code without unwind info, such as
+        // clone3's syscall instruction), not a thread with one function: say so.
+        t.notes.push_back(fmt::format("stack may be incomplete: unwinding stopped after {}",
+                                      t.frames.back().function));
       }
     }
     snap.threads.push_back(std::move(t));
