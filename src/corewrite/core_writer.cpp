@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -52,8 +53,8 @@ CoreProcessInfo process_info(int pid) {
     info.nice = s->nice;
   }
   std::string status = read_or_empty(proc_path(pid, "status"));
-  if (auto uid = status_field(status, "Uid")) info.uid = static_cast<unsigned>(std::stoul(*uid));
-  if (auto gid = status_field(status, "Gid")) info.gid = static_cast<unsigned>(std::stoul(*gid));
+  if (auto uid = status_field(status, "Uid")) info.uid = static_cast<unsigned>(std::strtoul(uid->c_str(), nullptr, 10));
+  if (auto gid = status_field(status, "Gid")) info.gid = static_cast<unsigned>(std::strtoul(gid->c_str(), nullptr, 10));
   info.comm = read_comm(pid, pid);
   std::string cmd = read_or_empty(proc_path(pid, "cmdline"), 4096);
   std::replace(cmd.begin(), cmd.end(), '\0', ' ');

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -242,7 +243,7 @@ class Doctor {
   void check_disk() {
     std::uint64_t rss = 0;
     if (o_.pid) {
-      if (auto v = status_field(slurp(proc("status")), "VmRSS")) rss = std::stoull(*v) * 1024;
+      if (auto v = status_field(slurp(proc("status")), "VmRSS")) rss = std::strtoull(v->c_str(), nullptr, 10) * 1024;
     }
     for (const auto& [what, dir] : {std::pair<std::string, std::string>{"hangscan gcore", o_.core_dir},
                                     {"kernel cores", core_dir_}}) {
