@@ -134,7 +134,7 @@ class FileGuard {
 }  // namespace
 
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid) {
-  if (rank) return fmt::format("core.{}.r{}.{}", host, *rank, pid);
+  if (rank) return fmt::format("core.{}.rank{}.{}", host, *rank, pid);
   return fmt::format("core.{}.{}", host, pid);
 }
 

@@ -40,7 +40,7 @@ struct CoreWriteResult {
   std::vector<std::string> warnings;        // threads without registers, over the cap ...
 };
 
-// "core.<host>.<pid>", or "core.<host>.r<rank>.<pid>" when the rank is known.
+// "core.<host>.<pid>", or "core.<host>.rank<rank>.<pid>" when the rank is known.
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid);
 
 // Takes the core. The file is created new (O_EXCL) with mode 0600: cores hold secrets.

@@ -135,7 +135,7 @@ def test_dump_gcore_one_per_group_on_ring_job(targets):
         assert live.doc["suspects"] == [2], live.doc.get("suspect_reasons")
         cores = sorted(os.listdir(d))
         assert len(cores) == 2, (cores, live.stderr)
-        ranks = sorted(int(re.search(r"\.r(\d+)\.\d+$", c).group(1)) for c in cores)
+        ranks = sorted(int(re.search(r"\.rank(\d+)\.\d+$", c).group(1)) for c in cores)
         assert ranks == [0, 2], cores
         for c in cores:
             assert stat.S_IMODE(os.stat(os.path.join(d, c)).st_mode) == 0o600
