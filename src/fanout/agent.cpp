@@ -90,6 +90,17 @@ bool job_matches(const std::vector<std::string>& env, const std::string& job_id)
   return array && task && *array + "_" + *task == job_id;
 }
 
+// pgrep -f's classic trap, at fan-out scale: the front end, pdsh, ssh and the remote shell all
+// carry the agent's command line, regex included, so --match would find them too.
+bool carries_agent_command(const std::string& proc_root, int pid, const std::string& self_exe) {
+  if (!self_exe.empty() && exe_of(proc_root, pid) == self_exe) return true;
+  auto text = read_text_file(fmt::format("{}/{}/cmdline", proc_root, pid), 1 << 20);
+  if (!text) return false;
+  std::string joined;
+  for (const auto& a : split_nul(*text)) joined += a + " ";
+  return joined.find(" agent --match ") != std::string::npos || joined.find("'agent' '--match'") != std::string::npos;
+}
+
 }  // namespace
 
 SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env, const std::string& job_id,
@@ -190,6 +201,10 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
                                               fmt::format("on node {}: {}", o.node, procs.error().what()),
                                               procs.error().hint));
     return job;
+  }
+  if (!slurm_mode) {
+    const std::string self_exe = exe_of("/proc", static_cast<int>(::getpid()));
+    std::erase_if(*procs, [&](const DiscoveredProcess& dp) { return carries_agent_command("/proc", dp.pid, self_exe); });
   }
   capture_processes(*procs, o.capture, deadline, job);
   for (auto& p : job.processes) {

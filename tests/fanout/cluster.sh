@@ -22,6 +22,8 @@ cmd=$1
 dir=$2
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+# munged runs as user munge and must reach DIR/munge (mkdtemp makes DIR 0700).
+chmod go+rx "$dir"
 conf=$dir/slurm.conf
 pids=$dir/pids
 nodes=(n1 n2 n3)

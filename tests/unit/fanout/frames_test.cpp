@@ -1,7 +1,9 @@
 // Framing and splitting of merged agent output: exact reassembly through srun's 1,024-byte
 // relabeling, interleaving, truncation, damage, hostile lines; and the verdicts built on top.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -109,8 +111,8 @@ TEST(Frames, TruncatedDamagedAndFailedDocuments) {
   framed3[1][20] = framed3[1][20] == 'x' ? 'y' : 'x';
   for (const auto& l : framed3) c.add_line("2", l);
   // n4: the agent gave up.
-  c.add_line("3", frame_begin("n4"));
-  c.add_line("3", frame_failure("n4", "ptrace: Operation not permitted\nsecond line"));
+  c.add_line("3", lines_of(frame_begin("n4"))[0]);
+  c.add_line("3", lines_of(frame_failure("n4", "ptrace: Operation not permitted\nsecond line"))[0]);
   // n5: data without begin, and a hostile node name.
   c.add_line("4", "HSAGENT1 d {}");
   c.add_line("5", "HSAGENT1 begin n1;reboot");

@@ -1,6 +1,7 @@
 // Host lists, hostfiles and name validation: exact expansions and exact rejections.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

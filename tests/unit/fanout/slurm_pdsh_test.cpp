@@ -2,6 +2,7 @@
 // from Slurm 22.05 and pdsh 2.34 output on the test cluster.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
