@@ -7,7 +7,7 @@ what=${1:-build}
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev libbpf-dev bpftool
   clang libcli11-dev libboost-dev libboost-filesystem-dev libfmt-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libzstd-dev liblz4-dev elfutils gdb python3)
-test_pkgs=(python3-pytest python3.11-dbg python3-torch python3-numpy openmpi-bin libopenmpi-dev
+test_pkgs=(python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin libopenmpi-dev
   mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server openssh-client
   graphviz strace util-linux procps zstd lz4)
 

@@ -162,6 +162,13 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
         auto frames = session->symbolize(raw, symbols);
         t.frames.insert(t.frames.end(), frames.begin(), frames.end());
       }
+      // Nothing is above a thread's entry point: frames past it are garbage read beyond the
+      // end of the stack (seen for threads caught right after clone3).
+      auto root = std::find_if(t.frames.begin(), t.frames.end(), [](const Frame& f) {
+        return f.function == "__clone3" || f.function == "__clone" || f.function == "clone3" ||
+               f.function == "clone" || f.function == "_start";
+      });
+      if (root != t.frames.end()) t.frames.erase(root + 1, t.frames.end());
       if (!u->second.stop_reason.empty() && u->second.frames.size() < 2) {
         t.notes.push_back("unwind stopped: " + u->second.stop_reason);
       } else if (u->second.frames.size() == 1 && !t.frames.empty() &&

@@ -74,7 +74,9 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
     if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
       int err = errno;
       if (err == ESRCH) continue;  // exited between the scan and the seize
-      if (first_scan && tracees_.empty()) return ptrace_error(pid_, err);
+      // A thread that is exiting refuses the seize with EPERM too: only a refusal for the
+      // main thread means we may not trace this process at all.
+      if (first_scan && tid == pid_) return ptrace_error(pid_, err);
       continue;
     }
     Tracee t;
@@ -87,17 +89,29 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
   return Ok{};
 }
 
-bool PtraceStopper::handle_status(Tracee& t, int status) {
-  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+// Peeks at a tracee's state change without consuming it (WNOWAIT). Why: reaping a
+// signal-delivery-stop clears the signal in the kernel, so if hangscan were killed before it
+// detached with that signal, the target would lose it. Left unconsumed, the kernel still
+// delivers it when it detaches on our death. Exits are reaped (nothing to lose there).
+// Returns false when nothing changed yet.
+bool PtraceStopper::poll_tracee(Tracee& t) {
+  siginfo_t si{};
+  if (waitid(P_PID, static_cast<id_t>(t.tid), &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) {
+    if (errno == ECHILD) t.gone = true;
+    return t.gone;
+  }
+  if (si.si_pid == 0) return false;
+  if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+    int status = 0;
+    waitpid(t.tid, &status, __WALL | WNOHANG);
     t.gone = true;
     return true;
   }
-  if (!WIFSTOPPED(status)) return false;
-  int sig = WSTOPSIG(status);
-  int event = (status >> 16) & 0xff;
+  if (si.si_code != CLD_TRAPPED && si.si_code != CLD_STOPPED) return false;
   t.stopped = true;
-  if (event == PTRACE_EVENT_STOP) return true;   // our interrupt, or a group-stop
-  if (sig != SIGTRAP) t.pending_signal = sig;    // signal-delivery-stop: give it back later
+  int sig = si.si_status & 0xff;
+  int event = (si.si_status >> 8) & 0xff;
+  if (event == 0 && sig != SIGTRAP && si.si_code == CLD_TRAPPED) t.pending_signal = sig;
   return true;
 }
 
@@ -106,13 +120,7 @@ void PtraceStopper::wait_for_stops(const Deadline& deadline) {
     bool all = true;
     for (auto& t : tracees_) {
       if (t.stopped || t.gone) continue;
-      int status = 0;
-      pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
-      if (r == t.tid) {
-        handle_status(t, status);
-      } else if (r < 0 && errno == ECHILD) {
-        t.gone = true;
-      }
+      poll_tracee(t);
       if (!t.stopped && !t.gone) all = false;
     }
     if (all || deadline.expired()) return;
@@ -145,18 +153,14 @@ void PtraceStopper::read_registers() {
 std::int64_t PtraceStopper::release() {
   if (released_) return pause_us_;
   released_ = true;
+  // Threads whose interrupt is still pending get one shared grace period to stop, so they can
+  // be detached cleanly. If a stop never comes, the kernel detaches when hangscan exits.
+  Deadline grace = Deadline::after(std::chrono::milliseconds(100));
   for (auto& t : tracees_) {
     if (t.gone) continue;
     if (!t.stopped) {
-      // The interrupt is still pending: wait briefly for the stop so we can detach cleanly.
-      // If it never comes, the kernel detaches when hangscan exits.
-      Deadline grace = Deadline::after(std::chrono::milliseconds(100));
       while (!t.stopped && !t.gone && !grace.expired()) {
-        int status = 0;
-        pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
-        if (r == t.tid) handle_status(t, status);
-        else if (r < 0) t.gone = true;
-        else short_nap();
+        if (!poll_tracee(t)) short_nap();
       }
     }
     ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));

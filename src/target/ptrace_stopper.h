@@ -44,7 +44,7 @@ class PtraceStopper : public Freeze {
   explicit PtraceStopper(int pid);
   Status seize_new_threads(const std::vector<int>& tids, bool first_scan);
   void wait_for_stops(const Deadline& deadline);
-  bool handle_status(Tracee& t, int status);
+  bool poll_tracee(Tracee& t);
   void read_registers();
 
   int pid_;
