@@ -30,8 +30,6 @@ int main(int argc, char** argv) {
   add_core_command(app, action);
   add_gcore_command(app, action);
   add_doctor_command(app, action);
-  add_gcore_command(app, action);
-  add_doctor_command(app, action);
   add_agent_command(app, action);
   add_pdsh_command(app, action);
   add_slurm_command(app, action);
