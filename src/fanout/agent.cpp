@@ -37,38 +37,20 @@ Diagnostic make_diagnostic(Diagnostic::Severity sev, std::string message, std::s
   return d;
 }
 
-// A process the agent selected but could not open (gone, zombie, ptrace refused): it stays in
-// the report with its rank, so the front end does not count the rank as missing.
-ProcessSnapshot unopened(const DiscoveredProcess& dp, const Error& e) {
-  ProcessSnapshot p;
-  p.pid = dp.pid;
-  p.ppid = dp.ppid;
-  p.role = dp.role;
-  p.launcher = dp.launcher;
-  p.rank = dp.rank;
-  p.world_size = dp.world_size;
-  p.local_rank = dp.local_rank;
-  p.state = e.code == Errc::zombie ? 'Z' : e.code == Errc::no_such_process ? 'X' : '?';
-  Diagnostic d = make_diagnostic(Diagnostic::Severity::error, e.what(), e.hint);
-  d.pid = dp.pid;
-  p.diagnostics.push_back(std::move(d));
-  return p;
-}
-
 // Captures each process until the deadline; the rest are reported as not captured.
 void capture_processes(const std::vector<DiscoveredProcess>& procs, const CaptureOptions& base,
                        const Deadline& deadline, JobSnapshot& job) {
   SymbolCache symbols;
   for (const auto& dp : procs) {
     if (deadline.expired()) {
-      job.processes.push_back(unopened(
+      job.processes.push_back(unopened_snapshot(
           dp, Error(Errc::timeout, fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
                     "raise --timeout")));
       continue;
     }
     auto target = open_live_target(dp.pid);
     if (!target) {
-      job.processes.push_back(unopened(dp, target.error()));
+      job.processes.push_back(unopened_snapshot(dp, target.error()));
       continue;
     }
     CaptureOptions copt = base;

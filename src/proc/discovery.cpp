@@ -225,4 +225,23 @@ void apply_rank_info(ProcessSnapshot& p, const std::vector<std::string>& env,
   if (p.launcher.empty() && p.role != kRoleProcess) p.launcher = info.launcher;
 }
 
+ProcessSnapshot unopened_snapshot(const DiscoveredProcess& dp, const Error& e) {
+  ProcessSnapshot p;
+  p.pid = dp.pid;
+  p.ppid = dp.ppid;
+  p.role = dp.role;
+  p.launcher = dp.launcher;
+  p.rank = dp.rank;
+  p.world_size = dp.world_size;
+  p.local_rank = dp.local_rank;
+  p.state = e.code == Errc::zombie ? 'Z' : e.code == Errc::no_such_process ? 'X' : '?';
+  Diagnostic d;
+  d.severity = Diagnostic::Severity::error;
+  d.message = e.what();
+  d.hint = e.hint;
+  d.pid = dp.pid;
+  p.diagnostics.push_back(std::move(d));
+  return p;
+}
+
 }  // namespace hangscan

@@ -50,6 +50,11 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
 void apply_rank_info(ProcessSnapshot& p, const std::vector<std::string>& env,
                      const DiscoveredProcess* discovered = nullptr);
 
+// A process that was selected but could not be opened (gone, zombie, ptrace refused): it
+// stays in the report with its rank and an error diagnostic, so the rank is not counted as
+// missing and the reason is shown.
+ProcessSnapshot unopened_snapshot(const DiscoveredProcess& dp, const Error& e);
+
 // The current environment of a live process (libc's environ in memory, else
 // /proc/PID/environ); empty when neither is readable.
 std::vector<std::string> live_environment(int pid);

@@ -55,15 +55,7 @@ JobSnapshot capture_all(const std::vector<DiscoveredProcess>& procs, const Captu
     auto target = open_live_target(dp.pid);
     if (!target) {
       if (print_errors) print_error(target.error());
-      ProcessSnapshot gone;
-      gone.pid = dp.pid;
-      gone.ppid = dp.ppid;
-      gone.role = dp.role;
-      gone.rank = dp.rank;
-      gone.world_size = dp.world_size;
-      gone.state = target.error().code == Errc::zombie ? 'Z' : 'X';
-      gone.diagnostics.push_back(error_diagnostic(target.error(), dp.pid));
-      job.processes.push_back(std::move(gone));
+      job.processes.push_back(unopened_snapshot(dp, target.error()));
       continue;
     }
     ProcessSnapshot snap = capture_process(**target, copt, symbols);
