@@ -35,4 +35,13 @@ std::vector<std::size_t> pick_core_members(const Analysis& analysis, GcoreMode m
   return out;
 }
 
+const char* core_role(const Analysis& analysis, std::size_t i) {
+  if (analysis.is_suspect(i)) return "suspect";
+  if (i < analysis.group_of.size() && analysis.group_of[i] != Analysis::kNoGroup) {
+    const Group& g = analysis.groups[analysis.group_of[i]];
+    if (!g.members.empty() && g.members.front() == i) return "representative";
+  }
+  return "member";
+}
+
 }  // namespace hangscan

@@ -24,4 +24,8 @@ std::optional<GcoreMode> parse_gcore_mode(const std::string& text);
 std::vector<std::size_t> pick_core_members(const Analysis& analysis, GcoreMode mode,
                                            std::size_t process_count);
 
+// Why a member was picked, for the line that reports its core: "suspect", "representative"
+// (the first member of its group) or "member" (--gcore all).
+const char* core_role(const Analysis& analysis, std::size_t process_index);
+
 }  // namespace hangscan

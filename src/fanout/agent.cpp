@@ -143,18 +143,24 @@ std::string default_agent_node(const std::string& explicit_node, bool slurm_mode
   return h.substr(0, h.find('.'));
 }
 
-Result<JobSnapshot> run_agent(const AgentOptions& o) {
+namespace {
+
+Status validate_agent_options(const AgentOptions& o) {
   if (auto st = validate_host_name(o.node); !st) return st.error();
-  const bool slurm_mode = !o.job_id.empty();
-  if (slurm_mode) {
+  if (!o.job_id.empty()) {
     if (auto st = validate_job_id(o.job_id); !st) return st.error();
   } else if (o.match.empty()) {
     return Error(Errc::usage, "the agent needs --slurm-job ID or --match REGEX");
   }
-  Deadline deadline = Deadline::after(o.timeout);
-  JobSnapshot job;
-  job.job_id = o.job_id;
+  return Ok{};
+}
 
+}  // namespace
+
+Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& o,
+                                                               std::vector<Diagnostic>& diagnostics) {
+  if (auto st = validate_agent_options(o); !st) return st.error();
+  const bool slurm_mode = !o.job_id.empty();
   DiscoveryOptions dopt;
   if (slurm_mode) {
     std::vector<std::string> exclude = o.exclude_steps;
@@ -162,32 +168,41 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
     if (own.job_id == o.job_id && !own.step_id.empty()) exclude.push_back(own.step_id);
     SlurmTasks tasks = find_slurm_tasks(o.job_id, o.node, exclude);
     if (tasks.pids.empty()) {
-      job.diagnostics.push_back(make_diagnostic(
+      diagnostics.push_back(make_diagnostic(
           Diagnostic::Severity::warning, fmt::format("no process of Slurm job {} runs on node {}", o.job_id, o.node),
           "the ranks of this node may have exited; 'scontrol listpids JOB NODE' lists what Slurm tracks"));
-      return job;
+      return std::vector<DiscoveredProcess>{};
     }
     dopt.pids = std::move(tasks.pids);
   } else {
     dopt.match = o.match;
   }
-  std::vector<Diagnostic> diags;
-  auto procs = discover(dopt, &diags);
-  for (auto& d : diags) {
+  std::vector<Diagnostic> found;
+  auto procs = discover(dopt, &found);
+  for (auto& d : found) {
     // Processes that exited between the scan and discovery are not worth a warning.
-    if (d.severity != Diagnostic::Severity::info) job.diagnostics.push_back(std::move(d));
+    if (d.severity != Diagnostic::Severity::info) diagnostics.push_back(std::move(d));
   }
   if (!procs) {
     if (procs.error().code == Errc::usage) return procs.error();
-    job.diagnostics.push_back(make_diagnostic(Diagnostic::Severity::warning,
-                                              fmt::format("on node {}: {}", o.node, procs.error().what()),
-                                              procs.error().hint));
-    return job;
+    diagnostics.push_back(make_diagnostic(Diagnostic::Severity::warning,
+                                          fmt::format("on node {}: {}", o.node, procs.error().what()),
+                                          procs.error().hint));
+    return std::vector<DiscoveredProcess>{};
   }
   if (!slurm_mode) {
     const std::string self_exe = exe_of("/proc", static_cast<int>(::getpid()));
     std::erase_if(*procs, [&](const DiscoveredProcess& dp) { return carries_agent_command("/proc", dp.pid, self_exe); });
   }
+  return std::move(*procs);
+}
+
+Result<JobSnapshot> run_agent(const AgentOptions& o) {
+  Deadline deadline = Deadline::after(o.timeout);
+  JobSnapshot job;
+  job.job_id = o.job_id;
+  auto procs = discover_job_processes(o, job.diagnostics);
+  if (!procs) return procs.error();
   capture_processes(*procs, o.capture, deadline, job);
   for (auto& p : job.processes) {
     p.host = o.node;
@@ -195,6 +210,68 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   }
   for (auto& d : job.diagnostics) d.host = o.node;
   return job;
+}
+
+std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector<DiscoveredProcess>& job_processes,
+                                         const AgentOptions& o, const std::string& proc_root) {
+  auto it = std::find_if(job_processes.begin(), job_processes.end(),
+                         [&](const DiscoveredProcess& dp) { return dp.pid == r.pid; });
+  if (it == job_processes.end()) {
+    auto stat_text = read_text_file(fmt::format("{}/{}/stat", proc_root, r.pid), 4096);
+    auto stat = stat_text ? parse_stat(*stat_text) : std::nullopt;
+    if (!stat || stat->state == 'Z' || stat->state == 'X') {
+      return Error(Errc::no_such_process,
+                   fmt::format("pid {} {}: it exited after the capture", r.pid, stat ? "is a zombie" : "is gone"), 0,
+                   "the report above shows where it was; its rank may have crashed or the job ended");
+    }
+    std::string owner = o.job_id.empty() ? fmt::format("a process matching --match '{}' on {}", o.match, o.node)
+                                         : fmt::format("a process of Slurm job {} on node {}", o.job_id, o.node);
+    return Error(Errc::not_found, fmt::format("pid {} is no longer {}: not dumped (the pid was reused?)", r.pid, owner),
+                 0, "run hangscan again for a fresh report");
+  }
+  if (r.rank) {
+    ProcessSnapshot now;
+    apply_rank_info(now, it->environment.empty() ? live_environment(it->pid) : it->environment, &*it);
+    if (now.rank && *now.rank != *r.rank) {
+      return Error(Errc::not_found,
+                   fmt::format("pid {} is rank {} now, not rank {}: not dumped (the pid was reused?)", r.pid, *now.rank,
+                               *r.rank),
+                   0, "run hangscan again for a fresh report");
+    }
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o, const std::vector<CoreRequest>& requests,
+                                                const CoreWriterFn& write) {
+  if (auto st = validate_agent_options(o); !st) return st.error();
+  Deadline deadline = Deadline::after(o.timeout);
+  std::vector<CoreOutcome> out;
+  std::vector<const CoreRequest*> mine;
+  for (const auto& r : requests) {
+    if (r.node == o.node) mine.push_back(&r);
+  }
+  if (mine.empty()) return out;
+  std::vector<Diagnostic> diagnostics;
+  auto procs = discover_job_processes(o, diagnostics);
+  if (!procs) return procs.error();
+  for (const CoreRequest* r : mine) {
+    CoreOutcome c;
+    c.node = r->node;
+    c.pid = r->pid;
+    c.rank = r->rank;
+    if (deadline.expired()) {
+      c.error = fmt::format("no core of pid {}: the agent's deadline passed", r->pid);
+      c.hint = "raise --timeout";
+    } else if (auto why = refuse_core_request(*r, *procs, o)) {
+      c.error = why->what();
+      c.hint = why->hint;
+    } else {
+      c = write(*r, deadline);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace hangscan

@@ -8,15 +8,22 @@
 // and then every task of every "node" is visible here, so a task belongs to this node only
 // when its own environment says so. Steps that are hangscan's own (the agent step, and the
 // step the front end runs in when started inside the allocation) are left out by step id.
+// With --gcore the agent runs a second time, on fewer nodes, to write cores of processes the
+// front end chose (fanout/core_round.h); it checks each pid against the same selection.
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "capture/capture.h"
+#include "fanout/core_round.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "proc/discovery.h"
+#include "util/deadline.h"
 
 namespace hangscan {
 
@@ -56,8 +63,34 @@ struct AgentOptions {
 // The node name to use: --node, else SLURMD_NODENAME (Slurm mode), else the host name.
 std::string default_agent_node(const std::string& explicit_node, bool slurm_mode);
 
+// The job's processes on this node (Slurm: by environment; pdsh: --match, without the
+// processes that carry the agent's own command). One selection for both rounds: the capture
+// round captures these, the core round writes cores only of pids among them. Errors only for
+// bad options; finding nothing is an empty list with a warning in `diagnostics`.
+Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& options,
+                                                               std::vector<Diagnostic>& diagnostics);
+
 // Finds and captures. Errors only for bad options (Errc::usage); a node with no process of
 // the job is a snapshot with a warning, so the front end can report the ranks as missing.
 Result<JobSnapshot> run_agent(const AgentOptions& options);
+
+// Why a core request must not be carried out here, or nullopt when it may. Between the
+// capture and the core round a process can exit and its pid be reused by anything, so a pid
+// is dumped only when it is still one of `job_processes` (discover_job_processes, now) and,
+// when the front end gave a rank, still has that rank. `proc_root` tells "gone" from "reused".
+std::optional<Error> refuse_core_request(const CoreRequest& request,
+                                         const std::vector<DiscoveredProcess>& job_processes,
+                                         const AgentOptions& options, const std::string& proc_root = "/proc");
+
+// Writes one core that passed the check. The CLI gives the same code `dump --gcore` uses
+// (this module does not link the core writer; tests give a fake).
+using CoreWriterFn = std::function<CoreOutcome(const CoreRequest& request, const Deadline& deadline)>;
+
+// The core round on this node: the requests for `options.node` (the others are for other
+// nodes and ignored), each checked with refuse_core_request, then written one after the
+// other until `options.timeout`; one outcome per request of this node. Errors only for bad
+// options.
+Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& options, const std::vector<CoreRequest>& requests,
+                                                const CoreWriterFn& write);
 
 }  // namespace hangscan

@@ -37,26 +37,19 @@ std::chrono::milliseconds agent_timeout_for(std::chrono::milliseconds total) {
   return std::max<std::chrono::milliseconds>(total - margin, 500ms);
 }
 
-std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, NodeKey key,
-                                        const ReadLimits& limits) {
+std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, NodeKey key) {
   std::vector<NodeVerdict> verdicts;
   for (const auto& out : outputs) {
     NodeVerdict v;
     v.node = key == NodeKey::stream ? out.stream : out.node;
     if (v.node.empty()) continue;   // srun: a task that never said which node it is on
+    v.agent_node = out.node.empty() ? v.node : out.node;
     v.started = out.state != NodeOutput::State::silent;
     switch (out.state) {
-      case NodeOutput::State::complete: {
+      case NodeOutput::State::complete:
         v.definite = true;
-        auto job = read_job_json(out.document, limits);
-        if (job) {
-          stamp_host(*job, v.node);
-          v.snapshot = std::move(*job);
-        } else {
-          v.reason = fmt::format("bad agent document: {}", job.error().what());
-        }
+        v.document = out.document;
         break;
-      }
       case NodeOutput::State::failed:
         v.definite = true;
         v.reason = out.reason;
@@ -73,6 +66,32 @@ std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, 
     verdicts.push_back(std::move(v));
   }
   return verdicts;
+}
+
+FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
+  FanoutResult r;
+  r.requested = std::move(answers.requested);
+  r.unreachable = std::move(answers.unreachable);
+  r.diagnostics = std::move(answers.diagnostics);
+  r.log = std::move(answers.log);
+  r.elapsed = answers.elapsed;
+  for (auto& doc : answers.documents) {
+    auto job = read_job_json(doc.text, limits);
+    if (!job) {
+      r.unreachable.push_back(UnreachableNode{doc.node, fmt::format("bad agent document: {}", job.error().what())});
+      continue;
+    }
+    stamp_host(*job, doc.node);
+    r.agent_nodes[doc.node] = doc.agent_node;
+    r.nodes.emplace_back(doc.node, std::move(*job));
+  }
+  // Keep the order asked, whichever way a node ended.
+  auto position = [&](const std::string& node) {
+    return std::find(r.requested.begin(), r.requested.end(), node) - r.requested.begin();
+  };
+  std::stable_sort(r.unreachable.begin(), r.unreachable.end(),
+                   [&](const UnreachableNode& a, const UnreachableNode& b) { return position(a.host) < position(b.host); });
+  return r;
 }
 
 JobSnapshot FanoutResult::merged(const std::string& job_id, std::optional<int> expected_world_size) const {
@@ -99,8 +118,8 @@ void VerdictBook::record(std::vector<NodeVerdict> verdicts) {
       continue;
     }
     auto it = verdicts_.find(v.node);
-    if (it != verdicts_.end() && it->second.snapshot) continue;   // already answered
-    if (v.snapshot) {
+    if (it != verdicts_.end() && it->second.document) continue;   // already answered
+    if (v.document) {
       ++answered_;
       failures_.erase(v.node);
     } else if (v.definite) {
@@ -112,7 +131,7 @@ void VerdictBook::record(std::vector<NodeVerdict> verdicts) {
 
 void VerdictBook::note_failure(const std::string& node, std::string reason) {
   auto it = verdicts_.find(node);
-  if (it != verdicts_.end() && it->second.snapshot) return;
+  if (it != verdicts_.end() && it->second.document) return;
   failures_[node] = std::move(reason);
 }
 
@@ -120,7 +139,7 @@ std::vector<std::string> VerdictBook::pending() const {
   std::vector<std::string> out;
   for (const auto& n : requested_) {
     auto it = verdicts_.find(n);
-    if (it != verdicts_.end() && it->second.snapshot) continue;
+    if (it != verdicts_.end() && it->second.document) continue;
     if (failures_.count(n) != 0) continue;
     out.push_back(n);
   }
@@ -129,14 +148,14 @@ std::vector<std::string> VerdictBook::pending() const {
 
 std::size_t VerdictBook::settled() const { return answered_ + failures_.size(); }
 
-FanoutResult VerdictBook::finish(const std::string& default_reason) && {
-  FanoutResult r;
+AgentAnswers VerdictBook::finish(const std::string& default_reason) && {
+  AgentAnswers r;
   r.requested = requested_;
   r.diagnostics = std::move(diagnostics_);
   for (const auto& n : requested_) {
     auto it = verdicts_.find(n);
-    if (it != verdicts_.end() && it->second.snapshot) {
-      r.nodes.emplace_back(n, std::move(*it->second.snapshot));
+    if (it != verdicts_.end() && it->second.document) {
+      r.documents.push_back(NodeDocument{n, it->second.agent_node, std::move(*it->second.document)});
       continue;
     }
     std::string reason;
@@ -159,11 +178,11 @@ FanoutResult VerdictBook::finish(const std::string& default_reason) && {
   return r;
 }
 
-FanoutResult VerdictBook::finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
+AgentAnswers VerdictBook::finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
                                  std::chrono::steady_clock::time_point started) && {
   std::string default_reason =
       timed_out ? fmt::format("no answer within {} s", std::chrono::duration<double>(timeout).count()) : "no answer";
-  FanoutResult result = std::move(*this).finish(default_reason);
+  AgentAnswers result = std::move(*this).finish(default_reason);
   result.log = std::move(log);
   result.elapsed =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);

@@ -1,9 +1,10 @@
-// From what the agents sent to per-node snapshots and unreachable nodes.
+// From what the agents sent to per-node documents, snapshots and unreachable nodes.
 //
 // Why: srun and pdsh differ in how agents are started and how their output is labeled, but
-// not in what happens afterwards: each source's framed output is either a document that
-// parses (then every process in it is stamped with the node it came from), or a reason why the
-// node gave nothing usable. Partial results are the normal case at scale, so a node's failure
+// not in what happens afterwards: each source's framed output is either a complete document
+// (for the capture round it is read as a snapshot and every process in it is stamped with the
+// node it came from; the core round reads its own kind), or a reason why the node gave
+// nothing usable. Partial results are the normal case at scale, so a node's failure
 // is data (UnreachableNode), never an error of the whole run.
 #pragma once
 
@@ -28,10 +29,12 @@ using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
 // srun or pdsh is killed: a quarter of the time, at most 5 s, is left for start-up and transfer.
 std::chrono::milliseconds agent_timeout_for(std::chrono::milliseconds total);
 
-// What came back from one node.
+// What came back from one node. The document is not read here: the capture round and the
+// core round (hangscan --gcore) send different documents through the same relays.
 struct NodeVerdict {
   std::string node;
-  std::optional<JobSnapshot> snapshot;   // set when the node answered with a valid document
+  std::string agent_node;                // the name the agent gave itself (its begin line)
+  std::optional<std::string> document;   // set when a complete, checksummed document arrived
   std::string reason;                    // otherwise: why not
   bool started = false;                  // the agent printed its begin line
   bool definite = false;                 // answered or failed for good: asking again is useless
@@ -41,14 +44,32 @@ struct NodeVerdict {
 // agent names in its begin line; pdsh labels are the host names the user gave.
 enum class NodeKey { begin_line, stream };
 
-// Decodes every source's output. Processes and diagnostics get `host` = the node.
-std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, NodeKey key,
-                                        const ReadLimits& limits = {});
+// Sorts every source's output into verdicts (one per source that names a node).
+std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, NodeKey key);
 
-// The result of a fan-out: answered nodes in the order asked, and the rest with reasons.
+// One node's complete document, still unread.
+struct NodeDocument {
+  std::string node;         // as asked (Slurm node name, pdsh host)
+  std::string agent_node;   // as the agent named itself: differs over ssh (pdsh -w 10.0.0.7)
+  std::string text;
+};
+
+// What a round of agents sent: documents of the nodes that answered, in the order asked,
+// and the other nodes with reasons.
+struct AgentAnswers {
+  std::vector<std::string> requested;
+  std::vector<NodeDocument> documents;
+  std::vector<UnreachableNode> unreachable;
+  std::vector<Diagnostic> diagnostics;     // answers from nodes nobody asked, run problems
+  std::vector<std::string> log;            // commands run and their timing, for --verbose
+  std::chrono::milliseconds elapsed{0};
+};
+
+// The result of a capture fan-out: answered nodes in the order asked, and the rest with reasons.
 struct FanoutResult {
   std::vector<std::string> requested;
   std::vector<std::pair<std::string, JobSnapshot>> nodes;
+  std::map<std::string, std::string> agent_nodes;   // node as asked -> the agent's own name
   std::vector<UnreachableNode> unreachable;
   std::vector<Diagnostic> diagnostics;     // answers from nodes nobody asked, run problems
   std::vector<std::string> log;            // commands run and their timing, for --verbose
@@ -57,6 +78,10 @@ struct FanoutResult {
   // One job over every answered node, with the unreachable nodes and diagnostics added.
   JobSnapshot merged(const std::string& job_id = {}, std::optional<int> expected_world_size = {}) const;
 };
+
+// Reads capture documents: processes and diagnostics get `host` = the node as asked; a
+// document that does not read makes its node unreachable ("bad agent document: ...").
+FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits = {});
 
 // Collects verdicts across rounds (srun is retried without nodes that failed to launch).
 class VerdictBook {
@@ -73,9 +98,9 @@ class VerdictBook {
   std::size_t settled() const;
 
   // Nodes without an answer become unreachable with their reason, or `default_reason`.
-  FanoutResult finish(const std::string& default_reason) &&;
+  AgentAnswers finish(const std::string& default_reason) &&;
   // The same at the end of a fan-out: the default reason says whether the deadline passed.
-  FanoutResult finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
+  AgentAnswers finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
                       std::chrono::steady_clock::time_point started) &&;
 
  private:

@@ -76,7 +76,7 @@ std::vector<PdshHostError> parse_pdsh_errors(std::string_view text) {
   return out;
 }
 
-FanoutResult run_pdsh_fanout(const PdshOptions& o) {
+AgentAnswers run_pdsh_agents(const PdshOptions& o) {
   auto started = std::chrono::steady_clock::now();
   Deadline deadline = Deadline::after(o.timeout);
   VerdictBook book(o.hosts);

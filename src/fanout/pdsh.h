@@ -51,7 +51,8 @@ struct PdshHostError {
 };
 std::vector<PdshHostError> parse_pdsh_errors(std::string_view stderr_text);
 
-// Runs pdsh once over every host; hosts without a usable answer are unreachable.
-FanoutResult run_pdsh_fanout(const PdshOptions& options);
+// Runs pdsh once over every host (the agent with options.agent_args) and collects the
+// documents; hosts without a usable answer are unreachable.
+AgentAnswers run_pdsh_agents(const PdshOptions& options);
 
 }  // namespace hangscan

@@ -189,14 +189,14 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& o, const std::vecto
   return argv;
 }
 
-FanoutResult run_slurm_fanout(const SlurmOptions& o, const SlurmJob& job) {
+AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::string>& nodes) {
   auto started = std::chrono::steady_clock::now();
   Deadline deadline = Deadline::after(o.timeout);
-  VerdictBook book(job.nodes);
+  VerdictBook book(nodes);
   std::map<std::string, std::string> soft_reasons;   // srun's word on nodes still pending
   std::vector<std::string> log;
   bool timed_out = false;
-  const std::size_t total = job.nodes.size();
+  const std::size_t total = nodes.size();
 
   for (int round = 0; round < std::max(1, o.max_rounds); ++round) {
     std::vector<std::string> pending = book.pending();

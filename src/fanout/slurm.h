@@ -82,8 +82,10 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& options, const std:
 // The environment changes for every Slurm command hangscan runs (see the header comment).
 void clean_slurm_environment(CommandSpec& spec);
 
-// Runs the agents on every node of `job` and collects their documents. Never fails as a whole
-// once the job is resolved: nodes without an answer are in FanoutResult::unreachable.
-FanoutResult run_slurm_fanout(const SlurmOptions& options, const SlurmJob& job);
+// Runs the agent (with options.agent_args) on each of `nodes` of the job and collects their
+// documents. Never fails as a whole once the job is resolved: nodes without an answer are in
+// AgentAnswers::unreachable. The capture round asks every node of the job; the core round
+// (--gcore) only the nodes holding a process to write a core of.
+AgentAnswers run_slurm_agents(const SlurmOptions& options, const std::vector<std::string>& nodes);
 
 }  // namespace hangscan

@@ -5,10 +5,15 @@ are started here. Ranks 0-1 get `--rundir DIR/n1` and ranks 2-3 `--rundir DIR/n2
 symlinks to one directory), so a per-host --match with pdsh's %h picks each host's own ranks:
 two hosts, two agents, one merged job. Over ssh a private sshd on 127.0.0.1 (own keys, own
 port) serves the agent; 127.0.0.2 refuses connections and must be reported unreachable.
+With --gcore a second pdsh round writes two cores, on n1 (rank 0, the majority's
+representative) and n2 (rank 2, the odd one); when a chosen rank exits between the rounds,
+its core is refused with a reason and the exit code is 1.
 """
 
 import os
+import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +35,7 @@ class Ranks:
     """WORLD ranks started directly (no launcher), parked, killed by pid at the end."""
 
     def __init__(self):
+        self.proc_of = {}
         self.dir = Path(tempfile.mkdtemp(prefix="hs-pdsh-"))
         self.procs = []
         self.pids = {}
@@ -52,6 +58,7 @@ class Ranks:
                         env=env, stdin=subprocess.DEVNULL, start_new_session=True))
                 self.pids = collector.wait(range(WORLD), timeout=60,
                                            alive=lambda: all(p.poll() is None for p in self.procs))
+                self.proc_of = {p.pid: p for p in self.procs}
         except BaseException:
             self.__exit__()
             raise
@@ -124,3 +131,56 @@ def test_ssh_with_an_unreachable_host(ranks):
     assert [u["host"] for u in run.doc["unreachable"]] == ["127.0.0.2"]
     assert "Connection refused" in run.doc["unreachable"][0]["reason"] or \
         "exit code 255" in run.doc["unreachable"][0]["reason"], run.doc["unreachable"]
+
+
+def test_exec_gcore_writes_the_two_cores_on_their_hosts(ranks):
+    with tempfile.TemporaryDirectory(prefix="hs-pdsh-gcore-") as d:
+        run = hs.run_hangscan(["pdsh", "-R", "exec", "-w", "n[1-2]", "--match", f"--rundir {ranks.dir}/%h",
+                               "--json", "--timeout", "60", "--gcore", "--gcore-dir", d])
+        assert run.rc == 0, run.describe()
+        check_report(run.doc, ranks, lambda r: "n1" if r < 2 else "n2")
+        p0, p2 = ranks.pids[0], ranks.pids[ODD]
+        names = sorted(os.listdir(d))
+        assert names == [f"core.n1.rank0.{p0}", f"core.n2.rank2.{p2}"], (names, run.stderr)
+        for n in names:
+            assert stat.S_IMODE(os.stat(os.path.join(d, n)).st_mode) == 0o600
+        assert re.search(rf"^hangscan: core of rank 0 on n1 \(pid {p0}, representative\): {d}/core.n1.rank0.{p0} \(",
+                         run.stderr, re.M), run.stderr
+        assert re.search(rf"^hangscan: core of rank 2 on n2 \(pid {p2}, suspect\): {d}/core.n2.rank2.{p2} \(",
+                         run.stderr, re.M), run.stderr
+        rep = hs.run_hangscan(["core", "--json"] + [os.path.join(d, n) for n in names], timeout=300)
+        assert rep.rc in (0, 1), rep.describe()
+        assert sorted(p["rank"] for p in rep.doc["processes"]) == [0, ODD]
+        odd = [p for p in rep.doc["processes"] if p["rank"] == ODD][0]
+        main = hs.thread_by_tid(odd, odd["pid"])
+        funcs = [(f["function"], f["line"]) for f in main["frames"] if f["kind"] == "python"]
+        assert ("wait_for_checkpoint", hs.hs_line("ring_allreduce.py", "odd")) in funcs, funcs
+    for pid in ranks.pids.values():
+        hs.assert_runs_on(pid)
+
+
+def test_exec_gcore_rank_gone_between_the_rounds():
+    # Own ranks: one of them is killed. The --remote-setup script runs before every agent; it
+    # counts the agents started so far, and from the third on (the core round: round one
+    # starts exactly two) it kills the odd rank first, so the agent finds it gone. Only the
+    # suspect is asked for: the ring's other ranks end too once a neighbour is gone.
+    with Ranks() as own, tempfile.TemporaryDirectory(prefix="hs-pdsh-gcore-") as d:
+        victim = own.pids[ODD]
+        count = own.dir / "agents-started"
+        count.touch()
+        setup = own.dir / "kill-in-round-two.sh"
+        setup.write_text(f"n=$(wc -l < '{count}')\necho x >> '{count}'\n"
+                         f"if [ \"$n\" -ge 2 ]; then kill -9 {victim} 2>/dev/null; "
+                         f"while kill -0 {victim} 2>/dev/null && ! grep -q '^{victim} .* Z ' /proc/{victim}/stat; "
+                         f"do sleep 0.01; done; fi\n")
+        run = hs.run_hangscan(["pdsh", "-R", "exec", "-w", "n[1-2]", "--match", f"--rundir {own.dir}/%h",
+                               "--remote-setup", str(setup), "--json", "--timeout", "60",
+                               "--gcore", "suspects", "--gcore-dir", d])
+        assert run.rc == 1, run.describe()
+        check_report(run.doc, own, lambda r: "n1" if r < 2 else "n2")
+        assert count.read_text() == "x\nx\nx\n"   # two agents, then one for the core round
+        assert os.listdir(d) == [], run.stderr
+        assert re.search(rf"^hangscan: no core of rank 2 on n2 \(pid {victim}, suspect\): pid {victim} is "
+                         rf"(a zombie|gone): it exited after the capture$", run.stderr, re.M), run.stderr
+        assert "hangscan: 0 of 1 cores written" in run.stderr, run.stderr
+        assert own.proc_of[victim].wait(timeout=10) == -signal.SIGKILL

@@ -4,11 +4,16 @@ A 6-rank ring all-reduce runs as a Slurm job over n1..n3 (2 ranks per node); ran
 waits for a checkpoint instead of joining. hangscan must name exactly rank 3 and node n2, from
 a login shell and from inside the allocation (srun --overlap), write per-node files, and
 report a node whose slurmd is gone as unreachable while reporting the others (exit 1).
+With --gcore it writes exactly two cores on their own nodes (rank 0 for the majority, rank 3),
+which `hangscan core` reads as the live report did, and the ranks run on; an agent asked for
+pids that are not (or no longer) the job's on its node refuses each with a reason.
 The cluster is started once for the module and always stopped (every daemon by pid).
 """
 
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -124,6 +129,122 @@ def test_unknown_and_bad_job_ids(cluster):
     run = slurm_hangscan(cluster, "--slurm-job", "12;reboot")
     assert run.rc == 64, run.describe()
     assert "bad job id" in run.stderr
+
+
+CORE_LINE = re.compile(r"^hangscan: core of rank (\d+) on (n\d) \(pid (\d+), (suspect|representative)\): "
+                       r"(\S+) \((\d+(?:\.\d)?[KMGTP]?), paused (\d+\.\d) ms\)$")
+
+
+def main_python_frames(proc):
+    main = hs.thread_by_tid(proc, proc["pid"])
+    return [(f["function"], f["file"], f["line"]) for f in main["frames"] if f["kind"] == "python"]
+
+
+def test_gcore_writes_one_core_per_group_on_its_own_node(cluster, job):
+    with tempfile.TemporaryDirectory(prefix="hs-slurm-gcore-") as d:
+        run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--json", "--gcore", "--gcore-dir", d,
+                             "--timeout", "60")
+        assert run.rc == 0, run.describe()
+        check_ring_report(run.doc, job)
+        p0, p3 = job.pids[0], job.pids[ODD]
+        names = sorted(os.listdir(d))
+        assert names == [f"core.n1.rank0.{p0}", f"core.n2.rank3.{p3}"], (names, run.stderr)
+        for n in names:
+            assert stat.S_IMODE(os.stat(os.path.join(d, n)).st_mode) == 0o600, n
+        lines = [CORE_LINE.match(l) for l in run.stderr.splitlines() if l.startswith("hangscan: core of")]
+        assert all(lines), run.stderr
+        got = [(int(m[1]), m[2], int(m[3]), m[4], m[5]) for m in lines]
+        assert got == [(0, "n1", p0, "representative", f"{d}/core.n1.rank0.{p0}"),
+                       (ODD, "n2", p3, "suspect", f"{d}/core.n2.rank3.{p3}")], run.stderr
+        assert f"hangscan: 2 of 2 cores written in {d} on 2 node(s)" in run.stderr, run.stderr
+
+        rep = hs.run_hangscan(["core", "--json"] + [os.path.join(d, n) for n in names], timeout=300)
+        assert rep.rc in (0, 1), rep.describe()
+        core_procs = {p["rank"]: p for p in rep.doc["processes"]}
+        assert sorted(core_procs) == [0, ODD]
+        # Two cores of a 6-rank job cannot elect a majority: each stands alone, ranks 1,2,4,5
+        # are missing there. What must hold: each core's stack is its rank's live stack, and
+        # the odd rank is where the live report said, on the same line.
+        assert sorted(sorted(g["ranks"]) for g in rep.doc["groups"]) == [[0], [ODD]]
+        assert rep.doc["missing_ranks"] == [1, 2, 4, 5]
+        live = {p["rank"]: p for p in run.doc["processes"] if p["role"] == "rank"}
+        for rank in (0, ODD):
+            assert core_procs[rank]["pid"] == live[rank]["pid"]
+            assert main_python_frames(core_procs[rank]) == main_python_frames(live[rank]), rank
+        odd_funcs = [(f, line) for f, _, line in main_python_frames(core_procs[ODD])]
+        assert ("wait_for_checkpoint", hs.hs_line("ring_allreduce.py", "odd")) in odd_funcs, odd_funcs
+        zero_funcs = [(f, line) for f, _, line in main_python_frames(core_procs[0])]
+        assert ("all_reduce", hs.hs_line("ring_allreduce.py", "recv")) in zero_funcs, zero_funcs
+
+    # The ranks run on: not stopped, not traced, and the job still looks the same.
+    for pid in job.pids.values():
+        hs.assert_runs_on(pid)
+    assert cluster.job_state(job.job_id) == "RUNNING"
+    again = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--json", "--timeout", "60")
+    assert again.rc == 0, again.describe()
+    check_ring_report(again.doc, job)
+
+
+def test_gcore_suspects_only_and_a_core_that_cannot_be_written(cluster, job):
+    with tempfile.TemporaryDirectory(prefix="hs-slurm-gcore-") as d:
+        p0, p3 = job.pids[0], job.pids[ODD]
+        # A core already there is never overwritten: that core fails, the other is written.
+        taken = Path(d, f"core.n2.rank3.{p3}")
+        taken.write_text("not ours\n")
+        run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--gcore", "--gcore-dir", d, "--timeout", "60")
+        assert run.rc == 1, run.describe()
+        assert sorted(os.listdir(d)) == [f"core.n1.rank0.{p0}", f"core.n2.rank3.{p3}"]
+        assert taken.read_text() == "not ours\n"
+        assert (f"hangscan: no core of rank 3 on n2 (pid {p3}, suspect): cannot create {d}/core.n2.rank3.{p3}: "
+                f"File exists\nhint: a core of this process is already there; move it away or choose another "
+                f"--gcore-dir\n") in run.stderr, run.stderr
+        assert f"hangscan: 1 of 2 cores written in {d} on 2 node(s)" in run.stderr, run.stderr
+        assert "rank 3" in run.stdout   # the report itself is complete
+
+    with tempfile.TemporaryDirectory(prefix="hs-slurm-gcore-") as d:
+        run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--gcore", "suspects", "--gcore-dir", d,
+                             "--timeout", "60", "-v")
+        assert run.rc == 0, run.describe()
+        assert os.listdir(d) == [f"core.n2.rank3.{p3}"]
+        # The core round ran on n2 alone.
+        assert re.search(r"hangscan: cores: round 1: srun .*-w n2 ", run.stderr), run.stderr
+
+
+def test_gcore_usage_errors(cluster, job):
+    run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--gcore", "--gcore-max-size", "lots")
+    assert run.rc == 64, run.describe()
+    assert "hangscan: --gcore-max-size lots: not a size" in run.stderr
+    run = slurm_hangscan(cluster, "--gcore", "--gcore-dir", "/tmp")
+    assert run.rc == 64, run.describe()
+    assert "needs --slurm-job ID" in run.stderr
+
+
+def test_agent_refuses_pids_that_are_not_the_jobs_on_its_node(cluster, job):
+    # The agent's end of the core round, run directly: every "node" shares this machine, so
+    # rank 0 (on n1) is visible from n2's agent and must still be refused there.
+    gone = subprocess.Popen(["/bin/true"])
+    gone.wait()
+    p0, p3 = job.pids[0], job.pids[ODD]
+    with tempfile.TemporaryDirectory(prefix="hs-slurm-agent-") as d:
+        run = hs.run_hangscan(
+            ["agent", "--slurm-job", job.job_id, "--node", "n2", "--raw", "--gcore-dir", d,
+             "--write-core", f"n2:{p0}:0", "--write-core", f"n2:{p3}:2", "--write-core", f"n2:{os.getpid()}",
+             "--write-core", f"n2:{gone.pid}:3", "--write-core", f"n1:{p0}:0"],
+            env=cluster.env, parse_json=False)
+        assert run.rc == 0, run.describe()
+        doc = json.loads(run.stdout)
+        assert doc["schema"] == "hangscan-cores/1"
+        assert [(c["pid"], c["rank"], c["error"]) for c in doc["cores"]] == [
+            (p0, 0, f"pid {p0} is no longer a process of Slurm job {job.job_id} on node n2: not dumped "
+                    "(the pid was reused?)"),
+            (p3, 2, f"pid {p3} is rank 3 now, not rank 2: not dumped (the pid was reused?)"),
+            (os.getpid(), None, f"pid {os.getpid()} is no longer a process of Slurm job {job.job_id} on node n2: "
+                                "not dumped (the pid was reused?)"),
+            (gone.pid, 3, f"pid {gone.pid} is gone: it exited after the capture"),
+        ], doc
+        assert os.listdir(d) == []
+    hs.assert_runs_on(p0)
+    hs.assert_runs_on(p3)
 
 
 def test_stopped_slurmd_is_unreachable(cluster, job):

@@ -2,7 +2,9 @@
 //
 // It prints its begin line at once (so the front end knows the node is alive), captures, and
 // prints the node's snapshot in the agent wire format, framed for the line-cutting relays in
-// between (fanout/frames.h). Whatever goes wrong, the front end gets a `fail` line with the
+// between (fanout/frames.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
+// writes the cores of its own node instead and answers which were written, or why not
+// (fanout/core_round.h). Whatever goes wrong, the front end gets a `fail` line with the
 // reason rather than silence. Nothing but frames goes to stdout.
 #include <fmt/core.h>
 
@@ -17,6 +19,7 @@
 #include "fanout/frames.h"
 #include "fanout/hostlist.h"
 #include "fanout_cli.h"
+#include "gcore_cmd.h"
 #include "report/agent_format.h"
 
 namespace hangscan::cli {
@@ -31,11 +34,40 @@ struct AgentCliOptions {
   int timeout_ms = 25000;
   bool raw = false;
   CaptureFlags capture;
+  std::vector<std::string> write_core;   // the core round: NODE:PID[:RANK] ...
+  std::string gcore_dir = ".";
+  std::string gcore_max_size = "256M";
 };
 
 void emit(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+}
+
+// The agent's end of the core round: its own node's cores, one outcome each.
+int run_core_round(const AgentCliOptions& o, const AgentOptions& a, const std::string& frame_node) {
+  auto fail = [&](const Error& e) {
+    print_error(e);
+    if (!o.raw) emit(frame_failure(frame_node, e.what()));
+    return e.code == Errc::usage ? kExitUsage : kExitNothing;
+  };
+  std::vector<CoreRequest> requests;
+  for (const auto& text : o.write_core) {
+    auto r = parse_core_request(text);
+    if (!r) return fail(r.error());
+    requests.push_back(std::move(*r));
+  }
+  auto max = parse_size_option(o.gcore_max_size, "--gcore-max-size");
+  if (!max) return fail(max.error());
+  if (!o.raw) emit(frame_begin(frame_node));
+  auto write = [&](const CoreRequest& r, const Deadline& deadline) {
+    return write_member_core(r, o.gcore_dir, *max, deadline);
+  };
+  auto outcomes = run_core_agent(a, requests, write);
+  if (!outcomes) return fail(outcomes.error());
+  std::string doc = write_core_outcomes_json(a.node, *outcomes);
+  emit(o.raw ? doc + "\n" : frame_document(frame_node, doc));
+  return kExitComplete;
 }
 
 int run_agent_command(const AgentCliOptions& o) {
@@ -54,6 +86,7 @@ int run_agent_command(const AgentCliOptions& o) {
   // The node name goes into every frame line: an unusable one is reported, not framed.
   const std::string frame_node = validate_host_name(a.node) ? a.node : std::string("invalid-node-name");
 
+  if (!o.write_core.empty()) return run_core_round(o, a, frame_node);
   if (!o.raw) emit(frame_begin(frame_node));
   auto job = run_agent(a);
   if (!job) {
@@ -80,6 +113,11 @@ void add_agent_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_flag("--raw", opts->raw, "Print the bare agent JSON document (no framing)");
   add_capture_flags(sub, opts->capture);
+  sub->add_option("--write-core", opts->write_core,
+                  "Core round of --gcore: write a core of PID if it runs on NODE and is still the job's "
+                  "(NODE:PID[:RANK], repeatable)");
+  sub->add_option("--gcore-dir", opts->gcore_dir, "Directory for --write-core cores")->capture_default_str();
+  sub->add_option("--gcore-max-size", opts->gcore_max_size, "Size cap per core (K, M, G)")->capture_default_str();
   sub->callback([opts, &action] { action = [opts] { return run_agent_command(*opts); }; });
 }
 

@@ -3,9 +3,13 @@
 #include "gcore_cmd.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/core.h>
 
@@ -34,15 +38,6 @@ struct GcoreOptions {
   bool json = false;
   int timeout_ms = 3000;
 };
-
-Result<std::uint64_t> size_option(const std::string& text) {
-  auto v = parse_size(text);
-  if (!v || *v == 0) {
-    return Error(Errc::usage, fmt::format("--max-size {}: not a size", text), 0,
-                 "give bytes with an optional K, M or G suffix, e.g. --max-size 512M");
-  }
-  return *v;
-}
 
 // The kernel's core instead of ours: the process ends.
 int send_signal(const GcoreOptions& o) {
@@ -84,7 +79,7 @@ int send_signal(const GcoreOptions& o) {
 
 int run_gcore(const GcoreOptions& o) {
   if (!o.signal.empty()) return send_signal(o);
-  auto max = size_option(o.max_size);
+  auto max = parse_size_option(o.max_size, "--max-size");
   if (!max) {
     print_error(max.error());
     return kExitUsage;
@@ -140,35 +135,153 @@ void add_gcore_dump_options(CLI::App* sub, GcoreDumpOptions& o) {
       ->capture_default_str();
 }
 
-bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
-                     const GcoreDumpOptions& o) {
-  auto mode = parse_gcore_mode(o.mode.empty() ? "one-per-group" : o.mode);
-  auto groups = group_options(output);
-  auto max = size_option(o.max_size);
-  if (!mode || !groups || !max) {
-    print_error(!max ? max.error().what() : "bad --gcore mode or grouping options");
+Result<std::uint64_t> parse_size_option(const std::string& text, const std::string& option) {
+  auto v = parse_size(text);
+  if (!v || *v == 0) {
+    return Error(Errc::usage, fmt::format("{} {}: not a size", option, text), 0,
+                 fmt::format("give bytes with an optional K, M or G suffix, e.g. {} 512M", option));
+  }
+  return *v;
+}
+
+Status check_gcore_options(const GcoreDumpOptions& o) {
+  if (!o.requested()) return Ok{};
+  auto max = parse_size_option(o.max_size, "--gcore-max-size");
+  if (!max) return max.error();
+  if (o.dir.empty()) return Error(Errc::usage, "--gcore-dir is empty", 0, "give a directory for the cores");
+  return Ok{};
+}
+
+CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std::uint64_t max_size,
+                              const Deadline& deadline) {
+  using namespace std::chrono_literals;
+  CoreOutcome c;
+  c.node = r.node;
+  c.pid = r.pid;
+  c.rank = r.rank;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    int err = errno;
+    c.error = fmt::format("cannot create {}: {}", dir, std::strerror(err));
+    c.hint = "choose a writable directory with --gcore-dir DIR";
+    return c;
+  }
+  CoreWriteOptions opts;
+  opts.dir = dir;
+  opts.max_size = max_size;
+  opts.rank = r.rank;
+  opts.host = r.node;
+  opts.freeze_timeout = std::clamp<std::chrono::milliseconds>(deadline.remaining(), 1ms, 3000ms);
+  auto w = write_core_detailed(r.pid, opts);
+  if (!w) {
+    c.error = w.error().what();
+    c.hint = w.error().sys_errno == EEXIST ? "a core of this process is already there; move it away or choose "
+                                             "another --gcore-dir"
+             : w.error().message.starts_with("cannot create ") ? "choose a writable directory with --gcore-dir DIR"
+                                                               : w.error().hint;
+    return c;
+  }
+  c.path = w->path;
+  c.file_size = w->file_size;
+  c.pause_us = w->pause_us;
+  c.warnings = w->warnings;
+  if (!c.rank) c.rank = w->rank;
+  return c;
+}
+
+namespace {
+
+// "rank 3 on n2 (pid 1234, suspect)" or "pid 1234 on n2 (representative)".
+std::string core_subject(const CoreOutcome& c, const std::string& role) {
+  std::string who = c.rank ? fmt::format("rank {} on {} (pid {}, {})", *c.rank, c.node, c.pid, role)
+                           : fmt::format("pid {} on {} ({})", c.pid, c.node, role);
+  return who;
+}
+
+// One line per core on stderr, the same for every mode; false when no core was written.
+bool report_core(const CoreOutcome& c, const std::string& role) {
+  if (!c.written()) {
+    print_error(fmt::format("no core of {}: {}", core_subject(c, role), c.error), c.hint);
     return false;
   }
+  fmt::print(stderr, "hangscan: core of {}: {} ({}, paused {:.1f} ms)\n", core_subject(c, role), c.path,
+             human_size(c.file_size), static_cast<double>(c.pause_us) / 1000.0);
+  for (const auto& w : c.warnings) print_error(fmt::format("core {}: {}", c.path, w));
+  return true;
+}
+
+struct PickedCores {
+  std::vector<std::size_t> members;   // indexes into the job's processes
+  std::vector<std::string> roles;
+};
+
+Result<PickedCores> pick_cores(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o) {
+  auto mode = parse_gcore_mode(o.mode.empty() ? "one-per-group" : o.mode);
+  auto groups = group_options(output);
+  if (!mode) return Error(Errc::usage, fmt::format("--gcore {}: not a mode", o.mode));
+  if (!groups) return groups.error();
   Analysis analysis = analyze(job, *groups);
+  PickedCores picked;
+  picked.members = pick_core_members(analysis, *mode, job.processes.size());
+  for (std::size_t i : picked.members) picked.roles.emplace_back(core_role(analysis, i));
+  return picked;
+}
+
+}  // namespace
+
+bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
+                     const GcoreDumpOptions& o) {
+  auto picked = pick_cores(job, output, o);
+  auto max = parse_size_option(o.max_size, "--gcore-max-size");
+  if (!picked || !max) {
+    print_error(!max ? max.error() : picked.error());
+    return false;
+  }
   bool ok = true;
-  for (std::size_t i : pick_core_members(analysis, *mode, job.processes.size())) {
-    const ProcessSnapshot& p = job.processes[i];
-    CoreWriteOptions opts;
-    opts.dir = o.dir;
-    opts.max_size = *max;
-    opts.rank = p.rank;
-    opts.host = p.host;
-    auto r = write_core_detailed(p.pid, opts);
-    if (!r) {
-      print_error(fmt::format("no core of {}: {}", member_name(p), r.error().what()), r.error().hint);
-      ok = false;
-      continue;
-    }
-    fmt::print(stderr, "hangscan: core of {}{}: {} ({}, paused {:.1f} ms)\n", member_name(p),
-               analysis.is_suspect(i) ? " (suspect)" : "", r->path, human_size(r->file_size),
-               static_cast<double>(r->pause_us) / 1000.0);
+  for (std::size_t k = 0; k < picked->members.size(); ++k) {
+    const ProcessSnapshot& p = job.processes[picked->members[k]];
+    CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank};
+    ok &= report_core(write_member_core(r, o.dir, *max, Deadline::never()), picked->roles[k]);
   }
   return ok;
+}
+
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& fanout,
+                         const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
+  if (!o.requested() || rc == kExitNothing) return rc;
+  auto picked = pick_cores(merged, fanout.output, o);
+  if (!picked) {
+    print_error(picked.error());
+    return std::max(rc, kExitPartial);
+  }
+  if (picked->members.empty()) {
+    print_error("--gcore: no process to write a core of");
+    return rc;
+  }
+  std::vector<CoreRequest> requests;
+  std::vector<std::string> hosts;   // per request, the node as the fan-out asked it
+  std::vector<std::string> nodes;   // the nodes of the core round, in the order asked
+  for (std::size_t i : picked->members) {
+    const ProcessSnapshot& p = merged.processes[i];
+    auto named = result.agent_nodes.find(p.host);
+    requests.push_back(CoreRequest{named != result.agent_nodes.end() ? named->second : p.host, p.pid, p.rank});
+    hosts.push_back(p.host);
+  }
+  for (const auto& n : result.requested) {
+    if (std::find(hosts.begin(), hosts.end(), n) != hosts.end()) nodes.push_back(n);
+  }
+  // Agents run in other working directories (srun: the same path on every node; ssh: home).
+  std::string dir = std::filesystem::absolute(o.dir).lexically_normal().string();
+  AgentAnswers answers = run_round(nodes, core_round_agent_args(requests, dir, o.max_size));
+  if (fanout.verbose) {
+    for (const auto& line : answers.log) fmt::print(stderr, "hangscan: cores: {}\n", line);
+  }
+  auto outcomes = pair_core_outcomes(requests, hosts, answers);
+  std::size_t written = 0;
+  for (std::size_t k = 0; k < outcomes.size(); ++k) written += report_core(outcomes[k], picked->roles[k]) ? 1 : 0;
+  for (const auto& d : answers.diagnostics) print_error(d.message, d.hint);
+  fmt::print(stderr, "hangscan: {} of {} cores written in {} on {} node(s), {:.1f} s\n", written, outcomes.size(),
+             dir, nodes.size(), std::chrono::duration<double>(answers.elapsed).count());
+  return written == outcomes.size() ? rc : std::max(rc, kExitPartial);
 }
 
 void add_gcore_command(CLI::App& app, Action& action) {

@@ -1,16 +1,24 @@
-// The --gcore hook of `hangscan dump` (and of the cluster modes): cores of chosen ranks
-// after grouping.
+// The --gcore hook of `hangscan dump`, `--slurm-job` and `pdsh`: cores of chosen ranks after
+// grouping, and the per-pid core writing the node agent uses for the cluster modes.
 //
-// Why a separate header: the dump command owns capture and report; this adds one option
-// group and one call after the report, so the core-writing policy stays in one file.
+// Why a separate header: the dump and cluster commands own capture and report; this adds one
+// option group and one call after the report, so the core-writing policy (which processes,
+// how each core is written, named and reported) stays in one file for every mode.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "fanout/collector.h"
+#include "fanout/core_round.h"
+#include "fanout_cli.h"
 #include "hangscan/model.h"
 #include "output.h"
+#include "util/deadline.h"
 
 namespace hangscan::cli {
 
@@ -25,9 +33,32 @@ struct GcoreDumpOptions {
 // Adds --gcore [MODE], --gcore-dir DIR and --gcore-max-size SIZE to a subcommand.
 void add_gcore_dump_options(CLI::App* sub, GcoreDumpOptions& o);
 
+// A size option ("256M") in bytes; Errc::usage naming `option` when it is not a size.
+Result<std::uint64_t> parse_size_option(const std::string& text, const std::string& option);
+
+// Checks --gcore-max-size before any work is done (a bad value is a usage error, exit 64).
+Status check_gcore_options(const GcoreDumpOptions& o);
+
 // Writes the cores the mode asks for (grouping as the report did); prints one line per core
 // to stderr. Returns false when a core could not be written.
 bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
                      const GcoreDumpOptions& o);
+
+// One core of a chosen process, named after request.node, .rank and .pid, in `dir` (created
+// 0700 when missing). The per-pid code of `dump --gcore` and of the agent's core round.
+CoreOutcome write_member_core(const CoreRequest& request, const std::string& dir, std::uint64_t max_size,
+                              const Deadline& deadline);
+
+// Runs one core round of agents on `nodes` with `agent_args` (srun or pdsh, with the
+// fan-out's deadline) and returns what they sent.
+using CoreRoundFn =
+    std::function<AgentAnswers(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args)>;
+
+// The end of --slurm-job and pdsh with --gcore: when something was captured (`rc` is the
+// report's exit code), picks members of the merged job like write_job_cores, runs one core
+// round on the nodes that hold them, prints one line per core (and per core not written,
+// with the reason). Returns the exit code: `rc`, or 1 when a core could not be written.
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& fanout,
+                         const GcoreDumpOptions& o, const CoreRoundFn& run_round);
 
 }  // namespace hangscan::cli

@@ -10,6 +10,7 @@
 #include "fanout/hostlist.h"
 #include "fanout/pdsh.h"
 #include "fanout_cli.h"
+#include "gcore_cmd.h"
 #include "proc/proc_files.h"
 
 namespace hangscan::cli {
@@ -24,6 +25,7 @@ struct PdshCliOptions {
   std::string remote_setup;
   std::string rcmd;
   FanoutCliOptions common;
+  GcoreDumpOptions gcore;
 };
 
 // -w and --hostfile together name the hosts; both validated, duplicates dropped.
@@ -52,6 +54,10 @@ int run_pdsh(const PdshCliOptions& o) {
     print_error(g.error());
     return kExitUsage;
   }
+  if (auto st = check_gcore_options(o.gcore); !st) {
+    print_error(st.error());
+    return kExitUsage;
+  }
   auto hosts = collect_hosts(o);
   if (!hosts) {
     print_error(hosts.error());
@@ -72,8 +78,18 @@ int run_pdsh(const PdshCliOptions& o) {
   p.agent_args = capture_flag_args(o.common.capture);
   p.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   p.progress = tty_progress();
-  FanoutResult result = run_pdsh_fanout(p);
-  return finish_fanout(result, result.merged(), o.common);
+  FanoutResult result = read_job_answers(run_pdsh_agents(p));
+  JobSnapshot merged = result.merged();
+  int rc = finish_fanout(result, merged, o.common);
+  // The core round: pdsh again, only to the hosts holding a chosen process; the agents get
+  // the same --match, which is how they check that a pid is still one of the job's.
+  PdshOptions round = p;
+  round.progress = {};
+  return finish_cluster_cores(rc, result, merged, o.common, o.gcore, [&round](const auto& nodes, const auto& args) {
+    round.hosts = nodes;
+    round.agent_args = args;
+    return run_pdsh_agents(round);
+  });
 }
 
 }  // namespace
@@ -90,6 +106,7 @@ void add_pdsh_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"ssh", "rsh", "exec", "mrsh", "krb4", "qsh", "mqsh", "xcpu"}));
   add_fanout_options(sub, opts->common);
   add_output_options(sub, opts->common.output);
+  add_gcore_dump_options(sub, opts->gcore);
   sub->callback([opts, &action] {
     opts->common.output.color = output_wants_color();
     action = [opts] { return run_pdsh(*opts); };

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "fanout/slurm.h"
 #include "fanout_cli.h"
+#include "gcore_cmd.h"
 
 namespace hangscan::cli {
 
@@ -19,11 +21,16 @@ namespace {
 struct SlurmCliOptions {
   std::string job_id;
   FanoutCliOptions fanout;
+  GcoreDumpOptions gcore;
 };
 
 int run_slurm(const SlurmCliOptions& o) {
   if (auto g = group_options(o.fanout.output); !g) {
     print_error(g.error());
+    return kExitUsage;
+  }
+  if (auto st = check_gcore_options(o.gcore); !st) {
+    print_error(st.error());
     return kExitUsage;
   }
   auto agent = resolve_agent_path(o.fanout.agent_path);
@@ -48,9 +55,17 @@ int run_slurm(const SlurmCliOptions& o) {
     fmt::print(stderr, "hangscan: job {} {} on {} node(s) {}, {} task(s)\n", job->id, job->state, job->nodes.size(),
                job->nodelist, job->num_tasks ? std::to_string(*job->num_tasks) : "unknown");
   }
-  FanoutResult result = run_slurm_fanout(s, *job);
+  FanoutResult result = read_job_answers(run_slurm_agents(s, job->nodes));
   JobSnapshot merged = result.merged(job->id, job->num_tasks);
-  return finish_fanout(result, merged, o.fanout);
+  int rc = finish_fanout(result, merged, o.fanout);
+  // The core round: the same srun, deadline and collector, on the nodes holding a chosen
+  // process, with a fresh --timeout (writing a core takes longer than a capture).
+  SlurmOptions round = s;
+  round.progress = {};
+  return finish_cluster_cores(rc, result, merged, o.fanout, o.gcore, [&round](const auto& nodes, const auto& args) {
+    round.agent_args = args;
+    return run_slurm_agents(round, nodes);
+  });
 }
 
 }  // namespace
@@ -60,8 +75,14 @@ void add_slurm_command(CLI::App& app, Action& action) {
   app.add_option("--slurm-job,--jobid", opts->job_id, "Capture every rank of this Slurm job (on every node)");
   add_fanout_options(&app, opts->fanout);
   add_output_options(&app, opts->fanout.output);
+  add_gcore_dump_options(&app, opts->gcore);
   app.final_callback([opts, &action, &app] {
-    if (opts->job_id.empty()) return;
+    if (opts->job_id.empty()) {
+      if (opts->gcore.requested() && app.get_subcommands().empty()) {
+        throw CLI::ValidationError("--gcore", "needs --slurm-job ID here (or use dump --gcore, pdsh --gcore)");
+      }
+      return;
+    }
     if (!app.get_subcommands().empty()) {
       throw CLI::ValidationError("--slurm-job", "cannot be combined with a subcommand");
     }

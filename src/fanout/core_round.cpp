@@ -1,0 +1,222 @@
+#include "fanout/core_round.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "fanout/hostlist.h"
+
+namespace hangscan {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kCoreSchema = "hangscan-cores/1";
+// A node writes a few cores; these bounds only keep a broken or hostile agent small.
+constexpr std::size_t kMaxDocument = std::size_t{4} << 20;
+constexpr std::size_t kMaxOutcomes = std::size_t{1} << 16;
+constexpr std::size_t kMaxString = 4096;
+constexpr std::size_t kMaxWarnings = 64;
+
+std::optional<long long> parse_number(std::string_view text) {
+  long long v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+Error bad(const std::string& what) { return Error(Errc::bad_data, fmt::format("core answer: {}", what)); }
+
+// Reads a string member; absent is empty, anything else than a bounded string is an error.
+Result<std::string> string_member(const json& o, const char* key, std::size_t i) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return bad(fmt::format("cores[{}].{} is {}, expected a string", i, key, it->type_name()));
+  const auto& s = it->get_ref<const std::string&>();
+  if (s.size() > kMaxString) return bad(fmt::format("cores[{}].{} is longer than {} bytes", i, key, kMaxString));
+  return s;
+}
+
+Result<long long> integer_member(const json& o, const char* key, std::size_t i, long long lo, long long hi) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number_integer()) {
+    return bad(fmt::format("cores[{}].{} is missing or not an integer", i, key));
+  }
+  const bool too_big = it->is_number_unsigned() && it->get<unsigned long long>() > static_cast<unsigned long long>(hi);
+  const long long v = too_big ? hi : it->get<long long>();
+  if (too_big || v < lo || v > hi) return bad(fmt::format("cores[{}].{} is out of range", i, key));
+  return v;
+}
+
+Result<CoreOutcome> read_outcome(const json& o, std::size_t i) {
+  if (!o.is_object()) return bad(fmt::format("cores[{}] is {}, expected an object", i, o.type_name()));
+  CoreOutcome c;
+  auto node = string_member(o, "node", i);
+  if (!node) return node.error();
+  if (!validate_host_name(*node)) return bad(fmt::format("cores[{}].node is not a host name", i));
+  c.node = std::move(*node);
+  auto pid = integer_member(o, "pid", i, 1, std::numeric_limits<int>::max());
+  if (!pid) return pid.error();
+  c.pid = static_cast<int>(*pid);
+  if (auto it = o.find("rank"); it != o.end() && !it->is_null()) {
+    auto rank = integer_member(o, "rank", i, 0, std::numeric_limits<int>::max());
+    if (!rank) return rank.error();
+    c.rank = static_cast<int>(*rank);
+  }
+  for (auto [key, field] : {std::pair{"path", &c.path}, {"error", &c.error}, {"hint", &c.hint}}) {
+    auto s = string_member(o, key, i);
+    if (!s) return s.error();
+    *field = std::move(*s);
+  }
+  if (c.written()) {
+    if (c.path.empty()) return bad(fmt::format("cores[{}] has neither a path nor an error", i));
+    auto size = integer_member(o, "file_size", i, 0, std::numeric_limits<long long>::max());
+    auto pause = integer_member(o, "pause_us", i, 0, std::numeric_limits<long long>::max());
+    if (!size) return size.error();
+    if (!pause) return pause.error();
+    c.file_size = static_cast<std::uint64_t>(*size);
+    c.pause_us = *pause;
+  }
+  if (auto it = o.find("warnings"); it != o.end()) {
+    if (!it->is_array() || it->size() > kMaxWarnings) return bad(fmt::format("cores[{}].warnings is not a short list", i));
+    for (const auto& w : *it) {
+      if (!w.is_string() || w.get_ref<const std::string&>().size() > kMaxString) {
+        return bad(fmt::format("cores[{}].warnings holds something else than a short string", i));
+      }
+      c.warnings.push_back(w.get<std::string>());
+    }
+  }
+  return c;
+}
+
+CoreOutcome unanswered(const CoreRequest& r, std::string why) {
+  CoreOutcome c;
+  c.node = r.node;
+  c.pid = r.pid;
+  c.rank = r.rank;
+  c.error = std::move(why);
+  return c;
+}
+
+}  // namespace
+
+std::string format_core_request(const CoreRequest& r) {
+  if (r.rank) return fmt::format("{}:{}:{}", r.node, r.pid, *r.rank);
+  return fmt::format("{}:{}", r.node, r.pid);
+}
+
+Result<CoreRequest> parse_core_request(std::string_view text) {
+  auto usage = [&](const std::string& why) {
+    return Error(Errc::usage, fmt::format("--write-core '{}': {}", text.substr(0, 300), why), 0,
+                 "give NODE:PID or NODE:PID:RANK");
+  };
+  std::size_t a = text.find(':');
+  if (a == std::string_view::npos) return usage("no ':' after the node");
+  std::size_t b = text.find(':', a + 1);
+  CoreRequest r;
+  r.node = std::string(text.substr(0, a));
+  if (auto st = validate_host_name(r.node); !st) return usage(st.error().what());
+  auto pid = parse_number(text.substr(a + 1, b == std::string_view::npos ? text.npos : b - a - 1));
+  if (!pid || *pid <= 0 || *pid > std::numeric_limits<int>::max()) return usage("the pid is not a positive number");
+  r.pid = static_cast<int>(*pid);
+  if (b != std::string_view::npos) {
+    auto rank = parse_number(text.substr(b + 1));
+    if (!rank || *rank < 0 || *rank > std::numeric_limits<int>::max()) return usage("the rank is not a number >= 0");
+    r.rank = static_cast<int>(*rank);
+  }
+  return r;
+}
+
+std::string write_core_outcomes_json(const std::string& node, const std::vector<CoreOutcome>& outcomes) {
+  json cores = json::array();
+  for (const auto& c : outcomes) {
+    json o = {{"node", c.node}, {"pid", c.pid}, {"rank", c.rank ? json(*c.rank) : json(nullptr)}};
+    if (c.written()) {
+      o["path"] = c.path;
+      o["file_size"] = c.file_size;
+      o["pause_us"] = c.pause_us;
+      if (!c.warnings.empty()) o["warnings"] = c.warnings;
+    } else {
+      o["error"] = c.error;
+      if (!c.hint.empty()) o["hint"] = c.hint;
+    }
+    cores.push_back(std::move(o));
+  }
+  json doc = {{"schema", kCoreSchema}, {"node", node}, {"cores", std::move(cores)}};
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::vector<CoreOutcome>> read_core_outcomes_json(std::string_view text) {
+  if (text.size() > kMaxDocument) return bad(fmt::format("larger than {} bytes", kMaxDocument));
+  json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded()) return bad("not valid JSON");
+  if (!doc.is_object()) return bad("not an object");
+  auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string() || *schema != kCoreSchema) {
+    return bad(fmt::format("schema is not {}", kCoreSchema));
+  }
+  auto cores = doc.find("cores");
+  if (cores == doc.end() || !cores->is_array()) return bad("no 'cores' list");
+  if (cores->size() > kMaxOutcomes) return bad(fmt::format("more than {} entries", kMaxOutcomes));
+  std::vector<CoreOutcome> out;
+  out.reserve(cores->size());
+  for (std::size_t i = 0; i < cores->size(); ++i) {
+    auto c = read_outcome((*cores)[i], i);
+    if (!c) return c.error();
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests, const std::string& dir,
+                                               const std::string& max_size) {
+  std::vector<std::string> args{"--gcore-dir", dir, "--gcore-max-size", max_size};
+  for (const auto& r : requests) {
+    args.emplace_back("--write-core");
+    args.push_back(format_core_request(r));
+  }
+  return args;
+}
+
+std::vector<CoreOutcome> pair_core_outcomes(const std::vector<CoreRequest>& requests,
+                                            const std::vector<std::string>& request_hosts,
+                                            const AgentAnswers& answers) {
+  std::map<std::string, Result<std::vector<CoreOutcome>>> by_host;
+  for (const auto& d : answers.documents) by_host.emplace(d.node, read_core_outcomes_json(d.text));
+  std::vector<CoreOutcome> out;
+  out.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const CoreRequest& r = requests[i];
+    const std::string& host = i < request_hosts.size() ? request_hosts[i] : r.node;
+    auto doc = by_host.find(host);
+    if (doc == by_host.end()) {
+      auto u = std::find_if(answers.unreachable.begin(), answers.unreachable.end(),
+                            [&](const UnreachableNode& n) { return n.host == host; });
+      out.push_back(unanswered(r, fmt::format("node {} did not answer: {}", host,
+                                              u != answers.unreachable.end() ? u->reason : "no answer")));
+      continue;
+    }
+    if (!doc->second) {
+      out.push_back(unanswered(r, fmt::format("node {} answered badly: {}", host, doc->second.error().what())));
+      continue;
+    }
+    const auto& got = *doc->second;
+    auto it = std::find_if(got.begin(), got.end(), [&](const CoreOutcome& c) { return c.pid == r.pid && c.node == r.node; });
+    if (it == got.end()) {
+      out.push_back(unanswered(r, fmt::format("the agent on {} did not mention pid {} of node {}", host, r.pid, r.node)));
+      continue;
+    }
+    CoreOutcome c = *it;
+    c.node = host;   // report it under the name the report uses
+    if (!c.rank) c.rank = r.rank;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace hangscan

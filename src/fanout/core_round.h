@@ -1,0 +1,71 @@
+// The core round of `hangscan --slurm-job ID --gcore` and `hangscan pdsh ... --gcore`.
+//
+// Why: a core must be written where the process runs (ptrace and process_vm_readv do not
+// cross machines), but the choice of *which* processes get one is made at the front end,
+// after every node's stacks are merged and grouped (one representative per group plus every
+// suspect, across the whole job). So the front end runs a second, short round of agents, only
+// on the nodes that hold a chosen process, and names the processes on the agent's command
+// line as NODE:PID[:RANK]; each agent writes the cores of its own node and answers with a
+// framed document listing each core written (path, size, pause) or why not. This file holds
+// what both ends share: the request syntax, the answer document, and how the front end pairs
+// answers with requests (a request nobody answered still gets a reason).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fanout/collector.h"
+#include "hangscan/result.h"
+
+namespace hangscan {
+
+// One process to write a core of. `node` is the name the agent on that node gives itself
+// (FanoutResult::agent_nodes): the agents of one round all get the same argv and each keeps
+// the requests for its own node.
+struct CoreRequest {
+  std::string node;
+  int pid = 0;
+  std::optional<int> rank;   // from the report: names the core, and must still be the pid's rank
+  bool operator==(const CoreRequest&) const = default;
+};
+
+// "n2:1234:3" or "n2:1234".
+std::string format_core_request(const CoreRequest& request);
+// The inverse; the node name is validated, the pid must be positive, the rank >= 0.
+Result<CoreRequest> parse_core_request(std::string_view text);
+
+// What became of one request: a core written, or why not.
+struct CoreOutcome {
+  std::string node;
+  int pid = 0;
+  std::optional<int> rank;
+  std::string path;                    // the core, when written
+  std::uint64_t file_size = 0;
+  std::int64_t pause_us = 0;           // how long the process was stopped
+  std::vector<std::string> warnings;   // a core written but incomplete (over the cap ...)
+  std::string error;                   // set when no core was written
+  std::string hint;
+  bool written() const { return error.empty(); }
+};
+
+// The agent's answer document ("hangscan-cores/1"), and its defensive reader (Errc::bad_data
+// for anything malformed or out of bounds; never an exception).
+std::string write_core_outcomes_json(const std::string& node, const std::vector<CoreOutcome>& outcomes);
+Result<std::vector<CoreOutcome>> read_core_outcomes_json(std::string_view text);
+
+// The agent arguments of a core round: the requests, then where and how big.
+std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests, const std::string& dir,
+                                               const std::string& max_size);
+
+// One outcome per request, in request order. `request_hosts[i]` is the node request i was
+// sent to as the round asked it (a Slurm node or pdsh host; its document is looked up by
+// it). A request whose node did not answer, or whose agent did not mention it, gets an error
+// saying so.
+std::vector<CoreOutcome> pair_core_outcomes(const std::vector<CoreRequest>& requests,
+                                            const std::vector<std::string>& request_hosts,
+                                            const AgentAnswers& answers);
+
+}  // namespace hangscan
