@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "capture/python_capture.h"
+#include "target/frozen_memory.h"
 #include "unwind/dwfl_session.h"
 
 namespace hangscan {
@@ -23,32 +24,70 @@ Diagnostic make_diag(Diagnostic::Severity sev, const Target& target, std::string
   return d;
 }
 
-// Copies the top of a thread's stack: from the stack pointer to the end of its mapping,
-// at most `max_bytes`. Reads are short where memory is unmapped.
-StackCopy copy_stack(Target& target, const Registers& regs, std::size_t max_bytes) {
-  StackCopy copy;
-  std::uint64_t sp = regs.sp();
-  std::uint64_t end = sp + max_bytes;
+// The bytes a freeze will copy of a thread's stack: from its stack pointer to the end of its
+// mapping, at most `max_bytes`.
+std::size_t stack_extent(const Target& target, std::uint64_t sp, std::size_t max_bytes) {
   for (const auto& m : target.mappings()) {
-    if (m.contains(sp)) {
-      end = std::min(end, m.end);
-      break;
-    }
+    if (m.contains(sp)) return static_cast<std::size_t>(std::min<std::uint64_t>(m.end - sp, max_bytes));
   }
-  if (end <= sp) return copy;
-  copy.start = sp;
-  copy.bytes.resize(end - sp);
-  std::size_t got = target.memory().read(sp, copy.bytes.data(), copy.bytes.size());
-  copy.bytes.resize(got);
-  return copy;
+  return 0;
+}
+
+constexpr std::size_t kUnknownStackGuess = 64 * 1024;
+constexpr std::size_t kPythonPagesPerThread = 8;
+
+// How much a freeze of this target will write, so that it is prefaulted before the stop (see
+// target/frozen_memory.h): each stack from the stack pointer /proc showed (threads in a system
+// call; a guess for the others) and a few pages per thread for the Python walk.
+std::size_t freeze_buffer_bytes(const Target& target, const std::map<int, ThreadSnapshot>& described,
+                                const CaptureOptions& options, bool python) {
+  std::size_t bytes = 0;
+  for (const auto& [tid, t] : described) {
+    if (options.native) {
+      std::size_t known = t.stack_pointer ? stack_extent(target, *t.stack_pointer, options.max_stack_bytes) : 0;
+      // A thread seen in a system call may have returned and called deeper by the stop.
+      bytes += known != 0 ? known + 16 * 1024 : std::min(kUnknownStackGuess, options.max_stack_bytes);
+    }
+    if (python) bytes += kPythonPagesPerThread * PageCacheMemory::kPageSize;
+  }
+  if (python) bytes += 64 * PageCacheMemory::kPageSize;
+  return bytes;
 }
 
 struct FrozenCopy {
   int tid = 0;
   std::optional<Registers> regs;
-  StackCopy stack;
+  std::uint64_t stack_start = 0;
+  std::span<const std::uint8_t> stack_view;   // in the freeze buffer, or in stack_heap
+  std::vector<std::uint8_t> stack_heap;       // when the buffer was too small
+  StackCopy stack;                            // filled after the target runs again
   std::string error;
 };
+
+// Copies the top of every thread's stack (short where memory is unmapped) into prefaulted
+// memory, in one batch of reads.
+void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
+                 std::vector<FrozenCopy>& copies) {
+  std::vector<MemoryReader::ReadOp> ops;
+  std::vector<FrozenCopy*> owners;
+  for (auto& c : copies) {
+    if (!c.regs) continue;
+    std::uint64_t sp = c.regs->sp();
+    std::size_t len = stack_extent(target, sp, max_bytes);
+    if (len == 0) continue;
+    std::span<std::uint8_t> out = buffer.take(len);
+    if (out.empty()) {
+      c.stack_heap.resize(len);
+      out = c.stack_heap;
+    }
+    c.stack_start = sp;
+    ops.push_back(MemoryReader::ReadOp{sp, out.data(), out.size(), 0});
+    owners.push_back(&c);
+  }
+  target.memory().read_many(ops);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    owners[i]->stack_view = std::span<const std::uint8_t>(ops[i].buf, ops[i].got);
+}
 
 }  // namespace
 
@@ -56,8 +95,6 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
                                 SymbolCache& symbols) {
   ProcessSnapshot snap;
   target.describe_process(snap);
-
-  PythonCapture python(target, options);
 
   // Describe threads before stopping them: their states and wait channels are then the ones
   // the program was in, not ptrace-stop.
@@ -69,10 +106,19 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     described.emplace(tid, std::move(t));
   }
 
+  PythonCapture python(target, options);
+  const bool prepare = target.is_live() && !options.nonblocking;
+  std::vector<std::uint64_t> python_pages;
+  if (prepare) python_pages = python.probe_pages();
+  FreezeBuffer buffer(prepare ? freeze_buffer_bytes(target, described, options, python.active()) +
+                                    python_pages.size() * PageCacheMemory::kPageSize
+                              : 0);
+
   std::vector<FrozenCopy> copies;
   if (options.nonblocking) {
     python.walk_nonblocking();
   } else {
+    copies.reserve(described.size() + 16);
     auto freeze = target.freeze(Deadline::after(options.freeze_timeout));
     if (!freeze) {
       const Error& e = freeze.error();
@@ -81,17 +127,39 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
       for (auto& [tid, t] : described) snap.threads.push_back(std::move(t));
       return snap;
     }
-    // Only copies are made while the target is stopped.
+    // Only copies are made while the target is stopped, into prefaulted memory.
+    std::int64_t t0 = monotonic_us();
+    auto pages = std::make_unique<PageCacheMemory>(target.memory(), &buffer);
+    std::size_t stack_bytes = 0;
     for (const auto& ft : (*freeze)->threads()) {
-      FrozenCopy c;
+      FrozenCopy& c = copies.emplace_back();
       c.tid = ft.tid;
       c.regs = ft.regs;
       c.error = ft.error;
-      if (ft.regs && options.native) c.stack = copy_stack(target, *ft.regs, options.max_stack_bytes);
-      copies.push_back(std::move(c));
     }
-    python.walk_frozen();
+    if (options.native) copy_stacks(target, options.max_stack_bytes, buffer, copies);
+    for (const auto& c : copies) {
+      pages->add_copy(c.stack_start, c.stack_view);
+      stack_bytes += c.stack_view.size();
+    }
+    std::int64_t t1 = monotonic_us();
+    pages->prefetch(python_pages);
+    python.walk_frozen(std::move(pages));
+    std::int64_t t2 = monotonic_us();
     snap.pause_us = (*freeze)->release();
+    if (options.log != nullptr) {
+      std::int64_t stopped = (*freeze)->stopped_us();
+      options.log->push_back(fmt::format(
+          "pid {}: paused {} us: {} threads stopped and registers read in {} us, {} KiB of "
+          "stacks copied in {} us, Python frames walked in {} us ({} reads), resumed in {} us",
+          target.pid(), snap.pause_us, copies.size(), stopped, stack_bytes / 1024, t1 - t0,
+          t2 - t1, python.base_reads(),
+          std::max<std::int64_t>(0, snap.pause_us - stopped - (t2 - t0))));
+    }
+    for (auto& c : copies) {
+      c.stack.start = c.stack_start;
+      c.stack.bytes.assign(c.stack_view.begin(), c.stack_view.end());
+    }
   }
 
   // Everything below runs while the target runs again.

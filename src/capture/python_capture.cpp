@@ -18,6 +18,9 @@ struct PythonCapture::State {
   std::vector<Diagnostic> diagnostics;
 #ifdef HS_HAVE_PYTHON
   std::unique_ptr<python::PythonReader> reader;
+  // Pages fetched while the target was stopped (see page_cache_memory.h): the walk reads
+  // through it, and so does the decoding of the immutable code objects afterwards.
+  std::unique_ptr<PageCacheMemory> pages;
   python::RawPythonState raw;
   bool walked = false;
   bool nonblocking = false;
@@ -54,18 +57,40 @@ bool PythonCapture::active() const {
 #endif
 }
 
-void PythonCapture::walk_frozen() {
+void PythonCapture::walk_frozen(std::unique_ptr<PageCacheMemory> pages) {
 #ifdef HS_HAVE_PYTHON
   if (!state_->reader) return;
-  state_->raw = state_->reader->walk(state_->target.memory(), state_->options.locals);
+  state_->pages = std::move(pages);
+  state_->raw = state_->reader->walk(*state_->pages, state_->options.locals);
   state_->walked = true;
+#else
+  (void)pages;
 #endif
 }
 
 void PythonCapture::walk_nonblocking() {
 #ifdef HS_HAVE_PYTHON
-  walk_frozen();
+  walk_frozen(std::make_unique<PageCacheMemory>(state_->target.memory(), nullptr));
   state_->nonblocking = true;
+#endif
+}
+
+std::vector<std::uint64_t> PythonCapture::probe_pages() {
+#ifdef HS_HAVE_PYTHON
+  if (!state_->reader) return {};
+  PageCacheMemory probe(state_->target.memory(), nullptr);
+  state_->reader->walk(probe, state_->options.locals);
+  return probe.page_indices();
+#else
+  return {};
+#endif
+}
+
+std::size_t PythonCapture::base_reads() const {
+#ifdef HS_HAVE_PYTHON
+  return state_->pages ? state_->pages->base_reads() : 0;
+#else
+  return 0;
 #endif
 }
 
@@ -74,7 +99,7 @@ void PythonCapture::decode(const std::vector<int>& tids,
                            const std::map<int, std::pair<std::uint64_t, std::uint64_t>>& stacks) {
 #ifdef HS_HAVE_PYTHON
   if (!state_->reader || !state_->walked) return;
-  auto decoded = state_->reader->decode(state_->raw, state_->target.memory());
+  auto decoded = state_->reader->decode(state_->raw, *state_->pages);
   std::vector<python::PythonThreadStack> unmatched;
   // Match Python thread states to native threads: native_tid when the version records it,
   // else pthread_t == the thread's fs_base (x86-64 glibc).

@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "hangscan/model.h"
+#include "target/frozen_memory.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -26,10 +27,17 @@ class PythonCapture {
   PythonCapture& operator=(const PythonCapture&) = delete;
 
   bool active() const;
-  // While stopped: thread states and frame chains as raw pointers.
-  void walk_frozen();
+  // Before the freeze: walks the frame chain without stopping, to learn which pages the frozen
+  // walk will read; they are then fetched in one batch while stopped (and are already in the
+  // target's page tables, so that batch does not fault them in). Empty when not Python.
+  std::vector<std::uint64_t> probe_pages();
+  // While the target is stopped: reads the frame chain as raw pointers, through `pages` (which
+  // serves the stack copies already made and fetches a page at a time; it is kept for decode).
+  void walk_frozen(std::unique_ptr<PageCacheMemory> pages);
   // --nonblocking: the same without a stop (possibly inconsistent).
   void walk_nonblocking();
+  // Reads of the target's memory the walk made (for --verbose).
+  std::size_t base_reads() const;
   // After resume: decodes code objects and matches Python threads to native ones. `fs_bases`
   // maps tid to the thread's fs_base register (its pthread_t), for versions without native ids.
   // `stacks` maps tid to the [start, end) of the mapping holding its stack pointer: glibc

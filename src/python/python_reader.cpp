@@ -47,6 +47,12 @@ std::size_t frame_header_size(const PyOffsets& o) {
   return static_cast<std::size_t>(m + 8);
 }
 
+std::size_t tstate_header_size(const PyOffsets& o) {
+  std::int64_t m = std::max({o.tstate_next, o.tstate_frame, o.tstate_thread_id,
+                             o.tstate_native_thread_id});
+  return static_cast<std::size_t>(m + 8);
+}
+
 }  // namespace
 
 PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t interp) {
@@ -105,49 +111,50 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       }
       RawPythonThread t;
       t.tstate = tstate;
-      walk_thread(mem, with_locals ? &objects : nullptr, tstate, t);
+      auto next = walk_thread(mem, with_locals ? &objects : nullptr, tstate, t);
       if (walk_budget_ == 0 && !budget_noted) {
         st.diagnostics.push_back(fmt::format(
             "more than {} Python frames in the process: the walk was cut", kMaxTotalFrames));
         budget_noted = true;
       }
       t.holds_gil = gil.holder == tstate;
-      std::uint64_t next = 0;
-      bool ok = mem.read_obj(tstate + o.tstate_next, next);
       st.threads.push_back(std::move(t));
-      if (!ok) {
+      if (!next) {
         st.diagnostics.push_back(
             fmt::format("thread state {:#x} vanished during the walk: list cut", tstate));
         break;
       }
-      tstate = next;
+      tstate = *next;
     }
     if (!mem.read_obj(interp + o.interp_next, interp)) break;
   }
   return st;
 }
 
-void PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects, std::uint64_t tstate,
-                               RawPythonThread& out) {
+std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects,
+                                                       std::uint64_t tstate,
+                                                       RawPythonThread& out) {
   const PyLayout& l = where_.layout;
   const PyOffsets& o = l.off;
-  mem.read_obj(tstate + o.tstate_thread_id, out.pthread_id);
+  // One read for every thread-state field (the pause is counted in reads).
+  std::vector<std::uint8_t> ts(tstate_header_size(o));
+  if (!mem.read_exact(tstate, ts.data(), ts.size())) {
+    out.error = fmt::format("cannot read thread state {:#x}", tstate);
+    return std::nullopt;
+  }
+  std::uint64_t next = load<std::uint64_t>(ts, o.tstate_next);
+  out.pthread_id = load<std::uint64_t>(ts, o.tstate_thread_id);
   if (o.tstate_native_thread_id >= 0) {
-    std::uint64_t tid = 0;
-    if (mem.read_obj(tstate + o.tstate_native_thread_id, tid) && tid > 0 && tid < kMaxTid)
-      out.native_tid = static_cast<int>(tid);
+    std::uint64_t tid = load<std::uint64_t>(ts, o.tstate_native_thread_id);
+    if (tid > 0 && tid < kMaxTid) out.native_tid = static_cast<int>(tid);
   } else {
     out.native_tid = tid_from_pthread(mem, out.pthread_id);
   }
-  std::uint64_t frame = 0;
-  if (!mem.read_obj(tstate + o.tstate_frame, frame)) {
-    out.error = fmt::format("cannot read thread state {:#x}", tstate);
-    return;
-  }
+  std::uint64_t frame = load<std::uint64_t>(ts, o.tstate_frame);
   if (o.cframe_current_frame >= 0 && frame != 0 &&
       !mem.read_obj(frame + o.cframe_current_frame, frame)) {
     out.error = fmt::format("cannot read the current frame of thread state {:#x}", tstate);
-    return;
+    return next;
   }
   const std::size_t header = frame_header_size(o);
   std::vector<std::uint8_t> buf(header);
@@ -202,6 +209,7 @@ void PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects, std::ui
     }
     frame = prev;
   }
+  return next;
 }
 
 void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,

@@ -110,8 +110,9 @@ class PythonReader {
   };
 
   GilState read_gil(MemoryReader& mem, std::uint64_t interp);
-  void walk_thread(MemoryReader& mem, ObjectReader* objects, std::uint64_t tstate,
-                   RawPythonThread& out);
+  // Walks one thread's frames; returns the next thread state, nullopt when unreadable.
+  std::optional<std::uint64_t> walk_thread(MemoryReader& mem, ObjectReader* objects,
+                                           std::uint64_t tstate, RawPythonThread& out);
   void read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
                    std::uint64_t code, RawPythonFrame& out);
   const CodeInfo& code_info(MemoryReader& mem, std::uint64_t code);

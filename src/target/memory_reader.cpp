@@ -28,6 +28,10 @@ std::optional<std::string> MemoryReader::read_cstring(std::uint64_t addr, std::s
   return out;
 }
 
+void MemoryReader::read_many(std::span<ReadOp> ops) {
+  for (auto& op : ops) op.got = read(op.addr, op.buf, op.len);
+}
+
 void BufferMemory::add(std::uint64_t addr, std::vector<std::uint8_t> bytes) {
   regions_.push_back(Region{addr, std::move(bytes)});
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ class MemoryReader {
 
   // A NUL-terminated string of at most `max_len` bytes; nullopt if the first byte is unreadable.
   std::optional<std::string> read_cstring(std::uint64_t addr, std::size_t max_len = 4096);
+
+  // One read of a batch: `got` is set to what read() would have returned.
+  struct ReadOp {
+    std::uint64_t addr = 0;
+    std::uint8_t* buf = nullptr;
+    std::size_t len = 0;
+    std::size_t got = 0;
+  };
+  // Many reads at once. Why: for a live process every read is a system call, and a freeze
+  // copies every thread's stack and many pages; one call for all of them shortens the pause.
+  // The default reads them one by one.
+  virtual void read_many(std::span<ReadOp> ops);
 };
 
 // A MemoryReader over buffers held in this process: for tests that fabricate a target's memory,

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace hangscan {
 
@@ -45,6 +47,42 @@ std::size_t ProcessMemory::read(std::uint64_t addr, void* buf, std::size_t len) 
     return done;
   }
   return read_proc_mem(addr, buf, len);
+}
+
+void ProcessMemory::read_many(std::span<ReadOp> ops) {
+  constexpr std::size_t kMaxIov = 1024;   // IOV_MAX on Linux
+  std::vector<iovec> local;
+  std::vector<iovec> remote;
+  std::size_t i = 0;
+  while (i < ops.size()) {
+    if (!vm_readv_works_) {
+      for (; i < ops.size(); ++i) ops[i].got = read(ops[i].addr, ops[i].buf, ops[i].len);
+      return;
+    }
+    std::size_t n = std::min(kMaxIov, ops.size() - i);
+    local.clear();
+    remote.clear();
+    for (std::size_t k = i; k < i + n; ++k) {
+      local.push_back(iovec{ops[k].buf, ops[k].len});
+      remote.push_back(iovec{reinterpret_cast<void*>(ops[k].addr), ops[k].len});
+    }
+    ssize_t r = ::process_vm_readv(pid_, local.data(), n, remote.data(), n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    // The kernel stops at the first read that fails; everything before it is complete.
+    std::size_t left = r > 0 ? static_cast<std::size_t>(r) : 0;
+    std::size_t k = i;
+    for (; k < i + n && left >= ops[k].len; ++k) {
+      ops[k].got = ops[k].len;
+      left -= ops[k].len;
+    }
+    if (k == i + n) {
+      i = k;
+      continue;
+    }
+    // The failing read alone, page by page (read() also falls back to /proc/PID/mem).
+    ops[k].got = left + read(ops[k].addr + left, ops[k].buf + left, ops[k].len - left);
+    i = k + 1;
+  }
 }
 
 std::size_t ProcessMemory::read_proc_mem(std::uint64_t addr, void* buf, std::size_t len) {

@@ -17,6 +17,8 @@ class ProcessMemory : public MemoryReader {
   ProcessMemory& operator=(const ProcessMemory&) = delete;
 
   std::size_t read(std::uint64_t addr, void* buf, std::size_t len) override;
+  // process_vm_readv with up to IOV_MAX reads per call.
+  void read_many(std::span<ReadOp> ops) override;
 
  private:
   std::size_t read_proc_mem(std::uint64_t addr, void* buf, std::size_t len);

@@ -1,5 +1,6 @@
 #include "target/ptrace_stopper.h"
 
+#include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -48,9 +49,20 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
   sigemptyset(&block);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&block, sig);
   if (pthread_sigmask(SIG_BLOCK, &block, &s->saved_mask_) == 0) s->mask_saved_ = true;
+  s->raise_priority();
 
+  // PTRACE_SEIZE attaches without stopping: every thread known now is attached before the
+  // clock starts, so the pause holds only the interrupts, the copies and the detaches.
+  auto first = list_tasks(pid);
+  if (!first) return std::move(first).error();
+  auto st = s->seize_new_threads(*first, true);
+  if (!st) return std::move(st).error();
   s->first_stop_us_ = monotonic_us();
-  for (int scan = 0; scan < kMaxScans; ++scan) {
+  s->interrupt_from(0);
+  s->wait_for_stops(deadline);
+  // A thread created before its creator stopped is not in the first list: scan again until
+  // a scan finds nobody new (a stopped process cannot create threads).
+  for (int scan = 1; scan < kMaxScans && !deadline.expired(); ++scan) {
     auto tids = list_tasks(pid);
     if (!tids) return std::move(tids).error();
     std::vector<int> fresh;
@@ -60,12 +72,14 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
       if (!known) fresh.push_back(tid);
     }
     if (fresh.empty()) break;
-    auto st = s->seize_new_threads(fresh, scan == 0);
+    std::size_t from = s->tracees_.size();
+    st = s->seize_new_threads(fresh, false);
     if (!st) return std::move(st).error();
+    s->interrupt_from(from);
     s->wait_for_stops(deadline);
-    if (deadline.expired()) break;
   }
   s->read_registers();
+  s->stopped_us_ = monotonic_us() - s->first_stop_us_;
   return s;
 }
 
@@ -82,11 +96,15 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
     Tracee t;
     t.tid = tid;
     tracees_.push_back(t);
-    if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 && errno == ESRCH) {
-      tracees_.back().gone = true;
-    }
   }
   return Ok{};
+}
+
+void PtraceStopper::interrupt_from(std::size_t first) {
+  for (std::size_t i = first; i < tracees_.size(); ++i) {
+    if (ptrace(PTRACE_INTERRUPT, tracees_[i].tid, nullptr, nullptr) != 0 && errno == ESRCH)
+      tracees_[i].gone = true;
+  }
 }
 
 // Peeks at a tracee's state change without consuming it (WNOWAIT). Why: reaping a
@@ -166,8 +184,29 @@ std::int64_t PtraceStopper::release() {
     ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
   }
   pause_us_ = monotonic_us() - first_stop_us_;
+  restore_priority();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
+}
+
+// The lowest real-time priority is above every normal process: on a node whose CPUs are busy
+// (data loaders, other ranks), hangscan is then not preempted while it holds the target
+// stopped, which would stretch the pause by whole time slices. Every wait in the freeze sleeps
+// or ends at a deadline, so nothing spins at this priority. Without CAP_SYS_NICE this fails
+// and the freeze runs at normal priority.
+void PtraceStopper::raise_priority() {
+  saved_policy_ = sched_getscheduler(0);
+  if (saved_policy_ < 0 || saved_policy_ == SCHED_FIFO || saved_policy_ == SCHED_RR) return;
+  if (sched_getparam(0, &saved_param_) != 0) return;
+  sched_param rt{};
+  rt.sched_priority = sched_get_priority_min(SCHED_FIFO);
+  priority_raised_ = sched_setscheduler(0, SCHED_FIFO, &rt) == 0;
+}
+
+void PtraceStopper::restore_priority() {
+  if (!priority_raised_) return;
+  sched_setscheduler(0, saved_policy_, &saved_param_);
+  priority_raised_ = false;
 }
 
 PtraceStopper::~PtraceStopper() { release(); }

@@ -8,6 +8,7 @@
 // SIGINT/SIGTERM/SIGHUP/SIGQUIT are blocked while threads are stopped and delivered after.
 #pragma once
 
+#include <sched.h>
 #include <signal.h>
 
 #include <cstdint>
@@ -32,6 +33,7 @@ class PtraceStopper : public Freeze {
 
   const std::vector<FrozenThread>& threads() const override { return threads_; }
   std::int64_t release() override;
+  std::int64_t stopped_us() const override { return stopped_us_; }
 
  private:
   struct Tracee {
@@ -43,18 +45,25 @@ class PtraceStopper : public Freeze {
 
   explicit PtraceStopper(int pid);
   Status seize_new_threads(const std::vector<int>& tids, bool first_scan);
+  void interrupt_from(std::size_t first);
   void wait_for_stops(const Deadline& deadline);
   bool poll_tracee(Tracee& t);
   void read_registers();
+  void raise_priority();
+  void restore_priority();
 
   int pid_;
   std::vector<Tracee> tracees_;
   std::vector<FrozenThread> threads_;
   std::int64_t first_stop_us_ = 0;
+  std::int64_t stopped_us_ = 0;
   std::int64_t pause_us_ = 0;
   bool released_ = false;
   sigset_t saved_mask_{};
   bool mask_saved_ = false;
+  int saved_policy_ = -1;
+  sched_param saved_param_{};
+  bool priority_raised_ = false;
 };
 
 }  // namespace hangscan

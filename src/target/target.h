@@ -71,6 +71,9 @@ class Freeze {
   virtual const std::vector<FrozenThread>& threads() const = 0;
   // Resumes every thread; returns the pause (first stop to last resume) in microseconds.
   virtual std::int64_t release() = 0;
+  // How much of the pause went to stopping every thread and reading registers (microseconds):
+  // --verbose splits the pause so a slow one can be pinned on its phase.
+  virtual std::int64_t stopped_us() const { return 0; }
 };
 
 class Target {

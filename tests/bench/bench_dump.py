@@ -7,6 +7,11 @@ median/min/max wall time, the ratio to hangscan's median, and hangscan's own med
 `pause_us` (from --json). Goals (issue "Foundation"): median pause <= 2 ms at 50 threads and
 <= 10 ms at 200; hangscan's whole dump no slower than `eu-stack -p`.
 
+Python scenarios (issue "Python frames"): tests/programs/py_threads.py under Debian's
+python3.11 (python3.11-dbg installed, so gdb's py-bt works): the --native pause at 50 threads
+(goal <= 2 ms) and a Python-only dump of 20 threads against gdb's `thread apply all py-bt`
+(goal: at most 1/20 of gdb's time).
+
 Extending: add a Scenario to SCENARIOS (e.g. a Python target) and/or a Tool to its tools
 (e.g. gdb with `py-bt`). A tool's `ok` checks its output so a failing tool is reported, not
 timed as if it had worked.
@@ -46,6 +51,8 @@ class Scenario:
     argv: list[str]                           # target command line (ready fd inserted at 1)
     tools: list[Tool]
     pause_goal_us: Optional[int] = None
+    all_asleep: bool = False                  # wait until every thread sleeps in the kernel
+    gdb_ratio_goal: Optional[float] = None    # hangscan's median <= this x gdb's
 
 
 @dataclasses.dataclass
@@ -74,15 +81,46 @@ def default_tools() -> list[Tool]:
     ]
 
 
+PYTHON = "/usr/bin/python3.11"
+
+
+def python_tools(native: bool) -> list[Tool]:
+    """Issue "Python frames": hangscan (Python-only, and --native) against gdb's py-bt, which
+    needs python3.11-dbg for the same interpreter."""
+    hs_argv = lambda *extra: (lambda pid: [hs.hangscan_bin(), "dump", "--pid", str(pid), "--json",
+                                           *extra])
+    ok = lambda p: p.returncode == 0 and '"kind": "python"' in p.stdout
+    tools = []
+    if native:
+        tools.append(Tool("hangscan dump --native", hs_argv("--native"), ok, hangscan_pause))
+    tools.append(Tool("hangscan dump (Python)", hs_argv(), ok, hangscan_pause))
+    tools.append(Tool("gdb thread apply all py-bt",
+                      lambda pid: ["gdb", "-nx", "-p", str(pid), "-batch", "-ex",
+                                   "thread apply all py-bt"],
+                      lambda p: p.returncode == 0 and "File " in p.stdout))
+    return tools
+
+
+def py_threads(n: int) -> list[str]:
+    return [PYTHON, str(hs.program_source("py_threads.py")), hs.READY, str(n)]
+
+
 def default_scenarios() -> list[Scenario]:
     return [
         Scenario("50 threads", [hs.program("many_threads"), "50"], default_tools(), 2000),
         Scenario("200 threads", [hs.program("many_threads"), "200"], default_tools(), 10000),
+        Scenario("python3.11 50 threads --native", py_threads(50), python_tools(True), 2000,
+                 all_asleep=True),
+        Scenario("python3.11 20 threads", py_threads(20), python_tools(False), None,
+                 all_asleep=True, gdb_ratio_goal=1 / 20),
     ]
 
 
 def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Result]:
     target = pool.start(scenario.argv)
+    if scenario.all_asleep:
+        hs.wait_for(lambda: set(hs.thread_states(target.pid).values()) == {"S"}, 30,
+                    "every thread asleep in the kernel")
     results = [Result(tool) for tool in scenario.tools]
     env = dict(os.environ, DEBUGINFOD_URLS="")  # no network lookups for anyone
     for _ in range(runs):
@@ -145,6 +183,12 @@ def goals(scenario: Scenario, results: list[Result]) -> list[str]:
         med = statistics.median(hs_res.pauses)
         verdict = "met" if med <= scenario.pause_goal_us else "MISSED"
         out.append(f"goal: median pause <= {scenario.pause_goal_us} us: {verdict} ({int(med)} us)")
+    gdb = next((r for r in results if r.tool.name.startswith("gdb")), None)
+    if scenario.gdb_ratio_goal and hs_res.seconds and gdb and gdb.seconds:
+        a, b = statistics.median(hs_res.seconds), statistics.median(gdb.seconds)
+        verdict = "met" if a <= b * scenario.gdb_ratio_goal else "MISSED"
+        out.append(f"goal: hangscan at most {scenario.gdb_ratio_goal:.2f}x gdb's time: {verdict} "
+                   f"({fmt_ms(a)} ms vs {fmt_ms(b)} ms: {a / b:.3f}x)")
     eu = next((r for r in results if r.tool.name == "eu-stack -p"), None)
     if hs_res.seconds and eu and eu.seconds:
         a, b = statistics.median(hs_res.seconds), statistics.median(eu.seconds)
