@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "unwind/debug_image.h"
+
 namespace hangscan {
 
 std::string demangle(const char* name) {
@@ -40,13 +42,16 @@ std::string die_function_name(Dwarf_Die* die) {
 
 }  // namespace
 
-std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr) {
-  const std::uint64_t lookup = addr;
+namespace {
+
+// The ELF symbol at `addr` (a Dwfl address), demangled, without a symbol version.
+Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
   Frame native;
   native.kind = FrameKind::native;
   GElf_Off sym_off = 0;
   GElf_Sym sym;
-  const char* name = dwfl_module_addrinfo(mod, lookup, &sym_off, &sym, nullptr, nullptr, nullptr);
+  const char* name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, nullptr, nullptr, nullptr);
+  *named = name != nullptr;
   if (name != nullptr) {
     // Versioned dynamic symbols ("pthread_cond_wait@@GLIBC_2.3.2"): the version is noise.
     std::string plain(name);
@@ -56,29 +61,33 @@ std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr
   } else {
     native.function = "??";
   }
+  return native;
+}
 
+// Inline frames (innermost first) and the native frame's file:line from the CU holding
+// `addr` (an address of the CU's own DWARF). `line` is the line table row for `addr`.
+std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, Dwarf_Line* line_row,
+                                 Frame native, bool named) {
   std::optional<std::string> file;
   std::optional<int> line;
-  if (Dwfl_Line* l = dwfl_module_getsrc(mod, lookup)) {
+  if (line_row != nullptr) {
     int lineno = 0;
-    if (const char* src = dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+    if (const char* src = dwarf_linesrc(line_row, nullptr, nullptr)) {
       file = src;
-      if (lineno > 0) line = lineno;
+      if (dwarf_lineno(line_row, &lineno) == 0 && lineno > 0) line = lineno;
     }
   }
-
   std::vector<Frame> out;
-  Dwarf_Addr dwbias = 0;
-  if (Dwarf_Die* cudie = dwfl_module_addrdie(mod, lookup, &dwbias)) {
+  if (cudie != nullptr) {
     Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cudie, lookup - dwbias, &scopes);
+    int n = dwarf_getscopes(cudie, addr, &scopes);
     Dwarf_Files* files = nullptr;
     std::size_t nfiles = 0;
     bool have_files = dwarf_getsrcfiles(cudie, &files, &nfiles) == 0;
     for (int i = 0; i < n; ++i) {
       int tag = dwarf_tag(&scopes[i]);
       if (tag == DW_TAG_subprogram) {
-        if (name == nullptr) native.function = die_function_name(&scopes[i]);
+        if (!named) native.function = die_function_name(&scopes[i]);
         break;
       }
       if (tag != DW_TAG_inlined_subroutine) continue;
@@ -109,8 +118,37 @@ std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr
   return out;
 }
 
+// The CU of `addr`: through .debug_aranges when the file has them (as libdwfl does: an
+// address they do not cover has no CU), else by asking every CU (clang writes no aranges).
+bool find_cu(Dwarf* dbg, std::uint64_t addr, Dwarf_Die* cudie) {
+  if (dwarf_addrdie(dbg, addr, cudie) != nullptr) return true;
+  Dwarf_Aranges* aranges = nullptr;
+  std::size_t count = 0;
+  if (dwarf_getaranges(dbg, &aranges, &count) == 0 && count > 0) return false;
+  Dwarf_Off off = 0;
+  Dwarf_Off next = 0;
+  std::size_t header = 0;
+  while (dwarf_nextcu(dbg, off, &next, &header, nullptr, nullptr, nullptr) == 0) {
+    if (dwarf_offdie(dbg, off + header, cudie) != nullptr && dwarf_haspc(cudie, addr) > 0) return true;
+    off = next;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr) {
+  bool named = false;
+  Frame native = symbol_frame(mod, addr, &named);
+  Dwarf_Addr dwbias = 0;
+  Dwarf_Die* cudie = dwfl_module_addrdie(mod, addr, &dwbias);
+  Dwarf_Line* row = cudie != nullptr ? dwarf_getsrc_die(cudie, addr - dwbias) : nullptr;
+  return scoped_frames(cudie, addr - dwbias, row, std::move(native), named);
+}
+
 OfflineModules::~OfflineModules() {
   for (auto& [key, m] : modules_) {
+    m.debug.reset();
     if (m.dwfl != nullptr) dwfl_end(m.dwfl);
   }
 }
@@ -121,7 +159,7 @@ OfflineModules::Module& OfflineModules::open(const std::string& key, const std::
   Module m;
   if (callbacks_.find_elf == nullptr) {
     callbacks_.find_elf = dwfl_build_id_find_elf;
-    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks_.find_debuginfo = find_debuginfo_local;
     callbacks_.section_address = dwfl_offline_section_address;
     callbacks_.debuginfo_path = &debuginfo_path_;
   }
@@ -136,7 +174,7 @@ OfflineModules::Module& OfflineModules::open(const std::string& key, const std::
       m.bias = bias;
     }
   }
-  return modules_.emplace(key, m).first->second;
+  return modules_.emplace(key, std::move(m)).first->second;
 }
 
 std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::string& path,
@@ -148,7 +186,18 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
     f.function = "??";
     return {f};
   }
-  return symbolize_module_address(m.mod, vaddr + m.bias);
+  bool named = false;
+  Frame native = symbol_frame(m.mod, vaddr + m.bias, &named);
+  // The DWARF is opened on the first address of the module that is symbolized, once per run.
+  if (!m.debug_tried) {
+    m.debug_tried = true;
+    if (auto file = dwarf_file_of(m.mod)) m.debug = DebugImage::open(*file, inflater_);
+  }
+  Dwarf_Die cu;
+  if (m.debug == nullptr || !find_cu(m.debug->dwarf(), vaddr, &cu)) {
+    return scoped_frames(nullptr, vaddr, nullptr, std::move(native), named);
+  }
+  return scoped_frames(&cu, vaddr, dwarf_getsrc_die(&cu, vaddr), std::move(native), named);
 }
 
 }  // namespace hangscan

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hangscan/model.h"
+#include "unwind/debug_image.h"
 
 namespace hangscan {
 
@@ -26,7 +27,8 @@ std::string demangle(const char* name);
 // build_id are left for the caller.
 std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr);
 
-// One offline Dwfl per module file, shared across targets. Thread-safe.
+// One offline Dwfl (ELF symbols) and one DebugImage (DWARF, opened on first use) per module
+// file, shared across targets. Thread-safe.
 class OfflineModules {
  public:
   OfflineModules() = default;
@@ -39,14 +41,17 @@ class OfflineModules {
 
  private:
   struct Module {
-    Dwfl* dwfl = nullptr;
+    Dwfl* dwfl = nullptr;          // ELF symbols (names)
     Dwfl_Module* mod = nullptr;
     std::uint64_t bias = 0;
     bool ok = false;
+    bool debug_tried = false;
+    std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
   };
   Module& open(const std::string& key, const std::string& path);
 
   std::mutex mu_;
+  Inflater inflater_;
   std::map<std::string, Module> modules_;
   Dwfl_Callbacks callbacks_{};
   char* debuginfo_path_ = nullptr;

@@ -1,0 +1,351 @@
+#include "unwind/debug_image.h"
+
+#include <dlfcn.h>
+#include <elfutils/libdwelf.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "target/core_modules.h"
+
+namespace hangscan {
+namespace {
+
+// What names, file:line and inline scopes read. Location lists, macros, call frames and the
+// name indexes are left out: they are the bulk of a debug file and symbolizing never reads them.
+constexpr std::array<std::string_view, 11> kKept = {
+    ".debug_info",   ".debug_abbrev", ".debug_line",        ".debug_line_str",
+    ".debug_str",    ".debug_aranges", ".debug_ranges",     ".debug_rnglists",
+    ".debug_addr",   ".debug_str_offsets", ".debug_types"};
+
+constexpr std::uint64_t kMaxImage = std::uint64_t{4} << 30;   // a bigger claim is corrupt
+constexpr std::size_t kHugePage = 2 << 20;
+constexpr std::size_t kGnuHeader = 12;                           // "ZLIB" + 8-byte BE size
+
+enum class Packing { plain, chdr, gnu };
+
+struct Piece {
+  std::string name;           // ".debug_*" even for ".zdebug_*"
+  Elf_Scn* scn = nullptr;
+  Packing packing = Packing::plain;
+  std::uint64_t size = 0;     // inflated
+  std::uint64_t offset = 0;   // in the image
+};
+
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+bool kept(std::string_view name) {
+  for (auto k : kKept) {
+    if (k == name) return true;
+  }
+  return false;
+}
+
+// The compressed stream of a section and its inflated size, from its raw bytes.
+bool compressed_stream(Elf_Scn* scn, Packing packing, const std::uint8_t** in, std::size_t* in_size,
+                       std::uint64_t* out_size) {
+  Elf_Data* raw = elf_rawdata(scn, nullptr);
+  if (raw == nullptr || raw->d_buf == nullptr) return false;
+  const auto* p = static_cast<const std::uint8_t*>(raw->d_buf);
+  std::size_t n = raw->d_size;
+  if (packing == Packing::chdr) {
+    Elf64_Chdr ch;
+    if (n < sizeof(ch)) return false;
+    std::memcpy(&ch, p, sizeof(ch));
+    if (ch.ch_type != ELFCOMPRESS_ZLIB) return false;
+    *in = p + sizeof(ch);
+    *in_size = n - sizeof(ch);
+    *out_size = ch.ch_size;
+    return true;
+  }
+  if (n < kGnuHeader || std::memcmp(p, "ZLIB", 4) != 0) return false;
+  std::uint64_t size = 0;
+  for (int i = 4; i < 12; ++i) size = (size << 8) | p[i];
+  *in = p + kGnuHeader;
+  *in_size = n - kGnuHeader;
+  *out_size = size;
+  return true;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool has_section(Elf* elf, std::string_view wanted) {
+  std::size_t shstrndx = 0;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name != nullptr && wanted == name) return true;
+  }
+  return false;
+}
+
+std::string module_build_id(Dwfl_Module* mod) {
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr = 0;
+  int len = dwfl_module_build_id(mod, &bits, &vaddr);
+  std::string out;
+  for (int i = 0; i < len; ++i) out += fmt::format("{:02x}", bits[i]);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> find_debug_file(const std::string& module_path,
+                                           const std::string& build_id, const char* debuglink) {
+  if (build_id.size() > 2) {
+    std::string p = fmt::format("/usr/lib/debug/.build-id/{}/{}.debug", build_id.substr(0, 2),
+                                build_id.substr(2));
+    if (is_regular_file(p)) return p;
+  }
+  if (debuglink == nullptr || *debuglink == '\0' || std::strchr(debuglink, '/') != nullptr) {
+    return std::nullopt;
+  }
+  std::vector<std::string> dirs;
+  auto add_dirs_of = [&dirs](const std::string& file) {
+    auto slash = file.rfind('/');
+    if (slash == std::string::npos) return;
+    std::string dir = file.substr(0, slash);
+    for (std::string d : {dir, dir + "/.debug", "/usr/lib/debug" + dir}) {
+      if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+    }
+  };
+  add_dirs_of(module_path);
+  if (char* real = realpath(module_path.c_str(), nullptr)) {
+    add_dirs_of(real);
+    std::free(real);
+  }
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + debuglink;
+    if (p == module_path || !is_regular_file(p)) continue;
+    if (!build_id.empty()) {
+      auto id = build_id_of_file(p);
+      if (id && *id != build_id) continue;
+    }
+    return p;
+  }
+  return std::nullopt;
+}
+
+int find_debuginfo_local(Dwfl_Module* mod, void** /*userdata*/, const char* /*modname*/,
+                         Dwarf_Addr /*base*/, const char* file_name, const char* debuglink_file,
+                         GElf_Word /*debuglink_crc*/, char** debuginfo_file_name) {
+  auto path = find_debug_file(file_name != nullptr ? file_name : "", module_build_id(mod),
+                              debuglink_file);
+  if (!path) {
+    errno = ENOENT;
+    return -1;
+  }
+  int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && debuginfo_file_name != nullptr) *debuginfo_file_name = strdup(path->c_str());
+  return fd;
+}
+
+std::optional<std::string> dwarf_file_of(Dwfl_Module* mod) {
+  GElf_Addr bias = 0;
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (elf == nullptr) return std::nullopt;
+  const char* main_file = nullptr;
+  dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, &main_file, nullptr);
+  if (main_file == nullptr) return std::nullopt;
+  if (has_section(elf, ".debug_info") || has_section(elf, ".zdebug_info")) return main_file;
+  GElf_Word crc = 0;
+  return find_debug_file(main_file, module_build_id(mod), dwelf_elf_gnu_debuglink(elf, &crc));
+}
+
+Inflater::Inflater() {
+  lib_ = dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL);
+  if (lib_ == nullptr) return;
+  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib_, "libdeflate_alloc_decompressor"));
+  free_ = reinterpret_cast<FreeFn>(dlsym(lib_, "libdeflate_free_decompressor"));
+  zlib_decompress_ = reinterpret_cast<ZlibFn>(dlsym(lib_, "libdeflate_zlib_decompress"));
+  if (alloc != nullptr && free_ != nullptr && zlib_decompress_ != nullptr) decompressor_ = alloc();
+}
+
+Inflater::~Inflater() {
+  if (decompressor_ != nullptr) free_(decompressor_);
+  if (lib_ != nullptr) dlclose(lib_);
+}
+
+bool Inflater::inflate(const void* in, std::size_t in_size, void* out, std::size_t out_size) const {
+  if (decompressor_ == nullptr) return false;
+  std::size_t actual = 0;
+  // LIBDEFLATE_SUCCESS is 0; the output must be exactly the size the header promised.
+  return zlib_decompress_(decompressor_, in, in_size, out, out_size, &actual) == 0 &&
+         actual == out_size;
+}
+
+DebugImage::~DebugImage() {
+  if (dwarf_ != nullptr) dwarf_end(dwarf_);
+  if (image_elf_ != nullptr) elf_end(static_cast<Elf*>(image_elf_));
+  if (image_ != nullptr) munmap(image_, image_size_);
+  if (source_ != nullptr) elf_end(static_cast<Elf*>(source_));
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Inflater& inflater) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return nullptr;
+  std::unique_ptr<DebugImage> img(new DebugImage());
+  img->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (img->fd_ < 0) return nullptr;
+  Elf* elf = elf_begin(img->fd_, ELF_C_READ_MMAP, nullptr);
+  img->source_ = elf;
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) return nullptr;
+  GElf_Ehdr eh;
+  std::size_t shstrndx = 0;
+  if (gelf_getehdr(elf, &eh) == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+
+  std::vector<Piece> pieces;
+  bool has_info = false;
+  bool compressed = false;
+  bool alt = false;   // dwz: DIEs in another file, which libdw finds from the file's path
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    const char* raw_name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (raw_name == nullptr) continue;
+    std::string_view name(raw_name);
+    if (name == ".gnu_debugaltlink" || name == ".debug_sup") alt = true;
+    bool gnu = name.starts_with(".zdebug_");
+    std::string canonical = gnu ? ".debug_" + std::string(name.substr(8)) : std::string(name);
+    if (!std::string_view(canonical).starts_with(".debug_") || sh.sh_type == SHT_NOBITS) continue;
+    Packing packing = gnu ? Packing::gnu : (sh.sh_flags & SHF_COMPRESSED) ? Packing::chdr : Packing::plain;
+    compressed |= packing != Packing::plain;
+    if (canonical == ".debug_info") has_info = true;
+    if (!kept(canonical)) continue;
+    if (std::any_of(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.name == canonical; })) {
+      continue;   // a duplicate section: libdw would refuse the file; keep the first
+    }
+    pieces.push_back(Piece{std::move(canonical), scn, packing, sh.sh_size, 0});
+  }
+  if (!has_info) return nullptr;
+
+  // Nothing to inflate, or a layout this does not rebuild: libdw reads the file itself.
+  bool native = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2LSB;
+  auto plain = [&img, elf]() -> std::unique_ptr<DebugImage> {
+    img->dwarf_ = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+    if (img->dwarf_ == nullptr) return nullptr;
+    return std::move(img);
+  };
+  if (!compressed || alt || !native || eh.e_type == ET_REL) return plain();
+
+  // Sizes first: the image is ELF header, section headers, names, then the sections.
+  std::string names(1, '\0');
+  std::vector<std::uint32_t> name_at;
+  for (auto& p : pieces) {
+    if (p.packing != Packing::plain) {
+      const std::uint8_t* in = nullptr;
+      std::size_t in_size = 0;
+      if (!compressed_stream(p.scn, p.packing, &in, &in_size, &p.size)) return plain();
+    }
+    name_at.push_back(static_cast<std::uint32_t>(names.size()));
+    names += p.name;
+    names += '\0';
+  }
+  names += ".shstrtab";
+  names += '\0';
+  std::uint32_t shstrtab_name = static_cast<std::uint32_t>(names.size() - sizeof(".shstrtab"));
+  const std::size_t shnum = pieces.size() + 2;
+  std::uint64_t off = sizeof(Elf64_Ehdr) + shnum * sizeof(Elf64_Shdr);
+  const std::uint64_t names_at = off;
+  off += names.size();
+  for (auto& p : pieces) {
+    off = align_up(off, 16);
+    p.offset = off;
+    if (p.size > kMaxImage || off + p.size > kMaxImage) return plain();
+    off += p.size;
+  }
+  img->image_size_ = static_cast<std::size_t>(std::max<std::uint64_t>(off, 1));
+  void* mem = mmap(nullptr, img->image_size_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return plain();
+  img->image_ = static_cast<std::uint8_t*>(mem);
+  // Fewer page faults while inflating tens of MB (each fault is costly in a VM).
+  if (img->image_size_ >= kHugePage) madvise(mem, img->image_size_, MADV_HUGEPAGE);
+
+  Elf64_Ehdr out{};
+  std::memcpy(out.e_ident, eh.e_ident, EI_NIDENT);
+  out.e_type = eh.e_type;
+  out.e_machine = eh.e_machine;
+  out.e_version = EV_CURRENT;
+  out.e_shoff = sizeof(Elf64_Ehdr);
+  out.e_ehsize = sizeof(Elf64_Ehdr);
+  out.e_shentsize = sizeof(Elf64_Shdr);
+  out.e_shnum = static_cast<Elf64_Half>(shnum);
+  out.e_shstrndx = static_cast<Elf64_Half>(shnum - 1);
+  std::memcpy(img->image_, &out, sizeof(out));
+  std::vector<Elf64_Shdr> shdrs(shnum);
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    Elf64_Shdr& s = shdrs[i + 1];
+    s.sh_name = name_at[i];
+    s.sh_type = SHT_PROGBITS;
+    s.sh_offset = pieces[i].offset;
+    s.sh_size = pieces[i].size;
+    s.sh_addralign = 1;
+  }
+  Elf64_Shdr& strtab = shdrs[shnum - 1];
+  strtab.sh_name = shstrtab_name;
+  strtab.sh_type = SHT_STRTAB;
+  strtab.sh_offset = names_at;
+  strtab.sh_size = names.size();
+  strtab.sh_addralign = 1;
+  std::memcpy(img->image_ + sizeof(Elf64_Ehdr), shdrs.data(), shnum * sizeof(Elf64_Shdr));
+  std::memcpy(img->image_ + names_at, names.data(), names.size());
+
+  for (auto& p : pieces) {
+    std::uint8_t* dest = img->image_ + p.offset;
+    if (p.packing == Packing::plain) {
+      Elf_Data* d = elf_rawdata(p.scn, nullptr);
+      if (d == nullptr || (p.size > 0 && (d->d_buf == nullptr || d->d_size != p.size))) return plain();
+      if (p.size > 0) std::memcpy(dest, d->d_buf, p.size);
+      continue;
+    }
+    const std::uint8_t* in = nullptr;
+    std::size_t in_size = 0;
+    std::uint64_t size = 0;
+    if (compressed_stream(p.scn, p.packing, &in, &in_size, &size) &&
+        inflater.inflate(in, in_size, dest, p.size)) {
+      img->inflated_ += p.size;
+      continue;
+    }
+    // No libdeflate (or it refused the stream): libelf's zlib, then a copy.
+    int rc = p.packing == Packing::gnu ? elf_compress_gnu(p.scn, 0, 0) : elf_compress(p.scn, 0, 0);
+    Elf_Data* d = rc >= 0 ? elf_getdata(p.scn, nullptr) : nullptr;
+    if (d == nullptr || d->d_buf == nullptr || d->d_size != p.size) return plain();
+    std::memcpy(dest, d->d_buf, p.size);
+    img->inflated_ += p.size;
+  }
+
+  Elf* image_elf = elf_memory(reinterpret_cast<char*>(img->image_), img->image_size_);
+  img->image_elf_ = image_elf;
+  if (image_elf == nullptr) return plain();
+  img->dwarf_ = dwarf_begin_elf(image_elf, DWARF_C_READ, nullptr);
+  if (img->dwarf_ == nullptr) return plain();
+  // The image holds everything libdw needs: the file is no longer read.
+  elf_end(elf);
+  img->source_ = nullptr;
+  ::close(img->fd_);
+  img->fd_ = -1;
+  return img;
+}
+
+}  // namespace hangscan
