@@ -174,10 +174,13 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
   auto w = write_core_detailed(r.pid, opts);
   if (!w) {
     c.error = w.error().what();
-    c.hint = w.error().sys_errno == EEXIST ? "a core of this process is already there; move it away or choose "
-                                             "another --gcore-dir"
-             : w.error().message.starts_with("cannot create ") ? "choose a writable directory with --gcore-dir DIR"
-                                                               : w.error().hint;
+    c.hint = w.error().hint;
+    // The writer's hints name `hangscan gcore`'s -o; here the directory is --gcore-dir.
+    if (w.error().message.starts_with("cannot create ")) {
+      c.hint = w.error().sys_errno == EEXIST
+                   ? "a core of this process is already there; move it away or choose another --gcore-dir"
+                   : "choose a writable directory with --gcore-dir DIR";
+    }
     return c;
   }
   c.path = w->path;
@@ -192,9 +195,19 @@ namespace {
 
 // "rank 3 on n2 (pid 1234, suspect)" or "pid 1234 on n2 (representative)".
 std::string core_subject(const CoreOutcome& c, const std::string& role) {
-  std::string who = c.rank ? fmt::format("rank {} on {} (pid {}, {})", *c.rank, c.node, c.pid, role)
-                           : fmt::format("pid {} on {} ({})", c.pid, c.node, role);
-  return who;
+  if (c.rank) return fmt::format("rank {} on {} (pid {}, {})", *c.rank, c.node, c.pid, role);
+  return fmt::format("pid {} on {} ({})", c.pid, c.node, role);
+}
+
+// --gcore-dir as the agents must see it: they run in other working directories (srun: the
+// same path on the node; ssh: the home directory).
+std::string absolute_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) return dir;
+  p = p.lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();   // "/x/" -> "/x"
+  return p.string();
 }
 
 // One line per core on stderr, the same for every mode; false when no core was written.
@@ -269,8 +282,7 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
   for (const auto& n : result.requested) {
     if (std::find(hosts.begin(), hosts.end(), n) != hosts.end()) nodes.push_back(n);
   }
-  // Agents run in other working directories (srun: the same path on every node; ssh: home).
-  std::string dir = std::filesystem::absolute(o.dir).lexically_normal().string();
+  std::string dir = absolute_dir(o.dir);
   AgentAnswers answers = run_round(nodes, core_round_agent_args(requests, dir, o.max_size));
   if (fanout.verbose) {
     for (const auto& line : answers.log) fmt::print(stderr, "hangscan: cores: {}\n", line);
