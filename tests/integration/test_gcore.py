@@ -162,3 +162,17 @@ def test_dump_gcore_one_per_group_on_ring_job(targets):
     for p in live.doc["processes"]:
         if p.get("rank") is not None:
             hs.assert_runs_on(p["pid"])
+
+
+def test_dump_gcore_bad_size_is_usage_before_any_stop(big):
+    empty = tempfile.mkdtemp(prefix="hs-gcore-bad-")
+    try:
+        run = hs.dump(big.pid, "--gcore", "--gcore-dir", empty, "--gcore-max-size", "lots")
+    finally:
+        left = os.listdir(empty)
+        shutil.rmtree(empty, ignore_errors=True)
+    assert run.rc == 64, run.describe()
+    assert "hangscan: --gcore-max-size lots: not a size" in run.stderr
+    assert "hint: give bytes with an optional K, M or G suffix" in run.stderr
+    assert run.stdout == ""           # no report: nothing was captured
+    assert left == []

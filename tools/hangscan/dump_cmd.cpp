@@ -80,6 +80,13 @@ int run_dump(const DumpOptions& o) {
     print_error(g.error());
     return kExitUsage;
   }
+  // A bad --gcore-max-size is a usage error before anything is stopped, as in the cluster modes.
+  if (o.gcore.requested()) {
+    if (auto st = check_gcore_options(o.gcore); !st) {
+      print_error(st.error());
+      return kExitUsage;
+    }
+  }
   CaptureOptions copt;
   copt.unwinder = o.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
   copt.merge_native = o.native;
