@@ -4,13 +4,15 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <string_view>
 
 #include <fmt/core.h>
@@ -48,6 +50,9 @@ constexpr std::uint32_t kNtSiginfo = 0x53494749;   // "SIGI"
 constexpr std::uint32_t kNtFile = 0x46494c45;      // "FILE"
 
 constexpr std::size_t kMaxAuxv = 4096;
+// Notes are read into memory: ~4 KB per thread (registers, FPU and xstate), so 1 GiB is
+// a quarter million threads; a larger note segment is corrupt.
+constexpr std::uint64_t kMaxNoteBytes = std::uint64_t{1} << 30;
 constexpr std::size_t kMaxThreads = 1 << 20;
 
 template <class T>
@@ -86,29 +91,80 @@ const char* machine_name(unsigned machine) {
 class BufferBytes : public CoreBytes {
  public:
   explicit BufferBytes(std::vector<std::uint8_t> b) : bytes_(std::move(b)) {}
-  const std::uint8_t* data() const override { return bytes_.data(); }
   std::size_t size() const override { return bytes_.size(); }
+  std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const override {
+    if (offset >= bytes_.size()) return 0;
+    auto n = static_cast<std::size_t>(std::min<std::uint64_t>(len, bytes_.size() - offset));
+    std::memcpy(buf, bytes_.data() + offset, n);
+    return n;
+  }
 
  private:
   std::vector<std::uint8_t> bytes_;
 };
 
-// The core mapped read-only. Cores are often gigabytes: mapping costs nothing until a page
-// is touched, and the kernel drops pages we no longer need.
-class MappedBytes : public CoreBytes {
+// A core file read with pread through a cache of aligned blocks: the small reads of one
+// capture (Python objects, stack words, ELF headers of the modules) cluster, and a block is
+// read once. Reads of a block or more bypass the cache.
+class FileBytes : public CoreBytes {
  public:
-  MappedBytes(const std::uint8_t* p, std::size_t n) : p_(p), n_(n) {}
-  ~MappedBytes() override {
-    if (p_ != nullptr) munmap(const_cast<std::uint8_t*>(p_), n_);
+  FileBytes(int fd, std::size_t size) : fd_(fd), size_(size) {}
+  ~FileBytes() override { ::close(fd_); }
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  std::size_t size() const override { return size_; }
+
+  std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const override {
+    if (offset >= size_) return 0;
+    len = static_cast<std::size_t>(std::min<std::uint64_t>(len, size_ - offset));
+    auto* out = static_cast<std::uint8_t*>(buf);
+    if (len >= kBlock) return pread_all(offset, out, len);
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t done = 0;
+    while (done < len) {
+      std::uint64_t at = offset + done;
+      const Block* b = block(at / kBlock);
+      if (b == nullptr) return done + pread_all(at, out + done, len - done);
+      std::size_t rel = static_cast<std::size_t>(at % kBlock);
+      if (rel >= b->size()) break;
+      std::size_t n = std::min(len - done, b->size() - rel);
+      std::memcpy(out + done, b->data() + rel, n);
+      done += n;
+    }
+    return done;
   }
-  MappedBytes(const MappedBytes&) = delete;
-  MappedBytes& operator=(const MappedBytes&) = delete;
-  const std::uint8_t* data() const override { return p_; }
-  std::size_t size() const override { return n_; }
 
  private:
-  const std::uint8_t* p_;
-  std::size_t n_;
+  static constexpr std::size_t kBlock = 4 * 1024;
+  static constexpr std::size_t kMaxCached = 64 << 20;   // then reads go straight to the file
+  using Block = std::vector<std::uint8_t>;
+
+  std::size_t pread_all(std::uint64_t offset, std::uint8_t* out, std::size_t len) const {
+    std::size_t done = 0;
+    while (done < len) {
+      ssize_t got = pread(fd_, out + done, len - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    return done;
+  }
+
+  // The block at `index`, read on first use; nullptr once the cache is full.
+  const Block* block(std::uint64_t index) const {
+    if (auto it = blocks_.find(index); it != blocks_.end()) return &it->second;
+    if (cached_ >= kMaxCached) return nullptr;
+    Block b(kBlock);
+    b.resize(pread_all(index * kBlock, b.data(), kBlock));
+    cached_ += kBlock;
+    return &blocks_.emplace(index, std::move(b)).first->second;
+  }
+
+  int fd_;
+  std::size_t size_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::uint64_t, Block> blocks_;
+  mutable std::size_t cached_ = 0;
 };
 
 Error bad_core(std::string msg, std::string hint) {
@@ -157,15 +213,7 @@ Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
                     "the core was not written (ulimit -c 0, or disk full); check "
                     "kernel.core_pattern and `ulimit -c`");
   }
-  auto size = static_cast<std::size_t>(st.st_size);
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED) {
-    return Error(Errc::io, fmt::format("{}: cannot map: {}", path, std::strerror(err)), err,
-                 "check free address space and file permissions");
-  }
-  return parse(std::make_unique<MappedBytes>(static_cast<const std::uint8_t*>(p), size), path);
+  return parse(std::make_unique<FileBytes>(fd, static_cast<std::size_t>(st.st_size)), path);
 }
 
 Result<std::unique_ptr<CoreFile>> CoreFile::parse_buffer(std::vector<std::uint8_t> bytes,
@@ -188,21 +236,23 @@ Result<std::unique_ptr<CoreFile>> CoreFile::parse(std::unique_ptr<CoreBytes> byt
 }
 
 Status CoreFile::parse_all() {
-  const std::uint8_t* d = bytes_->data();
   const std::size_t n = bytes_->size();
-  if (n >= SELFMAG && n < sizeof(Elf64_Ehdr) && std::memcmp(d, ELFMAG, SELFMAG) == 0) {
+  Elf64_Ehdr eh{};
+  std::uint8_t ident[EI_NIDENT] = {};
+  std::size_t head = bytes_->read_at(0, &eh, sizeof(eh));
+  std::memcpy(ident, &eh, std::min<std::size_t>(head, EI_NIDENT));
+  if (n >= SELFMAG && head < sizeof(Elf64_Ehdr) && std::memcmp(ident, ELFMAG, SELFMAG) == 0) {
     return bad_core("truncated inside the ELF header", kTruncatedHint);
   }
-  if (n < EI_NIDENT || std::memcmp(d, ELFMAG, SELFMAG) != 0) {
+  if (head < EI_NIDENT || std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
     return bad_core("not an ELF file",
                     "give a core file (kernel core, `gcore` output, or systemd-coredump's "
                     ".zst/.lz4 core)");
   }
-  if (d[EI_CLASS] != ELFCLASS64 || d[EI_DATA] != ELFDATA2LSB) {
+  if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB) {
     return Error(Errc::unsupported, "not a 64-bit little-endian ELF file", 0,
                  "hangscan reads x86-64 cores; read this one on a machine of its architecture");
   }
-  auto eh = load<Elf64_Ehdr>(d);
   if (eh.e_type != ET_CORE) {
     const char* kind = eh.e_type == ET_EXEC ? "an executable"
                        : eh.e_type == ET_DYN ? "a shared library or PIE executable"
@@ -223,25 +273,41 @@ Status CoreFile::parse_all() {
   std::uint64_t phnum = eh.e_phnum;
   if (phnum == PN_XNUM) {
     // More than 65534 mappings: the real count is in section header 0.
-    if (eh.e_shoff == 0 || eh.e_shoff > n || n - eh.e_shoff < sizeof(Elf64_Shdr)) {
+    Elf64_Shdr sh0{};
+    if (eh.e_shoff == 0 || eh.e_shoff > n || n - eh.e_shoff < sizeof(Elf64_Shdr) ||
+        bytes_->read_at(eh.e_shoff, &sh0, sizeof(sh0)) != sizeof(sh0)) {
       return bad_core("program header count in a missing section header", kTruncatedHint);
     }
-    phnum = load<Elf64_Shdr>(d + eh.e_shoff).sh_info;
+    phnum = sh0.sh_info;
   }
   if (phnum == 0) return bad_core("core without program headers", "the core is damaged; take it again");
   if (eh.e_phoff > n || (n - eh.e_phoff) / sizeof(Elf64_Phdr) < phnum) {
     return bad_core("truncated inside the program headers", kTruncatedHint);
   }
+  std::vector<Elf64_Phdr> phdrs(static_cast<std::size_t>(phnum));
+  std::size_t ph_bytes = phdrs.size() * sizeof(Elf64_Phdr);
+  if (bytes_->read_at(eh.e_phoff, phdrs.data(), ph_bytes) != ph_bytes) {
+    return bad_core("unreadable program headers", kTruncatedHint);
+  }
 
   std::uint64_t needed = 0;
   for (std::uint64_t i = 0; i < phnum; ++i) {
-    auto ph = load<Elf64_Phdr>(d + eh.e_phoff + i * sizeof(Elf64_Phdr));
+    const Elf64_Phdr& ph = phdrs[static_cast<std::size_t>(i)];
     if (ph.p_type == PT_NOTE) {
       if (ph.p_offset > n || n - ph.p_offset < ph.p_filesz) {
         return bad_core("truncated before the end of its notes (threads, registers)",
                         kTruncatedHint);
       }
-      Status st = parse_notes(ph.p_offset, ph.p_filesz);
+      if (ph.p_filesz > kMaxNoteBytes) {
+        warnings_.push_back(fmt::format("note segment of {} bytes is larger than any core "
+                                        "writes; skipped", ph.p_filesz));
+        continue;
+      }
+      std::vector<std::uint8_t> notes(static_cast<std::size_t>(ph.p_filesz));
+      if (bytes_->read_at(ph.p_offset, notes.data(), notes.size()) != notes.size()) {
+        return bad_core("unreadable notes (threads, registers)", kTruncatedHint);
+      }
+      Status st = parse_notes(notes, ph.p_offset);
       if (!st) return st;
     } else if (ph.p_type == PT_LOAD) {
       if (ph.p_memsz == 0) continue;
@@ -272,8 +338,9 @@ Status CoreFile::parse_all() {
   return Ok{};
 }
 
-Status CoreFile::parse_notes(std::uint64_t offset, std::uint64_t size) {
-  const std::uint8_t* p = bytes_->data() + offset;
+Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset) {
+  const std::uint8_t* p = notes.data();
+  const std::uint64_t size = notes.size();
   std::uint64_t pos = 0;
   while (size - pos >= 12) {
     auto namesz = load<std::uint32_t>(p + pos);
@@ -459,8 +526,9 @@ std::size_t CoreFile::read(std::uint64_t addr, void* buf, std::size_t len) const
     std::uint64_t rel = a - s->vaddr;
     if (rel >= present) break;
     auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, present - rel));
-    std::memcpy(out + done, bytes_->data() + s->offset + rel, chunk);
-    done += chunk;
+    std::size_t got = bytes_->read_at(s->offset + rel, out + done, chunk);
+    done += got;
+    if (got < chunk) break;
   }
   return done;
 }

@@ -120,6 +120,18 @@ std::optional<std::string> build_id_in_memory(MemoryReader& mem, std::uint64_t s
   return std::nullopt;
 }
 
+ModuleFileCache::Info ModuleFileCache::get(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = files_.find(path); it != files_.end()) return it->second;
+  }
+  Info info;
+  info.regular = is_regular_file(path);
+  if (info.regular) info.build_id = build_id_of_file(path).value_or("");
+  std::lock_guard<std::mutex> lock(mu_);
+  return files_.emplace(path, std::move(info)).first->second;
+}
+
 std::vector<std::string> CoreModules::candidates(const std::string& core_path) const {
   std::vector<std::string> out;
   // Files under /proc, /sys and /dev are never modules, and some block when read
@@ -143,8 +155,9 @@ ResolvedModule CoreModules::resolve(const std::string& core_path,
       override_path.empty() ? candidates(core_path) : std::vector<std::string>{override_path};
   std::optional<std::pair<std::string, std::string>> first;   // path, build-id
   for (const auto& c : cands) {
-    if (!is_regular_file(c)) continue;
-    std::string id = build_id_of_file(c).value_or("");
+    ModuleFileCache::Info file = files_->get(c);
+    if (!file.regular) continue;
+    const std::string& id = file.build_id;
     if (!id.empty()) r.is_elf = true;
     if (core_id && id == *core_id) {
       r.local = c;

@@ -9,8 +9,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hangscan/model.h"
@@ -27,6 +30,22 @@ std::optional<std::string> build_id_in_memory(MemoryReader& mem, std::uint64_t s
 // The GNU build-id in a block of ELF notes.
 std::optional<std::string> find_gnu_build_id(const std::uint8_t* notes, std::size_t size);
 
+// What a run learns about files on this machine: whether a path is a regular file and its
+// build-id. Why shared: the 32 cores of one job map the same ~300 files; each is looked at
+// once per run, not once per core. Files are assumed not to change during a run. Thread-safe.
+class ModuleFileCache {
+ public:
+  struct Info {
+    bool regular = false;
+    std::string build_id;   // empty when none or unreadable
+  };
+  Info get(const std::string& path);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, Info> files_;
+};
+
 struct ResolvedModule {
   std::optional<std::string> local;   // chosen file on this machine
   std::string core_build_id;          // from the core's memory; empty when unknown
@@ -36,8 +55,12 @@ struct ResolvedModule {
 
 class CoreModules {
  public:
-  CoreModules(std::string sysroot, std::vector<std::string> lib_paths)
-      : sysroot_(std::move(sysroot)), lib_paths_(std::move(lib_paths)) {}
+  // `files` may be shared by every core of a run; null: a private one.
+  CoreModules(std::string sysroot, std::vector<std::string> lib_paths,
+              std::shared_ptr<ModuleFileCache> files = nullptr)
+      : sysroot_(std::move(sysroot)),
+        lib_paths_(std::move(lib_paths)),
+        files_(files ? std::move(files) : std::make_shared<ModuleFileCache>()) {}
 
   // Resolves every distinct file of `mappings` once. `core_memory` must read the core only
   // (no fallback to files), so the build-id it yields is the crashed process's.
@@ -57,6 +80,7 @@ class CoreModules {
 
   std::string sysroot_;
   std::vector<std::string> lib_paths_;
+  std::shared_ptr<ModuleFileCache> files_;
   std::map<std::string, ResolvedModule> modules_;
   std::vector<Diagnostic> diagnostics_;
 };

@@ -114,14 +114,19 @@ std::string perms_of(std::uint32_t flags) {
 }
 
 // Segments give every mapping and its permissions; NT_FILE gives the file behind each.
+// A torch process has ~1,000 segments and ~1,500 files: both lookups are binary searches.
 std::vector<Mapping> build_mappings(const CoreFile& core) {
   std::vector<Mapping> out;
-  const auto& files = core.files();
+  std::vector<const CoreFileMap*> files;
+  for (const auto& f : core.files()) files.push_back(&f);
+  std::stable_sort(files.begin(), files.end(),
+                   [](const CoreFileMap* a, const CoreFileMap* b) { return a->start < b->start; });
   auto file_at = [&files](std::uint64_t a) -> const CoreFileMap* {
-    for (const auto& f : files) {
-      if (a >= f.start && a < f.end) return &f;
-    }
-    return nullptr;
+    auto it = std::upper_bound(files.begin(), files.end(), a,
+                               [](std::uint64_t x, const CoreFileMap* f) { return x < f->start; });
+    if (it == files.begin()) return nullptr;
+    --it;
+    return a < (*it)->end ? *it : nullptr;
   };
   for (const auto& s : core.segments()) {
     Mapping m;
@@ -135,10 +140,18 @@ std::vector<Mapping> build_mappings(const CoreFile& core) {
     }
     out.push_back(std::move(m));
   }
-  // Files the core writer left no segment for still belong in the module map.
-  for (const auto& f : files) {
-    bool covered = std::any_of(out.begin(), out.end(),
-                               [&f](const Mapping& m) { return m.start < f.end && f.start < m.end; });
+  // Files the core writer left no segment for still belong in the module map. Segments are
+  // sorted by address; the running maximum of their ends answers "does any overlap".
+  std::vector<std::uint64_t> max_end(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    max_end[i] = std::max(out[i].end, i > 0 ? max_end[i - 1] : 0);
+  }
+  const std::size_t segment_count = out.size();
+  for (const auto& f : core.files()) {
+    auto first_after = std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(segment_count),
+                                        f.end, [](const Mapping& m, std::uint64_t x) { return m.start < x; });
+    auto before = static_cast<std::size_t>(first_after - out.begin());
+    bool covered = before > 0 && max_end[before - 1] > f.start;
     if (!covered) out.push_back(Mapping{f.start, f.end, f.file_offset, "r--p", f.path});
   }
   for (auto& m : out) {
@@ -165,7 +178,7 @@ class CoreTarget : public Target {
       : core_(std::move(core)),
         opts_(opts),
         maps_(build_mappings(*core_)),
-        modules_(opts.sysroot, opts.lib_paths),
+        modules_(opts.sysroot, opts.lib_paths, opts.file_cache),
         memory_(*core_, maps_, modules_) {
     exe_core_path_ = find_exe_path();
     CoreOnlyMemory core_only(*core_);

@@ -13,6 +13,7 @@
 
 #include "hangscan/result.h"
 #include "target/core_file.h"
+#include "target/core_modules.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -21,6 +22,8 @@ struct CoreOpenOptions {
   std::string exe;                      // --exe: the executable that crashed
   std::string sysroot;                  // --sysroot: root of the crashed machine's files
   std::vector<std::string> lib_paths;   // --lib-path: directories searched by file name
+  // Shared by the cores of one run (the same files, stat'ed and read once); null: per core.
+  std::shared_ptr<ModuleFileCache> file_cache;
 };
 
 // Opens and parses `core_path` (plain, .zst or .lz4). Errors are one line with a hint.

@@ -7,100 +7,138 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace hangscan {
 namespace {
 
 constexpr std::uint64_t kPageMask = ~std::uint64_t{0xfff};
 
-// RAII for the fd and the Elf handle while a file is indexed.
-struct ElfHandle {
-  int fd = -1;
-  Elf* elf = nullptr;
-  ~ElfHandle() {
-    if (elf != nullptr) elf_end(elf);
-    if (fd >= 0) close(fd);
-  }
-};
+bool acceptable(const GElf_Sym& sym) {
+  if (sym.st_shndx == SHN_UNDEF || sym.st_name == 0) return false;
+  int type = GELF_ST_TYPE(sym.st_info);
+  return type == STT_OBJECT || type == STT_FUNC || type == STT_TLS || type == STT_NOTYPE ||
+         type == STT_GNU_IFUNC;
+}
 
-void index_symbols(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr,
-                   std::map<std::string, ElfSymbols::Sym, std::less<>>& out) {
-  Elf_Data* data = elf_getdata(scn, nullptr);
-  if (data == nullptr || shdr.sh_entsize == 0) return;
-  std::size_t count = shdr.sh_size / shdr.sh_entsize;
-  for (std::size_t i = 0; i < count; ++i) {
-    GElf_Sym sym;
-    if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
-    if (sym.st_shndx == SHN_UNDEF || sym.st_name == 0) continue;
-    int type = GELF_ST_TYPE(sym.st_info);
-    if (type != STT_OBJECT && type != STT_FUNC && type != STT_TLS && type != STT_NOTYPE &&
-        type != STT_GNU_IFUNC)
-      continue;
-    const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-    if (name == nullptr || *name == '\0') continue;
-    // Keep the first definition; a later local of the same name must not shadow a global.
-    out.emplace(name, ElfSymbols::Sym{sym.st_value, sym.st_size});
-  }
+// The hash of the GNU hash table (ld.so's dl_new_hash).
+std::uint32_t gnu_hash(std::string_view name) {
+  std::uint32_t h = 5381;
+  for (unsigned char c : name) h = h * 33 + c;
+  return h;
 }
 
 }  // namespace
 
+ElfSymbols::~ElfSymbols() {
+  if (elf_ != nullptr) elf_end(elf_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::unique_ptr<ElfSymbols> ElfSymbols::open(const std::string& local_path) {
   if (elf_version(EV_CURRENT) == EV_NONE) return nullptr;
-  ElfHandle h;
-  h.fd = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (h.fd < 0) return nullptr;
-  h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr);
-  if (h.elf == nullptr || elf_kind(h.elf) != ELF_K_ELF) return nullptr;
-  GElf_Ehdr ehdr;
-  if (gelf_getehdr(h.elf, &ehdr) == nullptr) return nullptr;
-
   auto out = std::unique_ptr<ElfSymbols>(new ElfSymbols());
   out->path_ = local_path;
+  out->fd_ = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (out->fd_ < 0) return nullptr;
+  out->elf_ = elf_begin(out->fd_, ELF_C_READ_MMAP, nullptr);
+  Elf* elf = out->elf_;
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) return nullptr;
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf, &ehdr) == nullptr) return nullptr;
   out->is_exec_ = ehdr.e_type == ET_EXEC;
 
   std::size_t phnum = 0;
-  if (elf_getphdrnum(h.elf, &phnum) == 0) {
+  if (elf_getphdrnum(elf, &phnum) == 0) {
     for (std::size_t i = 0; i < phnum; ++i) {
       GElf_Phdr ph;
-      if (gelf_getphdr(h.elf, static_cast<int>(i), &ph) == nullptr) continue;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr) continue;
       if (ph.p_type != PT_LOAD) continue;
       out->loads_.push_back(Load{ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz});
     }
   }
 
   std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(h.elf, &shstrndx) != 0) return out;
-  Elf_Scn* dynsym = nullptr;
-  Elf_Scn* symtab = nullptr;
-  GElf_Shdr dynsym_hdr{};
-  GElf_Shdr symtab_hdr{};
-  for (Elf_Scn* scn = elf_nextscn(h.elf, nullptr); scn != nullptr;
-       scn = elf_nextscn(h.elf, scn)) {
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    const char* name = elf_strptr(h.elf, shstrndx, shdr.sh_name);
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (name != nullptr && *name != '\0') {
       out->sections_.emplace(name, Section{shdr.sh_addr, shdr.sh_size, shdr.sh_offset,
                                            shdr.sh_type == SHT_NOBITS});
     }
-    if (shdr.sh_type == SHT_DYNSYM) {
-      dynsym = scn;
-      dynsym_hdr = shdr;
-    } else if (shdr.sh_type == SHT_SYMTAB) {
-      symtab = scn;
-      symtab_hdr = shdr;
-    }
+    Table t{elf_ndxscn(scn), shdr.sh_link};
+    if (shdr.sh_type == SHT_DYNSYM && out->dynsym_.index == 0) out->dynsym_ = t;
+    if (shdr.sh_type == SHT_SYMTAB && out->symtab_.index == 0) out->symtab_ = t;
+    if (shdr.sh_type == SHT_GNU_HASH && out->gnu_hash_ == 0) out->gnu_hash_ = elf_ndxscn(scn);
   }
-  if (dynsym != nullptr) index_symbols(h.elf, dynsym, dynsym_hdr, out->dynsym_);
-  if (symtab != nullptr) index_symbols(h.elf, symtab, symtab_hdr, out->symtab_);
   return out;
 }
 
-std::optional<ElfSymbols::Sym> ElfSymbols::symbol(std::string_view name) const {
-  if (auto it = dynsym_.find(name); it != dynsym_.end()) return it->second;
-  if (auto it = symtab_.find(name); it != symtab_.end()) return it->second;
+std::optional<ElfSymbols::Sym> ElfSymbols::scan(const Table& table, std::string_view name) const {
+  if (table.index == 0) return std::nullopt;
+  Elf_Scn* scn = elf_getscn(elf_, table.index);
+  GElf_Shdr shdr;
+  if (scn == nullptr || gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0) return std::nullopt;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) return std::nullopt;
+  std::size_t count = shdr.sh_size / shdr.sh_entsize;
+  for (std::size_t i = 0; i < count; ++i) {
+    GElf_Sym sym;
+    if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+    if (!acceptable(sym)) continue;
+    const char* n = elf_strptr(elf_, table.strtab, sym.st_name);
+    if (n != nullptr && name == n) return Sym{sym.st_value, sym.st_size};
+  }
   return std::nullopt;
+}
+
+std::optional<ElfSymbols::Sym> ElfSymbols::from_gnu_hash(std::string_view name) const {
+  // Layout: nbuckets, symoffset, bloom words, bloom shift; bloom[]; buckets[]; chain[].
+  Elf_Scn* hscn = elf_getscn(elf_, gnu_hash_);
+  Elf_Data* hash = hscn != nullptr ? elf_rawdata(hscn, nullptr) : nullptr;
+  Elf_Scn* sscn = elf_getscn(elf_, dynsym_.index);
+  Elf_Data* syms = sscn != nullptr ? elf_getdata(sscn, nullptr) : nullptr;
+  if (hash == nullptr || syms == nullptr || hash->d_buf == nullptr || hash->d_size < 16) {
+    return scan(dynsym_, name);
+  }
+  const auto* bytes = static_cast<const std::uint8_t*>(hash->d_buf);
+  auto word = [bytes](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, bytes + at, 4);
+    return v;
+  };
+  std::uint64_t nbuckets = word(0);
+  std::uint64_t symoffset = word(4);
+  std::uint64_t bloom_words = word(8);
+  std::uint64_t buckets_at = 16 + bloom_words * 8;
+  std::uint64_t chain_at = buckets_at + nbuckets * 4;
+  if (nbuckets == 0 || chain_at > hash->d_size) return scan(dynsym_, name);
+  std::uint64_t chain_len = (hash->d_size - chain_at) / 4;
+  std::uint32_t h = gnu_hash(name);
+  std::uint64_t idx = word(static_cast<std::size_t>(buckets_at + (h % nbuckets) * 4));
+  if (idx < symoffset) return std::nullopt;
+  for (; idx - symoffset < chain_len; ++idx) {
+    std::uint32_t ch = word(static_cast<std::size_t>(chain_at + (idx - symoffset) * 4));
+    if ((ch | 1) == (h | 1)) {
+      GElf_Sym sym;
+      if (gelf_getsym(syms, static_cast<int>(idx), &sym) == nullptr) break;
+      const char* n = acceptable(sym) ? elf_strptr(elf_, dynsym_.strtab, sym.st_name) : nullptr;
+      if (n != nullptr && name == n) return Sym{sym.st_value, sym.st_size};
+    }
+    if (ch & 1) break;   // the end of this bucket's chain
+  }
+  return std::nullopt;
+}
+
+std::optional<ElfSymbols::Sym> ElfSymbols::symbol(std::string_view name) const {
+  if (auto it = looked_up_.find(name); it != looked_up_.end()) return it->second;
+  std::optional<Sym> found = gnu_hash_ != 0 && dynsym_.index != 0 ? from_gnu_hash(name)
+                                                                   : scan(dynsym_, name);
+  if (!found) found = scan(symtab_, name);
+  looked_up_.emplace(std::string(name), found);
+  return found;
 }
 
 std::optional<ElfSymbols::Section> ElfSymbols::section(std::string_view name) const {
@@ -113,10 +151,7 @@ std::size_t ElfSymbols::read_vaddr(std::uint64_t vaddr, void* buf, std::size_t l
     if (vaddr < l.vaddr || vaddr >= l.vaddr + l.filesz) continue;
     std::uint64_t avail = l.vaddr + l.filesz - vaddr;
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len, avail));
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t got = pread(fd, buf, n, static_cast<off_t>(l.offset + (vaddr - l.vaddr)));
-    close(fd);
+    ssize_t got = pread(fd_, buf, n, static_cast<off_t>(l.offset + (vaddr - l.vaddr)));
     return got > 0 ? static_cast<std::size_t>(got) : 0;
   }
   return 0;
@@ -143,9 +178,9 @@ std::optional<std::uint64_t> compute_load_bias(const std::vector<Mapping>& mappi
 
 std::vector<std::string> ModuleSymbols::modules() const {
   std::vector<std::string> out;
+  std::unordered_set<std::string_view> seen;
   for (const auto& m : target_.mappings()) {
-    if (!m.is_file()) continue;
-    if (std::find(out.begin(), out.end(), m.path) == out.end()) out.push_back(m.path);
+    if (m.is_file() && seen.insert(m.path).second) out.push_back(m.path);
   }
   return out;
 }
@@ -165,9 +200,12 @@ const ElfSymbols* ModuleSymbols::elf(const std::string& module) {
 }
 
 std::optional<std::uint64_t> ModuleSymbols::load_bias(const std::string& module) {
+  if (auto it = biases_.find(module); it != biases_.end()) return it->second;
   const ElfSymbols* e = elf(module);
-  if (e == nullptr) return std::nullopt;
-  return compute_load_bias(target_.mappings(), module, e->loads());
+  std::optional<std::uint64_t> bias;
+  if (e != nullptr) bias = compute_load_bias(target_.mappings(), module, e->loads());
+  biases_.emplace(module, bias);
+  return bias;
 }
 
 std::optional<SymbolAddress> ModuleSymbols::find(std::string_view name,

@@ -18,6 +18,8 @@
 
 #include "target/target.h"
 
+struct Elf;   // libelf
+
 namespace hangscan {
 
 struct SymbolAddress {
@@ -34,12 +36,18 @@ struct SectionRange {
   bool contains(std::uint64_t a) const { return a >= start && a < start + size; }
 };
 
-// One ELF file opened from disk, with its symbols indexed by name. Opening is the costly part,
-// so ModuleSymbols keeps these per path.
+// One ELF file opened from disk (mapped, not read), its symbols looked up by name on demand.
+// Why on demand: a torch process maps ~300 files and every core of a job asks for a handful
+// of names (_PyRuntime, Py_Version, environ); indexing every symbol of each file it opened
+// cost more than the lookups. .dynsym is searched through its GNU hash table, .symtab (and
+// .dynsym without one) by a scan, and answers are remembered.
 class ElfSymbols {
  public:
   // nullptr when the file cannot be opened or is not ELF.
   static std::unique_ptr<ElfSymbols> open(const std::string& local_path);
+  ~ElfSymbols();
+  ElfSymbols(const ElfSymbols&) = delete;
+  ElfSymbols& operator=(const ElfSymbols&) = delete;
 
   struct Sym {
     std::uint64_t value = 0;
@@ -59,6 +67,8 @@ class ElfSymbols {
   };
 
   bool is_exec() const { return is_exec_; }   // ET_EXEC: not relocated
+  // The first definition of `name` (function, object, TLS, ifunc or untyped) in .dynsym,
+  // else in .symtab.
   std::optional<Sym> symbol(std::string_view name) const;
   std::optional<Section> section(std::string_view name) const;
   const std::vector<Load>& loads() const { return loads_; }
@@ -67,12 +77,24 @@ class ElfSymbols {
   std::size_t read_vaddr(std::uint64_t vaddr, void* buf, std::size_t len) const;
 
  private:
+  struct Table {
+    std::size_t index = 0;   // section index of the symbol table, 0: none
+    std::size_t strtab = 0;  // its string table's
+  };
+  ElfSymbols() = default;
+  std::optional<Sym> from_gnu_hash(std::string_view name) const;
+  std::optional<Sym> scan(const Table& table, std::string_view name) const;
+
   std::string path_;
+  int fd_ = -1;
+  Elf* elf_ = nullptr;
   bool is_exec_ = false;
-  std::map<std::string, Sym, std::less<>> dynsym_;
-  std::map<std::string, Sym, std::less<>> symtab_;
+  Table dynsym_;
+  Table symtab_;
+  std::size_t gnu_hash_ = 0;   // section index of .gnu.hash, 0: none
   std::map<std::string, Section, std::less<>> sections_;
   std::vector<Load> loads_;
+  mutable std::map<std::string, std::optional<Sym>, std::less<>> looked_up_;
 };
 
 // Symbol lookup over every file-backed module of one target, caching opened files.
@@ -97,6 +119,7 @@ class ModuleSymbols {
  private:
   Target& target_;
   std::map<std::string, std::unique_ptr<ElfSymbols>> files_;   // null: open failed
+  std::map<std::string, std::optional<std::uint64_t>> biases_;
 };
 
 // Convenience: one lookup without keeping a cache.

@@ -4,7 +4,9 @@
 // together shares the symbol work (one SymbolCache: the same build-ids are symbolized once)
 // and groups the ranks exactly as live mode does, so the odd core stands out.
 #include <fmt/core.h>
+#include <time.h>
 
+#include <array>
 #include <memory>
 #include <regex>
 #include <string>
@@ -47,6 +49,36 @@ std::optional<int> rank_from_file_name(const std::string& path) {
   return std::nullopt;
 }
 
+// CPU seconds of this process (all threads), for `-v`'s per-phase timing.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Where the time of a run over many cores goes: summed over the cores, per phase.
+class PhaseClock {
+ public:
+  enum Phase { open, capture, environ, crash, report, kCount };
+  void start() { last_ = cpu_seconds(); }
+  void lap(Phase p) {
+    double now = cpu_seconds();
+    spent_[p] += now - last_;
+    last_ = now;
+  }
+  std::string summary() const {
+    static constexpr std::array<const char*, kCount> kNames = {"open", "capture", "environ",
+                                                               "crash", "report"};
+    std::string out = "CPU time by phase:";
+    for (int i = 0; i < kCount; ++i) out += fmt::format(" {} {:.3f} s", kNames[i], spent_[i]);
+    return out;
+  }
+
+ private:
+  double last_ = 0;
+  std::array<double, kCount> spent_{};
+};
+
 Diagnostic error_diagnostic(const Error& e) {
   Diagnostic d;
   d.severity = Diagnostic::Severity::error;
@@ -64,18 +96,22 @@ int run_core(const CoreCmdOptions& o) {
   copt.kernel_stacks = false;
   std::vector<std::string> log;
   if (o.verbose) copt.log = &log;
-  CoreOpenOptions open_opts{o.exe, o.sysroot, o.lib_paths};
+  CoreOpenOptions open_opts{o.exe, o.sysroot, o.lib_paths, std::make_shared<ModuleFileCache>()};
 
   SymbolCache symbols;   // shared by every core: same build-ids, symbolized once
   JobSnapshot job;
+  PhaseClock clock;
+  clock.start();
   for (const auto& file : o.files) {
     auto target = open_core_target(file, open_opts);
+    clock.lap(PhaseClock::open);
     if (!target) {
       print_error(target.error());
       job.diagnostics.push_back(error_diagnostic(target.error()));
       continue;
     }
     ProcessSnapshot snap = capture_process(**target, copt, symbols);
+    clock.lap(PhaseClock::capture);
     apply_rank_info(snap, read_environment(**target));
     if (!snap.rank) {
       if (auto r = rank_from_file_name(file)) {
@@ -83,18 +119,24 @@ int run_core(const CoreCmdOptions& o) {
         snap.role = "rank";
       }
     }
+    clock.lap(PhaseClock::environ);
     if (snap.core) snap.core->annotations = explain_crash(**target, snap);
     if (snap.world_size) {
       job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
     }
     job.processes.push_back(std::move(snap));
+    target->reset();   // the core's mapping and files are released before the next one
+    clock.lap(PhaseClock::crash);
   }
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
   if (job.processes.empty()) {
     if (o.files.size() > 1) print_error("none of the cores could be read");
     return kExitNothing;
   }
-  if (!write_report(job, o.output)) return kExitNothing;
+  bool written = write_report(job, o.output);
+  clock.lap(PhaseClock::report);
+  if (o.verbose) fmt::print(stderr, "hangscan: {}\n", clock.summary());
+  if (!written) return kExitNothing;
   return exit_code_for(job);
 }
 
@@ -119,7 +161,7 @@ void add_core_command(CLI::App& app, Action& action) {
   sub->add_flag("--python-only", opts->python_only,
                 "Show Python frames only where a process runs Python (no native interleaving)");
   sub->add_flag("--locals", opts->locals, "Show Python local variables");
-  sub->add_flag("-v,--verbose", opts->verbose, "Say how the interpreter was found");
+  sub->add_flag("-v,--verbose", opts->verbose, "Say how the interpreter was found and where the time went");
   add_output_options(sub, opts->output);
   sub->callback([&action, opts] {
     action = [opts] { return run_core(*opts); };
