@@ -1,6 +1,7 @@
 #include "proc/environ_memory.h"
 
 #include <array>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,24 @@ namespace hangscan {
 namespace {
 
 constexpr std::array<std::string_view, 3> kEnvironNames = {"__environ", "environ", "_environ"};
+
+// The executable first (a copy-relocated `environ` there is the live one), then libc, then the
+// rest: opening and indexing every ELF file of a torch process before reaching libc would
+// cost far more than the read itself.
+std::vector<std::string> search_order(const std::vector<std::string>& modules) {
+  if (modules.empty()) return {};
+  std::vector<std::string> out{modules.front()};
+  auto is_libc = [](const std::string& m) {
+    auto slash = m.rfind('/');
+    std::string_view base = std::string_view(m).substr(slash == std::string::npos ? 0 : slash + 1);
+    return base.starts_with("libc.so") || base.starts_with("libc-");
+  };
+  for (std::size_t i = 1; i < modules.size(); ++i)
+    if (is_libc(modules[i])) out.push_back(modules[i]);
+  for (std::size_t i = 1; i < modules.size(); ++i)
+    if (!is_libc(modules[i])) out.push_back(modules[i]);
+  return out;
+}
 
 }  // namespace
 
@@ -49,7 +68,7 @@ Result<std::vector<std::string>> read_environ_array(MemoryReader& mem, std::uint
 Result<std::vector<std::string>> read_environment_from_memory(Target& t) {
   ModuleSymbols syms(t);
   Error last(Errc::not_found, "no module defines environ");
-  for (const auto& module : syms.modules()) {
+  for (const auto& module : search_order(syms.modules())) {
     const ElfSymbols* elf = syms.elf(module);
     if (elf == nullptr) continue;
     std::optional<ElfSymbols::Sym> sym;

@@ -31,9 +31,11 @@ Result<std::vector<std::string>> read_environ_array(MemoryReader& mem, std::uint
                                                     const EnvironLimits& limits = {});
 
 // Reads the value of libc's `environ` variable and walks the array it points to. The variable
-// is looked up in every module in mapping order: a non-PIE executable that references
+// is looked up in the executable first (the first file mapping): an executable that references
 // `environ` holds a copy-relocated definition (Debian's python3.11 does) which libc then uses
-// instead of its own, so the executable's copy must be tried before libc's.
+// instead of its own, so its copy must be tried before libc's. Then libc, then the other
+// modules: a library of the same name elsewhere is not the one libc uses, and a torch process
+// maps ~300 files that need not be opened.
 Result<std::vector<std::string>> read_environment_from_memory(Target& t);
 
 // The environment as the process sees it now: from memory when possible, else
