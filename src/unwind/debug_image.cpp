@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -36,6 +37,7 @@ constexpr std::array<std::string_view, 11> kKept = {
 constexpr std::uint64_t kMaxImage = std::uint64_t{4} << 30;   // a bigger claim is corrupt
 constexpr std::size_t kHugePage = 2 << 20;
 constexpr std::size_t kGnuHeader = 12;                           // "ZLIB" + 8-byte BE size
+constexpr std::uint64_t kParallelBytes = 1 << 20;   // less is not worth a thread
 
 enum class Packing { plain, chdr, gnu };
 
@@ -45,6 +47,9 @@ struct Piece {
   Packing packing = Packing::plain;
   std::uint64_t size = 0;     // inflated
   std::uint64_t offset = 0;   // in the image
+  const std::uint8_t* in = nullptr;   // the bytes in the file (compressed or not)
+  std::size_t in_size = 0;
+  bool done = false;
 };
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
@@ -172,26 +177,30 @@ std::optional<std::string> dwarf_file_of(Dwfl_Module* mod) {
   return find_debug_file(main_file, module_build_id(mod), dwelf_elf_gnu_debuglink(elf, &crc));
 }
 
-Inflater::Inflater() {
+Inflater::Inflater(bool use_libdeflate) {
+  if (!use_libdeflate) return;
   lib_ = dlopen("libdeflate.so.0", RTLD_LAZY | RTLD_LOCAL);
   if (lib_ == nullptr) return;
-  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib_, "libdeflate_alloc_decompressor"));
+  alloc_ = reinterpret_cast<AllocFn>(dlsym(lib_, "libdeflate_alloc_decompressor"));
   free_ = reinterpret_cast<FreeFn>(dlsym(lib_, "libdeflate_free_decompressor"));
   zlib_decompress_ = reinterpret_cast<ZlibFn>(dlsym(lib_, "libdeflate_zlib_decompress"));
-  if (alloc != nullptr && free_ != nullptr && zlib_decompress_ != nullptr) decompressor_ = alloc();
+  if (alloc_ == nullptr || free_ == nullptr || zlib_decompress_ == nullptr) alloc_ = nullptr;
 }
 
 Inflater::~Inflater() {
-  if (decompressor_ != nullptr) free_(decompressor_);
   if (lib_ != nullptr) dlclose(lib_);
 }
 
 bool Inflater::inflate(const void* in, std::size_t in_size, void* out, std::size_t out_size) const {
-  if (decompressor_ == nullptr) return false;
+  if (alloc_ == nullptr) return false;
+  // One decompressor per call (a few KB): calls may run on several threads at once.
+  void* d = alloc_();
+  if (d == nullptr) return false;
   std::size_t actual = 0;
   // LIBDEFLATE_SUCCESS is 0; the output must be exactly the size the header promised.
-  return zlib_decompress_(decompressor_, in, in_size, out, out_size, &actual) == 0 &&
-         actual == out_size;
+  bool ok = zlib_decompress_(d, in, in_size, out, out_size, &actual) == 0 && actual == out_size;
+  free_(d);
+  return ok;
 }
 
 DebugImage::~DebugImage() {
@@ -311,27 +320,60 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   std::memcpy(img->image_ + sizeof(Elf64_Ehdr), shdrs.data(), shnum * sizeof(Elf64_Shdr));
   std::memcpy(img->image_ + names_at, names.data(), names.size());
 
+  // libelf is not thread-safe: find every input first, then fill the image on two threads
+  // (the largest sections spread over both), then let libelf inflate what libdeflate did not.
   for (auto& p : pieces) {
-    std::uint8_t* dest = img->image_ + p.offset;
     if (p.packing == Packing::plain) {
       Elf_Data* d = elf_rawdata(p.scn, nullptr);
       if (d == nullptr || (p.size > 0 && (d->d_buf == nullptr || d->d_size != p.size))) return plain();
-      if (p.size > 0) std::memcpy(dest, d->d_buf, p.size);
-      continue;
+      p.in = static_cast<const std::uint8_t*>(d->d_buf);
+      p.in_size = p.size;
+    } else {
+      std::uint64_t size = 0;
+      if (!compressed_stream(p.scn, p.packing, &p.in, &p.in_size, &size)) return plain();
     }
-    const std::uint8_t* in = nullptr;
-    std::size_t in_size = 0;
-    std::uint64_t size = 0;
-    if (compressed_stream(p.scn, p.packing, &in, &in_size, &size) &&
-        inflater.inflate(in, in_size, dest, p.size)) {
-      img->inflated_ += p.size;
+  }
+  std::uint8_t* image = img->image_;
+  auto fill = [&inflater, image](Piece& p) {
+    std::uint8_t* dest = image + p.offset;
+    if (p.packing == Packing::plain) {
+      if (p.size > 0) std::memcpy(dest, p.in, p.size);
+      p.done = true;
+    } else {
+      p.done = inflater.inflate(p.in, p.in_size, dest, p.size);
+    }
+  };
+  std::vector<Piece*> order;
+  for (auto& p : pieces) order.push_back(&p);
+  std::sort(order.begin(), order.end(), [](const Piece* a, const Piece* b) { return a->size > b->size; });
+  std::vector<Piece*> mine;
+  std::vector<Piece*> theirs;
+  std::uint64_t my_bytes = 0;
+  std::uint64_t their_bytes = 0;
+  for (Piece* p : order) {
+    bool to_me = my_bytes <= their_bytes;
+    (to_me ? mine : theirs).push_back(p);
+    (to_me ? my_bytes : their_bytes) += p->size;
+  }
+  if (inflater.available() && their_bytes >= kParallelBytes) {
+    std::thread helper([&theirs, &fill] {
+      for (Piece* p : theirs) fill(*p);
+    });
+    for (Piece* p : mine) fill(*p);
+    helper.join();
+  } else {
+    for (Piece& p : pieces) fill(p);
+  }
+  for (auto& p : pieces) {
+    if (p.done) {
+      if (p.packing != Packing::plain) img->inflated_ += p.size;
       continue;
     }
     // No libdeflate (or it refused the stream): libelf's zlib, then a copy.
     int rc = p.packing == Packing::gnu ? elf_compress_gnu(p.scn, 0, 0) : elf_compress(p.scn, 0, 0);
     Elf_Data* d = rc >= 0 ? elf_getdata(p.scn, nullptr) : nullptr;
     if (d == nullptr || d->d_buf == nullptr || d->d_size != p.size) return plain();
-    std::memcpy(dest, d->d_buf, p.size);
+    std::memcpy(image + p.offset, d->d_buf, p.size);
     img->inflated_ += p.size;
   }
 

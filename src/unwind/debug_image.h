@@ -25,14 +25,15 @@ namespace hangscan {
 // Inflates zlib streams; libdeflate (dlopen'ed, optional) or none. One per run.
 class Inflater {
  public:
-  Inflater();
+  // `use_libdeflate` false: libelf's zlib only (tests of that path).
+  explicit Inflater(bool use_libdeflate = true);
   ~Inflater();
   Inflater(const Inflater&) = delete;
   Inflater& operator=(const Inflater&) = delete;
 
   // False when libdeflate is not installed: callers fall back to libelf's zlib.
-  bool available() const { return decompressor_ != nullptr; }
-  // Inflates exactly `out_size` bytes; false on any error or size mismatch.
+  bool available() const { return alloc_ != nullptr; }
+  // Inflates exactly `out_size` bytes; false on any error or size mismatch. Thread-safe.
   bool inflate(const void* in, std::size_t in_size, void* out, std::size_t out_size) const;
 
  private:
@@ -40,7 +41,7 @@ class Inflater {
   using FreeFn = void (*)(void*);
   using ZlibFn = int (*)(void*, const void*, std::size_t, void*, std::size_t, std::size_t*);
   void* lib_ = nullptr;
-  void* decompressor_ = nullptr;
+  AllocFn alloc_ = nullptr;
   FreeFn free_ = nullptr;
   ZlibFn zlib_decompress_ = nullptr;
 };

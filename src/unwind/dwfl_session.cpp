@@ -1,5 +1,6 @@
 #include "unwind/dwfl_session.h"
 
+#include "unwind/debug_image.h"
 #include "unwind/module_symbolizer.h"
 
 #include <cxxabi.h>
@@ -36,7 +37,7 @@ DwflSession::~DwflSession() {
 Result<std::unique_ptr<DwflSession>> DwflSession::create(Target& target) {
   std::unique_ptr<DwflSession> s(new DwflSession(target));
   s->callbacks_.find_elf = &DwflSession::find_elf;
-  s->callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+  s->callbacks_.find_debuginfo = find_debuginfo_local;   // never debuginfod
   s->callbacks_.section_address = dwfl_offline_section_address;
   s->callbacks_.debuginfo_path = &s->debuginfo_path_;
   s->dwfl_ = dwfl_begin(&s->callbacks_);

@@ -139,6 +139,17 @@ TEST_F(DebugImageTest, ZlibSectionsAnswerLikeTheOriginal) {
   expect_same_answers(exe_, *img);
 }
 
+TEST_F(DebugImageTest, WithoutLibdeflateLibelfInflates) {
+  Inflater zlib_only(false);
+  EXPECT_FALSE(zlib_only.available());
+  for (const char* how : {"zlib", "zlib-gnu"}) {
+    auto img = DebugImage::open(compressed(how), zlib_only);
+    ASSERT_NE(img, nullptr) << how;
+    EXPECT_GT(img->inflated_bytes(), 0u) << how;
+    expect_same_answers(exe_, *img);
+  }
+}
+
 TEST_F(DebugImageTest, GnuZdebugSectionsAnswerLikeTheOriginal) {
   auto img = DebugImage::open(compressed("zlib-gnu"), inflater_);
   ASSERT_NE(img, nullptr);
