@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,11 +106,15 @@ class BufferBytes : public CoreBytes {
 
 // A core file read with pread through a cache of aligned blocks: the small reads of one
 // capture (Python objects, stack words, ELF headers of the modules) cluster, and a block is
-// read once. Reads of a block or more bypass the cache.
+// read once. Reads of a block or more bypass the cache. Blocks live in 2 MiB huge-page
+// chunks: one fault per 512 blocks instead of one per block.
 class FileBytes : public CoreBytes {
  public:
   FileBytes(int fd, std::size_t size) : fd_(fd), size_(size) {}
-  ~FileBytes() override { ::close(fd_); }
+  ~FileBytes() override {
+    for (void* c : chunks_) munmap(c, kChunk);
+    ::close(fd_);
+  }
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
   std::size_t size() const override { return size_; }
@@ -126,9 +131,9 @@ class FileBytes : public CoreBytes {
       const Block* b = block(at / kBlock);
       if (b == nullptr) return done + pread_all(at, out + done, len - done);
       std::size_t rel = static_cast<std::size_t>(at % kBlock);
-      if (rel >= b->size()) break;
-      std::size_t n = std::min(len - done, b->size() - rel);
-      std::memcpy(out + done, b->data() + rel, n);
+      if (rel >= b->size) break;
+      std::size_t n = std::min(len - done, b->size - rel);
+      std::memcpy(out + done, b->data + rel, n);
       done += n;
     }
     return done;
@@ -136,8 +141,12 @@ class FileBytes : public CoreBytes {
 
  private:
   static constexpr std::size_t kBlock = 4 * 1024;
-  static constexpr std::size_t kMaxCached = 64 << 20;   // then reads go straight to the file
-  using Block = std::vector<std::uint8_t>;
+  static constexpr std::size_t kChunk = 2 << 20;
+  static constexpr std::size_t kMaxChunks = 32;   // 64 MiB; then reads go straight to the file
+  struct Block {
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+  };
 
   std::size_t pread_all(std::uint64_t offset, std::uint8_t* out, std::size_t len) const {
     std::size_t done = 0;
@@ -150,21 +159,43 @@ class FileBytes : public CoreBytes {
     return done;
   }
 
+  // Room for one more block; nullptr once the cache is full or memory is short.
+  std::uint8_t* slot() const {
+    if (chunks_.empty() || used_ == kChunk) {
+      if (chunks_.size() >= kMaxChunks) return nullptr;
+      // Twice the size, to cut a 2 MiB-aligned chunk out of it for a huge page.
+      void* raw = mmap(nullptr, 2 * kChunk, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (raw == MAP_FAILED) return nullptr;
+      auto base = reinterpret_cast<std::uintptr_t>(raw);
+      std::uintptr_t aligned = (base + kChunk - 1) & ~(std::uintptr_t{kChunk} - 1);
+      if (aligned > base) munmap(raw, aligned - base);
+      std::uintptr_t tail = aligned + kChunk;
+      if (tail < base + 2 * kChunk) munmap(reinterpret_cast<void*>(tail), base + 2 * kChunk - tail);
+      madvise(reinterpret_cast<void*>(aligned), kChunk, MADV_HUGEPAGE);
+      chunks_.push_back(reinterpret_cast<void*>(aligned));
+      used_ = 0;
+    }
+    std::uint8_t* p = static_cast<std::uint8_t*>(chunks_.back()) + used_;
+    used_ += kBlock;
+    return p;
+  }
+
   // The block at `index`, read on first use; nullptr once the cache is full.
   const Block* block(std::uint64_t index) const {
     if (auto it = blocks_.find(index); it != blocks_.end()) return &it->second;
-    if (cached_ >= kMaxCached) return nullptr;
-    Block b(kBlock);
-    b.resize(pread_all(index * kBlock, b.data(), kBlock));
-    cached_ += kBlock;
-    return &blocks_.emplace(index, std::move(b)).first->second;
+    std::uint8_t* p = slot();
+    if (p == nullptr) return nullptr;
+    Block b{p, pread_all(index * kBlock, p, kBlock)};
+    return &blocks_.emplace(index, b).first->second;
   }
 
   int fd_;
   std::size_t size_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::uint64_t, Block> blocks_;
-  mutable std::size_t cached_ = 0;
+  mutable std::vector<void*> chunks_;
+  mutable std::size_t used_ = 0;
 };
 
 Error bad_core(std::string msg, std::string hint) {
