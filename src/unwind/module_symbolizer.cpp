@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "unwind/debug_image.h"
+#include "unwind/line_table.h"
 
 namespace hangscan {
 
@@ -64,26 +65,59 @@ Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
   return native;
 }
 
+// Where file:line come from: libdw's line table of the CU, or our LineTable.
+struct LineSource {
+  LineSource() = default;
+  LineSource(Dwarf_Die* cu, const LineTable* t) : cudie(cu), table(t) {}
+
+  Dwarf_Die* cudie = nullptr;
+  const LineTable* table = nullptr;   // when set, libdw's line table is never decoded
+
+  void row(std::uint64_t addr, std::optional<std::string>& file, std::optional<int>& line) const {
+    if (table != nullptr) {
+      if (auto r = table->lookup(addr)) {
+        file = r->file;
+        if (r->line > 0) line = r->line;
+      }
+      return;
+    }
+    Dwarf_Line* l = cudie != nullptr ? dwarf_getsrc_die(cudie, addr) : nullptr;
+    int lineno = 0;
+    if (const char* src = l != nullptr ? dwarf_linesrc(l, nullptr, nullptr) : nullptr) {
+      file = src;
+      if (dwarf_lineno(l, &lineno) == 0 && lineno > 0) line = lineno;
+    }
+  }
+  // File `idx` of the CU's file table (DW_AT_call_file); libdw's table is read on first use.
+  const char* file_name(Dwarf_Word idx) {
+    if (table != nullptr) {
+      const std::string* f = table->file(idx);
+      return f != nullptr ? f->c_str() : nullptr;
+    }
+    if (!files_read_) {
+      files_read_ = true;
+      std::size_t n = 0;
+      if (cudie == nullptr || dwarf_getsrcfiles(cudie, &files_, &n) != 0) files_ = nullptr;
+    }
+    return files_ != nullptr ? dwarf_filesrc(files_, idx, nullptr, nullptr) : nullptr;
+  }
+
+ private:
+  bool files_read_ = false;
+  Dwarf_Files* files_ = nullptr;
+};
+
 // Inline frames (innermost first) and the native frame's file:line from the CU holding
-// `addr` (an address of the CU's own DWARF). `line` is the line table row for `addr`.
-std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, Dwarf_Line* line_row,
+// `addr` (an address of the CU's own DWARF).
+std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, LineSource lines,
                                  Frame native, bool named) {
   std::optional<std::string> file;
   std::optional<int> line;
-  if (line_row != nullptr) {
-    int lineno = 0;
-    if (const char* src = dwarf_linesrc(line_row, nullptr, nullptr)) {
-      file = src;
-      if (dwarf_lineno(line_row, &lineno) == 0 && lineno > 0) line = lineno;
-    }
-  }
+  lines.row(addr, file, line);
   std::vector<Frame> out;
   if (cudie != nullptr) {
     Dwarf_Die* scopes = nullptr;
     int n = dwarf_getscopes(cudie, addr, &scopes);
-    Dwarf_Files* files = nullptr;
-    std::size_t nfiles = 0;
-    bool have_files = dwarf_getsrcfiles(cudie, &files, &nfiles) == 0;
     for (int i = 0; i < n; ++i) {
       int tag = dwarf_tag(&scopes[i]);
       if (tag == DW_TAG_subprogram) {
@@ -103,8 +137,8 @@ std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, Dwarf_Lin
       Dwarf_Word call_line = 0;
       file.reset();
       line.reset();
-      if (have_files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &idx) == 0) {
-        if (const char* f = dwarf_filesrc(files, idx, nullptr, nullptr)) file = f;
+      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &idx) == 0) {
+        if (const char* f = lines.file_name(idx)) file = f;
       }
       if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0) {
         line = static_cast<int>(call_line);
@@ -142,8 +176,7 @@ std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr
   Frame native = symbol_frame(mod, addr, &named);
   Dwarf_Addr dwbias = 0;
   Dwarf_Die* cudie = dwfl_module_addrdie(mod, addr, &dwbias);
-  Dwarf_Line* row = cudie != nullptr ? dwarf_getsrc_die(cudie, addr - dwbias) : nullptr;
-  return scoped_frames(cudie, addr - dwbias, row, std::move(native), named);
+  return scoped_frames(cudie, addr - dwbias, LineSource{cudie, nullptr}, std::move(native), named);
 }
 
 OfflineModules::~OfflineModules() {
@@ -195,9 +228,13 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
   }
   Dwarf_Die cu;
   if (m.debug == nullptr || !find_cu(m.debug->dwarf(), vaddr, &cu)) {
-    return scoped_frames(nullptr, vaddr, nullptr, std::move(native), named);
+    return scoped_frames(nullptr, vaddr, LineSource{}, std::move(native), named);
   }
-  return scoped_frames(&cu, vaddr, dwarf_getsrc_die(&cu, vaddr), std::move(native), named);
+  // Each CU's line program is parsed once (header and file names), then run per address.
+  auto [it, fresh] = m.line_tables.try_emplace(dwarf_dieoffset(&cu));
+  if (fresh) it->second = LineTable::parse(m.debug->dwarf(), &cu);
+  const LineTable* table = it->second ? &*it->second : nullptr;
+  return scoped_frames(&cu, vaddr, LineSource{&cu, table}, std::move(native), named);
 }
 
 }  // namespace hangscan

@@ -11,11 +11,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hangscan/model.h"
 #include "unwind/debug_image.h"
+#include "unwind/line_table.h"
 
 namespace hangscan {
 
@@ -47,6 +49,7 @@ class OfflineModules {
     bool ok = false;
     bool debug_tried = false;
     std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
+    std::map<std::uint64_t, std::optional<LineTable>> line_tables;   // by CU offset
   };
   Module& open(const std::string& key, const std::string& path);
 

@@ -2,6 +2,7 @@
 // and zlib-gnu (.zdebug_*) debug sections, and survive damaged files. The test binary itself
 // is the module: it is built with -g; objcopy makes the compressed copies.
 #include "unwind/debug_image.h"
+#include "unwind/line_table.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -225,6 +226,90 @@ TEST_F(DebugImageTest, FindsTheDebuglinkFileWithTheSameBuildId) {
   EXPECT_EQ(find_debug_file(prog, "00" + id->substr(2), "prog.debug"), std::nullopt);
   EXPECT_EQ(find_debug_file(prog, *id, "../../etc/passwd"), std::nullopt);
   EXPECT_EQ(find_debug_file(prog, *id, nullptr), std::nullopt);
+}
+
+}  // namespace
+}  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// LineTable must give libdw's answers: the row for an address (also between rows and past a
+// sequence's end) and every name of the file table.
+void expect_line_tables_like_libdw(Dwarf* dbg) {
+  std::size_t cus = 0;
+  std::size_t compared = 0;
+  Dwarf_Off off = 0;
+  Dwarf_Off next = 0;
+  std::size_t header = 0;
+  while (dwarf_nextcu(dbg, off, &next, &header, nullptr, nullptr, nullptr) == 0 && cus < 40) {
+    Dwarf_Die cu;
+    Dwarf_Lines* lines = nullptr;
+    std::size_t n = 0;
+    if (dwarf_offdie(dbg, off + header, &cu) != nullptr && dwarf_getsrclines(&cu, &lines, &n) == 0 && n > 0) {
+      auto table = LineTable::parse(dbg, &cu);
+      ASSERT_TRUE(table) << dwarf_diename(&cu);   // gcc 12 writes DWARF 5
+      ++cus;
+      Dwarf_Files* files = nullptr;
+      std::size_t nfiles = 0;
+      ASSERT_EQ(dwarf_getsrcfiles(&cu, &files, &nfiles), 0);
+      for (std::size_t i = 0; i < nfiles; ++i) {
+        const char* want = dwarf_filesrc(files, i, nullptr, nullptr);
+        const std::string* got = table->file(i);
+        ASSERT_EQ(got != nullptr, want != nullptr) << i;
+        if (want != nullptr) {
+          EXPECT_EQ(*got, want) << i;
+        }
+      }
+      std::size_t step = std::max<std::size_t>(1, n / 25);
+      for (std::size_t i = 0; i < n; i += step) {
+        Dwarf_Addr row = 0;
+        dwarf_lineaddr(dwarf_onesrcline(lines, i), &row);
+        for (Dwarf_Addr a : {row, row + 1, row + 3, row - 1}) {
+          Dwarf_Line* l = dwarf_getsrc_die(&cu, a);
+          const char* want_file = l != nullptr ? dwarf_linesrc(l, nullptr, nullptr) : nullptr;
+          int want_line = 0;
+          if (l != nullptr) dwarf_lineno(l, &want_line);
+          auto got = table->lookup(a);
+          ASSERT_EQ(got.has_value(), want_file != nullptr) << std::hex << a;
+          if (got) {
+            EXPECT_EQ(got->file, want_file) << std::hex << a;
+            EXPECT_EQ(got->line, want_line) << std::hex << a;
+          }
+          ++compared;
+        }
+      }
+    }
+    off = next;
+  }
+  EXPECT_GT(cus, 0u);
+  EXPECT_GT(compared, 100u);
+}
+
+TEST_F(DebugImageTest, LineTableAnswersLikeLibdw) {
+  int fd = ::open(exe_.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Dwarf* dbg = dwarf_begin(fd, DWARF_C_READ);
+  ASSERT_NE(dbg, nullptr);
+  expect_line_tables_like_libdw(dbg);
+  dwarf_end(dbg);
+  ::close(fd);
+}
+
+// The same on the distribution's own debug info (Debian: compressed, DWARF 5; python3.11's
+// is LTO-built), when its debug package is installed.
+TEST_F(DebugImageTest, LineTableAnswersLikeLibdwOnInstalledDebugInfo) {
+  std::size_t checked = 0;
+  for (const char* lib : {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"}) {
+    auto id = build_id_of_file(lib);
+    auto dbg_file = id ? find_debug_file(lib, *id, nullptr) : std::nullopt;
+    if (!dbg_file) continue;
+    auto img = DebugImage::open(*dbg_file, inflater_);
+    ASSERT_NE(img, nullptr) << *dbg_file;
+    expect_line_tables_like_libdw(img->dwarf());
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no debug package (libc6-dbg, python3.11-dbg) installed";
 }
 
 }  // namespace
