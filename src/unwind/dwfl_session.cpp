@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -133,7 +134,53 @@ Frame DwflSession::unknown_frame(const RawFrame& raw) const {
   return f;
 }
 
+bool DwflSession::offline_module(Dwfl_Module* mod, std::string& key, std::string& path) const {
+  void** userdata = nullptr;
+  const char* name = dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  auto* data = userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
+  if (data == nullptr || data->local_path.empty()) return false;
+  GElf_Addr bias = 0;
+  if (dwfl_module_getelf(mod, &bias) == nullptr) return false;
+  const unsigned char* bits = nullptr;
+  GElf_Addr id_vaddr = 0;
+  int id_len = dwfl_module_build_id(mod, &bits, &id_vaddr);
+  key = id_len > 0 ? hex(bits, id_len) : std::string(name != nullptr ? name : "");
+  path = data->local_path;
+  return true;
+}
+
+void DwflSession::note_stack(const std::vector<RawFrame>& frames) {
+  NotedStack s;
+  for (const auto& f : frames) s.pcs.push_back(f.pc);
+  if (!s.pcs.empty()) stacks_.push_back(std::move(s));
+}
+
+void DwflSession::prefetch_for(std::uint64_t pc, SymbolCache& cache) {
+  // Stacks are symbolized in the order they were unwound, some skipped: the current one, or
+  // the next one that starts with this pc.
+  auto holds = [pc](const NotedStack& s) { return std::find(s.pcs.begin(), s.pcs.end(), pc) != s.pcs.end(); };
+  if (current_ >= stacks_.size() || !holds(stacks_[current_])) {
+    std::size_t i = current_ + 1;
+    while (i < stacks_.size() && stacks_[i].pcs.front() != pc) ++i;
+    if (i >= stacks_.size()) return;
+    current_ = i;
+  }
+  NotedStack& s = stacks_[current_];
+  if (s.fetched) return;
+  s.fetched = true;
+  std::vector<Dwfl_Module*> seen;
+  for (std::uint64_t p : s.pcs) {
+    Dwfl_Module* mod = dwfl_addrmodule(dwfl_, p > 0 ? p - 1 : p);
+    if (mod == nullptr || std::find(seen.begin(), seen.end(), mod) != seen.end()) continue;
+    seen.push_back(mod);
+    std::string key;
+    std::string path;
+    if (offline_module(mod, key, path)) cache.prefetch_offline(key, path);
+  }
+}
+
 std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cache) {
+  prefetch_for(raw.pc, cache);
   std::uint64_t lookup = raw.exact || raw.pc == 0 ? raw.pc : raw.pc - 1;
   Dwfl_Module* mod = dwfl_addrmodule(dwfl_, lookup);
   if (mod == nullptr) return {unknown_frame(raw)};

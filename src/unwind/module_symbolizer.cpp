@@ -5,7 +5,9 @@
 #include <elfutils/libdw.h>
 
 #include <cstdlib>
+#include <future>
 #include <optional>
+#include <system_error>
 
 #include "unwind/debug_image.h"
 #include "unwind/line_table.h"
@@ -181,6 +183,7 @@ std::vector<Frame> symbolize_module_address(Dwfl_Module* mod, std::uint64_t addr
 
 OfflineModules::~OfflineModules() {
   for (auto& [key, m] : modules_) {
+    if (m.pending.valid()) m.pending.wait();
     m.debug.reset();
     if (m.dwfl != nullptr) dwfl_end(m.dwfl);
   }
@@ -210,6 +213,24 @@ OfflineModules::Module& OfflineModules::open(const std::string& key, const std::
   return modules_.emplace(key, std::move(m)).first->second;
 }
 
+void OfflineModules::start_debug(Module& m) {
+  if (!m.ok || m.debug_tried) return;
+  m.debug_tried = true;
+  auto file = dwarf_file_of(m.mod);
+  if (!file) return;
+  try {
+    m.pending = std::async(std::launch::async,
+                           [this, f = *file] { return DebugImage::open(f, inflater_); });
+  } catch (const std::system_error&) {   // no thread to be had: open it here
+    m.debug = DebugImage::open(*file, inflater_);
+  }
+}
+
+void OfflineModules::prefetch(const std::string& key, const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  start_debug(open(key, path));
+}
+
 std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::string& path,
                                              std::uint64_t vaddr) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -219,13 +240,12 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
     f.function = "??";
     return {f};
   }
+  // The DWARF is opened once per run, on the first address of the module (or earlier, when
+  // prefetched); the ELF symbol is looked up while it inflates.
+  start_debug(m);
   bool named = false;
   Frame native = symbol_frame(m.mod, vaddr + m.bias, &named);
-  // The DWARF is opened on the first address of the module that is symbolized, once per run.
-  if (!m.debug_tried) {
-    m.debug_tried = true;
-    if (auto file = dwarf_file_of(m.mod)) m.debug = DebugImage::open(*file, inflater_);
-  }
+  if (m.pending.valid()) m.debug = m.pending.get();
   Dwarf_Die cu;
   if (m.debug == nullptr || !find_cu(m.debug->dwarf(), vaddr, &cu)) {
     return scoped_frames(nullptr, vaddr, LineSource{}, std::move(native), named);

@@ -8,6 +8,7 @@
 #include <elfutils/libdwfl.h>
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,9 @@ class OfflineModules {
 
   // `vaddr` is the address in the file's own ELF address space (pc minus load bias).
   std::vector<Frame> symbolize(const std::string& key, const std::string& path, std::uint64_t vaddr);
+  // Starts opening the module's DWARF on another thread (inflating it is the slow part), so
+  // that the modules of a stack inflate side by side while names are looked up.
+  void prefetch(const std::string& key, const std::string& path);
 
  private:
   struct Module {
@@ -49,9 +53,11 @@ class OfflineModules {
     bool ok = false;
     bool debug_tried = false;
     std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
+    std::future<std::unique_ptr<DebugImage>> pending;   // `debug` while it is being opened
     std::map<std::uint64_t, std::optional<LineTable>> line_tables;   // by CU offset
   };
   Module& open(const std::string& key, const std::string& path);
+  void start_debug(Module& m);   // under mu_
 
   std::mutex mu_;
   Inflater inflater_;

@@ -34,6 +34,10 @@ class SymbolCache {
                                        std::uint64_t vaddr) {
     return offline_.symbolize(module_key, path, vaddr);
   }
+  // Starts opening the DWARF of a module that symbolize_offline() will be asked about.
+  void prefetch_offline(const std::string& module_key, const std::string& path) {
+    offline_.prefetch(module_key, path);
+  }
 
  private:
   static std::string key(const std::string& module_key, std::uint64_t offset, bool exact);
