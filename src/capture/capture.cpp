@@ -209,6 +209,17 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
   }
   python.decode(tids, fs_bases, stack_ranges);
 
+  // Python-only output needs no native symbols for threads that run Python code.
+  auto needs_native = [&](int tid) { return options.merge_native || !python.has_python_frames(tid); };
+  if (session) {
+    std::vector<const RawFrame*> to_name;
+    for (const auto& [tid, u] : unwound) {
+      if (!needs_native(tid)) continue;
+      for (const auto& raw : u.frames) to_name.push_back(&raw);
+    }
+    session->prepare(to_name, symbols);
+  }
+
   for (auto& c : copies) {
     ThreadSnapshot t;
     auto it = described.find(c.tid);
@@ -222,8 +233,7 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     t.is_main = t.tid == target.pid();
     if (!c.error.empty()) t.notes.push_back(c.error);
     if (auto e = unwind_errors.find(c.tid); e != unwind_errors.end()) t.notes.push_back(e->second);
-    // Python-only output needs no native symbols for threads that run Python code.
-    bool need_native = options.merge_native || !python.has_python_frames(c.tid);
+    bool need_native = needs_native(c.tid);
     auto u = unwound.find(c.tid);
     if (need_native && session && u != unwound.end()) {
       for (const auto& raw : u->second.frames) {

@@ -4,7 +4,6 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <fmt/core.h>
 
 #include "target/core_decompress.h"
+#include "util/huge_mapping.h"
 
 namespace hangscan {
 namespace {
@@ -111,10 +111,7 @@ class BufferBytes : public CoreBytes {
 class FileBytes : public CoreBytes {
  public:
   FileBytes(int fd, std::size_t size) : fd_(fd), size_(size) {}
-  ~FileBytes() override {
-    for (void* c : chunks_) munmap(c, kChunk);
-    ::close(fd_);
-  }
+  ~FileBytes() override { ::close(fd_); }
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
   std::size_t size() const override { return size_; }
@@ -141,7 +138,7 @@ class FileBytes : public CoreBytes {
 
  private:
   static constexpr std::size_t kBlock = 4 * 1024;
-  static constexpr std::size_t kChunk = 2 << 20;
+  static constexpr std::size_t kChunk = HugeMapping::kHugePage;
   static constexpr std::size_t kMaxChunks = 32;   // 64 MiB; then reads go straight to the file
   struct Block {
     const std::uint8_t* data = nullptr;
@@ -163,20 +160,12 @@ class FileBytes : public CoreBytes {
   std::uint8_t* slot() const {
     if (chunks_.empty() || used_ == kChunk) {
       if (chunks_.size() >= kMaxChunks) return nullptr;
-      // Twice the size, to cut a 2 MiB-aligned chunk out of it for a huge page.
-      void* raw = mmap(nullptr, 2 * kChunk, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (raw == MAP_FAILED) return nullptr;
-      auto base = reinterpret_cast<std::uintptr_t>(raw);
-      std::uintptr_t aligned = (base + kChunk - 1) & ~(std::uintptr_t{kChunk} - 1);
-      if (aligned > base) munmap(raw, aligned - base);
-      std::uintptr_t tail = aligned + kChunk;
-      if (tail < base + 2 * kChunk) munmap(reinterpret_cast<void*>(tail), base + 2 * kChunk - tail);
-      madvise(reinterpret_cast<void*>(aligned), kChunk, MADV_HUGEPAGE);
-      chunks_.push_back(reinterpret_cast<void*>(aligned));
+      HugeMapping chunk(kChunk);
+      if (!chunk) return nullptr;
+      chunks_.push_back(std::move(chunk));
       used_ = 0;
     }
-    std::uint8_t* p = static_cast<std::uint8_t*>(chunks_.back()) + used_;
+    std::uint8_t* p = chunks_.back().data() + used_;
     used_ += kBlock;
     return p;
   }
@@ -194,7 +183,7 @@ class FileBytes : public CoreBytes {
   std::size_t size_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::uint64_t, Block> blocks_;
-  mutable std::vector<void*> chunks_;
+  mutable std::vector<HugeMapping> chunks_;
   mutable std::size_t used_ = 0;
 };
 

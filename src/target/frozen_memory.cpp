@@ -1,42 +1,23 @@
 #include "target/frozen_memory.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 
 namespace hangscan {
 
-FreezeBuffer::FreezeBuffer(std::size_t bytes) {
-  if (bytes == 0) return;
+FreezeBuffer::FreezeBuffer(std::size_t bytes) : memory_(bytes) {
   // Whole huge pages where the kernel gives them (THP "madvise" or "always"): the walk then
   // runs on one TLB entry instead of one per page, which on a VM (nested page tables) is
   // most of the cost of reading a page's worth of copied frames for the first time.
-  constexpr std::size_t kHuge = 2 * 1024 * 1024;
-  std::size_t size = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = ::mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;
-  auto start = reinterpret_cast<std::uintptr_t>(p);
-  std::uintptr_t aligned = (start + kHuge - 1) / kHuge * kHuge;
-  if (aligned > start) ::munmap(p, aligned - start);
-  std::uintptr_t end = aligned + size;
-  if (start + size + kHuge > end) ::munmap(reinterpret_cast<void*>(end), start + size + kHuge - end);
-  base_ = reinterpret_cast<std::uint8_t*>(aligned);
-  size_ = size;
-  ::madvise(base_, size_, MADV_HUGEPAGE);
-  // Fault every page in now, not during the freeze.
-  for (std::size_t off = 0; off < size_; off += PageCacheMemory::kPageSize) base_[off] = 0;
-}
-
-FreezeBuffer::~FreezeBuffer() {
-  if (base_ != nullptr) ::munmap(base_, size_);
+  // Every page is faulted in now, not during the freeze.
+  memory_.populate();
 }
 
 std::span<std::uint8_t> FreezeBuffer::take(std::size_t n) {
-  if (base_ == nullptr || n > size_ - used_) return {};
-  std::span<std::uint8_t> out(base_ + used_, n);
+  if (!memory_ || n > memory_.size() - used_) return {};
+  std::span<std::uint8_t> out(memory_.data() + used_, n);
   used_ += (n + 15) & ~std::size_t{15};
-  used_ = std::min(used_, size_);
+  used_ = std::min(used_, memory_.size());
   return out;
 }
 

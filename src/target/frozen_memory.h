@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "target/memory_reader.h"
+#include "util/huge_mapping.h"
 
 namespace hangscan {
 
@@ -25,7 +26,6 @@ class FreezeBuffer {
   // Maps and populates `bytes` (rounded up to pages) now. 0, or a failed mapping, gives an
   // empty buffer: every take() then fails and callers fall back to the heap.
   explicit FreezeBuffer(std::size_t bytes);
-  ~FreezeBuffer();
   FreezeBuffer(const FreezeBuffer&) = delete;
   FreezeBuffer& operator=(const FreezeBuffer&) = delete;
 
@@ -33,12 +33,11 @@ class FreezeBuffer {
   // buffer has fewer than `n` bytes left.
   std::span<std::uint8_t> take(std::size_t n);
 
-  std::size_t capacity() const { return size_; }
+  std::size_t capacity() const { return memory_.size(); }
   std::size_t used() const { return used_; }
 
  private:
-  std::uint8_t* base_ = nullptr;
-  std::size_t size_ = 0;
+  HugeMapping memory_;
   std::size_t used_ = 0;
 };
 

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
@@ -35,7 +34,6 @@ constexpr std::array<std::string_view, 11> kKept = {
     ".debug_addr",   ".debug_str_offsets", ".debug_types"};
 
 constexpr std::uint64_t kMaxImage = std::uint64_t{4} << 30;   // a bigger claim is corrupt
-constexpr std::size_t kHugePage = 2 << 20;
 constexpr std::size_t kGnuHeader = 12;                           // "ZLIB" + 8-byte BE size
 constexpr std::uint64_t kParallelBytes = 1 << 20;   // less is not worth a thread
 
@@ -206,7 +204,6 @@ bool Inflater::inflate(const void* in, std::size_t in_size, void* out, std::size
 DebugImage::~DebugImage() {
   if (dwarf_ != nullptr) dwarf_end(dwarf_);
   if (image_elf_ != nullptr) elf_end(static_cast<Elf*>(image_elf_));
-  if (image_ != nullptr) munmap(image_, image_size_);
   if (source_ != nullptr) elf_end(static_cast<Elf*>(source_));
   if (fd_ >= 0) ::close(fd_);
 }
@@ -284,12 +281,10 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
     off += p.size;
   }
   img->image_size_ = static_cast<std::size_t>(std::max<std::uint64_t>(off, 1));
-  void* mem = mmap(nullptr, img->image_size_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mem == MAP_FAILED) return plain();
-  img->image_ = static_cast<std::uint8_t*>(mem);
-  // Fewer page faults while inflating tens of MB (each fault is costly in a VM).
-  if (img->image_size_ >= kHugePage) madvise(mem, img->image_size_, MADV_HUGEPAGE);
+  // Huge pages: fewer page faults while inflating tens of MB (each fault is costly in a VM).
+  img->memory_ = HugeMapping(img->image_size_);
+  if (!img->memory_) return plain();
+  img->image_ = img->memory_.data();
 
   Elf64_Ehdr out{};
   std::memcpy(out.e_ident, eh.e_ident, EI_NIDENT);

@@ -20,6 +20,8 @@
 #include <optional>
 #include <string>
 
+#include "util/huge_mapping.h"
+
 namespace hangscan {
 
 // Inflates zlib streams; libdeflate (dlopen'ed, optional) or none. One per run.
@@ -80,6 +82,7 @@ class DebugImage {
   DebugImage() = default;
   int fd_ = -1;
   void* source_ = nullptr;      // the ELF handle of the file (Elf*)
+  HugeMapping memory_;          // holds image_
   std::uint8_t* image_ = nullptr;
   std::size_t image_size_ = 0;
   void* image_elf_ = nullptr;   // Elf* over image_

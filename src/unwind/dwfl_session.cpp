@@ -149,38 +149,36 @@ bool DwflSession::offline_module(Dwfl_Module* mod, std::string& key, std::string
   return true;
 }
 
-void DwflSession::note_stack(const std::vector<RawFrame>& frames) {
-  NotedStack s;
-  for (const auto& f : frames) s.pcs.push_back(f.pc);
-  if (!s.pcs.empty()) stacks_.push_back(std::move(s));
-}
-
-void DwflSession::prefetch_for(std::uint64_t pc, SymbolCache& cache) {
-  // Stacks are symbolized in the order they were unwound, some skipped: the current one, or
-  // the next one that starts with this pc.
-  auto holds = [pc](const NotedStack& s) { return std::find(s.pcs.begin(), s.pcs.end(), pc) != s.pcs.end(); };
-  if (current_ >= stacks_.size() || !holds(stacks_[current_])) {
-    std::size_t i = current_ + 1;
-    while (i < stacks_.size() && stacks_[i].pcs.front() != pc) ++i;
-    if (i >= stacks_.size()) return;
-    current_ = i;
-  }
-  NotedStack& s = stacks_[current_];
-  if (s.fetched) return;
-  s.fetched = true;
-  std::vector<Dwfl_Module*> seen;
-  for (std::uint64_t p : s.pcs) {
-    Dwfl_Module* mod = dwfl_addrmodule(dwfl_, p > 0 ? p - 1 : p);
-    if (mod == nullptr || std::find(seen.begin(), seen.end(), mod) != seen.end()) continue;
-    seen.push_back(mod);
+void DwflSession::prepare(const std::vector<const RawFrame*>& frames, SymbolCache& cache) {
+  struct Wanted {
+    std::string path;
+    std::vector<std::uint64_t> vaddrs;
+  };
+  std::map<std::string, Wanted> by_module;   // by module key
+  std::vector<std::string> order;
+  for (const RawFrame* raw : frames) {
+    std::uint64_t lookup = raw->exact || raw->pc == 0 ? raw->pc : raw->pc - 1;
+    Dwfl_Module* mod = dwfl_addrmodule(dwfl_, lookup);
     std::string key;
     std::string path;
-    if (offline_module(mod, key, path)) cache.prefetch_offline(key, path);
+    if (mod == nullptr || !offline_module(mod, key, path)) continue;
+    GElf_Addr bias = 0;
+    dwfl_module_getelf(mod, &bias);
+    std::uint64_t offset = raw->pc - bias;
+    if (cache.contains(key, offset, raw->exact)) continue;
+    auto [it, fresh] = by_module.try_emplace(key);
+    if (fresh) {
+      it->second.path = path;
+      order.push_back(key);
+    }
+    it->second.vaddrs.push_back(raw->exact || offset == 0 ? offset : offset - 1);
   }
+  // DWARF first (it inflates on other threads), then the names on this one meanwhile.
+  for (const auto& key : order) cache.prefetch_offline(key, by_module[key].path);
+  for (const auto& key : order) cache.prefetch_names(key, by_module[key].path, by_module[key].vaddrs);
 }
 
 std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cache) {
-  prefetch_for(raw.pc, cache);
   std::uint64_t lookup = raw.exact || raw.pc == 0 ? raw.pc : raw.pc - 1;
   Dwfl_Module* mod = dwfl_addrmodule(dwfl_, lookup);
   if (mod == nullptr) return {unknown_frame(raw)};

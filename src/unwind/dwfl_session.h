@@ -33,11 +33,12 @@ class DwflSession {
 
   // Frames for one raw frame: inline frames (innermost first) then the native frame.
   std::vector<Frame> symbolize(const RawFrame& raw, SymbolCache& cache);
-  // The unwinder tells each stack it found. When symbolize() reaches the first frame of one,
-  // the DWARF of all the stack's modules starts opening at once, on other threads (see
-  // OfflineModules::prefetch): libc's and python's inflate side by side while names are
-  // looked up. Stacks the caller never symbolizes (Python-only output) cost nothing.
-  void note_stack(const std::vector<RawFrame>& frames);
+  // Call before symbolizing a capture's stacks, with every frame that will be symbolized:
+  // the DWARF of all their modules starts opening at once, on other threads (see
+  // OfflineModules::prefetch; libc's and python's inflate side by side), and each module's
+  // ELF symbols are looked up in one pass for all its addresses (find_symbols) instead of
+  // one pass per address. Frames already in the cache cost nothing.
+  void prepare(const std::vector<const RawFrame*>& frames, SymbolCache& cache);
 
   // Problems met while opening modules (missing files, build-id mismatches).
   const std::vector<std::string>& notes() const { return notes_; }
@@ -53,7 +54,6 @@ class DwflSession {
   Frame unknown_frame(const RawFrame& raw) const;
   // The module's cache key (build-id, else path) and the file on this machine, if any.
   bool offline_module(Dwfl_Module* mod, std::string& key, std::string& path) const;
-  void prefetch_for(std::uint64_t pc, SymbolCache& cache);
   static int find_elf(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                       char** file_name, Elf** elfp);
 
@@ -63,12 +63,6 @@ class DwflSession {
   char* debuginfo_path_ = nullptr;
   std::vector<std::unique_ptr<ModuleData>> modules_;
   std::vector<std::string> notes_;
-  struct NotedStack {
-    std::vector<std::uint64_t> pcs;
-    bool fetched = false;
-  };
-  std::vector<NotedStack> stacks_;
-  std::size_t current_ = 0;   // the stack being symbolized
 };
 
 }  // namespace hangscan

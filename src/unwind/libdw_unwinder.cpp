@@ -46,7 +46,6 @@ class LibdwUnwinder : public Unwinder {
       out.stop_reason = fmt::format("stopped after {} frames", kMaxFrames);
     }
     frames_ = nullptr;
-    session_.note_stack(out.frames);
     return out;
   }
 

@@ -11,6 +11,7 @@
 
 #include "unwind/debug_image.h"
 #include "unwind/line_table.h"
+#include "unwind/symbol_batch.h"
 
 namespace hangscan {
 
@@ -47,14 +48,11 @@ std::string die_function_name(Dwarf_Die* die) {
 
 namespace {
 
-// The ELF symbol at `addr` (a Dwfl address), demangled, without a symbol version.
-Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
+// A native frame named after an ELF symbol (null: unnamed), demangled, without a symbol
+// version.
+Frame named_frame(const char* name) {
   Frame native;
   native.kind = FrameKind::native;
-  GElf_Off sym_off = 0;
-  GElf_Sym sym;
-  const char* name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, nullptr, nullptr, nullptr);
-  *named = name != nullptr;
   if (name != nullptr) {
     // Versioned dynamic symbols ("pthread_cond_wait@@GLIBC_2.3.2"): the version is noise.
     std::string plain(name);
@@ -65,6 +63,15 @@ Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
     native.function = "??";
   }
   return native;
+}
+
+// The ELF symbol at `addr` (a Dwfl address).
+Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
+  GElf_Off sym_off = 0;
+  GElf_Sym sym;
+  const char* name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, nullptr, nullptr, nullptr);
+  *named = name != nullptr;
+  return named_frame(name);
 }
 
 // Where file:line come from: libdw's line table of the CU, or our LineTable.
@@ -231,6 +238,19 @@ void OfflineModules::prefetch(const std::string& key, const std::string& path) {
   start_debug(open(key, path));
 }
 
+void OfflineModules::prefetch_names(const std::string& key, const std::string& path,
+                                    const std::vector<std::uint64_t>& vaddrs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Module& m = open(key, path);
+  if (!m.ok) return;
+  std::vector<std::uint64_t> wanted;
+  for (std::uint64_t v : vaddrs) {
+    if (!m.names.contains(v)) wanted.push_back(v + m.bias);
+  }
+  auto hits = find_symbols(m.mod, wanted);
+  for (std::size_t i = 0; i < hits.size(); ++i) m.names[wanted[i] - m.bias] = hits[i].name;
+}
+
 std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::string& path,
                                              std::uint64_t vaddr) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -244,7 +264,13 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
   // prefetched); the ELF symbol is looked up while it inflates.
   start_debug(m);
   bool named = false;
-  Frame native = symbol_frame(m.mod, vaddr + m.bias, &named);
+  Frame native;
+  if (auto known = m.names.find(vaddr); known != m.names.end()) {
+    named = known->second != nullptr;
+    native = named_frame(known->second);
+  } else {
+    native = symbol_frame(m.mod, vaddr + m.bias, &named);
+  }
   if (m.pending.valid()) m.debug = m.pending.get();
   Dwarf_Die cu;
   if (m.debug == nullptr || !find_cu(m.debug->dwarf(), vaddr, &cu)) {

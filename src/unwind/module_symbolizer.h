@@ -44,6 +44,10 @@ class OfflineModules {
   // Starts opening the module's DWARF on another thread (inflating it is the slow part), so
   // that the modules of a stack inflate side by side while names are looked up.
   void prefetch(const std::string& key, const std::string& path);
+  // Looks up the ELF symbols of all of `vaddrs` in one pass over the module's table;
+  // symbolize() then takes them from there.
+  void prefetch_names(const std::string& key, const std::string& path,
+                      const std::vector<std::uint64_t>& vaddrs);
 
  private:
   struct Module {
@@ -55,6 +59,7 @@ class OfflineModules {
     std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
     std::future<std::unique_ptr<DebugImage>> pending;   // `debug` while it is being opened
     std::map<std::uint64_t, std::optional<LineTable>> line_tables;   // by CU offset
+    std::map<std::uint64_t, const char*> names;   // prefetched ELF symbols by vaddr (null: none)
   };
   Module& open(const std::string& key, const std::string& path);
   void start_debug(Module& m);   // under mu_

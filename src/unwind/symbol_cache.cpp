@@ -16,6 +16,11 @@ std::optional<std::vector<Frame>> SymbolCache::find(const std::string& module_ke
   return it->second;
 }
 
+bool SymbolCache::contains(const std::string& module_key, std::uint64_t offset, bool exact) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.count(key(module_key, offset, exact)) != 0;
+}
+
 void SymbolCache::insert(const std::string& module_key, std::uint64_t offset, bool exact,
                          std::vector<Frame> frames) {
   std::lock_guard<std::mutex> lock(mu_);

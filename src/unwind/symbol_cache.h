@@ -24,6 +24,7 @@ class SymbolCache {
   // part of the cached value (it differs per target); callers fill it in.
   std::optional<std::vector<Frame>> find(const std::string& module_key, std::uint64_t offset,
                                          bool exact) const;
+  bool contains(const std::string& module_key, std::uint64_t offset, bool exact) const;
   void insert(const std::string& module_key, std::uint64_t offset, bool exact,
               std::vector<Frame> frames);
   std::size_t size() const;
@@ -37,6 +38,11 @@ class SymbolCache {
   // Starts opening the DWARF of a module that symbolize_offline() will be asked about.
   void prefetch_offline(const std::string& module_key, const std::string& path) {
     offline_.prefetch(module_key, path);
+  }
+  // Looks up the ELF symbols of `vaddrs` of that module in one pass (see find_symbols).
+  void prefetch_names(const std::string& module_key, const std::string& path,
+                      const std::vector<std::uint64_t>& vaddrs) {
+    offline_.prefetch_names(module_key, path, vaddrs);
   }
 
  private:

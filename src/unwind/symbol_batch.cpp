@@ -1,0 +1,150 @@
+#include "unwind/symbol_batch.h"
+
+#include <gelf.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace hangscan {
+
+namespace {
+
+// Higher is preferred: a global beats a weak beats a local symbol at the same place.
+int binding_rank(const GElf_Sym& sym) {
+  switch (GELF_ST_BIND(sym.st_info)) {
+    case STB_GLOBAL: return 3;
+    case STB_WEAK: return 2;
+    case STB_LOCAL: return 1;
+    default: return 0;
+  }
+}
+
+// One table entry, read once per pass and tested against every address.
+struct Entry {
+  const char* name = nullptr;
+  GElf_Sym sym{};
+  GElf_Addr value = 0;   // st_value adjusted into the Dwfl address space
+  GElf_Word shndx = 0;
+  Elf* elf = nullptr;
+  GElf_Addr bias = 0;
+};
+
+// What one address has found so far.
+struct Search {
+  std::uint64_t addr = 0;
+  const char* name = nullptr;   // the best sized symbol
+  GElf_Sym sym{};
+  GElf_Addr value = 0;
+  const char* label = nullptr;  // the best size-less symbol (an assembly label)
+  GElf_Addr label_value = 0;
+  GElf_Addr min_label = 0;      // a label below this lies inside some sized symbol
+  // The section holding `addr` in the ELF file last asked about (labels only).
+  Elf* section_elf = nullptr;
+  std::size_t section = SHN_UNDEF;
+};
+
+// Whether the address lies in section `shndx` of `elf` (for size-less labels only).
+bool same_section(Search& s, const Entry& e) {
+  if (e.shndx >= SHN_LORESERVE) return e.value == s.addr;   // absolute: exact match only
+  if (s.section_elf != e.elf) {
+    s.section_elf = e.elf;
+    s.section = SHN_ABS;
+    const GElf_Addr file_addr = s.addr - e.bias;
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(e.elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) != nullptr && file_addr >= shdr.sh_addr &&
+          file_addr - shdr.sh_addr < shdr.sh_size) {
+        s.section = elf_ndxscn(scn);
+        break;
+      }
+    }
+  }
+  return e.shndx == s.section;
+}
+
+void consider(Search& s, const Entry& e) {
+  const GElf_Sym& sym = e.sym;
+  if (e.value > s.addr) return;
+  // Any symbol below the address hides the labels inside it.
+  s.min_label = std::max<GElf_Addr>(s.min_label, e.value + sym.st_size);
+  if (sym.st_size != 0 && s.addr - e.value >= sym.st_size) return;   // ends before addr
+  if (s.name == nullptr || s.value < e.value || binding_rank(s.sym) < binding_rank(sym)) {
+    if (sym.st_size != 0) {
+      s.name = e.name;
+      s.sym = sym;
+      s.value = e.value;
+    } else if (s.name == nullptr && e.value >= s.min_label && same_section(s, e)) {
+      s.label = e.name;
+      s.label_value = e.value;
+    }
+  } else if (sym.st_size != 0 && s.value == e.value) {
+    // Same start: the tighter range wins unless its binding is weaker, then the binding.
+    const int had = binding_rank(s.sym);
+    const int now = binding_rank(sym);
+    if ((s.sym.st_size > sym.st_size && had <= now) || (s.sym.st_size >= sym.st_size && had < now)) {
+      s.name = e.name;
+      s.sym = sym;
+      s.value = e.value;
+    }
+  }
+}
+
+bool usable(const Entry& e) {
+  const int type = GELF_ST_TYPE(e.sym.st_info);
+  return e.name != nullptr && e.name[0] != '\0' && e.sym.st_shndx != SHN_UNDEF &&
+         type != STT_SECTION && type != STT_FILE && type != STT_TLS;
+}
+
+// One pass over table entries [first, end) for the searches in `active`.
+void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
+  if (active.empty()) return;
+  // Sorted by address: a symbol is tested only against the addresses at or above it.
+  std::sort(active.begin(), active.end(), [](const Search* a, const Search* b) { return a->addr < b->addr; });
+  Entry e;
+  for (int i = first; i < end; ++i) {
+    e.name = dwfl_module_getsym_info(mod, i, &e.sym, &e.value, &e.shndx, &e.elf, &e.bias);
+    if (!usable(e)) continue;
+    auto from = std::lower_bound(active.begin(), active.end(), e.value,
+                                 [](const Search* s, GElf_Addr v) { return s->addr < v; });
+    for (auto it = from; it != active.end(); ++it) consider(**it, e);
+  }
+}
+
+}  // namespace
+
+std::vector<SymbolHit> find_symbols(Dwfl_Module* mod, std::span<const std::uint64_t> addrs) {
+  std::vector<SymbolHit> out(addrs.size());
+  const int count = dwfl_module_getsymtab(mod);
+  const int first_global = dwfl_module_getsymtab_first_global(mod);
+  if (count < 0 || first_global < 0 || addrs.empty()) return out;
+
+  std::vector<Search> searches(addrs.size());
+  std::vector<Search*> active;
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    searches[i].addr = addrs[i];
+    active.push_back(&searches[i]);
+  }
+  // Global symbols first (a table lists its locals first, then the globals).
+  scan(mod, first_global == 0 ? 1 : first_global, count, active);
+  // Then the locals, for the addresses no global covers (unless a global label sits exactly
+  // on the address).
+  if (first_global > 1) {
+    std::vector<Search*> rest;
+    for (auto& s : searches) {
+      if (s.name == nullptr && (s.label == nullptr || s.label_value != s.addr)) rest.push_back(&s);
+    }
+    scan(mod, 1, first_global, rest);
+  }
+  for (std::size_t i = 0; i < searches.size(); ++i) {
+    const Search& s = searches[i];
+    if (s.name != nullptr) {
+      out[i] = SymbolHit{s.name, s.value};
+    } else if (s.label != nullptr && s.label_value >= s.min_label) {
+      out[i] = SymbolHit{s.label, s.label_value};
+    }
+  }
+  return out;
+}
+
+}  // namespace hangscan
