@@ -174,7 +174,9 @@ void DwflSession::prepare(const std::vector<const RawFrame*>& frames, SymbolCach
     it->second.vaddrs.push_back(raw->exact || offset == 0 ? offset : offset - 1);
   }
   // DWARF first (it inflates on other threads), then the names on this one meanwhile.
-  for (const auto& key : order) cache.prefetch_offline(key, by_module[key].path);
+  std::vector<std::pair<std::string, std::string>> modules;
+  for (const auto& key : order) modules.emplace_back(key, by_module[key].path);
+  cache.prefetch_offline(modules);
   for (const auto& key : order) cache.prefetch_names(key, by_module[key].path, by_module[key].vaddrs);
 }
 

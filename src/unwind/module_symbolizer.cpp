@@ -197,9 +197,9 @@ OfflineModules::~OfflineModules() {
 }
 
 OfflineModules::Module& OfflineModules::open(const std::string& key, const std::string& path) {
-  auto it = modules_.find(key);
-  if (it != modules_.end()) return it->second;
-  Module m;
+  Module& m = modules_[key];
+  if (m.opened) return m;
+  m.opened = true;
   if (callbacks_.find_elf == nullptr) {
     callbacks_.find_elf = dwfl_build_id_find_elf;
     callbacks_.find_debuginfo = find_debuginfo_local;
@@ -217,25 +217,40 @@ OfflineModules::Module& OfflineModules::open(const std::string& key, const std::
       m.bias = bias;
     }
   }
-  return modules_.emplace(key, std::move(m)).first->second;
+  return m;
 }
 
 void OfflineModules::start_debug(Module& m) {
   if (!m.ok || m.debug_tried) return;
   m.debug_tried = true;
-  auto file = dwarf_file_of(m.mod);
-  if (!file) return;
+  if (auto file = dwarf_file_of(m.mod)) start_debug_file(m, *file);
+}
+
+void OfflineModules::start_debug_file(Module& m, const std::string& file) {
+  m.debug_tried = true;
   try {
     m.pending = std::async(std::launch::async,
-                           [this, f = *file] { return DebugImage::open(f, inflater_); });
+                           [this, file] { return DebugImage::open(file, inflater_); });
   } catch (const std::system_error&) {   // no thread to be had: open it here
-    m.debug = DebugImage::open(*file, inflater_);
+    m.debug = DebugImage::open(file, inflater_);
   }
 }
 
-void OfflineModules::prefetch(const std::string& key, const std::string& path) {
+void OfflineModules::prefetch(const std::vector<std::pair<std::string, std::string>>& modules) {
   std::lock_guard<std::mutex> lock(mu_);
-  start_debug(open(key, path));
+  auto is_build_id = [](const std::string& key) {
+    return key.size() >= 16 && key.size() % 2 == 0 &&
+           key.find_first_not_of("0123456789abcdef") == std::string::npos;
+  };
+  std::vector<const std::pair<std::string, std::string>*> later;
+  for (const auto& km : modules) {
+    Module& m = modules_[km.first];
+    if (m.debug_tried) continue;
+    auto file = is_build_id(km.first) ? find_debug_file(km.second, km.first, nullptr) : std::nullopt;
+    if (file) start_debug_file(m, *file);
+    else later.push_back(&km);
+  }
+  for (const auto* km : later) start_debug(open(km->first, km->second));
 }
 
 void OfflineModules::prefetch_names(const std::string& key, const std::string& path,

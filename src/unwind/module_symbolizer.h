@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hangscan/model.h"
@@ -41,9 +42,11 @@ class OfflineModules {
 
   // `vaddr` is the address in the file's own ELF address space (pc minus load bias).
   std::vector<Frame> symbolize(const std::string& key, const std::string& path, std::uint64_t vaddr);
-  // Starts opening the module's DWARF on another thread (inflating it is the slow part), so
-  // that the modules of a stack inflate side by side while names are looked up.
-  void prefetch(const std::string& key, const std::string& path);
+  // Starts opening the DWARF of these modules (key, path) on other threads (inflating it is
+  // the slow part), so that they inflate side by side while names are looked up. Modules whose
+  // debug file is found by build-id start at once, before any module file is opened (opening
+  // libtorch_cpu's 120 MB file alone takes milliseconds); the others once opened.
+  void prefetch(const std::vector<std::pair<std::string, std::string>>& modules);
   // Looks up the ELF symbols of all of `vaddrs` in one pass over the module's table;
   // symbolize() then takes them from there.
   void prefetch_names(const std::string& key, const std::string& path,
@@ -54,6 +57,7 @@ class OfflineModules {
     Dwfl* dwfl = nullptr;          // ELF symbols (names)
     Dwfl_Module* mod = nullptr;
     std::uint64_t bias = 0;
+    bool opened = false;
     bool ok = false;
     bool debug_tried = false;
     std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
@@ -63,6 +67,7 @@ class OfflineModules {
   };
   Module& open(const std::string& key, const std::string& path);
   void start_debug(Module& m);   // under mu_
+  void start_debug_file(Module& m, const std::string& file);   // under mu_
 
   std::mutex mu_;
   Inflater inflater_;

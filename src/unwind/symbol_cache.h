@@ -35,9 +35,10 @@ class SymbolCache {
                                        std::uint64_t vaddr) {
     return offline_.symbolize(module_key, path, vaddr);
   }
-  // Starts opening the DWARF of a module that symbolize_offline() will be asked about.
-  void prefetch_offline(const std::string& module_key, const std::string& path) {
-    offline_.prefetch(module_key, path);
+  // Starts opening the DWARF of modules (key, path) that symbolize_offline() will be asked
+  // about.
+  void prefetch_offline(const std::vector<std::pair<std::string, std::string>>& modules) {
+    offline_.prefetch(modules);
   }
   // Looks up the ELF symbols of `vaddrs` of that module in one pass (see find_symbols).
   void prefetch_names(const std::string& module_key, const std::string& path,
