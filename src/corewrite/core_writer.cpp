@@ -131,6 +131,29 @@ class FileGuard {
   bool keep_ = false;
 };
 
+Error already_there(const std::string& path) {
+  return Error(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(EEXIST)), EEXIST,
+               "a core of this process is already there; move it away or use -o DIR");
+}
+
+// Gives the complete core at `partial` its name `path`, never replacing a file already
+// there: link() fails on an existing name; file systems without hard links get a rename.
+Status publish(const std::string& partial, const std::string& path) {
+  if (::link(partial.c_str(), path.c_str()) == 0) {
+    ::unlink(partial.c_str());
+    return Ok{};
+  }
+  int err = errno;
+  if (err == EEXIST) return already_there(path);
+  struct stat existing {};
+  if ((err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS) &&
+      ::lstat(path.c_str(), &existing) != 0 && ::rename(partial.c_str(), path.c_str()) == 0) {
+    return Ok{};
+  }
+  return Error(Errc::io, fmt::format("cannot name the core {}: {}", path, std::strerror(err)), err,
+               "choose a writable directory with -o DIR");
+}
+
 }  // namespace
 
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid) {
@@ -167,16 +190,23 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   }
 
   std::string host = opts.host.empty() ? local_host_name() : opts.host;
-  res.path = fmt::format("{}/{}", opts.dir.empty() ? "." : opts.dir, core_file_name(host, res.rank, pid));
-  int fd = ::open(res.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const std::string dir = opts.dir.empty() ? "." : opts.dir;
+  const std::string name = core_file_name(host, res.rank, pid);
+  res.path = fmt::format("{}/{}", dir, name);
+  // The core is written under a hidden name and gets its own name only once complete, so a
+  // writer killed mid-way (SIGKILL, a full disk's SIGXFSZ) never leaves a truncated file
+  // that looks like a core.
+  struct stat existing {};
+  if (::lstat(res.path.c_str(), &existing) == 0) return already_there(res.path);
+  const std::string partial = fmt::format("{}/.{}.partial-{}", dir, name, ::getpid());
+  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     int err = errno;
     return Error(err == EACCES ? Errc::permission : Errc::io,
-                 fmt::format("cannot create {}: {}", res.path, std::strerror(err)), err,
-                 err == EEXIST ? "a core of this process is already there; move it away or use -o DIR"
-                               : "choose a writable directory with -o DIR");
+                 fmt::format("cannot create {}: {}", partial, std::strerror(err)), err,
+                 "choose a writable directory with -o DIR");
   }
-  FileGuard file(fd, res.path);
+  FileGuard file(fd, partial);
   ::fchmod(fd, 0600);   // whatever the umask
 
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
@@ -227,6 +257,8 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   res.threads = info.threads.size();
   res.omitted = stats->omitted;
   for (auto& w : plan.warnings) res.warnings.push_back(std::move(w));
+  auto published = publish(partial, res.path);
+  if (!published) return std::move(published).error();
   file.keep();
   return res;
 }

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -176,3 +177,26 @@ def test_dump_gcore_bad_size_is_usage_before_any_stop(big):
     assert "hint: give bytes with an optional K, M or G suffix" in run.stderr
     assert run.stdout == ""           # no report: nothing was captured
     assert left == []
+
+
+def test_writer_killed_mid_write_leaves_no_core_and_the_target_runs_on(big):
+    """A writer killed while writing (here by SIGXFSZ: a 1 MiB file size limit, as a full
+    quota would) leaves no file under a core's name, only its hidden partial file; the
+    target, stopped for the write, runs on."""
+    d = tempfile.mkdtemp(prefix="hs-gcore-killed-")
+    try:
+        killed = hs.run_hangscan(["gcore", "--pid", big.pid, "-o", d], timeout=300,
+                                 prefix=["prlimit", f"--fsize={1 << 20}"])
+        assert killed.rc == -signal.SIGXFSZ, killed.describe()
+        names = os.listdir(d)
+        assert [n for n in names if n.startswith("core.")] == [], names
+        assert len(names) == 1, names
+        assert re.fullmatch(rf"\.core\.[^/]+\.{big.pid}\.partial-\d+", names[0]), names
+        assert os.path.getsize(os.path.join(d, names[0])) == 1 << 20
+        hs.assert_runs_on(big.pid)
+        # The leftover does not stand in the next writer's way.
+        run = hs.run_hangscan(["gcore", "--pid", big.pid, "-o", d, "--json"], timeout=300)
+        assert run.rc == 0, run.describe()
+        assert os.path.basename(run.doc["path"]) in os.listdir(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
