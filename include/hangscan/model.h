@@ -96,6 +96,9 @@ struct ProcessSnapshot {
   std::string host;
   int pid = 0;
   int ppid = 0;
+  // When the process started (/proc/PID/stat field 22, clock ticks after the node's boot); 0
+  // unknown. With the pid it names one process on its node: a pid reused later has another.
+  std::uint64_t start_ticks = 0;
   std::optional<int> rank;
   std::optional<int> world_size;
   std::optional<int> local_rank;

@@ -212,6 +212,18 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   return job;
 }
 
+std::optional<Error> pid_reused(int pid, std::uint64_t start_ticks, const std::string& proc_root) {
+  if (start_ticks == 0) return std::nullopt;
+  auto stat_text = read_text_file(fmt::format("{}/{}/stat", proc_root, pid), 4096);
+  auto stat = stat_text ? parse_stat(*stat_text) : std::nullopt;
+  if (!stat || stat->start_time == start_ticks) return std::nullopt;   // gone: the writer says so
+  return Error(Errc::not_found,
+               fmt::format("pid {} is another process now (started at tick {}, the captured one at tick {}): "
+                           "not dumped (the pid was reused)",
+                           pid, stat->start_time, start_ticks),
+               0, "run hangscan again for a fresh report");
+}
+
 std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector<DiscoveredProcess>& job_processes,
                                          const AgentOptions& o, const std::string& proc_root) {
   auto it = std::find_if(job_processes.begin(), job_processes.end(),
@@ -229,6 +241,7 @@ std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector
     return Error(Errc::not_found, fmt::format("pid {} is no longer {}: not dumped (the pid was reused?)", r.pid, owner),
                  0, "run hangscan again for a fresh report");
   }
+  if (auto reused = pid_reused(r.pid, r.start_ticks, proc_root)) return reused;
   if (r.rank) {
     ProcessSnapshot now;
     apply_rank_info(now, it->environment.empty() ? live_environment(it->pid) : it->environment, &*it);

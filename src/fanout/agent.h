@@ -74,10 +74,16 @@ Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions
 // the job is a snapshot with a warning, so the front end can report the ranks as missing.
 Result<JobSnapshot> run_agent(const AgentOptions& options);
 
+// An error when `pid` (under `proc_root`) started at another time than `start_ticks` (the
+// capture's /proc/PID/stat starttime): the pid now names another process. nullopt when the
+// times agree, `start_ticks` is 0 (unknown), or the pid is gone (the caller says that).
+std::optional<Error> pid_reused(int pid, std::uint64_t start_ticks, const std::string& proc_root = "/proc");
+
 // Why a core request must not be carried out here, or nullopt when it may. Between the
 // capture and the core round a process can exit and its pid be reused by anything, so a pid
-// is dumped only when it is still one of `job_processes` (discover_job_processes, now) and,
-// when the front end gave a rank, still has that rank. `proc_root` tells "gone" from "reused".
+// is dumped only when it is still one of `job_processes` (discover_job_processes, now), was
+// started when the captured one was (when the front end gave the start time), and, when the
+// front end gave a rank, still has that rank. `proc_root` tells "gone" from "reused".
 std::optional<Error> refuse_core_request(const CoreRequest& request,
                                          const std::vector<DiscoveredProcess>& job_processes,
                                          const AgentOptions& options, const std::string& proc_root = "/proc");

@@ -106,19 +106,26 @@ CoreOutcome unanswered(const CoreRequest& r, std::string why) {
 }  // namespace
 
 std::string format_core_request(const CoreRequest& r) {
-  if (r.rank) return fmt::format("{}:{}:{}", r.node, r.pid, *r.rank);
-  return fmt::format("{}:{}", r.node, r.pid);
+  std::string out = r.rank ? fmt::format("{}:{}:{}", r.node, r.pid, *r.rank) : fmt::format("{}:{}", r.node, r.pid);
+  if (r.start_ticks != 0) out += fmt::format("@{}", r.start_ticks);
+  return out;
 }
 
 Result<CoreRequest> parse_core_request(std::string_view text) {
   auto usage = [&](const std::string& why) {
     return Error(Errc::usage, fmt::format("--write-core '{}': {}", text.substr(0, 300), why), 0,
-                 "give NODE:PID or NODE:PID:RANK");
+                 "give NODE:PID or NODE:PID:RANK, optionally followed by @START");
   };
+  CoreRequest r;
+  if (auto at = text.rfind('@'); at != std::string_view::npos) {
+    auto start = parse_number(text.substr(at + 1));
+    if (!start || *start <= 0) return usage("the start time after '@' is not a positive number");
+    r.start_ticks = static_cast<std::uint64_t>(*start);
+    text = text.substr(0, at);
+  }
   std::size_t a = text.find(':');
   if (a == std::string_view::npos) return usage("no ':' after the node");
   std::size_t b = text.find(':', a + 1);
-  CoreRequest r;
   r.node = std::string(text.substr(0, a));
   if (auto st = validate_host_name(r.node); !st) return usage(st.error().what());
   auto pid = parse_number(text.substr(a + 1, b == std::string_view::npos ? text.npos : b - a - 1));

@@ -29,10 +29,11 @@ struct CoreRequest {
   std::string node;
   int pid = 0;
   std::optional<int> rank;   // from the report: names the core, and must still be the pid's rank
+  std::uint64_t start_ticks = 0;   // from the report: must still be the pid's; 0 unchecked
   bool operator==(const CoreRequest&) const = default;
 };
 
-// "n2:1234:3" or "n2:1234".
+// "n2:1234:3" or "n2:1234", then "@START" when the start time is known: "n2:1234:3@81234".
 std::string format_core_request(const CoreRequest& request);
 // The inverse; the node name is validated, the pid must be positive, the rank >= 0.
 Result<CoreRequest> parse_core_request(std::string_view text);

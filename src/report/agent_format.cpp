@@ -105,7 +105,7 @@ class Tables : public StackInterner {
 // default), so per-rank metadata stays small on the wire.
 void prune(json& obj) {
   static const char* const kDefaultable[] = {"host",  "launcher", "role",    "exe",      "cmdline",  "annotations",
-                                             "omitted", "diagnostics", "threads", "ppid", "pause_us", "name",
+                                             "omitted", "diagnostics", "threads", "ppid", "start_ticks", "pause_us", "name",
                                              "notes", "is_main",  "crashed", "cpu_ticks"};
   for (auto it = obj.begin(); it != obj.end();) {
     const json& v = it.value();

@@ -398,6 +398,10 @@ class Converter {
     p.host = str(o, "host", path);
     p.pid = req_int(o, "pid", path, 0, kMax);
     p.ppid = opt_int(o, "ppid", path, 0, kMax).value_or(0);
+    if (const json* ticks = member(o, "start_ticks")) {
+      p.start_ticks = static_cast<std::uint64_t>(
+          int_value(*ticks, at(path, "start_ticks"), 0, std::numeric_limits<std::int64_t>::max()));
+    }
     p.rank = opt_int(o, "rank", path, 0, kMax);
     p.world_size = opt_int(o, "world_size", path, 0, kMax);
     p.local_rank = opt_int(o, "local_rank", path, 0, kMax);

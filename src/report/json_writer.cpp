@@ -150,6 +150,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
   return {{"host", p.host},
           {"pid", p.pid},
           {"ppid", p.ppid},
+          {"start_ticks", p.start_ticks},
           {"rank", opt(p.rank)},
           {"world_size", opt(p.world_size)},
           {"local_rank", opt(p.local_rank)},

@@ -108,6 +108,7 @@ void LiveTarget::describe_process(ProcessSnapshot& out) {
   if (auto st = read_stat(pid_)) {
     out.ppid = st->ppid;
     out.state = st->state;
+    out.start_ticks = st->start_time;
   }
   if (auto cmd = read_text_file(fmt::format("/proc/{}/cmdline", pid_), 1 << 16)) {
     out.cmdline = split_nul(*cmd);

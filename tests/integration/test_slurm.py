@@ -51,6 +51,12 @@ def python_functions(proc):
     return [(f["function"], f["line"]) for f in main["frames"] if f["kind"] == "python"]
 
 
+def start_ticks(pid):
+    """Field 22 of /proc/PID/stat: when the process started, in clock ticks after boot."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
 def check_ring_report(doc, job):
     assert doc["job_id"] == job.job_id
     ranks = sorted(p["rank"] for p in doc["processes"] if p["role"] == "rank")
@@ -59,6 +65,8 @@ def check_ring_report(doc, job):
         if p["role"] == "rank":
             assert p["host"] == job.node_of(p["rank"]), p
             assert p["pid"] == job.pids[p["rank"]]
+            # Carried from the node's agent: the start time the core round checks.
+            assert p["start_ticks"] == start_ticks(p["pid"]), p
     assert doc["suspects"] == [ODD]
     assert doc["suspect_members"] == [{"host": "n2", "pid": job.pids[ODD], "rank": ODD}]
     assert doc["missing_ranks"] == []
@@ -225,10 +233,12 @@ def test_agent_refuses_pids_that_are_not_the_jobs_on_its_node(cluster, job):
     gone = subprocess.Popen(["/bin/true"])
     gone.wait()
     p0, p3 = job.pids[0], job.pids[ODD]
+    p3_start = start_ticks(p3)
     with tempfile.TemporaryDirectory(prefix="hs-slurm-agent-") as d:
         run = hs.run_hangscan(
             ["agent", "--slurm-job", job.job_id, "--node", "n2", "--raw", "--gcore-dir", d,
-             "--write-core", f"n2:{p0}:0", "--write-core", f"n2:{p3}:2", "--write-core", f"n2:{os.getpid()}",
+             "--write-core", f"n2:{p0}:0", "--write-core", f"n2:{p3}:2", "--write-core", f"n2:{p3}:3@1",
+             "--write-core", f"n2:{os.getpid()}",
              "--write-core", f"n2:{gone.pid}:3", "--write-core", f"n1:{p0}:0"],
             env=cluster.env, parse_json=False)
         assert run.rc == 0, run.describe()
@@ -238,6 +248,8 @@ def test_agent_refuses_pids_that_are_not_the_jobs_on_its_node(cluster, job):
             (p0, 0, f"pid {p0} is no longer a process of Slurm job {job.job_id} on node n2: not dumped "
                     "(the pid was reused?)"),
             (p3, 2, f"pid {p3} is rank 3 now, not rank 2: not dumped (the pid was reused?)"),
+            (p3, 3, f"pid {p3} is another process now (started at tick {p3_start}, the captured one at tick 1): "
+                    "not dumped (the pid was reused)"),
             (os.getpid(), None, f"pid {os.getpid()} is no longer a process of Slurm job {job.job_id} on node n2: "
                                 "not dumped (the pid was reused?)"),
             (gone.pid, 3, f"pid {gone.pid} is gone: it exited after the capture"),

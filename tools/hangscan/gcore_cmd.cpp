@@ -22,6 +22,7 @@
 #include "corewrite/core_plan.h"
 #include "corewrite/core_writer.h"
 #include "corewrite/proc_facts.h"
+#include "fanout/agent.h"
 #include "group/analysis.h"
 #include "proc/proc_files.h"
 
@@ -159,6 +160,11 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
   c.node = r.node;
   c.pid = r.pid;
   c.rank = r.rank;
+  if (auto reused = pid_reused(r.pid, r.start_ticks)) {
+    c.error = reused->what();
+    c.hint = reused->hint;
+    return c;
+  }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     int err = errno;
     c.error = fmt::format("cannot create {}: {}", dir, std::strerror(err));
@@ -176,7 +182,8 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
     c.error = w.error().what();
     c.hint = w.error().hint;
     // The writer's hints name `hangscan gcore`'s -o; here the directory is --gcore-dir.
-    if (w.error().message.starts_with("cannot create ")) {
+    if (w.error().message.starts_with("cannot create ") ||
+        w.error().message.starts_with("cannot name the core ")) {
       c.hint = w.error().sys_errno == EEXIST
                    ? "a core of this process is already there; move it away or choose another --gcore-dir"
                    : "choose a writable directory with --gcore-dir DIR";
@@ -252,7 +259,7 @@ bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
   bool ok = true;
   for (std::size_t k = 0; k < picked->members.size(); ++k) {
     const ProcessSnapshot& p = job.processes[picked->members[k]];
-    CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank};
+    CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank, p.start_ticks};
     ok &= report_core(write_member_core(r, o.dir, *max, Deadline::never()), picked->roles[k]);
   }
   return ok;
@@ -276,7 +283,8 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
   for (std::size_t i : picked->members) {
     const ProcessSnapshot& p = merged.processes[i];
     auto named = result.agent_nodes.find(p.host);
-    requests.push_back(CoreRequest{named != result.agent_nodes.end() ? named->second : p.host, p.pid, p.rank});
+    requests.push_back(
+        CoreRequest{named != result.agent_nodes.end() ? named->second : p.host, p.pid, p.rank, p.start_ticks});
     hosts.push_back(p.host);
   }
   for (const auto& n : result.requested) {

@@ -24,6 +24,13 @@ namespace {
 TEST(CoreRequest, FormatAndParse) {
   EXPECT_EQ(format_core_request({"n2", 1234, 3}), "n2:1234:3");
   EXPECT_EQ(format_core_request({"gpu-7.site", 99, std::nullopt}), "gpu-7.site:99");
+  EXPECT_EQ(format_core_request({"n2", 1234, 3, 81234}), "n2:1234:3@81234");
+  EXPECT_EQ(format_core_request({"n2", 1234, std::nullopt, 7}), "n2:1234@7");
+  for (const CoreRequest& c : {CoreRequest{"n2", 1234, 3, 81234}, CoreRequest{"n2", 1234, std::nullopt, 7}}) {
+    auto back = parse_core_request(format_core_request(c));
+    ASSERT_TRUE(back.ok()) << format_core_request(c);
+    EXPECT_EQ(*back, c);
+  }
   auto r = parse_core_request("n2:1234:3");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, (CoreRequest{"n2", 1234, 3}));
@@ -31,12 +38,15 @@ TEST(CoreRequest, FormatAndParse) {
   ASSERT_TRUE(no_rank.ok());
   EXPECT_EQ(*no_rank, (CoreRequest{"10.0.0.7", 42, std::nullopt}));
   for (const char* bad : {"n2", "n2:", "n2:0", "n2:-4", "n2:12x", "n2:12:", "n2:12:-1", "n2:12:3:4", ":12",
-                          "n2;reboot:12", "-n2:12", "n2:99999999999"}) {
+                          "n2;reboot:12", "-n2:12", "n2:99999999999", "n2:12@", "n2:12@0", "n2:12@-5",
+                          "n2:12:3@x", "n2:12@5@6", "@5"}) {
     auto e = parse_core_request(bad);
     ASSERT_FALSE(e.ok()) << bad;
     EXPECT_EQ(e.error().code, Errc::usage) << bad;
-    EXPECT_EQ(e.error().hint, "give NODE:PID or NODE:PID:RANK");
+    EXPECT_EQ(e.error().hint, "give NODE:PID or NODE:PID:RANK, optionally followed by @START");
   }
+  EXPECT_EQ(parse_core_request("n2:12@0").error().what(),
+            "--write-core 'n2:12@0': the start time after '@' is not a positive number");
   EXPECT_EQ(parse_core_request("n2:0").error().what(), "--write-core 'n2:0': the pid is not a positive number");
 }
 
@@ -196,6 +206,8 @@ class FakeProc {
   FakeProc() : dir_(std::filesystem::temp_directory_path() / fmt::format("hs-core-round-{}", ::getpid())) {
     std::filesystem::create_directories(dir_ / "500");
     std::filesystem::create_directories(dir_ / "510");
+    std::filesystem::create_directories(dir_ / "400");
+    write(dir_ / "400" / "stat", "400 (python3) S 1 400 400 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n");
     write(dir_ / "500" / "stat", "500 (python3) S 1 500 500 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
     write(dir_ / "510" / "stat", "510 (python3) Z 1 510 510 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
   }
@@ -213,7 +225,7 @@ class FakeProc {
 };
 
 TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
-  FakeProc proc;   // pid 500 runs there, 510 is a zombie, 600 does not exist
+  FakeProc proc;   // pids 400 (started at tick 4242) and 500 run there, 510 is a zombie, 600 does not exist
   AgentOptions slurm;
   slurm.job_id = "7";
   slurm.node = "n2";
@@ -221,6 +233,16 @@ TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
 
   EXPECT_FALSE(refuse_core_request({"n2", 400, 3}, job, slurm, proc.root()).has_value());
   EXPECT_FALSE(refuse_core_request({"n2", 400, std::nullopt}, job, slurm, proc.root()).has_value());
+  EXPECT_FALSE(refuse_core_request({"n2", 400, 3, 4242}, job, slurm, proc.root()).has_value());
+
+  // Same pid, same job, same rank, but started at another time: a restarted worker.
+  auto restarted = refuse_core_request({"n2", 400, 3, 99}, job, slurm, proc.root());
+  ASSERT_TRUE(restarted.has_value());
+  EXPECT_EQ(restarted->code, Errc::not_found);
+  EXPECT_EQ(restarted->what(),
+            "pid 400 is another process now (started at tick 4242, the captured one at tick 99): not dumped (the pid "
+            "was reused)");
+  EXPECT_EQ(restarted->hint, "run hangscan again for a fresh report");
 
   auto gone = refuse_core_request({"n2", 600, 3}, job, slurm, proc.root());
   ASSERT_TRUE(gone.has_value());

@@ -21,6 +21,7 @@ JobSnapshot rich_job() {
   for (int r = 0; r < 4; ++r) {
     ProcessSnapshot p = rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
     p.ppid = 99;
+    p.start_ticks = 81234567ULL + static_cast<std::uint64_t>(r);
     p.local_rank = r;
     p.launcher = "torchrun";
     p.cmdline = {"python3", "train.py", "--x=\"q\""};
@@ -86,6 +87,7 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(p2["rank"], 2);
   EXPECT_EQ(p2["world_size"], 4);
   EXPECT_EQ(p2["state"], "S");
+  EXPECT_EQ(p2["start_ticks"], 81234569);
   EXPECT_TRUE(p2["cpu_percent"].is_null());
   EXPECT_TRUE(p2["progress"].is_null());
   EXPECT_TRUE(p2["core"].is_null());
@@ -127,6 +129,7 @@ TEST(JsonReader, RoundTripsTheOutputDocument) {
   EXPECT_EQ(write_json(*back, nullptr), text);
   EXPECT_EQ(back->processes[2].threads[0].native_frames[1].pc, 0x7f3c1a2b3c4dULL);
   EXPECT_EQ(back->processes[2].threads[0].cpu_ticks, 12345678901ULL);
+  EXPECT_EQ(back->processes[2].start_ticks, 81234569ULL);
   EXPECT_EQ(back->processes[4].core->signal->address, 0u);
   EXPECT_EQ(back->processes[1].cpu_percent, 97.5);
   EXPECT_EQ(back->processes[0].cpu_percent, -1);
