@@ -65,6 +65,9 @@ struct ThreadSnapshot {
   std::optional<bool> python_idle;           // python thread state exists but no frame
   bool is_main = false;                      // tid == pid
   bool crashed = false;                      // cores: the thread that took the signal
+  // The native unwind stopped with an error before reaching the thread's entry point
+  // (_start, clone): the outer frames are missing, so where the stack "starts" means nothing.
+  bool incomplete = false;
   std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
   std::optional<std::uint64_t> stack_pointer; // from /proc/TID/syscall (not written out)
   std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")

@@ -247,6 +247,11 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
                f.function == "clone" || f.function == "_start";
       });
       if (root != t.frames.end()) t.frames.erase(root + 1, t.frames.end());
+      t.incomplete = root == t.frames.end() && !u->second.stop_reason.empty() && !t.frames.empty();
+      if (t.incomplete && u->second.frames.size() >= 2) {
+        t.notes.push_back(fmt::format("stack incomplete: unwinding stopped after {} ({})",
+                                      t.frames.back().function, u->second.stop_reason));
+      }
       if (!u->second.stop_reason.empty() && u->second.frames.size() < 2) {
         t.notes.push_back("unwind stopped: " + u->second.stop_reason);
       } else if (u->second.frames.size() == 1 && !t.frames.empty() &&

@@ -57,7 +57,13 @@ class MajorityFinder {
       for (const Part& p : parts) {
         if (&p == majority) continue;
         for (std::size_t g : p.groups) {
-          if (first || !all_running(a_.groups[g])) flag(g, node, p, *majority);
+          // At the root a stack whose outer frames were never unwound parts from everyone;
+          // that says nothing about where the rank is.
+          if (first && incomplete(a_.groups[g])) {
+            note_incomplete(a_.groups[g]);
+          } else if (first || !all_running(a_.groups[g])) {
+            flag(g, node, p, *majority);
+          }
         }
       }
       first = false;
@@ -102,6 +108,29 @@ class MajorityFinder {
   bool all_ranked() const {
     return std::all_of(a_.grouped.begin(), a_.grouped.end(),
                        [&](std::size_t m) { return job_.processes[m].rank.has_value(); });
+  }
+
+  // Every member's key thread (the first selected) stopped unwinding before its entry point.
+  bool incomplete(const Group& g) const {
+    return std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) {
+      const ProcessSnapshot& p = job_.processes[m];
+      auto sel = selector_.select(p);
+      return !sel.empty() && p.threads[sel.front()].incomplete;
+    });
+  }
+
+  void note_incomplete(const Group& g) {
+    const ProcessSnapshot& p = job_.processes[g.members.front()];
+    const ThreadSnapshot& t = p.threads[selector_.select(p).front()];
+    std::string last = t.frames.empty() ? std::string("no frame") : short_frame_label(t.frames.back());
+    if (!t.frames.empty() && !t.frames.back().module.empty()) {
+      const std::string& module = t.frames.back().module;
+      last += " in " + module.substr(module.rfind('/') + 1);
+    }
+    bool plural = g.members.size() > 1;
+    a_.notes.push_back(fmt::format("{} {} an incomplete stack (unwinding stopped after {}); not named {}",
+                                   who(g.members), plural ? "have" : "has", last,
+                                   plural ? "suspects for it" : "a suspect for it"));
   }
 
   bool all_running(const Group& g) const {

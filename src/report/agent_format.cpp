@@ -106,7 +106,7 @@ class Tables : public StackInterner {
 void prune(json& obj) {
   static const char* const kDefaultable[] = {"host",  "launcher", "role",    "exe",      "cmdline",  "annotations",
                                              "omitted", "diagnostics", "threads", "ppid", "start_ticks", "pause_us", "name",
-                                             "notes", "is_main",  "crashed", "cpu_ticks"};
+                                             "notes", "is_main",  "crashed", "incomplete", "cpu_ticks"};
   for (auto it = obj.begin(); it != obj.end();) {
     const json& v = it.value();
     bool drop = v.is_null();

@@ -381,6 +381,7 @@ class Converter {
     t.gil = opt_bool(o, "gil", path);
     t.python_idle = opt_bool(o, "python_idle", path);
     t.crashed = boolean(o, "crashed", path);
+    t.incomplete = boolean(o, "incomplete", path);
     if (const json* ticks = member(o, "cpu_ticks")) {
       t.cpu_ticks = static_cast<std::uint64_t>(int_value(*ticks, at(path, "cpu_ticks"), 0, std::numeric_limits<std::int64_t>::max()));
     }

@@ -115,6 +115,7 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
           {"gil", opt(t.gil)},
           {"python_idle", opt(t.python_idle)},
           {"crashed", t.crashed},
+          {"incomplete", t.incomplete},
           {"cpu_ticks", t.cpu_ticks},
           {"frames", stack_json(t.frames, stacks)},
           {"native_frames", stack_json(t.native_frames, stacks)},

@@ -62,6 +62,32 @@ TEST(Analyze, NamesTheRankThatSkippedAllReduce) {
   EXPECT_EQ(a.group_of[2], 0u);
 }
 
+TEST(Analyze, IncompleteStackIsNotASuspectForWhereItStarts) {
+  // An MPI rank stopped mid-poll whose unwind was lost after two frames: its stack "starts"
+  // in ?? instead of <module>, which says nothing about where the rank is.
+  JobSnapshot job;
+  job.processes.push_back(rank_process(0, 100, in_all_reduce()));
+  job.processes.push_back(rank_process(1, 101, in_all_reduce()));
+  job.processes.push_back(rank_process(2, 102, in_sleep()));
+  job.processes.push_back(rank_process(3, 103, {native("??", "/usr/lib/x86_64-linux-gnu/libuct.so.0", 0x9475),
+                                                native("??", "/usr/lib/x86_64-linux-gnu/libmpich.so.12", 0x934eb)}));
+  Analysis lost = analyze(job, GroupOptions{});
+  EXPECT_EQ(lost.suspects, (std::vector<int>{2, 3}));   // not marked: named for its root
+
+  job.processes[3].threads[0].incomplete = true;
+  Analysis a = analyze(job, GroupOptions{});
+  EXPECT_EQ(a.suspects, (std::vector<int>{2}));
+  ASSERT_EQ(a.suspect_reasons.size(), 1u);
+  EXPECT_EQ(a.suspect_reasons[0],
+            "rank 2 is not in all_reduce with ranks 0-1: it is in worker (hang_gloo.py:19) -> time.sleep");
+  EXPECT_EQ(a.notes, (std::vector<std::string>{
+                         "rank 3 has an incomplete stack (unwinding stopped after ?? in libmpich.so.12); not "
+                         "named a suspect for it"}));
+  // It is still grouped and shown: its own group, not a suspect.
+  ASSERT_EQ(a.group_of[3] == Analysis::kNoGroup, false);
+  EXPECT_FALSE(a.groups[a.group_of[3]].suspect);
+}
+
 TEST(Analyze, TrieCarriesRankSets) {
   Analysis a = analyze(gloo_job(), GroupOptions{});
   const StackTrie& t = a.trie;

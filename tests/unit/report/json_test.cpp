@@ -36,6 +36,7 @@ JobSnapshot rich_job() {
     t.gil = false;
     t.python_idle = false;
     t.cpu_ticks = 12345678901ULL;
+    t.incomplete = r == 1;
     t.frames[1].locals = {{"i", "41"}, {"name", "'ü'"}};
     Frame nat = native("__futex_abstimed_wait_common64", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8a4d);
     nat.pc = 0x7f3c1a2b3c4dULL;
@@ -88,6 +89,8 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(p2["world_size"], 4);
   EXPECT_EQ(p2["state"], "S");
   EXPECT_EQ(p2["start_ticks"], 81234569);
+  EXPECT_EQ(p2["threads"][0]["incomplete"], false);
+  EXPECT_EQ(doc["processes"][1]["threads"][0]["incomplete"], true);
   EXPECT_TRUE(p2["cpu_percent"].is_null());
   EXPECT_TRUE(p2["progress"].is_null());
   EXPECT_TRUE(p2["core"].is_null());
@@ -130,6 +133,8 @@ TEST(JsonReader, RoundTripsTheOutputDocument) {
   EXPECT_EQ(back->processes[2].threads[0].native_frames[1].pc, 0x7f3c1a2b3c4dULL);
   EXPECT_EQ(back->processes[2].threads[0].cpu_ticks, 12345678901ULL);
   EXPECT_EQ(back->processes[2].start_ticks, 81234569ULL);
+  EXPECT_TRUE(back->processes[1].threads[0].incomplete);
+  EXPECT_FALSE(back->processes[2].threads[0].incomplete);
   EXPECT_EQ(back->processes[4].core->signal->address, 0u);
   EXPECT_EQ(back->processes[1].cpu_percent, 97.5);
   EXPECT_EQ(back->processes[0].cpu_percent, -1);
