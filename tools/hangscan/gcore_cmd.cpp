@@ -160,11 +160,6 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
   c.node = r.node;
   c.pid = r.pid;
   c.rank = r.rank;
-  if (auto reused = pid_reused(r.pid, r.start_ticks)) {
-    c.error = reused->what();
-    c.hint = reused->hint;
-    return c;
-  }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     int err = errno;
     c.error = fmt::format("cannot create {}: {}", dir, std::strerror(err));
@@ -260,6 +255,12 @@ bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
   for (std::size_t k = 0; k < picked->members.size(); ++k) {
     const ProcessSnapshot& p = job.processes[picked->members[k]];
     CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank, p.start_ticks};
+    // The agents check this in refuse_core_request(); here the capture was this process's.
+    if (auto reused = pid_reused(r.pid, r.start_ticks)) {
+      CoreOutcome refused{.node = r.node, .pid = r.pid, .rank = r.rank, .error = reused->what(), .hint = reused->hint};
+      ok &= report_core(refused, picked->roles[k]);
+      continue;
+    }
     ok &= report_core(write_member_core(r, o.dir, *max, Deadline::never()), picked->roles[k]);
   }
   return ok;
