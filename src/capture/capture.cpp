@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "capture/python_capture.h"
 #include "target/frozen_memory.h"
@@ -89,6 +90,34 @@ void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
     owners[i]->stack_view = std::span<const std::uint8_t>(ops[i].buf, ops[i].got);
 }
 
+// A process that died while stopped: what was copied before is exact, the rest is missing.
+// It is reported dead (the suspects name it) with an error, so the run does not end in 0.
+void report_death(const Target& target, const std::string& how, ProcessSnapshot& snap) {
+  snap.state = 'X';
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::error, target,
+      fmt::format("pid {} {} while it was being captured: its stacks may be incomplete", target.pid(), how),
+      "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it"));
+}
+
+// Threads in D state were not stopped: their user stacks are missing (each has a note and its
+// kernel stack); one warning per process says so, so the run ends in 1, not 0.
+void report_uninterruptible(const std::vector<FrozenThread>& threads, const Target& target,
+                            ProcessSnapshot& snap) {
+  std::vector<std::string> tids;
+  for (const auto& ft : threads) {
+    if (ft.uninterruptible) tids.push_back(std::to_string(ft.tid));
+  }
+  if (tids.empty()) return;
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::warning, target,
+      fmt::format("{} in uninterruptible sleep (D state) could not be stopped: {}{}",
+                  tids.size() == 1 ? "thread " + tids[0] : fmt::format("threads {}", fmt::join(tids, ", ")),
+                  tids.size() == 1 ? "its user stack is not shown" : "their user stacks are not shown",
+                  tids.size() < threads.size() ? "; the other threads were captured" : ""),
+      "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it returns"));
+}
+
 }  // namespace
 
 ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
@@ -146,7 +175,11 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     pages->prefetch(python_pages);
     python.walk_frozen(std::move(pages));
     std::int64_t t2 = monotonic_us();
+    if (options.while_frozen) options.while_frozen();
+    const std::string died = (*freeze)->death();
     snap.pause_us = (*freeze)->release();
+    if (!died.empty()) report_death(target, died, snap);
+    report_uninterruptible((*freeze)->threads(), target, snap);
     if (options.log != nullptr) {
       std::int64_t stopped = (*freeze)->stopped_us();
       options.log->push_back(fmt::format(

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CaptureOptions {
   std::size_t max_stack_bytes = 512 * 1024;   // per thread, bounded by the stack mapping
   std::chrono::milliseconds freeze_timeout{3000};
   std::vector<std::string>* log = nullptr;    // --verbose lines, when not null
+  // Called while the target is stopped, after the copies. Tests only: they kill the target
+  // there to check that a death during the capture is reported.
+  std::function<void()> while_frozen;
 };
 
 ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,

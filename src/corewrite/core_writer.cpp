@@ -242,7 +242,15 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   info.mappings = in.mappings;
   CorePlan plan = plan_core(in);
   auto stats = write_elf_core(file.fd(), info, plan, target.memory());
+  const std::string died = (*freeze)->death();
   res.pause_us = (*freeze)->release();
+  // Memory read after a death is missing: such a core would look complete to every reader
+  // but hold holes where stacks should be. It never gets a core's name (the guard removes it).
+  if (!died.empty()) {
+    return Error(Errc::no_such_process,
+                 fmt::format("pid {} {} while its core was being written: no core was written", pid, died),
+                 0, "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it");
+  }
   if (!stats) return std::move(stats).error();
 
   struct stat st {};
@@ -254,9 +262,16 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
     res.kept_bytes += p.dump;
     if (!p.omitted.empty()) res.omitted_bytes += p.size();
   }
+  res.unreadable_bytes = stats->unreadable_bytes;
+  res.kept_bytes -= std::min(res.kept_bytes, stats->unreadable_bytes);
   res.threads = info.threads.size();
   res.omitted = stats->omitted;
   for (auto& w : plan.warnings) res.warnings.push_back(std::move(w));
+  if (stats->unreadable_bytes > 0) {
+    res.warnings.push_back(fmt::format("{} of memory to keep could not be read: the core has holes there "
+                                       "(listed as unreadable in its HANGSCAN note)",
+                                       human_size(stats->unreadable_bytes)));
+  }
   auto published = publish(partial, res.path);
   if (!published) return std::move(published).error();
   file.keep();

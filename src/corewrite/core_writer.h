@@ -31,7 +31,8 @@ struct CoreWriteResult {
   std::int64_t pause_us = 0;                // the target was stopped this long
   std::uint64_t file_size = 0;              // st_size
   std::uint64_t disk_bytes = 0;             // blocks on disk (zero pages are holes)
-  std::uint64_t kept_bytes = 0;             // memory in PT_LOAD segments
+  std::uint64_t kept_bytes = 0;             // memory read into PT_LOAD segments
+  std::uint64_t unreadable_bytes = 0;       // memory to keep that could not be read (holes)
   std::uint64_t omitted_bytes = 0;          // memory listed in the HANGSCAN note
   std::size_t threads = 0;
   std::optional<int> rank;
@@ -43,7 +44,11 @@ struct CoreWriteResult {
 // "core.<host>.<pid>", or "core.<host>.rank<rank>.<pid>" when the rank is known.
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid);
 
-// Takes the core. The file is created new (O_EXCL) with mode 0600: cores hold secrets.
+// Takes the core. The file is created new (O_EXCL) with mode 0600: cores hold secrets. It is
+// written under a hidden name (".NAME.partial-WRITERPID") and named only when complete; if the
+// process dies while it is written, the file is removed and the error (Errc::no_such_process)
+// says how the process ended: a core with holes where memory could not be read after the death
+// would look like a good one.
 Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opts);
 
 // The same, for callers that only need the path.

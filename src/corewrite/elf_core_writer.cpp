@@ -267,7 +267,10 @@ Result<CoreWriteStats> write_elf_core(int fd, const CoreProcessInfo& info, const
   for (const auto& p : plan.pieces) {
     if (!p.omitted.empty()) stats.omitted.push_back(omitted_line(p.start, p.end, p.omitted));
   }
-  for (const auto& [s, e] : bad) stats.omitted.push_back(omitted_line(s, e, "unreadable"));
+  for (const auto& [s, e] : bad) {
+    stats.omitted.push_back(omitted_line(s, e, "unreadable"));
+    stats.unreadable_bytes += e - s;
+  }
   std::string text;
   for (const auto& l : stats.omitted) text += l + "\n";
   NoteBuffer own;

@@ -57,6 +57,7 @@ struct CoreWriteStats {
   std::uint64_t file_size = 0;              // st_size
   std::uint64_t data_bytes = 0;             // memory bytes actually written (not holes)
   std::uint64_t zero_bytes = 0;             // all-zero pages left as holes
+  std::uint64_t unreadable_bytes = 0;       // planned memory that could not be read (holes too)
   std::vector<std::string> omitted;         // the HANGSCAN note's lines
 };
 

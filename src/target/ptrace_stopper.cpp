@@ -19,7 +19,27 @@ namespace hangscan {
 
 namespace {
 
+constexpr const char* kUninterruptibleNote =
+    "uninterruptible sleep (D state): it cannot be stopped until its kernel call returns, so "
+    "its user stack is not shown; its kernel stack is where it waits";
+
 constexpr int kMaxScans = 64;
+// A thread still running this long after its interrupt is looked at in /proc: one in D state
+// gets kUninterruptibleGraceUs more (a short disk wait ends in that time), then is given up.
+constexpr std::int64_t kSlowStopUs = 2'000;
+constexpr std::int64_t kUninterruptibleGraceUs = 20'000;
+// Threads whose interrupt is still pending at release get this long to stop and be detached.
+constexpr auto kReleaseGrace = std::chrono::milliseconds(100);
+
+bool in_uninterruptible_sleep(int pid, int tid) {
+  auto st = read_stat(pid, tid);
+  return st && st->state == 'D';
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
 
 void short_nap() {
   timespec ts{0, 20'000};  // 20 us
@@ -59,6 +79,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
   s->first_stop_us_ = monotonic_us();
   s->interrupt_from(0);
   s->wait_for_stops(deadline);
+  s->retry_uninterruptible(deadline);
   // A thread created before its creator stopped is not in the first list: scan again until
   // a scan finds nobody new (a stopped process cannot create threads).
   for (int scan = 1; scan < kMaxScans && !deadline.expired(); ++scan) {
@@ -67,7 +88,9 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
     std::vector<int> fresh;
     for (int tid : *tids) {
       bool known = std::any_of(s->tracees_.begin(), s->tracees_.end(),
-                               [tid](const Tracee& t) { return t.tid == tid; });
+                               [tid](const Tracee& t) { return t.tid == tid; }) ||
+                   std::find(s->uninterruptible_.begin(), s->uninterruptible_.end(), tid) !=
+                       s->uninterruptible_.end();
       if (!known) fresh.push_back(tid);
     }
     if (fresh.empty()) break;
@@ -84,19 +107,28 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
 }
 
 Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first_scan) {
+  int refused = 0;
   for (int tid : tids) {
+    // Not attached: it could not stop before its kernel call returns, and would then stop
+    // for as long as hangscan holds it (see the header).
+    if (in_uninterruptible_sleep(pid_, tid)) {
+      uninterruptible_.push_back(tid);
+      continue;
+    }
     if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
       int err = errno;
       if (err == ESRCH) continue;  // exited between the scan and the seize
       // A thread that is exiting refuses the seize with EPERM too: only a refusal for the
-      // main thread means we may not trace this process at all.
+      // main thread (or for every thread) means we may not trace this process at all.
       if (first_scan && tid == pid_) return ptrace_error(pid_, err);
+      refused = err;
       continue;
     }
     Tracee t;
     t.tid = tid;
     tracees_.push_back(t);
   }
+  if (first_scan && refused != 0 && tracees_.empty()) return ptrace_error(pid_, refused);
   return Ok{};
 }
 
@@ -123,6 +155,8 @@ bool PtraceStopper::poll_tracee(Tracee& t) {
     int status = 0;
     waitpid(t.tid, &status, __WALL | WNOHANG);
     t.gone = true;
+    t.exit_code = si.si_code;
+    t.exit_status = si.si_status;
     return true;
   }
   if (si.si_code != CLD_TRAPPED && si.si_code != CLD_STOPPED) return false;
@@ -137,8 +171,14 @@ bool PtraceStopper::poll_tracee(Tracee& t) {
 // first thread still running and naps, so waiting costs about one waitid per thread in all
 // rather than one per thread per nap (which, at real-time priority, took CPU time from the very
 // threads that had to run to reach their stop).
+// A thread that does not stop soon is looked at: when every thread still awaited is in D state,
+// they get a short grace and are then given up, so one thread in a kernel call neither holds
+// the others stopped for the whole deadline nor hides their stacks.
 void PtraceStopper::wait_for_stops(const Deadline& deadline) {
   std::size_t next = 0;
+  const std::int64_t start = monotonic_us();
+  std::int64_t last_look = start;
+  std::int64_t give_up_at = 0;
   for (;;) {
     while (next < tracees_.size()) {
       Tracee& t = tracees_[next];
@@ -147,8 +187,57 @@ void PtraceStopper::wait_for_stops(const Deadline& deadline) {
       ++next;
     }
     if (next == tracees_.size() || deadline.expired()) return;
+    std::int64_t now = monotonic_us();
+    if (now - start >= kSlowStopUs && now - last_look >= kSlowStopUs / 2) {
+      last_look = now;
+      if (!stragglers_all_uninterruptible(next)) {
+        give_up_at = 0;
+      } else if (give_up_at == 0) {
+        give_up_at = now + kUninterruptibleGraceUs;
+      }
+    }
+    if (give_up_at != 0 && now >= give_up_at) return;
     short_nap();
   }
+}
+
+// Threads that were in D state when found, with every other thread stopped now: one whose
+// kernel call returns within a short grace (a disk read) is attached and stopped like the
+// rest; the others are given up without ever being attached.
+void PtraceStopper::retry_uninterruptible(const Deadline& deadline) {
+  const std::int64_t give_up_at = monotonic_us() + kUninterruptibleGraceUs;
+  while (!uninterruptible_.empty() && monotonic_us() < give_up_at && !deadline.expired()) {
+    std::vector<int> out_of_it;
+    std::erase_if(uninterruptible_, [&](int tid) {
+      auto st = read_stat(pid_, tid);
+      if (st && st->state == 'D') return false;
+      if (st) out_of_it.push_back(tid);
+      return true;   // out of D, or gone
+    });
+    if (!out_of_it.empty()) {
+      std::size_t from = tracees_.size();
+      (void)seize_new_threads(out_of_it, false);   // one back in D returns to the list
+      interrupt_from(from);
+      wait_for_stops(deadline);
+    }
+    if (!uninterruptible_.empty()) {
+      timespec ts{0, 200'000};  // 200 us between looks
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+// Polls every thread from `from` on; true when all that have not stopped are in D state.
+bool PtraceStopper::stragglers_all_uninterruptible(std::size_t from) {
+  bool all = true;
+  for (std::size_t i = from; i < tracees_.size(); ++i) {
+    Tracee& t = tracees_[i];
+    if (!t.stopped && !t.gone) poll_tracee(t);
+    if (t.stopped || t.gone) continue;
+    if (!t.uninterruptible) t.uninterruptible = in_uninterruptible_sleep(pid_, t.tid);
+    all &= t.uninterruptible;
+  }
+  return all;
 }
 
 void PtraceStopper::read_registers() {
@@ -158,7 +247,8 @@ void PtraceStopper::read_registers() {
     FrozenThread ft;
     ft.tid = t.tid;
     if (!t.stopped) {
-      ft.error = "could not be stopped before the deadline (uninterruptible sleep?)";
+      ft.uninterruptible = t.uninterruptible;
+      ft.error = t.uninterruptible ? kUninterruptibleNote : "could not be stopped before the deadline";
       threads_.push_back(std::move(ft));
       continue;
     }
@@ -171,24 +261,36 @@ void PtraceStopper::read_registers() {
     }
     threads_.push_back(std::move(ft));
   }
+  for (int tid : uninterruptible_) {
+    FrozenThread ft;
+    ft.tid = tid;
+    ft.uninterruptible = true;
+    ft.error = kUninterruptibleNote;
+    threads_.push_back(std::move(ft));
+  }
 }
 
 std::int64_t PtraceStopper::release() {
   if (released_) return pause_us_;
   released_ = true;
-  // Threads whose interrupt is still pending get one shared grace period to stop, so they can
-  // be detached cleanly. If a stop never comes, the kernel detaches when hangscan exits.
-  Deadline grace = Deadline::after(std::chrono::milliseconds(100));
-  for (auto& t : tracees_) {
-    if (t.gone) continue;
-    if (!t.stopped) {
-      while (!t.stopped && !t.gone && !grace.expired()) {
-        if (!poll_tracee(t)) short_nap();
-      }
-    }
+  auto detach = [](const Tracee& t) {
     ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
+  };
+  for (const auto& t : tracees_) {
+    if (!t.gone && t.stopped) detach(t);
   }
   pause_us_ = monotonic_us() - first_stop_us_;
+  // Threads whose interrupt is still pending get one shared grace period to stop, so they can
+  // be detached cleanly; the others run meanwhile. If a stop never comes, the kernel detaches
+  // when hangscan exits.
+  Deadline grace = Deadline::after(kReleaseGrace);
+  for (auto& t : tracees_) {
+    if (t.gone || t.stopped) continue;
+    while (!t.stopped && !t.gone && !grace.expired()) {
+      if (!poll_tracee(t)) short_nap();
+    }
+    if (t.stopped) detach(t);
+  }
   restore_priority();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
@@ -214,6 +316,31 @@ void PtraceStopper::restore_priority() {
   if (!priority_raised_) return;
   sched_setscheduler(0, saved_policy_, &saved_param_);
   priority_raised_ = false;
+}
+
+// Exits of stopped threads are reported to us as their tracer; a thread group leader's only
+// once the others are reaped, hence two passes.
+std::string PtraceStopper::death() {
+  if (released_) return {};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& t : tracees_) {
+      if (!t.gone) poll_tracee(t);
+    }
+  }
+  bool all_gone = !tracees_.empty();
+  for (const auto& t : tracees_) {
+    if (t.gone && (t.exit_code == CLD_KILLED || t.exit_code == CLD_DUMPED)) {
+      return fmt::format("was killed by {}", signal_text(t.exit_status));
+    }
+    all_gone &= t.gone;
+  }
+  for (const auto& t : tracees_) {
+    if (t.tid == pid_ && t.gone && t.exit_code == CLD_EXITED && all_gone) {
+      return fmt::format("exited with status {}", t.exit_status);
+    }
+  }
+  if (all_gone || !read_stat(pid_)) return "ended";
+  return {};
 }
 
 PtraceStopper::~PtraceStopper() { release(); }

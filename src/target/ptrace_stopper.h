@@ -6,6 +6,12 @@
 // no new thread appears (a stopped thread cannot create one). The destructor detaches, so an
 // error or exception releases the target; if hangscan itself is killed, the kernel detaches.
 // SIGINT/SIGTERM/SIGHUP/SIGQUIT are blocked while threads are stopped and delivered after.
+// A thread in uninterruptible sleep (D) cannot stop until its kernel call returns. One found in
+// D is not attached while the others are stopped; it is then watched for 20 ms and attached if
+// its call returns, else given up unattached (a traced thread whose stop never came would stop
+// later, when its call returns, and stay stopped as long as hangscan lives). One that enters D
+// after its interrupt is given up after the same grace. So the other threads are captured and
+// the pause stays short. A process killed while stopped is noticed (death()).
 #pragma once
 
 #include <sched.h>
@@ -34,19 +40,25 @@ class PtraceStopper : public Freeze {
   const std::vector<FrozenThread>& threads() const override { return threads_; }
   std::int64_t release() override;
   std::int64_t stopped_us() const override { return stopped_us_; }
+  std::string death() override;
 
  private:
   struct Tracee {
     int tid = 0;
     bool stopped = false;
     bool gone = false;
+    bool uninterruptible = false;   // seen in D state while its stop was awaited
     int pending_signal = 0;   // signal-delivery-stop: re-inject on detach
+    int exit_code = 0;        // when gone: CLD_EXITED / CLD_KILLED / CLD_DUMPED, 0 unknown
+    int exit_status = 0;      // the exit status or the signal
   };
 
   explicit PtraceStopper(int pid);
   Status seize_new_threads(const std::vector<int>& tids, bool first_scan);
   void interrupt_from(std::size_t first);
   void wait_for_stops(const Deadline& deadline);
+  void retry_uninterruptible(const Deadline& deadline);
+  bool stragglers_all_uninterruptible(std::size_t from);
   bool poll_tracee(Tracee& t);
   void read_registers();
   void raise_priority();
@@ -54,6 +66,7 @@ class PtraceStopper : public Freeze {
 
   int pid_;
   std::vector<Tracee> tracees_;
+  std::vector<int> uninterruptible_;   // threads in D state when found: not attached
   std::vector<FrozenThread> threads_;
   std::int64_t first_stop_us_ = 0;
   std::int64_t stopped_us_ = 0;

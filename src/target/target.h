@@ -61,6 +61,7 @@ struct FrozenThread {
   int tid = 0;
   std::optional<Registers> regs;   // nullopt: registers could not be read (see error)
   std::string error;
+  bool uninterruptible = false;    // in D state: not stopped, its user stack is out of reach
 };
 
 // RAII guard over a stopped target. The destructor resumes whatever is still stopped, so an
@@ -74,6 +75,10 @@ class Freeze {
   // How much of the pause went to stopping every thread and reading registers (microseconds):
   // --verbose splits the pause so a slow one can be pinned on its phase.
   virtual std::int64_t stopped_us() const { return 0; }
+  // Empty while the process lives; else how it ended while frozen ("was killed by SIGKILL").
+  // Why: memory read after a death is missing, not wrong, so a capture or a core taken
+  // across one looks complete unless the caller asks; call it before release().
+  virtual std::string death() { return {}; }
 };
 
 class Target {

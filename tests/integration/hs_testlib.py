@@ -363,6 +363,17 @@ class TargetPool:
         self.close()
 
 
+def print_past_capture(request, lines: Sequence[str]) -> None:
+    """Prints lines to the terminal even though pytest captures output (e.g. from a module
+    fixture, which versions of something ran and which were skipped)."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        with capman.global_and_fixture_disabled():
+            print("\n" + "\n".join(lines))
+    else:
+        print("\n".join(lines))
+
+
 # ---------------------------------------------------------------------------------------
 # Running hangscan
 

@@ -63,6 +63,18 @@ def interpreters():
 INTERPRETERS = interpreters()
 
 
+def present_or_skip(param, absent):
+    """The python of an INTERPRETERS entry; an absent one is added to `absent` and skipped
+    (except Debian's python3.11, which must be there)."""
+    ident, python, reason = param
+    if python is None:
+        if ident.startswith("debian"):
+            pytest.fail(reason + ": Debian 12's python3.11 must be tested")
+        absent.append("%s (%s)" % (ident, reason))
+        pytest.skip("absent: " + reason)
+    return python
+
+
 def marks():
     tag = re.compile("# " + "MARK " + r"([a-z_]+)\s*$")
     out = {}
@@ -108,12 +120,8 @@ class Run:
 
 @pytest.fixture(scope="module", params=INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
 def run(request, tmp_path_factory):
-    ident, python, reason = request.param
-    if python is None:
-        if ident.startswith("debian"):
-            pytest.fail(reason + ": Debian 12's python3.11 must be tested")
-        ABSENT.append("%s (%s)" % (ident, reason))
-        pytest.skip("absent: " + reason)
+    ident = request.param[0]
+    python = present_or_skip(request.param, ABSENT)
     with lib.TargetPool() as pool:
         r = Run(pool, python, str(tmp_path_factory.mktemp(ident)))
         RAN.append("%s: CPython %s" % (ident, r.version))
@@ -273,11 +281,5 @@ def test_not_python_gets_native_stacks_and_no_error(targets):
 def versions_report(request):
     """After the module: which versions ran and which were skipped, printed past capture."""
     yield
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    lines = ["python versions tested: " + ("; ".join(RAN) or "none"),
-             "python versions skipped (absent): " + ("; ".join(ABSENT) or "none")]
-    if capman is not None:
-        with capman.global_and_fixture_disabled():
-            print("\n" + "\n".join(lines))
-    else:
-        print("\n".join(lines))
+    lib.print_past_capture(request, ["python versions tested: " + ("; ".join(RAN) or "none"),
+                                     "python versions skipped (absent): " + ("; ".join(ABSENT) or "none")])

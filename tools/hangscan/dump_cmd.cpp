@@ -1,5 +1,8 @@
 // `hangscan dump`: capture live processes on this machine, group them, report.
+#include <signal.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <fmt/core.h>
 
@@ -96,6 +99,11 @@ int run_dump(const DumpOptions& o) {
   copt.freeze_timeout = std::chrono::milliseconds(o.timeout_ms);
   std::vector<std::string> log;
   if (o.verbose) copt.log = &log;
+  // Tests only (test_outcomes.py): hangscan stops itself while a target is frozen, so the test
+  // can kill the target at exactly that moment.
+  if (const char* hook = std::getenv("HANGSCAN_TEST_STOP_WHILE_FROZEN"); hook != nullptr && *hook == '1') {
+    copt.while_frozen = [] { ::raise(SIGSTOP); };
+  }
 
   // Explicit pids are checked first, so a bad one gets its own error line and hint (no such
   // process, zombie, kernel thread, already traced, permission) rather than vanishing.

@@ -103,6 +103,7 @@ int run_gcore(const GcoreOptions& o) {
                         {"disk_bytes", r->disk_bytes},
                         {"kept_bytes", r->kept_bytes},
                         {"omitted_bytes", r->omitted_bytes},
+                        {"unreadable_bytes", r->unreadable_bytes},
                         {"threads", r->threads},
                         {"python", r->python_version},
                         {"omitted", r->omitted},
