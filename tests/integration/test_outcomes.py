@@ -6,7 +6,8 @@ Deaths are made deterministic, never timed: for a core, the test watches the wri
 has no name yet, kills the target and lets the writer go on; for a dump, hangscan stops itself
 while the target is frozen (HANGSCAN_TEST_STOP_WHILE_FROZEN=1, a test-only hook) and the test
 kills the target then. D state: tests/programs/vfork_block.c, a vfork() parent whose child
-blocks, next to an ordinary sleeping thread.
+blocks, next to an ordinary sleeping thread. Unreadable memory of a living process:
+tests/programs/unreadable_map.c (pages of a kept mapping beyond the end of a truncated file).
 """
 
 import json
@@ -182,4 +183,21 @@ def test_d_state_gcore_keeps_the_other_threads_exit_1(vfork_parent, outdir):
     st = [th for th in p["threads"] if th["tid"] != t.pid]
     assert [th["tid"] for th in p["threads"]] == [tid for tid in t.tids() if tid != t.pid]
     assert hs.find_frame(hs.frames_of(st[0]), "sleeper_wait") >= 0, hs.format_stack(st[0])
+    hs.assert_runs_on(t.pid)
+
+
+def test_gcore_counts_unreadable_memory_apart_and_warns_exit_1(targets, outdir):
+    """Pages of a kept mapping that cannot be read (beyond the end of a truncated file) are
+    holes in the core: counted as unreadable, not kept, listed, and warned about."""
+    t = targets.start([hs.program("unreadable_map"), hs.READY, outdir])
+    start, end = (int(x, 16) for x in re.search(r"mapping ([0-9a-f]+)-([0-9a-f]+)", t.stderr()).groups())
+    run = hs.run_hangscan(["gcore", "--pid", t.pid, "-o", outdir, "--json"], timeout=120)
+    assert run.rc == 1, run.describe()
+    warning = ("12K of memory to keep could not be read: the core has holes there (listed as "
+               "unreadable in its HANGSCAN note)")
+    assert run.stderr == "hangscan: " + warning + "\n"
+    assert run.doc["warnings"] == [warning]
+    assert run.doc["unreadable_bytes"] == 3 * 4096
+    assert [line for line in run.doc["omitted"] if line.endswith(" unreadable")] == \
+        ["omitted %x-%x 12288 unreadable" % (start + 4096, end)]
     hs.assert_runs_on(t.pid)
