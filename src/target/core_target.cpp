@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <map>
 
@@ -16,6 +17,18 @@
 
 namespace hangscan {
 namespace {
+
+// "START-END SIZE reason" (CoreFile::omitted()) -> END - START; 0 when malformed.
+std::uint64_t omitted_range_size(std::string_view line) {
+  const char* p = line.data();
+  const char* end = line.data() + line.size();
+  std::uint64_t from = 0, to = 0;
+  auto a = std::from_chars(p, end, from, 16);
+  if (a.ec != std::errc() || a.ptr == end || *a.ptr != '-') return 0;
+  auto b = std::from_chars(a.ptr + 1, end, to, 16);
+  if (b.ec != std::errc() || to <= from) return 0;
+  return to - from;
+}
 
 constexpr std::string_view kDeleted = " (deleted)";
 constexpr std::uint64_t kNoSyscall = ~std::uint64_t{0};
@@ -235,6 +248,21 @@ class CoreTarget : public Target {
     info.signal = fatal_signal(*core_);
     info.crashed_tid = crashed_tid_;
     info.omitted = core_->omitted();
+    // Pages our writer could not read are holes that read as zeros: say so, or a stack cut
+    // short there would look like a complete one.
+    std::uint64_t unreadable = 0;
+    for (const auto& line : info.omitted) {
+      if (line.ends_with(" unreadable")) unreadable += omitted_range_size(line);
+    }
+    if (unreadable > 0) {
+      Diagnostic d;
+      d.message = fmt::format("{}: {} bytes of its memory could not be read when it was written and read as "
+                              "zeros (listed as unreadable under omitted)",
+                              core_->name(), unreadable);
+      d.hint = "stacks that run into those ranges stop early; take the core again if the process still runs";
+      d.pid = out.pid;
+      out.diagnostics.push_back(std::move(d));
+    }
     out.core = std::move(info);
     for (const auto& w : core_->warnings()) {
       Diagnostic d;

@@ -201,3 +201,9 @@ def test_gcore_counts_unreadable_memory_apart_and_warns_exit_1(targets, outdir):
     assert [line for line in run.doc["omitted"] if line.endswith(" unreadable")] == \
         ["omitted %x-%x 12288 unreadable" % (start + 4096, end)]
     hs.assert_runs_on(t.pid)
+    # Reading the core says the holes are there (they read as zeros).
+    core = hs.run_hangscan(["core", run.doc["path"], "--json"], timeout=120)
+    assert core.rc == 1, core.describe()
+    diags = [(d["severity"], d["message"]) for d in core.doc["processes"][0]["diagnostics"]]
+    assert ("warning", "%s: 12288 bytes of its memory could not be read when it was written and read "
+            "as zeros (listed as unreadable under omitted)" % run.doc["path"]) in diags, diags
