@@ -71,6 +71,9 @@ struct ThreadSnapshot {
   std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
   std::optional<std::uint64_t> stack_pointer; // from /proc/TID/syscall (not written out)
   std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")
+  // Seconds the thread had been off the CPU when it was described (before the freeze), from
+  // the scheduler's record; nullopt when running or unknown (cores).
+  std::optional<double> blocked_s;
 };
 
 struct PythonInfo {
@@ -85,6 +88,16 @@ struct SignalInfo {
   std::optional<std::uint64_t> address;
   int code = 0;               // si_code
   std::optional<int> sender_pid;   // sent by kill()/tgkill() (si_code <= 0): who sent it
+};
+
+// Memory of a live process and the memory cgroup that bounds it (docs/output-schema.md).
+struct MemoryUsage {
+  std::optional<std::uint64_t> rss_bytes;        // VmRSS
+  std::optional<std::uint64_t> peak_rss_bytes;   // VmHWM
+  std::string cgroup;                            // memory cgroup path ("" unknown)
+  std::optional<std::uint64_t> cgroup_usage_bytes;
+  std::optional<std::uint64_t> cgroup_limit_bytes;  // nullopt: no limit
+  bool operator==(const MemoryUsage&) const = default;
 };
 
 struct CoreInfo {
@@ -116,6 +129,10 @@ struct ProcessSnapshot {
   std::int64_t pause_us = 0;
   std::optional<CoreInfo> core;
   std::optional<std::string> progress;     // "stuck" | "progressing" with --samples
+  // Wall-clock time (Unix seconds) when the process was described; blocked_s of its threads
+  // counts back from it. nullopt for cores.
+  std::optional<double> captured_at;
+  std::optional<MemoryUsage> memory;
   std::vector<Diagnostic> diagnostics;
 };
 

@@ -169,6 +169,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
     for (std::size_t m : a.groups[g].members) a.group_of[m] = g;
   }
 
+  for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
   return a;
 }

@@ -12,6 +12,7 @@
 
 #include "group/stack_key.h"
 #include "group/stack_trie.h"
+#include "group/wait_spread.h"
 #include "hangscan/model.h"
 
 namespace hangscan {
@@ -25,6 +26,7 @@ struct Group {
   bool suspect = false;
   std::vector<Frame> frames;           // the key (first selected thread), innermost first
   std::size_t node = StackTrie::kRoot; // trie node the key ends on
+  std::optional<WaitSpread> wait;      // since when the members wait (all blocked, >= 2)
 };
 
 struct Analysis {

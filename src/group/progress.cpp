@@ -2,6 +2,7 @@
 #include "group/progress.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -57,6 +58,35 @@ std::uint64_t ticks_of(const ProcessSnapshot& p, int tid) {
   return 0;
 }
 
+const ThreadSnapshot* thread_of(const ProcessSnapshot& p, int tid) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.tid == tid) return &t;
+  }
+  return nullptr;
+}
+
+using Appearances = std::vector<std::pair<std::size_t, const ProcessSnapshot*>>;
+
+// Threads blocked at one place through every appearance, with no CPU time used in between
+// beyond what hangscan's own stops cost.
+std::vector<std::pair<int, double>> carried_blocked(const Appearances& apps) {
+  std::vector<std::pair<int, double>> out;
+  const ProcessSnapshot& first = *apps.front().second;
+  const ProcessSnapshot& last = *apps.back().second;
+  if (!first.captured_at || !last.captured_at) return out;
+  for (const ThreadSnapshot& t0 : first.threads) {
+    if (!t0.blocked_s) continue;
+    bool still = true;
+    for (std::size_t i = 1; i < apps.size() && still; ++i) {
+      const ThreadSnapshot* t = thread_of(*apps[i].second, t0.tid);
+      // Our own stop and resume may be charged one clock tick each.
+      still = t && t->blocked_s && t->cpu_ticks <= t0.cpu_ticks + i && same_place(t0, *t);
+    }
+    if (still) out.emplace_back(t0.tid, *t0.blocked_s + (*last.captured_at - *first.captured_at));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& samples,
@@ -64,7 +94,7 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
   std::vector<ProcessProgress> out;
   if (samples.empty()) return out;
   // (host, pid) -> appearances in sample order
-  std::map<std::pair<std::string, int>, std::vector<std::pair<std::size_t, const ProcessSnapshot*>>> seen;
+  std::map<std::pair<std::string, int>, Appearances> seen;
   for (std::size_t s = 0; s < samples.size(); ++s) {
     for (const ProcessSnapshot& p : samples[s].processes) seen[{p.host, p.pid}].emplace_back(s, &p);
   }
@@ -91,6 +121,7 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
       }
       pr.cpu_percent = 100.0 * static_cast<double>(delta) / static_cast<double>(clock_ticks_per_second) / elapsed;
     }
+    pr.blocked = carried_blocked(apps);
     out.push_back(pr);
   }
   return out;
@@ -104,6 +135,11 @@ void apply_progress(JobSnapshot& job, const std::vector<ProcessProgress>& progre
     if (it == by_id.end()) continue;
     p.progress = it->second->stuck ? "stuck" : "progressing";
     p.cpu_percent = it->second->cpu_percent;
+    for (const auto& [tid, blocked] : it->second->blocked) {
+      for (ThreadSnapshot& t : p.threads) {
+        if (t.tid == tid) t.blocked_s = std::round(blocked * 1000.0) / 1000.0;
+      }
+    }
   }
 }
 

@@ -25,6 +25,11 @@ struct ProcessProgress {
   bool stuck = false;        // main stack did not change (see docs/output-schema.md)
   double cpu_percent = -1;   // over first..last appearance; <0 unknown
   bool spinning() const { return stuck && cpu_percent > kSpinningCpuPercent; }
+  // Each capture stops and resumes every thread, which the scheduler records as the thread
+  // running: later samples would count blocked time from the previous sample. A thread that sat
+  // at the same place, using no CPU beyond a tick per stop, in every sample keeps the first sample's figure, carried
+  // forward by the time between captures: (tid, blocked_s) for the last sample.
+  std::vector<std::pair<int, double>> blocked;
 };
 
 // One entry per (host, pid) of the first sample that appears in at least two samples.

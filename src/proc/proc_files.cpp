@@ -125,7 +125,7 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   st.comm = std::string(text.substr(open + 1, close - open - 1));
   auto f = fields(text.substr(close + 1));
   // f[0] = state (field 3), f[1] = ppid (4), f[6] = flags (9), f[11] = utime (14),
-  // f[12] = stime (15), f[17] = num_threads (20), f[19] = starttime (22).
+  // f[12] = stime (15), f[17] = num_threads (20), f[19] = starttime (22), f[36] = processor (39).
   if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
   st.state = f[0][0];
   if (!parse_num(f[1], st.ppid)) return std::nullopt;
@@ -134,6 +134,7 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   parse_num(f[12], st.stime);
   parse_num(f[17], st.num_threads);
   parse_num(f[19], st.start_time);
+  if (f.size() > 36) parse_num(f[36], st.processor);  // field 39
   return st;
 }
 

@@ -34,6 +34,7 @@ struct ProcStat {
   std::uint64_t stime = 0;
   std::uint64_t start_time = 0;
   long num_threads = 0;
+  int processor = -1;   // CPU the task last ran on (field 39); -1 unknown
   bool is_kernel_thread() const { return (flags & 0x00200000UL) != 0; }  // PF_KTHREAD
 };
 std::optional<ProcStat> parse_stat(std::string_view text);

@@ -173,6 +173,36 @@ class Converter {
     return static_cast<int>(int_value(*v, at(path, key), lo, hi));
   }
 
+  // A finite number in [lo, hi] (seconds, times): NaN cannot come from JSON, huge values can.
+  std::optional<double> opt_number(const json& obj, const char* key, const Path& path, double lo, double hi) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) fail(at(path, key), fmt::format("expected a number, got {}", type_name(*v)));
+    double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) fail(at(path, key), fmt::format("{} is out of range", x));
+    return x;
+  }
+
+  std::optional<std::uint64_t> opt_bytes(const json& obj, const char* key, const Path& path) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    return static_cast<std::uint64_t>(int_value(*v, at(path, key), 0, std::numeric_limits<std::int64_t>::max()));
+  }
+
+  std::optional<MemoryUsage> memory(const json& obj, const Path& path) {
+    const json* v = member(obj, "memory");
+    if (!v) return std::nullopt;
+    const Path mp = at(path, "memory");
+    const json& mo = object(*v, mp);
+    MemoryUsage m;
+    m.rss_bytes = opt_bytes(mo, "rss_bytes", mp);
+    m.peak_rss_bytes = opt_bytes(mo, "peak_rss_bytes", mp);
+    m.cgroup = str(mo, "cgroup", mp);
+    m.cgroup_usage_bytes = opt_bytes(mo, "cgroup_usage_bytes", mp);
+    m.cgroup_limit_bytes = opt_bytes(mo, "cgroup_limit_bytes", mp);
+    return m;
+  }
+
   int req_int(const json& obj, const char* key, const Path& path, int lo, int hi) {
     const json* v = member(obj, key);
     if (!v) fail(at(path, key), "missing");
@@ -389,6 +419,7 @@ class Converter {
     t.native_frames = stack(o, "native_frames", path, agent);
     t.kernel_frames = stack(o, "kernel_frames", path, agent);
     t.notes = strings(o, "notes", path);
+    t.blocked_s = opt_number(o, "blocked_s", path, 0, 1e10);
     return t;
   }
 
@@ -416,6 +447,8 @@ class Converter {
       p.cpu_percent = cpu->get<double>();
     }
     p.progress = opt_str(o, "progress", path);
+    p.captured_at = opt_number(o, "captured_at", path, 0, 1e11);
+    p.memory = memory(o, path);
     if (const json* pause = member(o, "pause_us")) {
       p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
     }

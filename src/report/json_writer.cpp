@@ -52,11 +52,20 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
   }
   json groups = json::array();
   for (const Group& g : a->groups) {
+    json wait = nullptr;
+    if (g.wait) {
+      const ProcessSnapshot& last = job.processes[g.wait->last];
+      wait = {{"longest_s", g.wait->longest_s},
+              {"shortest_s", g.wait->shortest_s},
+              {"spread_s", g.wait->spread_s()},
+              {"last", {{"host", last.host}, {"pid", last.pid}, {"rank", opt(last.rank)}}}};
+    }
     groups.push_back({{"ranks", g.ranks},
                       {"pids", g.pids},
                       {"hosts", g.hosts},
                       {"suspect", g.suspect},
-                      {"frames", frames_to_json(g.frames)}});
+                      {"frames", frames_to_json(g.frames)},
+                      {"wait", std::move(wait)}});
   }
   doc["groups"] = std::move(groups);
   doc["suspects"] = a->suspects;
@@ -117,10 +126,20 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
           {"crashed", t.crashed},
           {"incomplete", t.incomplete},
           {"cpu_ticks", t.cpu_ticks},
+          {"blocked_s", opt(t.blocked_s)},
           {"frames", stack_json(t.frames, stacks)},
           {"native_frames", stack_json(t.native_frames, stacks)},
           {"kernel_frames", stack_json(t.kernel_frames, stacks)},
           {"notes", t.notes}};
+}
+
+json memory_json(const std::optional<MemoryUsage>& m) {
+  if (!m) return nullptr;
+  return {{"rss_bytes", opt(m->rss_bytes)},
+          {"peak_rss_bytes", opt(m->peak_rss_bytes)},
+          {"cgroup", string_or_null(m->cgroup)},
+          {"cgroup_usage_bytes", opt(m->cgroup_usage_bytes)},
+          {"cgroup_limit_bytes", opt(m->cgroup_limit_bytes)}};
 }
 
 json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
@@ -163,6 +182,8 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"cpu_percent", p.cpu_percent < 0 ? json(nullptr) : json(p.cpu_percent)},
           {"progress", opt(p.progress)},
           {"pause_us", p.pause_us},
+          {"captured_at", opt(p.captured_at)},
+          {"memory", memory_json(p.memory)},
           {"python", std::move(python)},
           {"core", std::move(core)},
           {"signal", std::move(signal)},

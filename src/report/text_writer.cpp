@@ -9,6 +9,7 @@
 #include "group/progress.h"
 #include "group/rank_set.h"
 #include "group/stack_key.h"
+#include "group/wait_spread.h"
 
 namespace hangscan {
 
@@ -36,6 +37,26 @@ std::string cut(const std::string& s, int width) {
     out += s[i];
   }
   return out + "...";
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+// "rss 61.2 GiB of 64.0 GiB (cgroup)", "rss 1.2 GiB (peak 2.0 GiB)"; empty when unknown.
+std::string memory_words(const std::optional<MemoryUsage>& m) {
+  if (!m || !m->rss_bytes) return {};
+  std::string s = "rss " + human_bytes(*m->rss_bytes);
+  if (m->cgroup_limit_bytes) return s + " of " + human_bytes(*m->cgroup_limit_bytes) + " (cgroup)";
+  if (m->peak_rss_bytes && *m->peak_rss_bytes > *m->rss_bytes) s += " (peak " + human_bytes(*m->peak_rss_bytes) + ")";
+  return s;
 }
 
 class TextWriter {
@@ -80,6 +101,9 @@ class TextWriter {
     if (!a_) return;
     for (const std::string& r : a_->suspect_reasons) out_ += paint(kRed, "SUSPECT") + " " + r + "\n";
     for (const std::string& n : a_->notes) out_ += paint(kYellow, "note") + ": " + n + "\n";
+    for (const Group& g : a_->groups) {
+      if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
+    }
     if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 && !a_->grouped.empty()) {
       out_ += "note: only one process grouped\n";
     }
@@ -225,6 +249,8 @@ class TextWriter {
     if (p.python) s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "");
     if (!p.launcher.empty()) s += "  launcher " + p.launcher;
     if (p.pause_us > 0) s += fmt::format("  paused {} us", p.pause_us);
+    std::string mem = memory_words(p.memory);
+    if (!mem.empty()) s += "  " + mem;
     return s;
   }
 
@@ -246,6 +272,8 @@ class TextWriter {
       if (p.python) facts += std::string(facts.empty() ? "" : ", ") + "Python " + p.python->version +
                              (p.python->nonblocking ? " (read without stopping)" : "");
       if (p.pause_us > 0) facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
+      std::string mem = memory_words(p.memory);
+      if (!mem.empty()) facts += (facts.empty() ? "" : ", ") + mem;
       if (!facts.empty()) line(facts);
     } else {
       out_ += "\n";
@@ -283,6 +311,7 @@ class TextWriter {
     if (t.crashed) facts.push_back("CRASHED");
     if (t.state != '?') facts.push_back(fmt::format("state {}", t.state));
     if (t.syscall) facts.push_back(*t.syscall);
+    if (t.blocked_s) facts.push_back("blocked " + seconds_words(*t.blocked_s));
     if (t.wchan && !t.wchan->empty() && *t.wchan != "0") facts.push_back("wchan " + *t.wchan);
     if (t.gil.value_or(false)) facts.push_back("holds GIL");
     if (t.python_idle.value_or(false)) facts.push_back("idle");

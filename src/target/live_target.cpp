@@ -5,15 +5,23 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctime>
 
 #include <fmt/format.h>
 
+#include "proc/memory_usage.h"
 #include "proc/proc_files.h"
 #include "target/ptrace_stopper.h"
 
 namespace hangscan {
 
 namespace {
+
+double wall_clock_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec / 1000) / 1e6;
+}
 
 std::string hostname() {
   char buf[HOST_NAME_MAX + 1] = {};
@@ -110,6 +118,8 @@ void LiveTarget::describe_process(ProcessSnapshot& out) {
     out.state = st->state;
     out.start_ticks = st->start_time;
   }
+  out.captured_at = wall_clock_seconds();
+  out.memory = read_memory_usage(pid_);
   if (auto cmd = read_text_file(fmt::format("/proc/{}/cmdline", pid_), 1 << 16)) {
     out.cmdline = split_nul(*cmd);
     while (!out.cmdline.empty() && out.cmdline.back().empty()) out.cmdline.pop_back();
@@ -126,6 +136,7 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
     out.state = st->state;
     out.cpu_ticks = st->utime + st->stime;
     if (out.name.empty()) out.name = st->comm;
+    out.blocked_s = thread_blocked_seconds(clock_, pid_, out.tid, st->state, st->processor);
   }
   out.wchan = read_wchan(pid_, out.tid);
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {

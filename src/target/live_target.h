@@ -11,6 +11,7 @@
 
 #include "hangscan/result.h"
 #include "target/process_memory.h"
+#include "proc/sched_clock.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -40,6 +41,7 @@ class LiveTarget : public Target {
   int pid_;
   ProcessMemory memory_;
   std::vector<Mapping> mappings_;
+  RunQueueClock clock_;   // per-CPU offsets, measured once per target
 };
 
 }  // namespace hangscan

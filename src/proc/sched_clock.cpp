@@ -1,0 +1,119 @@
+#include "proc/sched_clock.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr std::string_view kExecStart = "se.exec_start";
+constexpr int kSamples = 5;
+
+// One sample on the CPU the calling thread is pinned to: wake up from a short sleep (the
+// scheduler stamps exec_start when it picks the thread), read our own record, then the clock.
+// Reading the record first keeps the sample an upper bound of the true offset.
+std::optional<double> sample_offset() {
+  timespec nap{0, 20'000};
+  nanosleep(&nap, nullptr);
+  auto text = read_text_file("/proc/thread-self/sched", 1 << 14);
+  double now = RunQueueClock::monotonic_ms();
+  if (!text) return std::nullopt;
+  auto exec = parse_exec_start_ms(*text);
+  if (!exec) return std::nullopt;
+  return now - *exec;
+}
+
+std::optional<double> measure_on(int cpu) {
+  std::optional<double> best;
+  std::thread worker([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) return;
+    for (int i = 0; i < kSamples; ++i) {
+      auto s = sample_offset();
+      if (s && (!best || *s < *best)) best = s;
+    }
+  });
+  worker.join();
+  return best;
+}
+
+}  // namespace
+
+std::optional<double> parse_exec_start_ms(std::string_view text) {
+  auto at = text.find(kExecStart);
+  if (at == std::string_view::npos) return std::nullopt;
+  auto colon = text.find(':', at + kExecStart.size());
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::size_t i = colon + 1;
+  while (i < text.size() && text[i] == ' ') ++i;
+  std::size_t end = i;
+  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
+  if (end == i || end - i > 32) return std::nullopt;
+  double v = 0;
+  auto res = std::from_chars(text.data() + i, text.data() + end, v);
+  if (res.ec != std::errc() || res.ptr != text.data() + end || !std::isfinite(v) || v < 0) return std::nullopt;
+  return v;
+}
+
+double RunQueueClock::monotonic_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+std::optional<double> RunQueueClock::any_offset() {
+  for (const auto& [cpu, off] : offsets_) {
+    if (off) return off;
+  }
+  // Nothing measured yet: the CPU we run on now is one we may run on.
+  int here = sched_getcpu();
+  if (here < 0) return std::nullopt;
+  auto off = measure_on(here);
+  offsets_[here] = off;
+  return off;
+}
+
+std::optional<double> RunQueueClock::offset_ms(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return any_offset();
+  auto it = offsets_.find(cpu);
+  if (it == offsets_.end()) it = offsets_.emplace(cpu, measure_on(cpu)).first;
+  if (it->second) return it->second;
+  return any_offset();
+}
+
+std::optional<double> RunQueueClock::seconds_since(double exec_start_ms, int cpu, double now_ms) {
+  auto off = offset_ms(cpu);
+  if (!off) return std::nullopt;
+  double ms = now_ms - *off - exec_start_ms;
+  // The offset is an upper bound (within microseconds): a thread that stopped a moment ago
+  // can come out a hair below zero.
+  return std::max(0.0, ms) / 1e3;
+}
+
+std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state, int cpu) {
+  if (state == 'R' || state == '?' || state == 'Z' || state == 'X') return std::nullopt;
+  auto text = read_text_file(fmt::format("/proc/{}/task/{}/sched", pid, tid), 1 << 14);
+  double now = RunQueueClock::monotonic_ms();
+  if (!text) return std::nullopt;
+  auto exec = parse_exec_start_ms(*text);
+  if (!exec || *exec == 0) return std::nullopt;
+  auto s = clock.seconds_since(*exec, cpu, now);
+  if (!s) return std::nullopt;
+  return std::round(*s * 1000.0) / 1000.0;
+}
+
+}  // namespace hangscan
