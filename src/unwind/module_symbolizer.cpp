@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 
 #include <cstdlib>
+#include <limits>
 #include <future>
 #include <optional>
 #include <system_error>
@@ -116,45 +117,82 @@ struct LineSource {
   Dwarf_Files* files_ = nullptr;
 };
 
+// The inline frame of one DW_TAG_inlined_subroutine, positioned at file:line.
+Frame inline_frame(Dwarf_Die* die, std::optional<std::string> file, std::optional<int> line) {
+  Frame inl;
+  inl.kind = FrameKind::inline_frame;
+  inl.function = die_function_name(die);
+  inl.file = std::move(file);
+  inl.line = line;
+  return inl;
+}
+
+// Where an inlined callee was called from: its DW_AT_call_file/DW_AT_call_line, which is
+// where its caller (the next frame out) stands.
+void call_site(Dwarf_Die* inlined, LineSource& lines, std::optional<std::string>& file,
+               std::optional<int>& line) {
+  Dwarf_Attribute attr;
+  Dwarf_Word idx = 0;
+  Dwarf_Word call_line = 0;
+  file.reset();
+  line.reset();
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &idx) == 0) {
+    if (const char* f = lines.file_name(idx)) file = f;
+  }
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0 &&
+      call_line <= static_cast<Dwarf_Word>(std::numeric_limits<int>::max())) {
+    line = static_cast<int>(call_line);
+  }
+}
+
 // Inline frames (innermost first) and the native frame's file:line from the CU holding
 // `addr` (an address of the CU's own DWARF).
+//
+// dwarf_getscopes() finds the innermost scope at `addr`, but past an inlined instance it
+// continues with the scopes of the callee's abstract definition, not with its concrete
+// callers: the chain would end after one inline frame and the caller would carry the wrong
+// line. The callers are the concrete DIEs around the innermost instance, which
+// dwarf_getscopes_die() lists (as eu-stack -i and gdb walk them): each inlined_subroutine is
+// a frame at the call site of the one inside it, up to the DW_TAG_subprogram that was
+// compiled out of line.
 std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, LineSource lines,
                                  Frame native, bool named) {
   std::optional<std::string> file;
   std::optional<int> line;
   lines.row(addr, file, line);
   std::vector<Frame> out;
-  if (cudie != nullptr) {
-    Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cudie, addr, &scopes);
-    for (int i = 0; i < n; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_subprogram) {
-        if (!named) native.function = die_function_name(&scopes[i]);
-        break;
-      }
-      if (tag != DW_TAG_inlined_subroutine) continue;
-      Frame inl;
-      inl.kind = FrameKind::inline_frame;
-      inl.function = die_function_name(&scopes[i]);
-      inl.file = file;
-      inl.line = line;
-      out.push_back(std::move(inl));
-      // The next frame out is positioned at this inline call site.
-      Dwarf_Attribute attr;
-      Dwarf_Word idx = 0;
-      Dwarf_Word call_line = 0;
-      file.reset();
-      line.reset();
-      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &idx) == 0) {
-        if (const char* f = lines.file_name(idx)) file = f;
-      }
-      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0) {
-        line = static_cast<int>(call_line);
-      }
+  Dwarf_Die* scopes = nullptr;
+  int n = cudie != nullptr ? dwarf_getscopes(cudie, addr, &scopes) : 0;
+  Dwarf_Die* innermost = nullptr;
+  for (int i = 0; i < n; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine) {
+      innermost = &scopes[i];
+      break;
     }
-    std::free(scopes);
+    if (tag == DW_TAG_subprogram) {
+      if (!named) native.function = die_function_name(&scopes[i]);
+      break;
+    }
   }
+  Dwarf_Die* chain = nullptr;
+  int m = innermost != nullptr ? dwarf_getscopes_die(innermost, &chain) : 0;
+  for (int i = 0; i < m; ++i) {
+    int tag = dwarf_tag(&chain[i]);
+    if (tag == DW_TAG_subprogram) {
+      if (!named) native.function = die_function_name(&chain[i]);
+      break;
+    }
+    if (tag != DW_TAG_inlined_subroutine) continue;   // lexical blocks
+    out.push_back(inline_frame(&chain[i], file, line));
+    call_site(&chain[i], lines, file, line);
+  }
+  if (innermost != nullptr && m <= 0) {   // the concrete tree could not be walked: one level
+    out.push_back(inline_frame(innermost, file, line));
+    call_site(innermost, lines, file, line);
+  }
+  std::free(chain);
+  std::free(scopes);
   native.file = file;
   native.line = line;
   out.push_back(std::move(native));
