@@ -12,6 +12,7 @@
 
 #include "unwind/debug_image.h"
 #include "unwind/line_table.h"
+#include "unwind/scope_chain.h"
 #include "unwind/symbol_batch.h"
 
 namespace hangscan {
@@ -146,53 +147,28 @@ void call_site(Dwarf_Die* inlined, LineSource& lines, std::optional<std::string>
 }
 
 // Inline frames (innermost first) and the native frame's file:line from the CU holding
-// `addr` (an address of the CU's own DWARF).
-//
-// dwarf_getscopes() finds the innermost scope at `addr`, but past an inlined instance it
-// continues with the scopes of the callee's abstract definition, not with its concrete
-// callers: the chain would end after one inline frame and the caller would carry the wrong
-// line. The callers are the concrete DIEs around the innermost instance, which
-// dwarf_getscopes_die() lists (as eu-stack -i and gdb walk them): each inlined_subroutine is
-// a frame at the call site of the one inside it, up to the DW_TAG_subprogram that was
-// compiled out of line.
+// `addr` (an address of the CU's own DWARF): the path through the concrete DIE tree down to
+// `addr` (scope_chain), walked from the inside out. The innermost frame stands at the
+// line-table row of `addr`; each inlined_subroutine on the way out is an inline frame, and the
+// frame outside it stands at its call site (DW_AT_call_file/DW_AT_call_line), up to the
+// DW_TAG_subprogram that was compiled out of line: the native frame.
 std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, LineSource lines,
                                  Frame native, bool named) {
   std::optional<std::string> file;
   std::optional<int> line;
   lines.row(addr, file, line);
   std::vector<Frame> out;
-  Dwarf_Die* scopes = nullptr;
-  int n = cudie != nullptr ? dwarf_getscopes(cudie, addr, &scopes) : 0;
-  Dwarf_Die* innermost = nullptr;
-  for (int i = 0; i < n; ++i) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag == DW_TAG_inlined_subroutine) {
-      innermost = &scopes[i];
-      break;
-    }
+  std::vector<Dwarf_Die> chain = scope_chain(cudie, addr);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    int tag = dwarf_tag(&*it);
     if (tag == DW_TAG_subprogram) {
-      if (!named) native.function = die_function_name(&scopes[i]);
-      break;
-    }
-  }
-  Dwarf_Die* chain = nullptr;
-  int m = innermost != nullptr ? dwarf_getscopes_die(innermost, &chain) : 0;
-  for (int i = 0; i < m; ++i) {
-    int tag = dwarf_tag(&chain[i]);
-    if (tag == DW_TAG_subprogram) {
-      if (!named) native.function = die_function_name(&chain[i]);
+      if (!named) native.function = die_function_name(&*it);
       break;
     }
     if (tag != DW_TAG_inlined_subroutine) continue;   // lexical blocks
-    out.push_back(inline_frame(&chain[i], file, line));
-    call_site(&chain[i], lines, file, line);
+    out.push_back(inline_frame(&*it, file, line));
+    call_site(&*it, lines, file, line);
   }
-  if (innermost != nullptr && m <= 0) {   // the concrete tree could not be walked: one level
-    out.push_back(inline_frame(innermost, file, line));
-    call_site(innermost, lines, file, line);
-  }
-  std::free(chain);
-  std::free(scopes);
   native.file = file;
   native.line = line;
   out.push_back(std::move(native));
