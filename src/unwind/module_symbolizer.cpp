@@ -5,8 +5,8 @@
 #include <elfutils/libdw.h>
 
 #include <cstdlib>
-#include <limits>
 #include <future>
+#include <limits>
 #include <optional>
 #include <system_error>
 
