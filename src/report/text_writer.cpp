@@ -375,7 +375,8 @@ std::string frame_line(const Frame& f) {
   if (f.file && f.line) {
     s = fmt::format("{} ({}:{})", f.function, *f.file, *f.line);
   } else if (f.kind == FrameKind::native || f.kind == FrameKind::inline_frame) {
-    s = fmt::format("{}+{:#x} [{}]", f.function, f.offset, base_name(f.module));
+    // The offset is the module's (as in JSON), so it goes with the module, not the function.
+    s = fmt::format("{} [{}+{:#x}]", f.function, base_name(f.module), f.offset);
   } else {
     s = f.function;
   }

@@ -6,11 +6,13 @@
 
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <optional>
 #include <system_error>
 
 #include "unwind/debug_image.h"
 #include "unwind/line_table.h"
+#include "unwind/scope_chain.h"
 #include "unwind/symbol_batch.h"
 
 namespace hangscan {
@@ -116,44 +118,56 @@ struct LineSource {
   Dwarf_Files* files_ = nullptr;
 };
 
+// The inline frame of one DW_TAG_inlined_subroutine, positioned at file:line.
+Frame inline_frame(Dwarf_Die* die, std::optional<std::string> file, std::optional<int> line) {
+  Frame inl;
+  inl.kind = FrameKind::inline_frame;
+  inl.function = die_function_name(die);
+  inl.file = std::move(file);
+  inl.line = line;
+  return inl;
+}
+
+// Where an inlined callee was called from: its DW_AT_call_file/DW_AT_call_line, which is
+// where its caller (the next frame out) stands.
+void call_site(Dwarf_Die* inlined, LineSource& lines, std::optional<std::string>& file,
+               std::optional<int>& line) {
+  Dwarf_Attribute attr;
+  Dwarf_Word idx = 0;
+  Dwarf_Word call_line = 0;
+  file.reset();
+  line.reset();
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &idx) == 0) {
+    if (const char* f = lines.file_name(idx)) file = f;
+  }
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0 &&
+      call_line <= static_cast<Dwarf_Word>(std::numeric_limits<int>::max())) {
+    line = static_cast<int>(call_line);
+  }
+}
+
 // Inline frames (innermost first) and the native frame's file:line from the CU holding
-// `addr` (an address of the CU's own DWARF).
+// `addr` (an address of the CU's own DWARF): the path through the concrete DIE tree down to
+// `addr` (scope_chain), walked from the inside out. The innermost frame stands at the
+// line-table row of `addr`; each inlined_subroutine on the way out is an inline frame, and the
+// frame outside it stands at its call site (DW_AT_call_file/DW_AT_call_line), up to the
+// DW_TAG_subprogram that was compiled out of line: the native frame.
 std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, LineSource lines,
                                  Frame native, bool named) {
   std::optional<std::string> file;
   std::optional<int> line;
   lines.row(addr, file, line);
   std::vector<Frame> out;
-  if (cudie != nullptr) {
-    Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cudie, addr, &scopes);
-    for (int i = 0; i < n; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_subprogram) {
-        if (!named) native.function = die_function_name(&scopes[i]);
-        break;
-      }
-      if (tag != DW_TAG_inlined_subroutine) continue;
-      Frame inl;
-      inl.kind = FrameKind::inline_frame;
-      inl.function = die_function_name(&scopes[i]);
-      inl.file = file;
-      inl.line = line;
-      out.push_back(std::move(inl));
-      // The next frame out is positioned at this inline call site.
-      Dwarf_Attribute attr;
-      Dwarf_Word idx = 0;
-      Dwarf_Word call_line = 0;
-      file.reset();
-      line.reset();
-      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &idx) == 0) {
-        if (const char* f = lines.file_name(idx)) file = f;
-      }
-      if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0) {
-        line = static_cast<int>(call_line);
-      }
+  std::vector<Dwarf_Die> chain = scope_chain(cudie, addr);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    int tag = dwarf_tag(&*it);
+    if (tag == DW_TAG_subprogram) {
+      if (!named) native.function = die_function_name(&*it);
+      break;
     }
-    std::free(scopes);
+    if (tag != DW_TAG_inlined_subroutine) continue;   // lexical blocks
+    out.push_back(inline_frame(&*it, file, line));
+    call_site(&*it, lines, file, line);
   }
   native.file = file;
   native.line = line;

@@ -170,7 +170,7 @@ Thread 4321 "python3" (main, state S, futex, wchan futex_wait_queue)
 
 Thread 4322 "worker" (state R, holds GIL)
     inner (foo.c:12) [inline]
-    compute+0x1a2b [libfoo.so.1]
+    compute [libfoo.so.1+0x1a2b]
   note: unwind stopped: no CFI for 0x0
 warning: no debuginfo for libfoo.so.1
   hint: install libfoo1-dbgsym
