@@ -100,6 +100,27 @@ struct MemoryUsage {
   bool operator==(const MemoryUsage&) const = default;
 };
 
+// How a rank died, from what its node still knew (docs/output-schema.md, "death").
+struct Death {
+  std::string how;                       // "killed" (a signal), "exited", "oom-kill", "segfault"
+  std::optional<int> signal;             // terminating signal
+  std::string signal_name;               // "SIGKILL"
+  std::optional<int> exit_code;          // normal exit
+  bool core_dumped = false;
+  std::optional<double> at;              // Unix seconds (from the kernel log's clock)
+  std::string cgroup;                    // OOM kills in a memory cgroup
+  std::optional<std::uint64_t> limit_bytes;
+  std::optional<std::uint64_t> rss_bytes;  // anon + file + shmem RSS when killed
+  std::string detail;                    // segfault: "at 0 ip 7f.. in libc.so.6"
+  std::string core;                      // where its core went, when it dumped one
+  std::vector<std::string> evidence;     // "exit status (/proc/PID/stat)", "kernel log"
+  std::optional<int> pid;
+  std::string comm;
+  std::string host;
+  std::optional<int> rank;               // linked to a rank (see docs/ranks.md)
+  bool operator==(const Death&) const = default;
+};
+
 struct CoreInfo {
   std::string path;
   std::optional<SignalInfo> signal;
@@ -133,6 +154,7 @@ struct ProcessSnapshot {
   // counts back from it. nullopt for cores.
   std::optional<double> captured_at;
   std::optional<MemoryUsage> memory;
+  std::optional<Death> death;              // zombies and processes that died while captured
   std::vector<Diagnostic> diagnostics;
 };
 
@@ -148,6 +170,9 @@ struct JobSnapshot {
   std::vector<UnreachableNode> unreachable;
   std::optional<int> expected_world_size;
   std::string job_id;                      // slurm job id when known
+  // Deaths in the job's time window that belong to no process of the report (reaped ranks),
+  // from the nodes' kernel logs.
+  std::vector<Death> deaths;
 };
 
 }  // namespace hangscan

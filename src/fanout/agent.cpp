@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "proc/deaths.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "proc/discovery.h"
@@ -209,6 +210,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
     for (auto& d : p.diagnostics) d.host = o.node;
   }
   for (auto& d : job.diagnostics) d.host = o.node;
+  explain_deaths(job, o.node);
   return job;
 }
 

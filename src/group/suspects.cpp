@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "group/death_findings.h"
 #include "group/rank_set.h"
 
 namespace hangscan {
@@ -61,6 +62,8 @@ class MajorityFinder {
           // that says nothing about where the rank is.
           if (first && incomplete(a_.groups[g])) {
             note_incomplete(a_.groups[g]);
+          } else if (explained_by_death(a_.groups[g])) {
+            // death_findings says how they died and where the others wait.
           } else if (first || !all_running(a_.groups[g])) {
             flag(g, node, p, *majority);
           }
@@ -108,6 +111,10 @@ class MajorityFinder {
   bool all_ranked() const {
     return std::all_of(a_.grouped.begin(), a_.grouped.end(),
                        [&](std::size_t m) { return job_.processes[m].rank.has_value(); });
+  }
+
+  bool explained_by_death(const Group& g) const {
+    return std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return job_.processes[m].death.has_value(); });
   }
 
   // Every member's key thread (the first selected) stopped unwinding before its entry point.
@@ -276,10 +283,12 @@ std::string state_sentence(const std::string& who, bool plural, char state, cons
   }
 }
 
-void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged) {
+void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged,
+                    const std::set<std::size_t>& explained) {
   std::map<std::pair<char, std::string>, std::vector<std::size_t>> by_state;
   for (std::size_t m : a.grouped) {
     const ProcessSnapshot& p = job.processes[m];
+    if (explained.count(m)) continue;
     char s = (p.state == 'Z' || p.state == 'X') ? p.state : main_state(p);
     if (s != 'Z' && s != 'X' && s != 'T' && s != 't' && s != 'D') continue;
     std::string wchan;
@@ -304,7 +313,7 @@ void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t
   }
 }
 
-void missing_findings(const JobSnapshot& job, Analysis& a) {
+void missing_ranks(const JobSnapshot& job, Analysis& a) {
   std::optional<int> ws = job.expected_world_size;
   std::set<int> present;
   for (const ProcessSnapshot& p : job.processes) {
@@ -321,11 +330,19 @@ void missing_findings(const JobSnapshot& job, Analysis& a) {
   for (int r = 0; r < *ws; ++r) {
     if (!present.count(r)) a.missing_ranks.push_back(r);
   }
-  if (a.missing_ranks.empty()) return;
-  std::string set = compress_ranges(a.missing_ranks);
-  bool plural = a.missing_ranks.size() > 1;
+}
+
+void missing_findings(Analysis& a, const std::set<int>& explained) {
+  std::vector<int> missing;
+  for (int r : a.missing_ranks) {
+    if (!explained.count(r)) missing.push_back(r);
+  }
+  if (missing.empty() || !a.world_size) return;
+  int ws = *a.world_size;
+  std::string set = compress_ranges(missing);
+  bool plural = missing.size() > 1;
   a.suspect_reasons.push_back(fmt::format("{} {} {} missing: the world size is {} but no process with {} {} was found",
-                                          plural ? "ranks" : "rank", set, plural ? "are" : "is", *ws,
+                                          plural ? "ranks" : "rank", set, plural ? "are" : "is", ws,
                                           plural ? "ranks" : "rank", set));
 }
 
@@ -335,8 +352,10 @@ void find_suspects(const JobSnapshot& job, Analysis& a) {
   MajorityFinder majority(job, a);
   majority.run();
   std::vector<std::size_t> flagged = std::move(majority.flagged);
-  state_findings(job, a, flagged);
-  missing_findings(job, a);
+  missing_ranks(job, a);
+  DeathFindings deaths = death_findings(job, a, flagged);
+  state_findings(job, a, flagged, deaths.members);
+  missing_findings(a, deaths.ranks);
 
   std::sort(flagged.begin(), flagged.end());
   flagged.erase(std::unique(flagged.begin(), flagged.end()), flagged.end());

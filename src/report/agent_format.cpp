@@ -138,6 +138,7 @@ std::string write_agent_json(const JobSnapshot& job) {
   top.expected_world_size = job.expected_world_size;
   top.diagnostics = job.diagnostics;
   top.unreachable = job.unreachable;
+  top.deaths = job.deaths;
   json doc = job_to_json(top, nullptr);
   for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks", "notes",
                         "grouping"}) {
@@ -160,6 +161,7 @@ JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
     for (ProcessSnapshot& proc : p.processes) out.processes.push_back(std::move(proc));
     for (Diagnostic& d : p.diagnostics) out.diagnostics.push_back(std::move(d));
     for (UnreachableNode& u : p.unreachable) out.unreachable.push_back(std::move(u));
+    for (Death& d : p.deaths) out.deaths.push_back(std::move(d));
     if (p.expected_world_size && (!out.expected_world_size || *p.expected_world_size > *out.expected_world_size)) {
       out.expected_world_size = p.expected_world_size;
     }

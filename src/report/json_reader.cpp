@@ -102,6 +102,11 @@ class Converter {
       }
     }
     out.diagnostics = diagnostics(doc, root);
+    if (const json* ds = member(doc, "deaths")) {
+      const Path dp = at(root, "deaths");
+      const json& arr = check_array(*ds, dp, lim_.max_processes);
+      for (std::size_t i = 0; i < arr.size(); ++i) out.deaths.push_back(death(arr[i], at(dp, i)));
+    }
     return out;
   }
 
@@ -187,6 +192,29 @@ class Converter {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
     return static_cast<std::uint64_t>(int_value(*v, at(path, key), 0, std::numeric_limits<std::int64_t>::max()));
+  }
+
+  Death death(const json& v, const Path& path) {
+    const json& o = object(v, path);
+    constexpr int kMax = std::numeric_limits<int>::max();
+    Death d;
+    d.how = str(o, "how", path);
+    d.signal = opt_int(o, "signal", path, 0, 128);
+    d.signal_name = str(o, "signal_name", path);
+    d.exit_code = opt_int(o, "exit_code", path, 0, 255);
+    d.core_dumped = boolean(o, "core_dumped", path);
+    d.at = opt_number(o, "at", path, 0, 1e11);
+    d.cgroup = str(o, "cgroup", path);
+    d.limit_bytes = opt_bytes(o, "limit_bytes", path);
+    d.rss_bytes = opt_bytes(o, "rss_bytes", path);
+    d.detail = str(o, "detail", path);
+    d.core = str(o, "core", path);
+    d.evidence = strings(o, "evidence", path);
+    d.pid = opt_int(o, "pid", path, 0, kMax);
+    d.comm = str(o, "comm", path);
+    d.host = str(o, "host", path);
+    d.rank = opt_int(o, "rank", path, 0, kMax);
+    return d;
   }
 
   std::optional<MemoryUsage> memory(const json& obj, const Path& path) {
@@ -449,6 +477,7 @@ class Converter {
     p.progress = opt_str(o, "progress", path);
     p.captured_at = opt_number(o, "captured_at", path, 0, 1e11);
     p.memory = memory(o, path);
+    if (const json* d = member(o, "death")) p.death = death(*d, at(path, "death"));
     if (const json* pause = member(o, "pause_us")) {
       p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
     }

@@ -142,6 +142,25 @@ json memory_json(const std::optional<MemoryUsage>& m) {
           {"cgroup_limit_bytes", opt(m->cgroup_limit_bytes)}};
 }
 
+json death_json(const Death& d) {
+  return {{"how", d.how},
+          {"signal", opt(d.signal)},
+          {"signal_name", string_or_null(d.signal_name)},
+          {"exit_code", opt(d.exit_code)},
+          {"core_dumped", d.core_dumped},
+          {"at", opt(d.at)},
+          {"cgroup", string_or_null(d.cgroup)},
+          {"limit_bytes", opt(d.limit_bytes)},
+          {"rss_bytes", opt(d.rss_bytes)},
+          {"detail", string_or_null(d.detail)},
+          {"core", string_or_null(d.core)},
+          {"evidence", d.evidence},
+          {"pid", opt(d.pid)},
+          {"comm", string_or_null(d.comm)},
+          {"host", string_or_null(d.host)},
+          {"rank", opt(d.rank)}};
+}
+
 json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
   json threads = json::array();
   for (const ThreadSnapshot& t : p.threads) threads.push_back(thread_to_json(t, stacks));
@@ -184,6 +203,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"pause_us", p.pause_us},
           {"captured_at", opt(p.captured_at)},
           {"memory", memory_json(p.memory)},
+          {"death", p.death ? death_json(*p.death) : json(nullptr)},
           {"python", std::move(python)},
           {"core", std::move(core)},
           {"signal", std::move(signal)},
@@ -209,6 +229,9 @@ json job_to_json(const JobSnapshot& job, const Analysis* analysis) {
   json diags = json::array();
   for (const Diagnostic& d : job.diagnostics) diags.push_back(diagnostic_to_json(d));
   doc["diagnostics"] = std::move(diags);
+  json deaths = json::array();
+  for (const Death& d : job.deaths) deaths.push_back(death_json(d));
+  doc["deaths"] = std::move(deaths);
   return doc;
 }
 

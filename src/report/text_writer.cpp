@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "group/death_findings.h"
 #include "group/progress.h"
 #include "group/rank_set.h"
 #include "group/stack_key.h"
@@ -285,6 +286,7 @@ class TextWriter {
       if (!cmd.empty()) line(ind + "cmd: " + cmd);
     }
     core_lines(p, ind);
+    if (p.death) line(kRed, ind + "died: " + death_words(*p.death));
     for (const ThreadSnapshot& t : p.threads) {
       if (!o_.all_threads && !(t.is_main || t.tid == p.pid) && !t.crashed) continue;
       thread_block(t, ind);
@@ -354,6 +356,13 @@ class TextWriter {
       out_ += "\n";
       line(kBold, "Diagnostics:");
       for (const Diagnostic& d : job_.diagnostics) diagnostic(d, "  ");
+    }
+    if (!job_.deaths.empty() && !a_) {
+      out_ += "\n";
+      line(kBold, "Deaths in the job's window (kernel log):");
+      for (const Death& d : job_.deaths) {
+        line(kRed, fmt::format("  pid {} ({}){}: {}", d.pid.value_or(0), d.comm, d.host.empty() ? "" : " on " + d.host, death_words(d)));
+      }
     }
     if (!job_.unreachable.empty()) {
       out_ += "\n";

@@ -29,8 +29,11 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
+
+import pytest
 
 READY = "{ready}"  # placeholder in argv replaced by the ready fd number or FIFO path
 NOBODY = 65534
@@ -489,3 +492,68 @@ def format_stack(thread: dict) -> str:
         lines.append(f"  [{f.get('kind')}] {f.get('function')} {f.get('file')}:{f.get('line')}"
                      f" {os.path.basename(f.get('module') or '')}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Memory cgroups (the tests that need a limit; removed on close)
+
+class MemoryCgroup:
+    """A memory cgroup with a limit, on the v1 memory hierarchy or on v2; removed on exit."""
+
+    def __init__(self, limit):
+        name = f"hs-test-{uuid.uuid4().hex[:8]}"
+        v1 = "/sys/fs/cgroup/memory"
+        v2 = self._v2_root()
+        if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
+            self.root, self.limit_file, self.usage_file = v1, "memory.limit_in_bytes", "memory.usage_in_bytes"
+        elif v2:
+            self.root, self.limit_file, self.usage_file = v2, "memory.max", "memory.current"
+        else:
+            pytest.skip("no memory cgroup controller is mounted here")
+        self.rel = "/" + name
+        self.path = self.root + self.rel
+        os.mkdir(self.path)
+        with open(os.path.join(self.path, self.limit_file), "w") as fh:
+            fh.write(str(limit))
+        self.pids = []
+
+    @staticmethod
+    def _v2_root():
+        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+            try:
+                if "memory" in open(os.path.join(root, "cgroup.subtree_control")).read().split():
+                    return root
+            except OSError:
+                pass
+        return None
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as fh:
+            fh.write(str(pid))
+        self.pids.append(pid)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def usage(self):
+        return int(open(os.path.join(self.path, self.usage_file)).read())
+
+    def close(self):
+        for pid in self.pids:
+            try:
+                with open(os.path.join(self.root, "cgroup.procs"), "w") as fh:
+                    fh.write(str(pid))
+            except OSError:
+                pass  # gone
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)

@@ -10,7 +10,6 @@ import os
 import re
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -110,65 +109,9 @@ def test_rss_is_the_kernels(targets, tmp_path):
         assert mem["peak_rss_bytes"] >= mem["rss_bytes"]
 
 
-class MemoryCgroup:
-    """A memory cgroup with a limit, on the v1 memory hierarchy or on v2; removed on exit."""
-
-    def __init__(self, limit):
-        name = f"hs-test-{uuid.uuid4().hex[:8]}"
-        v1 = "/sys/fs/cgroup/memory"
-        v2 = self._v2_root()
-        if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
-            self.root, self.limit_file, self.usage_file = v1, "memory.limit_in_bytes", "memory.usage_in_bytes"
-        elif v2:
-            self.root, self.limit_file, self.usage_file = v2, "memory.max", "memory.current"
-        else:
-            pytest.skip("no memory cgroup controller is mounted here")
-        self.rel = "/" + name
-        self.path = self.root + self.rel
-        os.mkdir(self.path)
-        with open(os.path.join(self.path, self.limit_file), "w") as fh:
-            fh.write(str(limit))
-        self.pids = []
-
-    @staticmethod
-    def _v2_root():
-        for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-            try:
-                if "memory" in open(os.path.join(root, "cgroup.subtree_control")).read().split():
-                    return root
-            except OSError:
-                pass
-        return None
-
-    def add(self, pid):
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as fh:
-            fh.write(str(pid))
-        self.pids.append(pid)
-
-    def usage(self):
-        return int(open(os.path.join(self.path, self.usage_file)).read())
-
-    def close(self):
-        for pid in self.pids:
-            try:
-                with open(os.path.join(self.root, "cgroup.procs"), "w") as fh:
-                    fh.write(str(pid))
-            except OSError:
-                pass  # gone
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                os.rmdir(self.path)
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-
 def test_memory_cgroup_and_its_limit(targets, tmp_path):
     limit = 512 << 20
-    cg = MemoryCgroup(limit)
+    cg = hs.MemoryCgroup(limit)
     try:
         job, blocked_at = start_job(targets, tmp_path, world=2, delay=0.1, rss_mb=32)
         pid = blocked_at[0][0]

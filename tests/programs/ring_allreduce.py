@@ -10,10 +10,12 @@ connect in a ring of Unix sockets and sum their values; the odd rank takes a dif
 different loop step. The launcher says "ready" once every rank sits where it should.
 
 usage: ring_allreduce.py READY [--world N] [--odd R | --odd -1] [--kill R]
-                         [--zombie R] [--launcher subprocess|spawn|fork]
+                         [--zombie R] [--oom-cgroup DIR] [--launcher subprocess|spawn|fork]
 READY is an fd number or a FIFO path ("-" for none). --odd -1: no odd rank, every rank
 finishes the all-reduce and waits for work. --kill R: rank R is killed (and reaped) before
 "ready", so it is missing. --zombie R: rank R is killed and left unreaped (a zombie).
+--oom-cgroup DIR: the rank of --kill/--zombie is moved into the memory cgroup DIR and grows
+until that cgroup's OOM killer kills it (instead of a SIGKILL from the launcher).
 """
 
 import argparse
@@ -87,7 +89,18 @@ def wait_for_work(rank, total):
     return total
 
 
+def eat_memory(*_):
+    """SIGUSR1 (--oom-cgroup): grow until the memory cgroup's OOM killer ends this rank."""
+    hoard = []
+    while True:
+        block = bytearray(8 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        hoard.append(block)
+
+
 def rank_main(rank, world, odd, rundir):
+    signal.signal(signal.SIGUSR1, eat_memory)
     left, right = connect_ring(rank, world, rundir)
     if rank == odd:
         wait_for_checkpoint(rank)
@@ -142,11 +155,17 @@ def launch(args):
         collector.close()
     if args.kill is not None:
         for r, h in ranks:
-            if r == args.kill:
+            if r == args.kill and args.oom_cgroup:
+                oom(h.pid, args.oom_cgroup)
+                wait(h)  # reaped: the rank is missing, its death only in the kernel log
+            elif r == args.kill:
                 kill(h)  # killed and reaped: the rank is missing, not a zombie
     if args.zombie is not None:
         pid = dict(ranks)[args.zombie].pid
-        os.kill(pid, signal.SIGKILL)
+        if args.oom_cgroup:
+            oom(pid, args.oom_cgroup)
+        else:
+            os.kill(pid, signal.SIGKILL)
         end = time.monotonic() + DEADLINE_S
         while state_of(pid) != "Z":
             if time.monotonic() > end:
@@ -172,6 +191,13 @@ def state_of(pid):
     except OSError:
         return None
     return text[text.rfind(")") + 2:].split()[0]
+
+
+def oom(pid, cgroup):
+    """Moves rank `pid` into memory cgroup `cgroup` and makes it outgrow the limit."""
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+        fh.write(str(pid))
+    os.kill(pid, signal.SIGUSR1)
 
 
 def is_alive(h):
@@ -202,6 +228,7 @@ def main():
     ap.add_argument("--odd", type=int, default=2)
     ap.add_argument("--kill", type=int)
     ap.add_argument("--zombie", type=int)
+    ap.add_argument("--oom-cgroup", help="with --kill/--zombie: the rank dies by this memory cgroup's OOM killer")
     ap.add_argument("--launcher", choices=["subprocess", "spawn", "fork"], default="subprocess")
     ap.add_argument("--rank-of-env", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rundir", help=argparse.SUPPRESS)

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "proc/deaths.h"
 #include "capture/capture.h"
 #include "cli.h"
 #include "group/progress.h"
@@ -148,6 +149,7 @@ int run_dump(const DumpOptions& o) {
     auto progress = compute_progress(samples, o.interval, sysconf(_SC_CLK_TCK));
     apply_progress(job, progress);
   }
+  explain_deaths(job, "");
   for (auto& d : discovery_diags) job.diagnostics.push_back(std::move(d));
   for (auto& d : rejected) job.diagnostics.push_back(std::move(d));
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);

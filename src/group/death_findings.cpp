@@ -1,0 +1,147 @@
+#include "group/death_findings.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "group/rank_set.h"
+#include "group/stack_key.h"
+
+namespace hangscan {
+
+namespace {
+
+std::string human(std::uint64_t bytes) {
+  double v = static_cast<double>(bytes) / (1 << 20);
+  if (v >= 1024) return fmt::format("{:.1f} GiB", v / 1024);
+  return fmt::format("{:.0f} MiB", v);
+}
+
+bool dead(const ProcessSnapshot& p) { return p.state == 'Z' || p.state == 'X'; }
+
+// Where the living majority waits: its deepest Python frame, else its innermost frame.
+std::string majority_words(const JobSnapshot& job, const Analysis& a, bool linked) {
+  const Group* best = nullptr;
+  for (const Group& g : a.groups) {
+    bool living = std::none_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return dead(job.processes[m]); });
+    if (living && (!best || g.members.size() > best->members.size())) best = &g;
+  }
+  if (!best || best->frames.empty()) return {};
+  const Frame* where = &best->frames.front();
+  for (const Frame& f : best->frames) {
+    if (f.kind == FrameKind::python) {
+      where = &f;
+      break;
+    }
+  }
+  bool plural = best->members.size() > 1;
+  return fmt::format("; {} {} in {}", describe_members(job, best->members),
+                     linked ? (plural ? "wait for it" : "waits for it") : (plural ? "are" : "is"),
+                     short_frame_label(*where));
+}
+
+// The host is named when the job spans several.
+std::string who(const Death& d, std::optional<int> rank, bool multi_host) {
+  std::string where = d.host.empty() || !multi_host ? "" : " on " + d.host;
+  std::string pid = d.pid ? fmt::format("pid {}", *d.pid) : std::string("a process");
+  if (rank) return fmt::format("rank {} ({}{})", *rank, pid, where);
+  return fmt::format("{}{}{}", pid, d.comm.empty() ? "" : " (" + d.comm + ")", where);
+}
+
+}  // namespace
+
+std::string death_words(const Death& d) {
+  std::string s;
+  std::string when;
+  if (d.at) {
+    std::time_t t = static_cast<std::time_t>(*d.at);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    when = fmt::format(" at {:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+  }
+  if (d.how == "oom-kill") {
+    s = "was killed by the kernel OOM killer" + when;
+    std::vector<std::string> facts;
+    if (!d.cgroup.empty()) facts.push_back("memory cgroup " + d.cgroup);
+    if (d.limit_bytes) facts.push_back("limit " + human(*d.limit_bytes));
+    if (d.rss_bytes) facts.push_back("rss " + human(*d.rss_bytes));
+    if (!facts.empty()) {
+      s += " (" + facts[0];
+      for (std::size_t i = 1; i < facts.size(); ++i) s += (i == 1 && !d.cgroup.empty() ? ": " : ", ") + facts[i];
+      s += ")";
+    }
+  } else if (d.how == "segfault") {
+    s = "crashed" + when + ": " + (d.detail.empty() ? std::string("segfault") : d.detail);
+  } else if (d.how == "killed") {
+    s = fmt::format("was killed by {}{}{}", d.signal_name.empty() ? fmt::format("signal {}", d.signal.value_or(0)) : d.signal_name,
+                    when, d.core_dumped ? " (core dumped)" : "");
+  } else if (d.how == "exited") {
+    s = fmt::format("exited with code {}{}", d.exit_code.value_or(0), when);
+  } else {
+    s = "died" + when;
+  }
+  if (!d.core.empty()) s += "; its core went to " + d.core;
+  return s;
+}
+
+
+DeathFindings death_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged) {
+  DeathFindings out;
+  std::set<std::string> hosts;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (!p.host.empty()) hosts.insert(p.host);
+  }
+  bool multi_host = hosts.size() > 1;
+  std::vector<std::size_t> dead_unranked;
+  std::vector<std::size_t> with_death;
+  for (std::size_t m : a.grouped) {
+    const ProcessSnapshot& p = job.processes[m];
+    if (!p.death) continue;
+    with_death.push_back(m);
+    if (!p.rank) dead_unranked.push_back(m);
+  }
+  std::vector<int> missing = a.missing_ranks;
+  // A zombie's environment is gone with its memory: it is the missing rank when it is the only
+  // dead process without a rank and that the only missing rank.
+  std::optional<int> zombie_rank;
+  if (dead_unranked.size() == 1 && missing.size() == 1) zombie_rank = missing.front();
+  for (std::size_t m : with_death) {
+    const ProcessSnapshot& p = job.processes[m];
+    Death d = *p.death;
+    if (d.host.empty()) d.host = p.host;
+    std::optional<int> rank = p.rank;
+    if (!rank && zombie_rank) {
+      rank = zombie_rank;
+      out.ranks.insert(*rank);
+    }
+    std::string s = who(d, rank, multi_host) + " " + death_words(d);
+    if (p.state == 'Z') s += fmt::format(" (a zombie: not reaped by pid {})", p.ppid);
+    a.suspect_reasons.push_back(s + majority_words(job, a, rank.has_value()));
+    out.members.insert(m);
+    flagged.push_back(m);
+  }
+  for (Group& g : a.groups) {
+    if (std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return out.members.count(m) > 0; })) g.suspect = true;
+  }
+  // Reaped deaths from the kernel log: linked when one death meets one missing rank.
+  std::vector<int> unexplained;
+  for (int r : missing) {
+    if (!out.ranks.count(r)) unexplained.push_back(r);
+  }
+  if (unexplained.empty()) return out;
+  for (const Death& d : job.deaths) {
+    std::optional<int> rank;
+    if (job.deaths.size() == 1 && unexplained.size() == 1) rank = unexplained.front();
+    std::string s = who(d, rank, multi_host) + " " + death_words(d);
+    if (!rank) {
+      s += fmt::format(" while ranks {} went missing; which rank it was is not known", compress_ranges(unexplained));
+    } else {
+      out.ranks.insert(*rank);
+    }
+    a.suspect_reasons.push_back(s + majority_words(job, a, rank.has_value()));
+  }
+  return out;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,107 @@
+"""How the dead died (issue: the story of a hang): one sentence per dead rank, from its exit
+status and the kernel log, checked against the kernel's own records.
+
+Targets: ring_allreduce.py with --zombie (killed, left unreaped) or --kill (killed and reaped),
+by SIGKILL from the launcher or by a memory cgroup's OOM killer (--oom-cgroup). The OOM tests
+create a memory cgroup with a limit and remove it afterwards; the oracle is the kernel log's
+own "Killed process" line, read by the test.
+"""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import hs_testlib as hs  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+RING = hs.program_source("ring_allreduce.py")
+LIMIT = 100 << 20
+DONE = hs.hs_line("ring_allreduce.py", "done")
+
+
+def start_ring(pool, *args):
+    return pool.start([PYTHON, RING, hs.READY, "--world", 4, "--odd", -1, *args], ready="pipe", timeout=120)
+
+
+def kernel_kill_line(pid):
+    """The kernel log's own record of the OOM kill of `pid` (the oracle)."""
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    found = None
+    try:
+        while True:
+            try:
+                rec = os.read(fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except BrokenPipeError:
+                continue
+            msg = rec.split(";", 1)[-1]
+            if re.search(rf"Killed process {pid} \(", msg):
+                found = msg
+    finally:
+        os.close(fd)
+    assert found, f"no OOM kill of {pid} in the kernel log"
+    return found
+
+
+def rss_of_kill_line(line):
+    return sum(int(re.search(rf"{k}:(\d+)kB", line).group(1)) for k in ("anon-rss", "file-rss", "shmem-rss")) << 10
+
+
+def test_zombie_killed_by_a_signal_is_one_sentence(targets):
+    job = start_ring(targets, "--zombie", 1)
+    run = hs.dump(job.pid, "--subprocesses")
+    assert run.rc in (0, 1), run.describe()
+    zombie = next(p for p in run.doc["processes"] if p["state"] == "Z")
+    assert zombie["death"]["how"] == "killed" and zombie["death"]["signal"] == 9
+    assert zombie["death"]["signal_name"] == "SIGKILL" and zombie["death"]["core_dumped"] is False
+    assert zombie["death"]["evidence"] == ["exit status (/proc/PID/stat)"]
+    assert run.doc["suspect_reasons"] == [
+        f"rank 1 (pid {zombie['pid']}) was killed by SIGKILL (a zombie: not reaped by pid {job.pid}); "
+        f"ranks 0,2-3 wait for it in wait_for_work (ring_allreduce.py:{DONE})"]
+    assert run.doc["suspects"] == [1] and run.doc["missing_ranks"] == [1]
+
+
+def test_oom_killed_zombie_names_cgroup_limit_and_rss(targets):
+    with hs.MemoryCgroup(LIMIT) as cg:
+        job = start_ring(targets, "--zombie", 2, "--oom-cgroup", cg.path)
+        run = hs.dump(job.pid, "--subprocesses")
+        zombie = next(p for p in run.doc["processes"] if p["state"] == "Z")
+        pid = zombie["pid"]
+        line = kernel_kill_line(pid)
+        death = zombie["death"]
+        assert death["how"] == "oom-kill" and death["signal"] == 9
+        assert death["cgroup"] == cg.rel and death["limit_bytes"] == LIMIT, death
+        assert death["rss_bytes"] == rss_of_kill_line(line), (death, line)
+        assert death["evidence"] == ["exit status (/proc/PID/stat)", "kernel log"]
+        reason = run.doc["suspect_reasons"]
+        assert len(reason) == 1, reason
+        rss_mib = round(death["rss_bytes"] / (1 << 20))
+        assert re.fullmatch(
+            rf"rank 2 \(pid {pid}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
+            rf"\(memory cgroup {re.escape(cg.rel)}: limit 100 MiB, rss {rss_mib} MiB\) "
+            rf"\(a zombie: not reaped by pid {job.pid}\); ranks 0-1,3 wait for it in wait_for_work "
+            rf"\(ring_allreduce.py:{DONE}\)", reason[0]), reason[0]
+        for t in targets.targets:
+            t.kill()
+
+
+def test_oom_killed_and_reaped_rank_is_found_in_the_kernel_log(targets):
+    with hs.MemoryCgroup(LIMIT) as cg:
+        job = start_ring(targets, "--kill", 3, "--oom-cgroup", cg.path)
+        run = hs.dump(job.pid, "--subprocesses")
+        assert run.doc["missing_ranks"] == [3]
+        assert len(run.doc["deaths"]) == 1, run.doc["deaths"]
+        death = run.doc["deaths"][0]
+        line = kernel_kill_line(death["pid"])
+        assert death["how"] == "oom-kill" and death["comm"] == "python3"
+        assert death["cgroup"] == cg.rel and death["rss_bytes"] == rss_of_kill_line(line)
+        reason = run.doc["suspect_reasons"]
+        assert len(reason) == 1 and reason[0].startswith(
+            f"rank 3 (pid {death['pid']}) was killed by the kernel OOM killer at "), reason
+        assert reason[0].endswith(f"; ranks 0-2 wait for it in wait_for_work (ring_allreduce.py:{DONE})")
+        assert run.doc["suspects"] == [3]
+        for t in targets.targets:
+            t.kill()
