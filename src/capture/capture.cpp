@@ -8,6 +8,7 @@
 #include "capture/python_capture.h"
 #include "target/frozen_memory.h"
 #include "unwind/dwfl_session.h"
+#include "util/contain.h"
 
 namespace hangscan {
 
@@ -89,10 +90,8 @@ void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
     owners[i]->stack_view = std::span<const std::uint8_t>(ops[i].buf, ops[i].got);
 }
 
-}  // namespace
-
-ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
-                                SymbolCache& symbols) {
+ProcessSnapshot capture_unguarded(Target& target, const CaptureOptions& options,
+                                  SymbolCache& symbols) {
   ProcessSnapshot snap;
   target.describe_process(snap);
 
@@ -276,6 +275,23 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     if (a.is_main != b.is_main) return a.is_main;
     return a.tid < b.tid;
   });
+  return snap;
+}
+
+}  // namespace
+
+ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
+                                SymbolCache& symbols) {
+  ProcessSnapshot snap;
+  auto failure = failure_of([&] { snap = capture_unguarded(target, options, symbols); });
+  if (!failure) return snap;
+  // The freeze (RAII) has already let the target go. Keep what describes the process.
+  snap = ProcessSnapshot{};
+  (void)failure_of([&] { target.describe_process(snap); });
+  snap.threads.clear();
+  snap.diagnostics.push_back(make_diag(Diagnostic::Severity::error, target,
+                                       fmt::format("{}: capture failed: {}", target.describe(), *failure),
+                                       internal_error_hint()));
   return snap;
 }
 
