@@ -45,7 +45,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
     return Error(Errc::already_traced,
                  fmt::format("pid {} is already traced by pid {} ({})", pid, status->tracer_pid,
                              tracer.empty() ? "?" : tracer),
-                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again");
+                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again, or use --nonblocking "
+                 "(Python frames read without ptrace)");
   }
   auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
   if (!maps_text) {
