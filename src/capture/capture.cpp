@@ -9,6 +9,7 @@
 #include "capture/python_capture.h"
 #include "target/frozen_memory.h"
 #include "unwind/dwfl_session.h"
+#include "util/contain.h"
 
 namespace hangscan {
 
@@ -118,10 +119,8 @@ void report_uninterruptible(const std::vector<FrozenThread>& threads, const Targ
       "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it returns"));
 }
 
-}  // namespace
-
-ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
-                                SymbolCache& symbols) {
+ProcessSnapshot capture_unguarded(Target& target, const CaptureOptions& options,
+                                  SymbolCache& symbols) {
   ProcessSnapshot snap;
   target.describe_process(snap);
 
@@ -309,6 +308,23 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
     if (a.is_main != b.is_main) return a.is_main;
     return a.tid < b.tid;
   });
+  return snap;
+}
+
+}  // namespace
+
+ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
+                                SymbolCache& symbols) {
+  ProcessSnapshot snap;
+  auto failure = failure_of([&] { snap = capture_unguarded(target, options, symbols); });
+  if (!failure) return snap;
+  // The freeze (RAII) has already let the target go. Keep what describes the process.
+  snap = ProcessSnapshot{};
+  (void)failure_of([&] { target.describe_process(snap); });
+  snap.threads.clear();
+  snap.diagnostics.push_back(make_diag(Diagnostic::Severity::error, target,
+                                       fmt::format("{}: capture failed: {}", target.describe(), *failure),
+                                       internal_error_hint()));
   return snap;
 }
 

@@ -36,6 +36,9 @@ struct CaptureOptions {
   std::function<void()> while_frozen;
 };
 
+// Never throws: whatever fails inside one target's capture (bad remote data, a library
+// exception) is an error diagnostic of the snapshot it returns, so the caller goes on with
+// the other targets.
 ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
                                 SymbolCache& symbols);
 

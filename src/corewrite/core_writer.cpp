@@ -26,6 +26,7 @@
 #include "proc/proc_files.h"
 #include "python/python_reader.h"
 #include "target/live_target.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {
@@ -53,8 +54,8 @@ CoreProcessInfo process_info(int pid) {
     info.nice = s->nice;
   }
   std::string status = read_or_empty(proc_path(pid, "status"));
-  if (auto uid = status_field(status, "Uid")) info.uid = static_cast<unsigned>(std::strtoul(uid->c_str(), nullptr, 10));
-  if (auto gid = status_field(status, "Gid")) info.gid = static_cast<unsigned>(std::strtoul(gid->c_str(), nullptr, 10));
+  if (auto uid = status_field(status, "Uid")) info.uid = parse_int<unsigned>(*uid).value_or(0);
+  if (auto gid = status_field(status, "Gid")) info.gid = parse_int<unsigned>(*gid).value_or(0);
   info.comm = read_comm(pid, pid);
   std::string cmd = read_or_empty(proc_path(pid, "cmdline"), 4096);
   std::replace(cmd.begin(), cmd.end(), '\0', ' ');

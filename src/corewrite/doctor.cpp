@@ -18,6 +18,7 @@
 #include "corewrite/core_plan.h"
 #include "corewrite/proc_facts.h"
 #include "proc/proc_files.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {
@@ -69,7 +70,7 @@ class Doctor {
     const bool cap = (status_hex(self, "CapEff") >> kCapSysPtrace) & 1;
     const bool container = in_container();
     std::string scope_text = slurp("/proc/sys/kernel/yama/ptrace_scope");
-    int scope = scope_text.empty() ? -1 : std::atoi(scope_text.c_str());
+    int scope = parse_int<int>(scope_text).value_or(-1);
     std::string where = container ? " (in a container)" : "";
     if (scope == 3) {
       add(Level::fail, "ptrace", "kernel.yama.ptrace_scope=3: ptrace is disabled for everyone",
@@ -109,7 +110,7 @@ class Doctor {
           "check the pid with 'ps -p PID'");
       return;
     }
-    int tracer = std::atoi(status_field(target, "TracerPid").value_or("0").c_str());
+    int tracer = parse_int<int>(status_field(target, "TracerPid").value_or("0")).value_or(0);
     if (tracer != 0) {
       add(Level::fail, "ptrace",
           fmt::format("pid {} is already traced by pid {} ({})", pid, tracer, read_comm(tracer, tracer)),
@@ -117,7 +118,7 @@ class Doctor {
       return;
     }
     const unsigned me = geteuid();
-    unsigned owner = static_cast<unsigned>(std::atoi(status_field(target, "Uid").value_or("0").c_str()));
+    unsigned owner = parse_int<unsigned>(status_field(target, "Uid").value_or("0")).value_or(0);
     // process_vm_readv performs the same access check as PTRACE_ATTACH without stopping
     // anything: EPERM means refused, EFAULT (address 1 is never mapped) means allowed.
     char byte = 0;
@@ -243,7 +244,7 @@ class Doctor {
   void check_disk() {
     std::uint64_t rss = 0;
     if (o_.pid) {
-      if (auto v = status_field(slurp(proc("status")), "VmRSS")) rss = std::strtoull(v->c_str(), nullptr, 10) * 1024;
+      if (auto v = status_field(slurp(proc("status")), "VmRSS")) rss = parse_int<std::uint64_t>(*v).value_or(0) * 1024;
     }
     for (const auto& [what, dir] : {std::pair<std::string, std::string>{"hangscan gcore", o_.core_dir},
                                     {"kernel cores", core_dir_}}) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "util/parse_number.h"
+
 namespace hangscan {
 namespace {
 
@@ -40,7 +42,7 @@ std::optional<std::uint64_t> header_start(std::string_view line) {
   for (std::size_t i = 0; i < dash; ++i) {
     if (!std::isxdigit(static_cast<unsigned char>(line[i]))) return std::nullopt;
   }
-  return std::strtoull(std::string(line.substr(0, dash)).c_str(), nullptr, 16);
+  return parse_int<std::uint64_t>(line.substr(0, dash), 16);
 }
 
 }  // namespace
@@ -72,10 +74,7 @@ std::map<std::uint64_t, MappingFacts> parse_smaps(std::string_view text) {
 std::optional<std::uint32_t> parse_coredump_filter(std::string_view text) {
   auto w = words_of(text);
   if (w.empty()) return std::nullopt;
-  char* end = nullptr;
-  unsigned long v = std::strtoul(w[0].c_str(), &end, 16);
-  if (end == w[0].c_str() || *end != 0) return std::nullopt;
-  return static_cast<std::uint32_t>(v);
+  return parse_int<std::uint32_t>(w[0], 16);
 }
 
 std::optional<std::uint64_t> parse_core_limit(std::string_view limits_text) {
@@ -84,10 +83,7 @@ std::optional<std::uint64_t> parse_core_limit(std::string_view limits_text) {
     auto w = words_of(line.substr(18));
     if (w.empty()) return std::nullopt;
     if (w[0] == "unlimited") return UINT64_MAX;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(w[0].c_str(), &end, 10);
-    if (end == w[0].c_str()) return std::nullopt;
-    return v;
+    return parse_int<std::uint64_t>(w[0]);
   }
   return std::nullopt;
 }
@@ -100,12 +96,12 @@ std::optional<StatFacts> parse_stat_facts(std::string_view text) {
   if (w.size() < 17 || w[0].size() != 1) return std::nullopt;
   StatFacts s;
   s.state = w[0][0];
-  s.ppid = std::atoi(w[1].c_str());
-  s.pgrp = std::atoi(w[2].c_str());
-  s.sid = std::atoi(w[3].c_str());
-  s.utime_ticks = std::strtoull(w[11].c_str(), nullptr, 10);
-  s.stime_ticks = std::strtoull(w[12].c_str(), nullptr, 10);
-  s.nice = std::atoi(w[16].c_str());
+  s.ppid = parse_int<int>(w[1]).value_or(0);
+  s.pgrp = parse_int<int>(w[2]).value_or(0);
+  s.sid = parse_int<int>(w[3]).value_or(0);
+  s.utime_ticks = parse_int<std::uint64_t>(w[11]).value_or(0);
+  s.stime_ticks = parse_int<std::uint64_t>(w[12]).value_or(0);
+  s.nice = parse_int<int>(w[16]).value_or(0);
   return s;
 }
 
@@ -121,7 +117,7 @@ std::optional<std::string> status_field(std::string_view status_text, std::strin
 
 std::uint64_t status_hex(std::string_view status_text, std::string_view key) {
   auto v = status_field(status_text, key);
-  return v ? std::strtoull(v->c_str(), nullptr, 16) : 0;
+  return v ? parse_int<std::uint64_t>(*v, 16).value_or(0) : 0;
 }
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
@@ -139,12 +135,9 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     s.pop_back();
   }
   if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != 0 || !(v >= 0) || v * static_cast<double>(mult) > 1e19) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint64_t>(std::llround(v * static_cast<double>(mult)));
+  auto v = parse_finite_double(s);
+  if (!v || *v < 0 || *v * static_cast<double>(mult) > 1e19) return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(*v * static_cast<double>(mult)));
 }
 
 std::string local_host_name() {

@@ -16,6 +16,7 @@
 #include "proc/process_tree.h"
 #include "proc/rank_info.h"
 #include "target/live_target.h"
+#include "util/contain.h"
 #include "util/deadline.h"
 
 namespace hangscan {
@@ -36,31 +37,6 @@ Diagnostic make_diagnostic(Diagnostic::Severity sev, std::string message, std::s
   d.message = std::move(message);
   d.hint = std::move(hint);
   return d;
-}
-
-// Captures each process until the deadline; the rest are reported as not captured.
-void capture_processes(const std::vector<DiscoveredProcess>& procs, const CaptureOptions& base,
-                       const Deadline& deadline, JobSnapshot& job) {
-  SymbolCache symbols;
-  for (const auto& dp : procs) {
-    if (deadline.expired()) {
-      job.processes.push_back(unopened_snapshot(
-          dp, Error(Errc::timeout, fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
-                    "raise --timeout")));
-      continue;
-    }
-    auto target = open_live_target(dp.pid);
-    if (!target) {
-      job.processes.push_back(unopened_snapshot(dp, target.error()));
-      continue;
-    }
-    CaptureOptions copt = base;
-    copt.freeze_timeout = std::min(copt.freeze_timeout, std::max(deadline.remaining(), std::chrono::milliseconds(1)));
-    ProcessSnapshot snap = capture_process(**target, copt, symbols);
-    auto env = dp.environment.empty() ? live_environment(dp.pid) : dp.environment;
-    apply_rank_info(snap, env, &dp);
-    job.processes.push_back(std::move(snap));
-  }
 }
 
 bool job_matches(const std::vector<std::string>& env, const std::string& job_id) {
@@ -204,7 +180,8 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   job.job_id = o.job_id;
   auto procs = discover_job_processes(o, job.diagnostics);
   if (!procs) return procs.error();
-  capture_processes(*procs, o.capture, deadline, job);
+  SymbolCache symbols;
+  job.processes = capture_discovered(*procs, o.capture, deadline, symbols);
   for (auto& p : job.processes) {
     p.host = o.node;
     for (auto& d : p.diagnostics) d.host = o.node;
@@ -285,6 +262,38 @@ Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o, const std
       c = write(*r, deadline);
     }
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<ProcessSnapshot> capture_discovered(const std::vector<DiscoveredProcess>& procs,
+                                                const CaptureOptions& options, const Deadline& deadline,
+                                                SymbolCache& symbols) {
+  std::vector<ProcessSnapshot> out;
+  for (const auto& dp : procs) {
+    if (deadline.expired()) {
+      out.push_back(unopened_snapshot(
+          dp, Error(Errc::timeout, fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
+                    "raise --timeout")));
+      continue;
+    }
+    ProcessSnapshot snap;
+    auto failure = failure_of([&] {
+      auto target = open_live_target(dp.pid, options.nonblocking);
+      if (!target) {
+        snap = unopened_snapshot(dp, target.error());
+        return;
+      }
+      CaptureOptions copt = options;
+      copt.freeze_timeout = std::min(copt.freeze_timeout, std::max(deadline.remaining(), std::chrono::milliseconds(1)));
+      snap = capture_process(**target, copt, symbols);
+      apply_rank_info(snap, dp.environment.empty() ? live_environment(dp.pid) : dp.environment, &dp);
+    });
+    if (failure) {
+      snap = unopened_snapshot(dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure),
+                                         0, internal_error_hint()));
+    }
+    out.push_back(std::move(snap));
   }
   return out;
 }

@@ -70,6 +70,14 @@ std::string default_agent_node(const std::string& explicit_node, bool slurm_mode
 Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& options,
                                                                std::vector<Diagnostic>& diagnostics);
 
+// Opens and captures each process on this machine, in order, until `deadline` (the rest are
+// snapshots saying they were not captured). Never throws: a process that cannot be opened, or
+// whose capture fails in any way, is a snapshot with its error diagnostic, and the others are
+// still captured. Rank facts come from each process's environment.
+std::vector<ProcessSnapshot> capture_discovered(const std::vector<DiscoveredProcess>& procs,
+                                                const CaptureOptions& options, const Deadline& deadline,
+                                                SymbolCache& symbols);
+
 // Finds and captures. Errors only for bad options (Errc::usage); a node with no process of
 // the job is a snapshot with a warning, so the front end can report the ranks as missing.
 Result<JobSnapshot> run_agent(const AgentOptions& options);

@@ -3,12 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "fanout/hostlist.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -24,10 +24,8 @@ constexpr std::size_t kMaxString = 4096;
 constexpr std::size_t kMaxWarnings = 64;
 
 std::optional<long long> parse_number(std::string_view text) {
-  long long v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || text.empty()) return std::nullopt;
-  return v;
+  if (text != trim_number_text(text)) return std::nullopt;
+  return parse_int<long long>(text);
 }
 
 Error bad(const std::string& what) { return Error(Errc::bad_data, fmt::format("core answer: {}", what)); }

@@ -3,9 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "fanout/hostlist.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -182,13 +182,12 @@ void FrameCollector::add_line(std::string_view key, std::string_view payload) {
     std::string_view node = next_word(rest);
     std::string_view bytes_text = next_word(rest);
     std::string_view hash = next_word(rest);
-    std::size_t bytes = 0;
-    auto [p, ec] = std::from_chars(bytes_text.data(), bytes_text.data() + bytes_text.size(), bytes);
-    if (node != out.node || ec != std::errc() || p != bytes_text.data() + bytes_text.size() || hash.empty()) {
+    auto bytes = parse_int<std::size_t>(bytes_text);
+    if (node != out.node || !bytes || bytes_text != trim_number_text(bytes_text) || hash.empty()) {
       return fail(out, fmt::format("malformed agent end line '{}'", printable(payload, 120)));
     }
-    if (bytes != out.document.size()) {
-      return fail(out, fmt::format("agent document damaged on the way: {} of {} bytes arrived", out.document.size(), bytes));
+    if (*bytes != out.document.size()) {
+      return fail(out, fmt::format("agent document damaged on the way: {} of {} bytes arrived", out.document.size(), *bytes));
     }
     if (hash != frame_hash(out.document)) return fail(out, "agent document damaged on the way: checksum mismatch");
     out.state = State::complete;

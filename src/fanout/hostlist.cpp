@@ -1,9 +1,10 @@
 #include "fanout/hostlist.h"
+#include "util/parse_number.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <charconv>
+#include <limits>
 #include <map>
 #include <unordered_set>
 
@@ -43,9 +44,9 @@ Result<long> parse_number(std::string_view digits, std::string_view item) {
       !std::all_of(digits.begin(), digits.end(), is_digit)) {
     return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
   }
-  long v = 0;
-  std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  return v;
+  auto v = parse_int<long>(digits);
+  if (!v) return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
+  return *v;
 }
 
 // "1-3,5,07-09" (the inside of one bracket group) -> ranges.
@@ -217,9 +218,7 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
       order.emplace_back(true, groups.size());
       groups.push_back(Group{key.first, width, {}});
     }
-    long v = 0;
-    std::from_chars(h.data() + d, h.data() + h.size(), v);
-    groups[it->second].numbers.push_back(v);
+    groups[it->second].numbers.push_back(parse_int<long>(h.substr(d)).value_or(0));
   }
   std::string out;
   for (auto [is_group, i] : order) {
@@ -280,12 +279,11 @@ Result<std::vector<HostEntry>> parse_hostfile(std::string_view text, std::size_t
       }
       if (words[w].substr(0, eq) == "slots") {
         std::string_view v = words[w].substr(eq + 1);
-        int n = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec != std::errc() || p != v.data() + v.size() || n <= 0) {
+        auto n = parse_int_in<int>(v, 1, std::numeric_limits<int>::max());
+        if (!n || v != trim_number_text(v)) {
           return usage(fmt::format("{}: bad slots value '{}'", where(), shown(v)));
         }
-        slots = n;
+        slots = *n;
       }
     }
     auto names = parse_hostlist(words[0], max_hosts);

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdlib>
 #include <regex>
 
 #include "fanout/hostlist.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -79,9 +79,9 @@ std::optional<int> parse_num_tasks(std::string_view text) {
     bool word_start = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n' || text[pos - 1] == '\t';
     pos += 9;
     if (!word_start) continue;
-    int n = 0;
-    auto [p, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), n);
-    if (ec == std::errc() && n > 0 && (p == text.data() + text.size() || *p == ' ' || *p == '\n')) return n;
+    std::string_view rest = text.substr(pos);
+    auto n = take_int<int>(rest);
+    if (n && *n > 0 && (rest.empty() || rest.front() == ' ' || rest.front() == '\n')) return n;
     return std::nullopt;
   }
   return std::nullopt;

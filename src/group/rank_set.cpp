@@ -2,10 +2,11 @@
 #include "group/rank_set.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 #include <fmt/format.h>
+
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -76,12 +77,10 @@ std::string_view trim(std::string_view s) {
 }
 
 // Reads one (possibly negative) integer from the front of `s`.
-bool take_int(std::string_view& s, int& out) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, out);
-  if (ec != std::errc() || ptr == s.data()) return false;
-  s.remove_prefix(static_cast<std::size_t>(ptr - s.data()));
-  return true;
+bool read_int(std::string_view& s, int& out) {
+  auto v = take_int<int>(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 }  // namespace
@@ -96,7 +95,7 @@ Result<RankSet> RankSet::parse(std::string_view text, std::size_t max_size) {
     std::string_view item = trim(rest.substr(0, comma));
     std::string_view cursor = item;
     int lo = 0;
-    if (!take_int(cursor, lo)) {
+    if (!read_int(cursor, lo)) {
       return Error(Errc::usage, fmt::format("rank list \"{}\": \"{}\" is not a rank", text, item));
     }
     int hi = lo;
@@ -105,7 +104,7 @@ Result<RankSet> RankSet::parse(std::string_view text, std::size_t max_size) {
         return Error(Errc::usage, fmt::format("rank list \"{}\": \"{}\" is not a rank", text, item));
       }
       cursor.remove_prefix(1);
-      if (!take_int(cursor, hi) || !cursor.empty()) {
+      if (!read_int(cursor, hi) || !cursor.empty()) {
         return Error(Errc::usage, fmt::format("rank list \"{}\": \"{}\" is not a range", text, item));
       }
       if (hi < lo) {

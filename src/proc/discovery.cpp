@@ -105,7 +105,7 @@ void name_torch_spawn_launchers(const std::vector<ProcessFacts>& facts, std::vec
 }  // namespace
 
 std::vector<std::string> live_environment(int pid) {
-  auto target = open_live_target(pid);
+  auto target = open_live_target(pid, true);   // only memory is read
   if (target) return read_environment(**target);
   return process_environ_file(pid);
 }

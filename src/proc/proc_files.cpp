@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "util/parse_number.h"
+
 namespace hangscan {
 
 namespace {
@@ -22,12 +24,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Leaves `out` untouched when `s` is not a number of its type.
 template <class T>
 bool parse_num(std::string_view s, T& out, int base = 10) {
-  s = trim(s);
-  if (s.empty()) return false;
-  auto res = std::from_chars(s.data(), s.data() + s.size(), out, base);
-  return res.ec == std::errc() && res.ptr == s.data() + s.size();
+  auto v = parse_int<T>(s, base);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // Splits on runs of spaces.
@@ -280,6 +282,18 @@ std::string read_comm(int pid, int tid) {
   auto text = read_text_file(fmt::format("/proc/{}/task/{}/comm", pid, tid));
   if (!text) return {};
   return std::string(trim(*text));
+}
+
+bool process_exiting(int pid) {
+  constexpr unsigned long kPfExiting = 0x4;
+  auto st = read_stat(pid);
+  if (!st) return true;
+  return st->state == 'Z' || st->state == 'X' || (st->flags & kPfExiting) != 0;
+}
+
+Error exiting_error(int pid, int err) {
+  return Error(Errc::no_such_process, fmt::format("pid {}: the process is exiting", pid), err,
+               "it ended while hangscan was reading it: there is nothing left to capture");
 }
 
 }  // namespace hangscan

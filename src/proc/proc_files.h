@@ -72,4 +72,11 @@ std::optional<ProcStatus> read_status(int pid);
 std::optional<std::string> read_wchan(int pid, int tid);
 std::string read_comm(int pid, int tid);
 
+// True when the process is on its way out: gone, a zombie, or its main thread has PF_EXITING
+// set. Why: the kernel refuses ptrace (EPERM) and empties /proc/PID/maps for such a process,
+// which would otherwise read as "permission denied".
+bool process_exiting(int pid);
+// "pid N: the process is exiting" (Errc::no_such_process), for the callers that found so.
+Error exiting_error(int pid, int err = 0);
+
 }  // namespace hangscan

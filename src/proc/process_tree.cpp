@@ -3,24 +3,21 @@
 #include <dirent.h>
 
 #include <algorithm>
-#include <charconv>
+#include <limits>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
 namespace {
 
 std::optional<int> pid_name(const char* name) {
-  std::string_view s(name);
-  int v = 0;
-  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (res.ec != std::errc() || res.ptr != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
+  return parse_int_in<int>(name, 1, std::numeric_limits<int>::max());
 }
 
 bool by_pid(const ProcessEntry& a, const ProcessEntry& b) { return a.pid < b.pid; }
@@ -131,16 +128,21 @@ std::string joined_cmdline(const std::vector<std::string>& argv) {
   return out;
 }
 
-Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::string& regex,
-                                         const std::vector<int>& exclude,
-                                         const std::string& proc_root) {
-  std::regex re;
+Result<std::regex> compile_match_pattern(const std::string& regex) {
   try {
-    re = std::regex(regex, std::regex::extended | std::regex::nosubs);
+    return std::regex(regex, std::regex::extended | std::regex::nosubs);
   } catch (const std::regex_error& e) {
     return Error(Errc::usage, fmt::format("invalid --match pattern '{}': {}", regex, e.what()), 0,
                  "the pattern is a POSIX extended regular expression, as for 'pgrep -f'");
   }
+}
+
+Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::string& regex,
+                                         const std::vector<int>& exclude,
+                                         const std::string& proc_root) {
+  auto compiled = compile_match_pattern(regex);
+  if (!compiled) return std::move(compiled).error();
+  const std::regex& re = *compiled;
   std::vector<int> out;
   for (const auto& e : tree.entries()) {
     if (e.kernel_thread) continue;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ std::vector<std::string> process_environ_file(int pid, const std::string& proc_r
 
 // The command line joined with single spaces, as `pgrep -f` matches it.
 std::string joined_cmdline(const std::vector<std::string>& argv);
+
+// The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid. Why
+// exposed: front ends (pdsh) check it before sending it to every node.
+Result<std::regex> compile_match_pattern(const std::string& regex);
 
 // Pids whose joined command line matches `regex` (POSIX extended, searched anywhere), like
 // `pgrep -f`. Processes in `exclude` (hangscan itself and its ancestors, whose command lines

@@ -2,23 +2,20 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
+
+#include "util/parse_number.h"
 
 namespace hangscan {
 
 namespace {
 
-std::optional<int> parse_int(const std::optional<std::string>& s) {
-  if (!s || s->empty()) return std::nullopt;
-  int v = 0;
-  const char* b = s->data();
-  const char* e = b + s->size();
-  auto res = std::from_chars(b, e, v);
-  if (res.ec != std::errc() || res.ptr != e || v < 0) return std::nullopt;
-  return v;
+std::optional<int> env_int(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  return parse_int_in<int>(*s, 0, std::numeric_limits<int>::max());
 }
 
 bool has_prefix_var(const std::vector<std::string>& env, std::string_view prefix) {
@@ -160,16 +157,16 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, std::s
 RankInfo rank_from_environment(const std::vector<std::string>& env) {
   RankInfo info;
   for (const auto& fam : kFamilies) {
-    auto rank = parse_int(env_value(env, fam.rank));
+    auto rank = env_int(env_value(env, fam.rank));
     if (!rank) continue;
     info.rank = rank;
     info.rank_source = std::string(fam.rank);
     for (auto key : fam.local_rank) {
-      if (!key.empty() && !info.local_rank) info.local_rank = parse_int(env_value(env, key));
+      if (!key.empty() && !info.local_rank) info.local_rank = env_int(env_value(env, key));
     }
     for (auto key : fam.size) {
       if (!key.empty() && !info.world_size) {
-        auto size = parse_int(env_value(env, key));
+        auto size = env_int(env_value(env, key));
         if (size && *size > 0) info.world_size = size;
       }
     }
@@ -178,7 +175,7 @@ RankInfo rank_from_environment(const std::vector<std::string>& env) {
   }
   // No rank variable: a local rank alone still tells which device the process drives.
   for (auto key : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (!info.local_rank) info.local_rank = parse_int(env_value(env, key));
+    if (!info.local_rank) info.local_rank = env_int(env_value(env, key));
   }
   return info;
 }

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "python/debug_offsets.h"
+#include "util/parse_number.h"
 
 namespace hangscan::python {
 namespace {
@@ -70,12 +71,17 @@ std::optional<VersionHint> version_from_path(const std::string& path) {
   std::smatch m;
   std::string base = basename(path);
   if (!std::regex_search(base, m, kName)) return std::nullopt;
+  // A name like python3.99999999999 is no version: no hint, the target's memory decides.
+  auto major = parse_int_in<int>(m[1].str(), 2, 9);
+  auto minor = parse_int_in<int>(m[2].str(), 0, 999);
+  if (!major || !minor) return std::nullopt;
   VersionHint h;
-  h.major = std::stoi(m[1]);
-  h.minor = std::stoi(m[2]);
+  h.major = *major;
+  h.minor = *minor;
   h.full = fmt::format("{}.{}", h.major, h.minor);
   std::smatch d;
-  if (std::regex_search(path, d, kDir) && std::stoi(d[1]) == h.major && std::stoi(d[2]) == h.minor)
+  if (std::regex_search(path, d, kDir) && parse_int<int>(d[1].str()) == h.major &&
+      parse_int<int>(d[2].str()) == h.minor)
     h.full = d[1].str() + "." + d[2].str() + "." + d[3].str();
   return h;
 }

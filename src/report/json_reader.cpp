@@ -1,7 +1,6 @@
 // The defensive JSON reader. Every value is type- and range-checked; nothing is trusted.
 #include "report/json_reader.h"
 
-#include <charconv>
 #include <limits>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 
 #include "report/agent_format.h"
 #include "report/json_writer.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -253,11 +253,10 @@ class Converter {
     if (!v) return 0;
     if (v->is_number_unsigned()) return v->get<std::uint64_t>();
     std::string s = string_value(*v, at(path, key));
-    std::uint64_t out = 0;
     if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) fail(at(path, key), "expected a \"0x..\" string");
-    auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
-    if (ec != std::errc() || ptr != s.data() + s.size()) fail(at(path, key), fmt::format("bad hex \"{}\"", s.substr(0, 40)));
-    return out;
+    auto out = parse_int<std::uint64_t>(std::string_view(s).substr(2), 16);
+    if (!out || s.find_first_of(" \t\r\n") != std::string::npos) fail(at(path, key), fmt::format("bad hex \"{}\"", s.substr(0, 40)));
+    return *out;
   }
 
   char state(const json& obj, const char* key, const Path& path) {

@@ -28,6 +28,8 @@ std::size_t columns(const std::string& s) {
   return n;
 }
 
+// Cuts a line to `width` columns ("..." at the end); width 0 never cuts (files, pipes). A
+// "(file:line)" location is kept whole or dropped whole, never cut in the middle.
 std::string cut(const std::string& s, int width) {
   if (width <= 3 || columns(s) <= static_cast<std::size_t>(width)) return s;
   std::string out;
@@ -36,6 +38,12 @@ std::string cut(const std::string& s, int width) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c & 0xC0) != 0x80 && ++n > static_cast<std::size_t>(width - 3)) break;
     out += s[i];
+  }
+  auto open = out.rfind('(');
+  if (open != std::string::npos && out.find(')', open) == std::string::npos &&
+      s.find(':', open) < s.find(')', open)) {
+    out.resize(open);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
   }
   return out + "...";
 }

@@ -18,7 +18,9 @@ namespace hangscan {
 struct TextOptions {
   bool color = false;         // ANSI colours; the caller decides (TTY, NO_COLOR)
   bool all_threads = true;    // per-process details: every thread, or only the main thread
-  int width = 100;            // columns; longer lines are cut with "..."
+  // Columns; longer lines are cut with "..." (never inside a "(file:line)"). 0: never cut,
+  // which is what files and pipes get; the CLI gives a terminal's own width.
+  int width = 0;
   // Jobs with more processes than this show details only for suspects and one member per group.
   std::size_t detail_limit = 16;
   std::size_t max_chain = 6;  // longer single-path runs in the tree are elided in the middle

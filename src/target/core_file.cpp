@@ -205,13 +205,34 @@ std::string signal_name(int signo) {
   return fmt::format("SIG{}", signo);
 }
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
 Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
     return Error(err == EACCES ? Errc::permission : Errc::not_found,
                  fmt::format("{}: cannot open: {}", path, std::strerror(err)), err,
                  err == EACCES ? "run as the core's owner or root" : "check the path");
+  }
+  struct stat given {};
+  if (fstat(fd, &given) == 0 && !S_ISREG(given.st_mode)) {
+    ::close(fd);
+    return Error(Errc::bad_data, fmt::format("{}: {}, not a core file", path, file_kind(given.st_mode)), 0,
+                 "give the path of a regular core file; to read a core from a pipe or device, save it "
+                 "to a file first (cat PIPE > core.1)");
   }
   auto decompressed = decompress_if_needed(fd, path);
   if (!decompressed) {

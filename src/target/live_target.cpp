@@ -31,7 +31,7 @@ std::string hostname() {
 
 }  // namespace
 
-Result<std::unique_ptr<Target>> open_live_target(int pid) {
+Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (pid <= 0) return Error(Errc::usage, fmt::format("{} is not a valid pid", pid));
   auto stat = read_stat(pid);
   if (!stat) {
@@ -48,15 +48,17 @@ Result<std::unique_ptr<Target>> open_live_target(int pid) {
                              stat->ppid));
   }
   auto status = read_status(pid);
-  if (status && status->tracer_pid != 0 && status->tracer_pid != getpid()) {
+  if (!read_only && status && status->tracer_pid != 0 && status->tracer_pid != getpid()) {
     std::string tracer = read_comm(status->tracer_pid, status->tracer_pid);
     return Error(Errc::already_traced,
                  fmt::format("pid {} is already traced by pid {} ({})", pid, status->tracer_pid,
                              tracer.empty() ? "?" : tracer),
-                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again");
+                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again, or use --nonblocking "
+                 "(Python frames read without ptrace)");
   }
   auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
   if (!maps_text) {
+    if (process_exiting(pid)) return exiting_error(pid);
     if (maps_text.error().code == Errc::permission) {
       return Error(Errc::permission, fmt::format("pid {}: permission denied", pid), EACCES,
                    "run as the process's user or as root; on hardened kernels set "
@@ -68,6 +70,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid) {
   auto st = target->refresh_mappings();
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
+    if (process_exiting(pid)) return exiting_error(pid);
     return Error(Errc::permission, fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
                  EACCES, "run as the process's user or as root (ptrace access mode)");
   }

@@ -16,7 +16,9 @@
 
 namespace hangscan {
 
-Result<std::unique_ptr<Target>> open_live_target(int pid);
+// `read_only`: the caller will only read memory (--nonblocking), never ptrace, so a process
+// another tool (strace, gdb) is tracing is accepted.
+Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only = false);
 
 class LiveTarget : public Target {
  public:

@@ -47,6 +47,8 @@ void short_nap() {
 }
 
 Error ptrace_error(int pid, int err) {
+  // An exiting process refuses the seize with EPERM too: that is no permission problem.
+  if ((err == EPERM || err == ESRCH) && process_exiting(pid)) return exiting_error(pid, err);
   if (err == EPERM || err == EACCES) {
     return Error(Errc::permission,
                  fmt::format("pid {}: permission denied (ptrace)", pid), err,

@@ -70,6 +70,15 @@ int main(int argc, char** argv) {
     if (n.type == NT_PRSTATUS) hangscan::testing::put<std::int16_t>(n.desc, 12, 0);
   }
   write(dir, "gcore.core", gcore.build());
+  // An executable whose name is no Python version (python3.99999999999 once ended the run).
+  FakeCore odd_python = full;
+  for (auto& n : odd_python.notes) {
+    if (n.type == 0x46494c45) {
+      n.desc = FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/python3.99999999999"},
+                                    {0x7f0000000000, 0x7f0000002000, 0, "/usr/lib/libpython3.99999999999.so"}});
+    }
+  }
+  write(dir, "odd_python.core", odd_python.build());
   FakeCore minimal;
   minimal.add_note(NT_PRSTATUS, FakeCore::prstatus(1, 0, make_regs(0, 0, ~0ULL)));
   write(dir, "minimal.core", minimal.build());

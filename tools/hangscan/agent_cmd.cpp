@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "output.h"
 #include "fanout/agent.h"
 #include "fanout/frames.h"
 #include "fanout/hostlist.h"
@@ -39,10 +40,8 @@ struct AgentCliOptions {
   std::string gcore_max_size = "256M";
 };
 
-void emit(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+// False (said on stderr) when stdout could not take it: the front end then gets nothing.
+bool emit(const std::string& text) { return write_stdout(text); }
 
 // The agent's end of the core round: its own node's cores, one outcome each.
 int run_core_round(const AgentCliOptions& o, const AgentOptions& a, const std::string& frame_node) {
@@ -66,8 +65,7 @@ int run_core_round(const AgentCliOptions& o, const AgentOptions& a, const std::s
   auto outcomes = run_core_agent(a, requests, write);
   if (!outcomes) return fail(outcomes.error());
   std::string doc = write_core_outcomes_json(a.node, *outcomes);
-  emit(o.raw ? doc + "\n" : frame_document(frame_node, doc));
-  return kExitComplete;
+  return emit(o.raw ? doc + "\n" : frame_document(frame_node, doc)) ? kExitComplete : kExitNothing;
 }
 
 int run_agent_command(const AgentCliOptions& o) {
@@ -95,8 +93,7 @@ int run_agent_command(const AgentCliOptions& o) {
     return job.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
   std::string doc = write_agent_json(*job);
-  emit(o.raw ? doc + "\n" : frame_document(frame_node, doc));
-  return kExitComplete;
+  return emit(o.raw ? doc + "\n" : frame_document(frame_node, doc)) ? kExitComplete : kExitNothing;
 }
 
 }  // namespace
@@ -109,7 +106,7 @@ void add_agent_command(CLI::App& app, Action& action) {
   sub->add_option("--exclude-step", opts->exclude_steps, "Leave out this step of the job (hangscan's own)");
   sub->add_option("--match", opts->match, "Capture processes whose command line matches REGEX");
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline for the whole node")
-      ->check(CLI::Range(100, 86400000))
+      ->check(whole_number("a number of milliseconds", 100, 86400000))
       ->capture_default_str();
   sub->add_flag("--raw", opts->raw, "Print the bare agent JSON document (no framing)");
   add_capture_flags(sub, opts->capture);

@@ -19,6 +19,20 @@ inline constexpr int kExitPartial = 1;
 inline constexpr int kExitNothing = 2;
 inline constexpr int kExitUsage = 64;
 
+// Largest pid Linux hands out (kernel.pid_max can be raised to 2^22 at most).
+inline constexpr long long kMaxPid = 4194304;
+
+// Validators of numeric flags (flags.cpp). A bad value is a usage error that says what was
+// expected: "--pid: 'abc' is not a process id (a whole number from 1 to 4194304)".
+// Why not CLI::Range: its message is CLI11's ("Value abc not in range 0.000000 to 1.79e308")
+// and it lets "nan" through.
+CLI::Validator whole_number(const std::string& what, long long lo, long long hi);
+CLI::Validator process_id();
+// A finite decimal number in [lo, hi]: "nan", "inf" and "1e999" are refused.
+CLI::Validator finite_number(const std::string& what, double lo, double hi);
+// "see 'hangscan SUB --help'" for the subcommand named on the command line.
+std::string help_hint(const CLI::App& app, int argc, char** argv);
+
 // The action chosen by parsing; returns the process exit code.
 using Action = std::function<int()>;
 

@@ -19,6 +19,8 @@
 #include "proc/discovery.h"
 #include "proc/environ_memory.h"
 #include "target/core_target.h"
+#include "util/contain.h"
+#include "util/parse_number.h"
 
 namespace hangscan::cli {
 
@@ -45,7 +47,7 @@ std::optional<int> rank_from_file_name(const std::string& path) {
   static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))",
                                 std::regex::icase);
   std::smatch m;
-  if (std::regex_search(base, m, kRank)) return std::stoi(m[1].str());
+  if (std::regex_search(base, m, kRank)) return parse_int<int>(m[1].str());
   return std::nullopt;
 }
 
@@ -87,6 +89,35 @@ Diagnostic error_diagnostic(const Error& e) {
   return d;
 }
 
+// Opens one core and adds its snapshot (or the reason it could not be read) to `job`.
+void read_one_core(const std::string& file, const CoreOpenOptions& open_opts, const CaptureOptions& copt,
+                   SymbolCache& symbols, PhaseClock& clock, JobSnapshot& job) {
+  auto target = open_core_target(file, open_opts);
+  clock.lap(PhaseClock::open);
+  if (!target) {
+    print_error(target.error());
+    job.diagnostics.push_back(error_diagnostic(target.error()));
+    return;
+  }
+  ProcessSnapshot snap = capture_process(**target, copt, symbols);
+  clock.lap(PhaseClock::capture);
+  apply_rank_info(snap, read_environment(**target));
+  if (!snap.rank) {
+    if (auto r = rank_from_file_name(file)) {
+      snap.rank = r;
+      snap.role = "rank";
+    }
+  }
+  clock.lap(PhaseClock::environ);
+  if (snap.core) snap.core->annotations = explain_crash(**target, snap);
+  if (snap.world_size) {
+    job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
+  }
+  job.processes.push_back(std::move(snap));
+  target->reset();   // the core's mapping and files are released before the next one
+  clock.lap(PhaseClock::crash);
+}
+
 int run_core(const CoreCmdOptions& o) {
   CaptureOptions copt;
   copt.unwinder = o.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
@@ -103,30 +134,12 @@ int run_core(const CoreCmdOptions& o) {
   PhaseClock clock;
   clock.start();
   for (const auto& file : o.files) {
-    auto target = open_core_target(file, open_opts);
-    clock.lap(PhaseClock::open);
-    if (!target) {
-      print_error(target.error());
-      job.diagnostics.push_back(error_diagnostic(target.error()));
-      continue;
+    auto failure = failure_of([&] { read_one_core(file, open_opts, copt, symbols, clock, job); });
+    if (failure) {
+      Error e(Errc::internal, fmt::format("core {}: {}", file, *failure), 0, internal_error_hint());
+      print_error(e);
+      job.diagnostics.push_back(error_diagnostic(e));
     }
-    ProcessSnapshot snap = capture_process(**target, copt, symbols);
-    clock.lap(PhaseClock::capture);
-    apply_rank_info(snap, read_environment(**target));
-    if (!snap.rank) {
-      if (auto r = rank_from_file_name(file)) {
-        snap.rank = r;
-        snap.role = "rank";
-      }
-    }
-    clock.lap(PhaseClock::environ);
-    if (snap.core) snap.core->annotations = explain_crash(**target, snap);
-    if (snap.world_size) {
-      job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
-    }
-    job.processes.push_back(std::move(snap));
-    target->reset();   // the core's mapping and files are released before the next one
-    clock.lap(PhaseClock::crash);
   }
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
   if (job.processes.empty()) {

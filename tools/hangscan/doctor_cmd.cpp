@@ -35,7 +35,7 @@ void add_doctor_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<DoctorCmdOptions>();
   auto* sub = app.add_subcommand(
       "doctor", "Check what would stop ptrace or cores from working, and say how to fix it");
-  sub->add_option("-p,--pid", opts->pid, "Also check this process")->check(CLI::PositiveNumber);
+  sub->add_option("-p,--pid", opts->pid, "Also check this process")->check(process_id());
   sub->add_option("-o,--output-dir", opts->dir, "Where 'hangscan gcore' would write")
       ->capture_default_str();
   sub->callback([opts, &action] { action = [opts] { return run_doctor_cmd(*opts); }; });

@@ -14,6 +14,7 @@
 
 #include "proc/deaths.h"
 #include "capture/capture.h"
+#include "fanout/agent.h"
 #include "cli.h"
 #include "group/progress.h"
 #include "gcore_cmd.h"
@@ -51,26 +52,17 @@ Diagnostic error_diagnostic(const Error& e, int pid) {
   return d;
 }
 
-// One snapshot of every discovered process.
+// One snapshot of every discovered process; a process that fails is its own diagnostic.
 JobSnapshot capture_all(const std::vector<DiscoveredProcess>& procs, const CaptureOptions& copt,
                         SymbolCache& symbols, bool print_errors) {
   JobSnapshot job;
-  for (const auto& dp : procs) {
-    auto target = open_live_target(dp.pid);
-    if (!target) {
-      if (print_errors) print_error(target.error());
-      job.processes.push_back(unopened_snapshot(dp, target.error()));
-      continue;
-    }
-    ProcessSnapshot snap = capture_process(**target, copt, symbols);
-    auto env = dp.environment.empty() ? live_environment(dp.pid) : dp.environment;
-    apply_rank_info(snap, env, &dp);
-    if (print_errors) {
+  job.processes = capture_discovered(procs, copt, Deadline::never(), symbols);
+  if (print_errors) {
+    for (const auto& snap : job.processes) {
       for (const auto& d : snap.diagnostics) {
         if (d.severity == Diagnostic::Severity::error) print_error(d.message, d.hint);
       }
     }
-    job.processes.push_back(std::move(snap));
   }
   return job;
 }
@@ -111,7 +103,7 @@ int run_dump(const DumpOptions& o) {
   std::vector<int> good_pids;
   std::vector<Diagnostic> rejected;
   for (int pid : o.pids) {
-    auto t = open_live_target(pid);
+    auto t = open_live_target(pid, o.nonblocking);
     if (t) {
       good_pids.push_back(pid);
       continue;
@@ -165,7 +157,7 @@ int run_dump(const DumpOptions& o) {
 void add_dump_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<DumpOptions>();
   auto* sub = app.add_subcommand("dump", "Stacks of every thread of live processes, grouped by rank");
-  sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(CLI::PositiveNumber);
+  sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(process_id());
   sub->add_flag("--subprocesses", opts->subprocesses, "Also every descendant of each --pid");
   sub->add_option("--match", opts->match, "Processes whose command line matches REGEX (like pgrep -f)");
   sub->add_option("--unwinder", opts->unwinder, "Native unwinder")
@@ -177,10 +169,11 @@ void add_dump_command(CLI::App& app, Action& action) {
                 "Read Python frames without stopping the process (may be inconsistent)");
   sub->add_flag("--no-python", opts->no_python, "Do not read Python frames");
   sub->add_option("--samples", opts->samples, "Snapshots to take, to tell stuck from progressing")
-      ->check(CLI::Range(1, 1000));
-  sub->add_option("--interval", opts->interval, "Seconds between samples")->check(CLI::Range(0.0, 3600.0));
+      ->check(whole_number("a sample count", 1, 1000));
+  sub->add_option("--interval", opts->interval, "Seconds between samples")
+      ->check(finite_number("a number of seconds", 0.0, 3600.0));
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline to stop every thread of a process")
-      ->check(CLI::Range(1, 600000))
+      ->check(whole_number("a number of milliseconds", 1, 600000))
       ->capture_default_str();
   sub->add_flag("-v,--verbose", opts->verbose, "Say how processes and interpreters were found");
   add_output_options(sub, opts->output);

@@ -93,7 +93,7 @@ CaptureOptions capture_options_from(const CaptureFlags& f) {
 
 void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
   app->add_option("--timeout", o.timeout_s, "Seconds for every node to answer (all in parallel)")
-      ->check(CLI::Range(1.0, 86400.0))
+      ->check(finite_number("a number of seconds", 1.0, 86400.0))
       ->capture_default_str();
   app->add_option("--agent-path", o.agent_path, "hangscan binary on the nodes (default: this binary's path)");
   app->add_option("--output", o.output_dir, "Also write one text file per node and the merged report to DIR");

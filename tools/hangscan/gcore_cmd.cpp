@@ -310,7 +310,7 @@ void add_gcore_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<GcoreOptions>();
   auto* sub = app.add_subcommand(
       "gcore", "Write a size-bounded core of a live process; it runs on afterwards");
-  sub->add_option("-p,--pid", opts->pid, "Process id")->required()->check(CLI::PositiveNumber);
+  sub->add_option("-p,--pid", opts->pid, "Process id")->required()->check(process_id());
   sub->add_option("-o,--output-dir", opts->dir, "Directory for the core")->capture_default_str();
   sub->add_option("--max-size", opts->max_size,
                   "Leave out the largest anonymous memory until the core fits (K, M, G); "
@@ -321,7 +321,7 @@ void add_gcore_command(CLI::App& app, Action& action) {
   sub->add_flag("--yes", opts->yes, "Confirm --signal, which ends the process");
   sub->add_flag("--json", opts->json, "Print the result as JSON");
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline to stop every thread")
-      ->check(CLI::Range(1, 600000))
+      ->check(whole_number("a number of milliseconds", 1, 600000))
       ->capture_default_str();
   sub->callback([opts, &action] { action = [opts] { return run_gcore(*opts); }; });
 }

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cli.h"
+#include "output.h"
 
 namespace hangscan::cli {
 
@@ -22,6 +23,7 @@ void print_error(const std::string& message, const std::string& hint) {
 
 int main(int argc, char** argv) {
   using namespace hangscan::cli;
+  reserve_standard_fds();
   CLI::App app{"hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "hangscan 0.1.0");
@@ -42,7 +44,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    print_error(e.what(), "see 'hangscan --help'");
+    print_error(e.what(), help_hint(app, argc, argv));
     return kExitUsage;
   }
   if (!action) {

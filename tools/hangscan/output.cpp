@@ -1,10 +1,14 @@
 #include "output.h"
 
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <sstream>
 
@@ -38,7 +42,7 @@ void add_output_options(CLI::App* sub, OutputOptions& o) {
       ->check(CLI::IsMember({"function", "line", "pc"}))
       ->capture_default_str();
   sub->add_option("--top", o.top, "Group by the N innermost frames only (0: whole stack)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number("a frame count", 0, 100000));
   sub->add_flag("--main-only", o.main_only, "Text: show only each process's main thread");
 }
 
@@ -64,6 +68,7 @@ std::string render_report(const JobSnapshot& job, const Analysis& analysis, cons
   TextOptions t;
   t.color = o.color;
   t.all_threads = !o.main_only;
+  t.width = o.width;
   return write_text(job, &analysis, t);
 }
 
@@ -99,11 +104,43 @@ bool write_report(const JobSnapshot& job, const OutputOptions& o) {
     std::fflush(stdout);
     return write_svg(write_dot(job, analysis));
   }
-  std::string text = render_report(job, analysis, o);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
-  std::fflush(stdout);
-  return true;
+  OutputOptions shown = o;
+  shown.width = stdout_terminal_width();
+  std::string text = render_report(job, analysis, shown);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return write_stdout(text);
+}
+
+bool write_stdout(const std::string& text) {
+  errno = 0;
+  bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  ok = std::fflush(stdout) == 0 && ok && std::ferror(stdout) == 0;
+  if (!ok) {
+    int err = errno != 0 ? errno : EIO;
+    std::clearerr(stdout);
+    print_error(fmt::format("cannot write the report to standard output: {}", std::strerror(err)),
+                err == EBADF ? "standard output is closed; redirect it to a file"
+                             : "check the free space and where standard output goes; the report was not written");
+  }
+  return ok;
+}
+
+int stdout_terminal_width() {
+  if (isatty(STDOUT_FILENO) != 1) return 0;
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return 0;
+  return ws.ws_col;
+}
+
+void reserve_standard_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int got = ::open("/dev/null", fd == 0 || fd == 1 ? O_RDONLY : O_WRONLY);
+    if (got >= 0 && got != fd) {
+      ::dup2(got, fd);
+      ::close(got);
+    }
+  }
 }
 
 int exit_code_for(const JobSnapshot& job) {

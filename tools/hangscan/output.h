@@ -22,6 +22,7 @@ struct OutputOptions {
   std::string thread_regex;
   std::string granularity = "function";
   int top = 0;
+  int width = 0;                    // text: cut lines to this many columns; 0 never (files, pipes)
 };
 
 // Adds --json, --format, --threads, --thread-regex, --granularity, --top, --main-only.
@@ -33,9 +34,22 @@ bool output_wants_color();
 // The grouping options the flags ask for; Error on a bad regex.
 Result<GroupOptions> group_options(const OutputOptions& o);
 
-// Groups the job and writes the report to stdout. Returns false (with a message printed)
-// when the output could not be produced (e.g. `dot` missing for svg).
+// Columns of the terminal on stdout (TIOCGWINSZ), or 0 when stdout is a file or a pipe.
+int stdout_terminal_width();
+
+// Groups the job and writes the report to stdout, text cut to the terminal's width when
+// stdout is one. Returns false (with one line printed on stderr) when the report could not be
+// produced or could not be written (a full disk, /dev/full, a closed stdout, `dot` missing).
 bool write_report(const JobSnapshot& job, const OutputOptions& o);
+
+// Writes `text` to stdout and flushes; false, with "cannot write the report: REASON" on
+// stderr, when that fails. Why one function: exit 0 must mean the report reached its reader.
+bool write_stdout(const std::string& text);
+
+// Makes sure fds 0-2 are open (a closed one is opened on /dev/null, read-only for stdout so
+// that writes to it fail), so that no file hangscan opens becomes its stdout.
+void reserve_standard_fds();
+
 
 // The report as a string (for --output DIR files).
 std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);

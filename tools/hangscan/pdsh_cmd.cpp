@@ -1,4 +1,5 @@
 // `hangscan pdsh -w HOSTLIST --match REGEX`: the agent on every host through pdsh, merged.
+#include <boost/process/search_path.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
 #include "proc/proc_files.h"
+#include "proc/process_tree.h"
 
 namespace hangscan::cli {
 
@@ -58,17 +60,28 @@ int run_pdsh(const PdshCliOptions& o) {
     print_error(st.error());
     return kExitUsage;
   }
+  // Checked here, once: sent as is, a bad pattern would fail on every node alike and read as
+  // "every node unreachable".
+  if (auto re = compile_match_pattern(o.match); !re) {
+    print_error(re.error());
+    return kExitUsage;
+  }
   auto hosts = collect_hosts(o);
   if (!hosts) {
     print_error(hosts.error());
     return kExitUsage;
+  }
+  PdshOptions p;
+  if (boost::process::search_path(p.pdsh).empty()) {
+    print_error(fmt::format("'{}' is not installed here (not found on PATH)", p.pdsh),
+                "install pdsh (apt-get install pdsh) on this machine; on a Slurm cluster use --slurm-job instead");
+    return kExitNothing;
   }
   auto agent = resolve_agent_path(o.common.agent_path);
   if (!agent) {
     print_error(agent.error());
     return agent.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  PdshOptions p;
   p.hosts = std::move(*hosts);
   p.match = o.match;
   p.fanout = o.fanout;
@@ -100,7 +113,7 @@ void add_pdsh_command(CLI::App& app, Action& action) {
   sub->add_option("-w", opts->hostlist, "Hosts: n[1-3],gpu7 (Slurm/pdsh host list syntax)");
   sub->add_option("--hostfile", opts->hostfile, "File with one host per line (DeepSpeed 'host slots=N' too)");
   sub->add_option("--match", opts->match, "Processes whose command line matches REGEX, on every host")->required();
-  sub->add_option("-f", opts->fanout, "Hosts pdsh contacts at once")->check(CLI::Range(1, 4096))->capture_default_str();
+  sub->add_option("-f", opts->fanout, "Hosts pdsh contacts at once")->check(whole_number("a host count", 1, 4096))->capture_default_str();
   sub->add_option("--remote-setup", opts->remote_setup, "File sourced on each host before the agent (like ~/.pdshrc)");
   sub->add_option("-R", opts->rcmd, "pdsh rcmd module (default: $PDSH_RCMD_TYPE, else pdsh's)")
       ->check(CLI::IsMember({"ssh", "rsh", "exec", "mrsh", "krb4", "qsh", "mqsh", "xcpu"}));

@@ -211,3 +211,35 @@ TEST(GraphWriters, FoldedStacksOutermostFirst) {
 
 }  // namespace
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// Lines are cut only when a width is given (a terminal's), and never inside "(file:line)".
+TEST(TextWriter, WidthCutsOnlyWhenGivenAndKeepsLocationsWhole) {
+  JobSnapshot job;
+  ProcessSnapshot p;
+  p.pid = 77;
+  p.state = 'S';
+  ThreadSnapshot t;
+  t.tid = 77;
+  t.name = "python3";
+  t.state = 'S';
+  t.is_main = true;
+  const std::string file = "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py";
+  t.frames = {py("all_reduce", file, 2050)};
+  p.threads = {t};
+  job.processes.push_back(p);
+  const std::string full = "    all_reduce (" + file + ":2050)";
+  TextOptions o;
+  EXPECT_NE(write_text(job, nullptr, o).find("\n" + full + "\n"), std::string::npos);   // width 0: never cut
+  o.width = 60;
+  std::string cut = write_text(job, nullptr, o);
+  EXPECT_NE(cut.find("\n    all_reduce...\n"), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("(/opt"), std::string::npos) << cut;
+  o.width = static_cast<int>(full.size());
+  EXPECT_NE(write_text(job, nullptr, o).find("\n" + full + "\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangscan
