@@ -234,10 +234,12 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
   if (loc.layout.minor == 6) {
     if (auto cur = syms.find("_PyThreadState_Current", found->module))
       loc.gil_current_ptr = cur->address;
-    // 3.6 keeps both in globals: _Py_Finalizing (exported) and gcmodule.c's static
-    // `collecting` (.symtab only: unknown on stripped builds).
+    // 3.6 keeps these in globals: _Py_Finalizing (exported), gcmodule.c's static `collecting`
+    // and ceval_gil.h's static `gil_last_holder` (.symtab only: unknown on stripped builds).
     if (auto fin = syms.find("_Py_Finalizing", found->module)) loc.finalizing_ptr = fin->address;
     if (auto gc = syms.find("collecting", found->module)) loc.gc_collecting_ptr = gc->address;
+    if (auto last = syms.find("gil_last_holder", found->module))
+      loc.gil_last_holder_ptr = last->address;
   }
   note(log, fmt::format("CPython {} via {}; layout from {}", loc.version, loc.locator,
                         loc.layout.source));

@@ -70,6 +70,7 @@ PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t i
   } else if (where_.gil_current_ptr != 0) {
     // 3.6: _PyThreadState_Current is non-NULL exactly while a thread holds the GIL.
     mem.read_obj(where_.gil_current_ptr, g.holder);
+    if (where_.gil_last_holder_ptr != 0) mem.read_obj(where_.gil_last_holder_ptr, g.last_holder);
     return g;
   }
   if (gil == 0 || o.gil_locked < 0 || o.gil_last_holder < 0) return g;
@@ -116,7 +117,8 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
     // The collector runs with the GIL held; while a finalizer it called waits with the GIL
     // released, the collector is the thread that took the GIL last.
     std::uint64_t collector = 0;
-    if (gc_collecting(mem, interp)) {
+    bool collecting = gc_collecting(mem, interp);
+    if (collecting) {
       st.gc_collecting = true;
       collector = gil.holder != 0 ? gil.holder : gil.last_holder;
     }
@@ -126,6 +128,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       break;
     }
     std::set<std::uint64_t> seen_threads;
+    const std::size_t first_thread = st.threads.size();
     while (tstate != 0) {
       if (st.threads.size() >= kMaxThreads || !seen_threads.insert(tstate).second) {
         st.diagnostics.push_back("thread state list loops or is implausibly long: cut");
@@ -149,6 +152,10 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       }
       tstate = *next;
     }
+    // Without a GIL record (3.6 creates the GIL with the second thread), a lone thread state
+    // is the one collecting.
+    if (collecting && collector == 0 && st.threads.size() == first_thread + 1)
+      st.threads.back().gc_collecting = true;
     if (!mem.read_obj(interp + o.interp_next, interp)) break;
   }
   return st;
@@ -354,7 +361,7 @@ std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
     s.native_tid = t.native_tid;
     s.pthread_id = t.pthread_id;
     s.gil = t.holds_gil;
-    s.idle = t.frames.empty();
+    s.idle = t.frames.empty() && !s.finalizing;   // finalizing: busy, just not in Python
     if (!t.error.empty()) s.notes.push_back(t.error);
     for (const auto& f : t.frames) {
       const CodeInfo& info = code_info(mem, f.code_addr);

@@ -81,6 +81,7 @@ struct Located {
   std::uint64_t gil_struct = 0;        // 3.7-3.11: address of _PyRuntime.ceval.gil
   std::uint64_t finalizing_ptr = 0;    // address of the finalizing PyThreadState*; 0 unknown
   std::uint64_t gc_collecting_ptr = 0; // 3.6-3.8: address of the collector's int flag
+  std::uint64_t gil_last_holder_ptr = 0;   // 3.6: address of ceval_gil.h's gil_last_holder
   PyLayout layout;
   std::string version;                 // "3.11.2" (or "3.8" when the patch level is unknown)
   std::string locator;                 // strategy that found it
