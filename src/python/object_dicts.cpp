@@ -151,13 +151,17 @@ bool ObjectReader::str_equals(std::uint64_t obj, std::string_view s) {
   return got && *got == s;
 }
 
-std::optional<std::uint64_t> ObjectReader::dict_get(std::uint64_t dict, std::string_view key) {
-  auto items = dict_items(dict, kMaxDictEntries);
+std::optional<std::uint64_t> ObjectReader::value_of(
+    const std::optional<std::vector<DictItem>>& items, std::string_view key) {
   if (!items) return std::nullopt;
   for (const DictItem& it : *items) {
     if (str_equals(it.key, key)) return it.value;
   }
   return std::nullopt;
+}
+
+std::optional<std::uint64_t> ObjectReader::dict_get(std::uint64_t dict, std::string_view key) {
+  return value_of(dict_items(dict, kMaxDictEntries), key);
 }
 
 std::optional<std::uint64_t> ObjectReader::attribute(std::uint64_t obj, std::string_view name) {
@@ -168,13 +172,9 @@ std::optional<std::uint64_t> ObjectReader::attribute(std::uint64_t obj, std::str
   auto in_values = [&](std::uint64_t values) -> std::optional<std::uint64_t> {
     std::uint64_t keys = 0;
     if (!mem_.read_obj(type + o.heaptype_cached_keys, keys)) return std::nullopt;
-    auto items = split_items(keys, values + static_cast<std::uint64_t>(o.values_items),
-                             kMaxDictEntries);
-    if (!items) return std::nullopt;
-    for (const DictItem& it : *items) {
-      if (str_equals(it.key, name)) return it.value;
-    }
-    return std::nullopt;
+    return value_of(split_items(keys, values + static_cast<std::uint64_t>(o.values_items),
+                                kMaxDictEntries),
+                    name);
   };
   std::uint64_t word = 0;
   bool managed = (flags & kManagedDictFlag) != 0;

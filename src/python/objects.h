@@ -80,6 +80,9 @@ class ObjectReader {
   std::uint64_t type_of(std::uint64_t obj);
 
  private:
+  // The value under the str key `key` among `items`.
+  std::optional<std::uint64_t> value_of(const std::optional<std::vector<DictItem>>& items,
+                                        std::string_view key);
   // Items of the shared keys of a split table with their values from `values` (an array).
   std::optional<std::vector<DictItem>> split_items(std::uint64_t keys, std::uint64_t values,
                                                    std::size_t max);

@@ -13,11 +13,17 @@ The tests assert hangscan's JSON and text against that view:
   - a finalizer blocked inside gc.collect(): garbage collecting on that thread;
   - a finalizer blocked while the interpreter shuts down: finalizing, no Python frame;
   - the same names, values and positions from a core written by `hangscan gcore`.
+
+A real CPython 3.14 is tested too when HS_PY314_ROOT names a root holding /usr/bin/python3.14
+with /proc bound in it (Debian sid, see docs/python-versions.md): the program runs under
+chroot there while hangscan reads it from outside by its host pid (its files through
+/proc/PID/root; its core with --sysroot).
 """
 
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -27,6 +33,21 @@ import hs_testlib as lib
 import test_python as tp
 
 PY_STATE = lib.program_source("py_state.py")
+SID_ROOT = os.environ.get("HS_PY314_ROOT", "")
+INNER_DIR = "/hs-py-state"   # where the program is copied inside a chroot
+
+
+def sid_interpreter():
+    if not SID_ROOT:
+        return ("sid-chroot-3.14", None, "HS_PY314_ROOT not set")
+    if not os.path.exists(os.path.join(SID_ROOT, "usr/bin/python3.14")):
+        return ("sid-chroot-3.14", None, "no usr/bin/python3.14 under " + SID_ROOT)
+    if not os.path.exists(os.path.join(SID_ROOT, "proc/self")):
+        return ("sid-chroot-3.14", None, "/proc is not bound in " + SID_ROOT)
+    return ("sid-chroot-3.14", "/usr/bin/python3.14", "")
+
+
+INTERPRETERS = tp.INTERPRETERS + [sid_interpreter()]
 
 
 def marks():
@@ -69,12 +90,21 @@ VALUES = [
 
 class Run:
     def __init__(self, pool, python, tmp, mode):
-        self.python = python
-        info = subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"],
+        self.root = python.root
+        prefix = ["chroot", self.root] if self.root else []
+        info = subprocess.run(prefix + [python.path, "-c", "import sys; print(sys.version_info[1])"],
                               capture_output=True, text=True, timeout=60)
         self.minor = int(info.stdout)
+        self.program = str(PY_STATE)
         self.view_path = os.path.join(tmp, "view-%s.json" % mode)
-        self.target = pool.start([python, str(PY_STATE), lib.READY, mode, self.view_path],
+        inner_view = self.view_path
+        if self.root:
+            os.makedirs(self.root + INNER_DIR, exist_ok=True)
+            shutil.copy(str(PY_STATE), self.root + INNER_DIR)
+            self.program = INNER_DIR + "/py_state.py"
+            inner_view = "/tmp/hs-view-%d-%s.json" % (os.getpid(), mode)
+            self.view_path = self.root + inner_view
+        self.target = pool.start(prefix + [python.path, self.program, lib.READY, mode, inner_view],
                                  timeout=60)
         self.view = {}
         if os.path.exists(self.view_path):
@@ -87,14 +117,20 @@ class Run:
         return run
 
 
-@pytest.fixture(scope="module", params=tp.INTERPRETERS, ids=[i[0] for i in tp.INTERPRETERS])
+class Python:
+    def __init__(self, path, root):
+        self.path = path
+        self.root = root
+
+
+@pytest.fixture(scope="module", params=INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
 def python(request):
     ident, path, reason = request.param
     if path is None:
         if ident.startswith("debian"):
             pytest.fail(reason + ": Debian 12's python3.11 must be tested")
         pytest.skip("absent: " + reason)
-    return path
+    return Python(path, SID_ROOT if ident.startswith("sid") else None)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +182,7 @@ def check_positions(run, proc):
                 assert f["source"] is None
                 continue
             assert got == pos, (seen["key"], f["function"])
-            if f["file"] == str(PY_STATE):
+            if f["file"] == run.program:
                 assert f["source"] == SOURCE[line - 1]
 
 
@@ -215,7 +251,8 @@ def test_from_a_core(threads_run, tmp_path):
     run = lib.run_hangscan(["gcore", "--pid", str(threads_run.target.pid), "-o", str(tmp_path),
                             "--json"], timeout=300)
     assert run.rc == 0, run.describe()
-    core = ct.hangscan_core([run.doc["path"]], "--locals")
+    extra = ["--sysroot", threads_run.root] if threads_run.root else []
+    core = ct.hangscan_core([run.doc["path"]], "--locals", *extra)
     assert core.rc == 0, core.describe()
     proc = ct.only_process(core.doc)
     check_names(threads_run, proc)
