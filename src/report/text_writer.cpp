@@ -1,8 +1,6 @@
 // The terminal report.
 #include "report/text_writer.h"
 
-#include "report/source_marker.h"
-
 #include <algorithm>
 #include <set>
 
@@ -11,6 +9,7 @@
 #include "group/progress.h"
 #include "group/rank_set.h"
 #include "group/stack_key.h"
+#include "report/source_marker.h"
 
 namespace hangscan {
 
