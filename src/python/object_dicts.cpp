@@ -30,7 +30,8 @@ struct KeysShape {
   std::size_t entry_size = 24;
   std::size_t key_at = 8;       // offset of the key in an entry
   std::size_t value_at = 16;    // offset of the value in an entry
-  std::uint64_t nentries = 0;
+  std::uint64_t nentries = 0;        // entries to scan (capped)
+  std::uint64_t used_entries = 0;    // dk_nentries as the table says
 };
 
 std::size_t index_bytes(std::uint64_t size) {
@@ -67,7 +68,8 @@ std::optional<KeysShape> keys_shape(MemoryReader& mem, const PyOffsets& o, std::
   std::int64_t n = 0;
   if (!mem.read_obj(keys + o.keys_nentries, n) || n < 0 || static_cast<std::uint64_t>(n) > size)
     return std::nullopt;
-  k.nentries = std::min<std::uint64_t>(static_cast<std::uint64_t>(n), kMaxDictEntries);
+  k.used_entries = static_cast<std::uint64_t>(n);
+  k.nentries = std::min<std::uint64_t>(k.used_entries, kMaxDictEntries);
   k.entries = keys + static_cast<std::uint64_t>(o.keys_indices) + indices_len;
   return k;
 }
@@ -130,7 +132,8 @@ std::optional<std::vector<DictItem>> ObjectReader::dict_items(std::uint64_t dict
   if (used == 0) return std::vector<DictItem>{};
   if (values != 0) return split_items(keys, values + static_cast<std::uint64_t>(o.values_items), max);
   auto k = keys_shape(mem_, o, keys);
-  if (!k) return std::nullopt;
+  // More live items than entries ever used: not a dict (or one torn mid-update).
+  if (!k || static_cast<std::uint64_t>(used) > k->used_entries) return std::nullopt;
   return scan(mem_, *k, 0, max);
 }
 
