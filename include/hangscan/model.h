@@ -34,6 +34,12 @@ struct Frame {
   std::uint64_t offset = 0;          // pc relative to the module's load bias
   std::string build_id;              // hex, empty when unknown
   std::vector<Local> locals;         // python frames with --locals
+  // Python 3.11+: the expression running, from the code object's location table. Columns are
+  // 0-based UTF-8 byte offsets into the line, as CPython keeps them.
+  std::optional<int> column;
+  std::optional<int> end_line;
+  std::optional<int> end_column;
+  std::optional<std::string> source;  // the text of `line`, when the file was readable
   bool operator==(const Frame&) const = default;
 };
 
@@ -63,6 +69,9 @@ struct ThreadSnapshot {
   std::vector<Frame> kernel_frames;          // /proc/TID/stack where readable
   std::optional<bool> gil;                   // python targets: holds the GIL
   std::optional<bool> python_idle;           // python thread state exists but no frame
+  std::optional<std::string> python_name;    // threading.Thread name, read from memory
+  bool gc_collecting = false;                // runs Python's cycle collector
+  bool finalizing = false;                   // runs Py_Finalize (the interpreter shuts down)
   bool is_main = false;                      // tid == pid
   bool crashed = false;                      // cores: the thread that took the signal
   // The native unwind stopped with an error before reaching the thread's entry point
@@ -80,6 +89,8 @@ struct PythonInfo {
   std::string version;        // "3.11.2"
   bool nonblocking = false;   // read without stopping: possibly inconsistent
   std::string locator;        // strategy that found the interpreter (for --verbose)
+  bool finalizing = false;    // the interpreter is shutting down (Py_Finalize runs)
+  bool gc_collecting = false; // a cycle collection is running
 };
 
 struct SignalInfo {

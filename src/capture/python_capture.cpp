@@ -7,6 +7,7 @@
 #if __has_include("python/python_reader.h")
 #include "python/merge.h"
 #include "python/python_reader.h"
+#include "python/source_lines.h"
 #define HS_HAVE_PYTHON 1
 #endif
 
@@ -156,7 +157,11 @@ void PythonCapture::attach(ProcessSnapshot& snap) {
   info.version = state_->reader->version();
   info.locator = state_->reader->locator();
   info.nonblocking = state_->nonblocking;
+  info.finalizing = state_->raw.finalizing != 0;
+  info.gc_collecting = state_->raw.gc_collecting;
   snap.python = info;
+  if (state_->options.log != nullptr && !state_->reader->names_missing().empty())
+    state_->options.log->push_back("python thread names: " + state_->reader->names_missing());
   for (const auto& msg : state_->raw.diagnostics) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::warning;
@@ -164,6 +169,7 @@ void PythonCapture::attach(ProcessSnapshot& snap) {
     d.pid = snap.pid;
     snap.diagnostics.push_back(std::move(d));
   }
+  python::SourceLines sources(state_->target);
   for (auto& [tid, st] : state_->matched) {
     ThreadSnapshot* t = nullptr;
     for (auto& th : snap.threads) {
@@ -178,7 +184,14 @@ void PythonCapture::attach(ProcessSnapshot& snap) {
     }
     t->gil = st.gil;
     t->python_idle = st.idle;
+    t->python_name = st.name;
+    t->gc_collecting = st.gc_collecting;
+    t->finalizing = st.finalizing;
     for (auto& n : st.notes) t->notes.push_back(n);
+    for (auto& pf : st.frames) {
+      if (pf.frame.column && pf.frame.file && pf.frame.line)
+        pf.frame.source = sources.line(*pf.frame.file, *pf.frame.line);
+    }
     std::vector<Frame> py;
     py.reserve(st.frames.size());
     for (const auto& pf : st.frames) py.push_back(pf.frame);

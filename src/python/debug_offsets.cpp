@@ -194,6 +194,34 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
   o.float_value = get("float_object.ob_fval");
   o.long_size = get("long_object.lv_tag");
   o.long_digits = get("long_object.ob_digit");
+  // Fields the struct lacks: from the 3.13 headers (the same in 3.14: the structs they are in
+  // only grew at their ends), then what the struct has overrides them.
+  if (const PyOffsets* extra = debug_offsets_extra()) {
+    o.type_basicsize = extra->type_basicsize;
+    o.type_dictoffset = extra->type_dictoffset;
+    o.type_flags = extra->type_flags;
+    o.heaptype_cached_keys = extra->heaptype_cached_keys;
+    o.keys_size = extra->keys_size;
+    o.keys_kind = extra->keys_kind;
+    o.keys_nentries = extra->keys_nentries;
+    o.keys_indices = extra->keys_indices;
+    o.values_items = extra->values_items;
+    o.set_used = extra->set_used;
+    o.set_mask = extra->set_mask;
+    o.set_table = extra->set_table;
+    o.module_dict = extra->module_dict;
+  }
+  o.interp_modules = get("interpreter_state.imports_modules");
+  o.runtime_finalizing = get("runtime_state.finalizing");
+  o.interp_gc_collecting = get("interpreter_state.gc") + get("gc.collecting");
+  o.dict_keys = get("dict_object.ma_keys");
+  o.dict_values = get("dict_object.ma_values");
+  if (v.count("set_object.used") != 0) {
+    o.set_used = get("set_object.used");
+    o.set_mask = get("set_object.mask");
+    o.set_table = get("set_object.table");
+  }
+  l.instance_dict = instance_dict_model(minor);
   if (bad || o.gil_locked < 0 || o.gil_last_holder < 0)
     return Error(Errc::bad_data,
                  fmt::format("_Py_DebugOffsets of CPython {} holds implausible offsets",

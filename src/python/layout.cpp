@@ -6,9 +6,20 @@ namespace hangscan::python {
 
 std::optional<PyLayout> builtin_layout(int major, int minor) {
   for (const auto& row : builtin_layouts()) {
-    if (row.major == major && row.minor == minor) return row;
+    if (row.major == major && row.minor == minor) {
+      PyLayout l = row;
+      l.instance_dict = instance_dict_model(minor);
+      return l;
+    }
   }
   return std::nullopt;
+}
+
+InstanceDict instance_dict_model(int minor) {
+  if (minor <= 10) return InstanceDict::dict_offset;
+  if (minor == 11) return InstanceDict::managed_311;
+  if (minor == 12) return InstanceDict::managed_312;
+  return InstanceDict::inline_313;
 }
 
 std::string supported_versions() {

@@ -74,6 +74,35 @@ struct PyOffsets {
   std::int64_t long_size = -1;                  // ob_size (signed) or lv_tag (3.12+)
   std::int64_t long_digits = -1;
   std::int64_t interp_gil = -1;                 // PyInterpreterState._gil, embedded (3.13+)
+  // Thread names, container values, interpreter state (generated too; 3.13+: from the 3.13
+  // headers where _Py_DebugOffsets lacks them).
+  std::int64_t interp_modules = -1;             // sys.modules (modules / imports.modules)
+  std::int64_t runtime_finalizing = -1;         // _PyRuntime.finalizing: the finalizing tstate
+  std::int64_t runtime_gc_collecting = -1;      // _PyRuntime.gc.collecting (3.7-3.8, int)
+  std::int64_t interp_gc_collecting = -1;       // interp->gc.collecting (3.9+, int)
+  std::int64_t dict_keys = -1;                  // PyDictObject.ma_keys
+  std::int64_t dict_values = -1;                // PyDictObject.ma_values (split tables)
+  std::int64_t keys_size = -1;                  // dk_size (<3.11) or dk_log2_size (uint8)
+  std::int64_t keys_kind = -1;                  // dk_kind (uint8, 3.11+): 0 general entries
+  std::int64_t keys_nentries = -1;
+  std::int64_t keys_indices = -1;
+  std::int64_t values_items = -1;               // PyDictValues.values (0 before 3.13)
+  std::int64_t type_basicsize = -1;
+  std::int64_t type_dictoffset = -1;
+  std::int64_t type_flags = -1;
+  std::int64_t heaptype_cached_keys = -1;       // PyHeapTypeObject.ht_cached_keys
+  std::int64_t set_used = -1;
+  std::int64_t set_mask = -1;
+  std::int64_t set_table = -1;
+  std::int64_t module_dict = -1;                // PyModuleObject.md_dict
+};
+
+// Where an instance keeps its attributes (Thread._name).
+enum class InstanceDict {
+  dict_offset,    // < 3.11: a dict pointer at tp_dictoffset
+  managed_311,    // 3.11: values pointer at -4 words, dict pointer at -3 words
+  managed_312,    // 3.12: one word at -3: a dict, or values tagged with bit 0 (value - 1)
+  inline_313,     // 3.13+: dict pointer at -3 words, else values inline at tp_basicsize
 };
 
 struct PyLayout {
@@ -87,7 +116,15 @@ struct PyLayout {
   bool long_tagged = false;    // 3.12+: PyLongObject uses lv_tag instead of ob_size
   int shim_owner = -1;         // owner value of C-stack entry shims (3.12+); -1: none
   PyOffsets off;
+  InstanceDict instance_dict = InstanceDict::dict_offset;   // set from the minor version
 };
+
+// The instance attribute model of a minor version.
+InstanceDict instance_dict_model(int minor);
+
+// The fields _Py_DebugOffsets lacks, from the 3.13 headers (offsets_table.cpp); nullptr when
+// the table was generated without a 3.13 build.
+const PyOffsets* debug_offsets_extra();
 
 // The generated rows (offsets_table.cpp), one per minor version 3.6-3.12.
 const std::vector<PyLayout>& builtin_layouts();

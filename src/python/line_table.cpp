@@ -65,8 +65,8 @@ std::optional<int> linetable310_line(std::string_view table, int firstlineno,
   return std::nullopt;
 }
 
-std::optional<int> location_table_line(std::string_view table, int firstlineno,
-                                       std::uint64_t offset) {
+std::optional<SourcePosition> location_table_position(std::string_view table, int firstlineno,
+                                                      std::uint64_t offset) {
   const std::uint64_t target = offset / 2;   // the table counts 2-byte code units
   std::int64_t line = firstlineno;
   std::uint64_t addr = 0;
@@ -77,30 +77,49 @@ std::optional<int> location_table_line(std::string_view table, int firstlineno,
     int code = (first >> 3) & 15;
     std::uint64_t length = (first & 7) + 1;
     bool no_line = false;
+    std::int64_t end_line_delta = 0;
+    std::optional<std::int64_t> col;
+    std::optional<std::int64_t> end_col;
     if (code == 15) {
       no_line = true;
-    } else if (code == 14) {
+    } else if (code == 14) {   // long form: every field a varint, columns + 1 (0: none)
       line += b.svarint();
-      b.varint();   // end line delta
-      b.varint();   // column + 1
-      b.varint();   // end column + 1
-    } else if (code == 13) {
+      end_line_delta = static_cast<std::int64_t>(b.varint());
+      std::uint64_t c = b.varint();
+      std::uint64_t e = b.varint();
+      if (c != 0) col = static_cast<std::int64_t>(c - 1);
+      if (e != 0) end_col = static_cast<std::int64_t>(e - 1);
+    } else if (code == 13) {   // no column
       line += b.svarint();
-    } else if (code >= 10) {
+    } else if (code >= 10) {   // one line: line delta in the code, two column bytes
       line += code - 10;
-      b.next();
-      b.next();
-    } else {
-      b.next();
+      col = b.next();
+      end_col = b.next();
+    } else {                   // short form: same line, column in code and byte
+      std::uint8_t second = b.next();
+      col = code * 8 + ((second >> 4) & 7);
+      end_col = *col + (second & 15);
     }
     if (!b.ok) return std::nullopt;
     if (target >= addr && target < addr + length) {
       if (no_line) return std::nullopt;
-      return static_cast<int>(line);
+      SourcePosition p;
+      p.line = static_cast<int>(line);
+      p.end_line = static_cast<int>(line + end_line_delta);
+      if (col && *col < (1 << 24)) p.column = static_cast<int>(*col);
+      if (end_col && *end_col < (1 << 24)) p.end_column = static_cast<int>(*end_col);
+      return p;
     }
     addr += length;
   }
   return std::nullopt;
+}
+
+std::optional<int> location_table_line(std::string_view table, int firstlineno,
+                                       std::uint64_t offset) {
+  auto p = location_table_position(table, firstlineno, offset);
+  if (!p) return std::nullopt;
+  return p->line;
 }
 
 std::optional<int> addr_to_line(LineTable format, std::string_view table, int firstlineno,

@@ -25,4 +25,16 @@ std::optional<int> linetable310_line(std::string_view table, int firstlineno,
 std::optional<int> location_table_line(std::string_view table, int firstlineno,
                                        std::uint64_t offset);
 
+// A PEP 657 position: lines, and 0-based UTF-8 byte columns when the table has them.
+struct SourcePosition {
+  int line = 0;
+  int end_line = 0;
+  std::optional<int> column;
+  std::optional<int> end_column;
+};
+
+// The full position at `offset` (3.11+ location tables); nullopt when "no location".
+std::optional<SourcePosition> location_table_position(std::string_view table, int firstlineno,
+                                                      std::uint64_t offset);
+
 }  // namespace hangscan::python

@@ -230,12 +230,22 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
   if (found->runtime != 0) {
     loc.interp_head_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_interpreters_head);
     if (o.runtime_gil >= 0) loc.gil_struct = found->runtime + static_cast<std::uint64_t>(o.runtime_gil);
+    if (o.runtime_finalizing >= 0)
+      loc.finalizing_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_finalizing);
+    if (o.runtime_gc_collecting >= 0)
+      loc.gc_collecting_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_gc_collecting);
   } else {
     loc.interp_head_ptr = found->interp_head_ptr;
   }
   if (loc.layout.minor == 6) {
     if (auto cur = syms.find("_PyThreadState_Current", found->module))
       loc.gil_current_ptr = cur->address;
+    // 3.6 keeps these in globals: _Py_Finalizing (exported), gcmodule.c's static `collecting`
+    // and ceval_gil.h's static `gil_last_holder` (.symtab only: unknown on stripped builds).
+    if (auto fin = syms.find("_Py_Finalizing", found->module)) loc.finalizing_ptr = fin->address;
+    if (auto gc = syms.find("collecting", found->module)) loc.gc_collecting_ptr = gc->address;
+    if (auto last = syms.find("gil_last_holder", found->module))
+      loc.gil_last_holder_ptr = last->address;
   }
   note(log, fmt::format("CPython {} via {}; layout from {}", loc.version, loc.locator,
                         loc.layout.source));

@@ -9,19 +9,6 @@ namespace hangscan::python {
 namespace {
 
 constexpr std::uint64_t kTagBits = 3;   // _PyStackRef tag bits (3.14)
-constexpr int kDigitBits = 30;          // PyLong digits are 30-bit on 64-bit builds
-constexpr std::size_t kMaxIntDigits = 4;
-
-std::string u128_to_string(unsigned __int128 v) {
-  if (v == 0) return "0";
-  std::string s;
-  while (v != 0) {
-    s.push_back(static_cast<char>('0' + static_cast<int>(v % 10)));
-    v /= 10;
-  }
-  std::reverse(s.begin(), s.end());
-  return s;
-}
 
 }  // namespace
 
@@ -133,80 +120,28 @@ std::optional<std::string> ObjectReader::type_name(std::uint64_t obj) {
   return name;
 }
 
-std::optional<std::string> ObjectReader::read_int(std::uint64_t obj) {
-  const PyOffsets& o = layout_.off;
-  std::size_t ndigits = 0;
-  bool negative = false;
-  if (layout_.long_tagged) {
-    std::uint64_t tag = 0;
-    if (!mem_.read_obj(obj + o.long_size, tag)) return std::nullopt;
-    std::uint64_t sign = tag & 3;
-    if (sign == 1) return "0";
-    negative = sign == 2;
-    ndigits = static_cast<std::size_t>(tag >> 3);
-  } else {
-    std::int64_t size = 0;
-    if (!mem_.read_obj(obj + o.long_size, size)) return std::nullopt;
-    if (size == 0) return "0";
-    negative = size < 0;
-    ndigits = static_cast<std::size_t>(negative ? -size : size);
-  }
-  if (ndigits > kMaxIntDigits) return fmt::format("<int of {} digits>", ndigits);
-  std::uint32_t digits[kMaxIntDigits] = {};
-  if (!mem_.read_exact(obj + o.long_digits, digits, ndigits * 4)) return std::nullopt;
-  unsigned __int128 v = 0;
-  for (std::size_t i = ndigits; i-- > 0;) {
-    v = (v << kDigitBits) | (digits[i] & ((1u << kDigitBits) - 1));
-  }
-  return (negative ? "-" : "") + u128_to_string(v);
+std::optional<std::string> ObjectReader::read_bytes_prefix(std::uint64_t obj, std::size_t len) {
+  auto size = var_size(obj, layout_.off.bytes_size);
+  if (!size) return std::nullopt;
+  std::string out(static_cast<std::size_t>(std::min<std::uint64_t>(*size, len)), '\0');
+  if (!mem_.read_exact(obj + layout_.off.bytes_data, out.data(), out.size())) return std::nullopt;
+  return out;
 }
 
-std::string ObjectReader::short_value(std::uint64_t bits) {
-  if (layout_.stackref && (bits & kTagBits) == kTagBits) {
-    // A tagged small int (3.14 _PyStackRef), not a pointer.
-    return fmt::format("{}", static_cast<std::int64_t>(bits) >> 2);
-  }
-  std::uint64_t obj = untag(bits);
-  if (obj == 0) return "<unset>";
-  auto type = type_name(obj);
-  if (!type) return "<unreadable>";
-  const PyOffsets& o = layout_.off;
-  if (*type == "cell") {
-    std::uint64_t ref = 0;   // PyCellObject.ob_ref follows the object header
-    if (!mem_.read_obj(obj + 16, ref)) return "<unreadable>";
-    if (ref == 0) return "<unset>";
-    auto inner = type_name(ref);
-    if (!inner || *inner == "cell") return "<cell>";
-    return short_value(ref);
-  }
-  if (*type == "NoneType") return "None";
-  if (*type == "bool") {
-    auto v = read_int(obj);
-    if (!v) return "<unreadable>";
-    return *v == "0" ? "False" : "True";
-  }
-  if (*type == "int") return read_int(obj).value_or("<unreadable>");
-  if (*type == "float") {
-    double d = 0;
-    if (!mem_.read_obj(obj + o.float_value, d)) return "<unreadable>";
-    std::string s = fmt::format("{}", d);
-    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-    return s;
-  }
-  if (*type == "str") {
-    bool cut = false;
-    auto s = read_str(obj, kLocalValueChars, &cut);
-    if (!s) return "<unreadable str>";
-    return "'" + *s + (cut ? "...'" : "'");
-  }
-  if (*type == "bytes" || *type == "tuple" || *type == "list") {
-    std::int64_t off = *type == "bytes" ? o.bytes_size : *type == "tuple" ? o.tuple_size
-                                                                           : o.list_size;
-    auto n = var_size(obj, off);
-    if (!n) return "<unreadable>";
-    return fmt::format("{}(len={})", *type, *n);
-  }
-  return "<" + *type + ">";
+std::optional<std::uint64_t> ObjectReader::read_word(std::uint64_t addr) {
+  std::uint64_t v = 0;
+  if (!mem_.read_obj(addr, v)) return std::nullopt;
+  return v;
+}
+
+bool ObjectReader::read_words(std::uint64_t addr, std::vector<std::uint64_t>& out) {
+  return mem_.read_exact(addr, out.data(), out.size() * 8);
+}
+
+std::optional<double> ObjectReader::read_double(std::uint64_t addr) {
+  double d = 0;
+  if (!mem_.read_obj(addr, d)) return std::nullopt;
+  return d;
 }
 
 }  // namespace hangscan::python

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "python/layout.h"
@@ -21,7 +22,21 @@ namespace hangscan::python {
 inline constexpr std::size_t kMaxStringChars = 4096;     // names, file names
 inline constexpr std::size_t kMaxTableBytes = 1 << 20;   // line tables
 inline constexpr std::size_t kMaxTupleItems = 65536;     // co_varnames and friends
-inline constexpr std::size_t kLocalValueChars = 60;      // --locals str values
+inline constexpr std::size_t kMaxDictEntries = 1 << 16;  // entries scanned in one dict
+
+// One live entry of a dict.
+struct DictItem {
+  std::uint64_t key = 0;
+  std::uint64_t value = 0;
+};
+
+// A PyLong's value, bounded: digits beyond `kMaxLongDigits` are not read.
+struct LongValue {
+  bool negative = false;
+  std::vector<std::uint32_t> digits;   // 30-bit digits, least significant first
+  std::size_t ndigits = 0;             // as the object says (may exceed digits.size())
+};
+inline constexpr std::size_t kMaxLongDigits = 700;   // 21,000 bits, ~6,300 decimal digits
 
 class ObjectReader {
  public:
@@ -40,19 +55,45 @@ class ObjectReader {
                                                         std::size_t max = kMaxTupleItems);
   // tp_name of the object's type; cached per type address.
   std::optional<std::string> type_name(std::uint64_t obj);
-  // The short rendering used by --locals: 42, 1.5, True, None, 'text', bytes(len=3),
-  // tuple(len=2), list(len=0), <dict>.
-  std::string short_value(std::uint64_t obj);
+  // The first `len` bytes of a bytes object.
+  std::optional<std::string> read_bytes_prefix(std::uint64_t obj, std::size_t len);
+  // One pointer-sized word, a run of them, a double.
+  std::optional<std::uint64_t> read_word(std::uint64_t addr);
+  bool read_words(std::uint64_t addr, std::vector<std::uint64_t>& out);
+  std::optional<double> read_double(std::uint64_t addr);
   // Pointer stored in a frame slot or f_executable: strips _PyStackRef tag bits on 3.14+.
   std::uint64_t untag(std::uint64_t bits) const;
 
+  // The live entries of a dict in table order, at most `max`; `total` receives ma_used.
+  // nullopt when the dict or its keys are unreadable or implausible.
+  std::optional<std::vector<DictItem>> dict_items(std::uint64_t dict, std::size_t max,
+                                                  std::size_t* total = nullptr);
+  // The value stored under the str key `key`, nullopt when absent or unreadable.
+  std::optional<std::uint64_t> dict_get(std::uint64_t dict, std::string_view key);
+  // An attribute stored in an instance's __dict__ (or its inline values, 3.11+).
+  std::optional<std::uint64_t> attribute(std::uint64_t obj, std::string_view name);
+  // True when `obj` is a str equal to `s` (reads no more than s.size() + 1 characters).
+  bool str_equals(std::uint64_t obj, std::string_view s);
+  // The value of an int (or bool) object.
+  std::optional<LongValue> read_long(std::uint64_t obj);
+  // The type object of `obj` (0 when unreadable).
+  std::uint64_t type_of(std::uint64_t obj);
+
  private:
-  std::optional<std::string> read_int(std::uint64_t obj);
+  // The value under the str key `key` among `items`.
+  std::optional<std::uint64_t> value_of(const std::optional<std::vector<DictItem>>& items,
+                                        std::string_view key);
+  // Items of the shared keys of a split table with their values from `values` (an array).
+  std::optional<std::vector<DictItem>> split_items(std::uint64_t keys, std::uint64_t values,
+                                                   std::size_t max);
 
   MemoryReader& mem_;
   const PyLayout& layout_;
   std::map<std::uint64_t, std::string> type_names_;
 };
+
+// Decimal digits of a long value ("-1234"); `max_chars` bounds the work (longer: nullopt).
+std::optional<std::string> long_to_decimal(const LongValue& v, std::size_t max_chars);
 
 // Appends the UTF-8 encoding of a code point (invalid ones become U+FFFD).
 void append_utf8(std::string& out, std::uint32_t cp);

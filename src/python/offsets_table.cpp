@@ -2,7 +2,8 @@
 //
 // Why: CPython 3.6-3.12 carry no description of their own layout, so every offset
 // hangscan follows is computed by the compiler (offsetof/sizeof) from the headers of
-// the build named in each row's comment.
+// the build named in each row's comment. 3.13+ describe themselves (_Py_DebugOffsets)
+// except for a few fields, which come from the 3.13 headers (debug_offsets_extra).
 #include "python/layout.h"
 
 namespace hangscan::python {
@@ -26,7 +27,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 16, .runtime_finalizing = -1,
+                .runtime_gc_collecting = -1, .interp_gc_collecting = -1, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = -1,
+                .keys_nentries = 32, .keys_indices = 40, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 856, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.7.16 from /root/.pyenv/versions/3.7.16/include/python3.7m/internal/pystate.h
       PyLayout{3, 7, "3.7.16 /root/.pyenv/versions/3.7.16/include/python3.7m",
                FrameModel::frame_object, LineTable::lnotab, 1, false, false, -1,
@@ -44,7 +51,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 40, .runtime_finalizing = 8,
+                .runtime_gc_collecting = 632, .interp_gc_collecting = -1, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = -1,
+                .keys_nentries = 32, .keys_indices = 40, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 856, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.8.18 from /root/.pyenv/versions/3.8.18/include/python3.8/internal/pycore_pystate.h
       PyLayout{3, 8, "3.8.18 /root/.pyenv/versions/3.8.18/include/python3.8",
                FrameModel::frame_object, LineTable::lnotab, 1, false, false, -1,
@@ -62,7 +75,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 56, .runtime_finalizing = 16,
+                .runtime_gc_collecting = 544, .interp_gc_collecting = -1, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = -1,
+                .keys_nentries = 32, .keys_indices = 40, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 872, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.9.18 from /root/.pyenv/versions/3.9.18/include/python3.9/internal/pycore_interp.h
       PyLayout{3, 9, "3.9.18 /root/.pyenv/versions/3.9.18/include/python3.9",
                FrameModel::frame_object, LineTable::lnotab, 1, false, false, -1,
@@ -80,7 +99,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 856, .runtime_finalizing = 16,
+                .runtime_gc_collecting = -1, .interp_gc_collecting = 816, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = -1,
+                .keys_nentries = 32, .keys_indices = 40, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 864, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.10.13 from /root/.pyenv/versions/3.10.13/include/python3.10/internal/pycore_interp.h
       PyLayout{3, 10, "3.10.13 /root/.pyenv/versions/3.10.13/include/python3.10",
                FrameModel::frame_object, LineTable::linetable310, 2, false, false, -1,
@@ -98,7 +123,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 856, .runtime_finalizing = 16,
+                .runtime_gc_collecting = -1, .interp_gc_collecting = 816, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = -1,
+                .keys_nentries = 32, .keys_indices = 40, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 872, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.11.7 from /root/.pyenv/versions/3.11.7/include/python3.11/internal/pycore_frame.h
       PyLayout{3, 11, "3.11.7 /root/.pyenv/versions/3.11.7/include/python3.11",
                FrameModel::interp_frame_311, LineTable::location311, 2, false, false, -1,
@@ -116,7 +147,13 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 72, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 888, .runtime_finalizing = 24,
+                .runtime_gc_collecting = -1, .interp_gc_collecting = 848, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = 10,
+                .keys_nentries = 24, .keys_indices = 32, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 872, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
       // 3.12.1 from /root/.pyenv/versions/3.12.1/include/python3.12/internal/pycore_frame.h
       PyLayout{3, 12, "3.12.1 /root/.pyenv/versions/3.12.1/include/python3.12",
                FrameModel::interp_frame_312, LineTable::location311, 2, false, true, 3,
@@ -134,9 +171,28 @@ const std::vector<PyLayout>& builtin_layouts() {
                 .unicode_compact_size = 56, .bytes_size = 16, .bytes_data = 32,
                 .tuple_size = 16, .tuple_items = 24, .list_size = 16,
                 .list_items = 24, .float_value = 16, .long_size = 16,
-                .long_digits = 24}},
+                .long_digits = 24, .interp_modules = 944, .runtime_finalizing = 24,
+                .runtime_gc_collecting = -1, .interp_gc_collecting = 312, .dict_keys = 32,
+                .dict_values = 40, .keys_size = 8, .keys_kind = 10,
+                .keys_nentries = 24, .keys_indices = 32, .values_items = 0,
+                .type_basicsize = 32, .type_dictoffset = 288, .type_flags = 168,
+                .heaptype_cached_keys = 880, .set_used = 24, .set_mask = 32,
+                .set_table = 40, .module_dict = 16}},
   };
   return kRows;
+}
+
+const PyOffsets* debug_offsets_extra() {
+  // 3.13.0 from /root/.pyenv/versions/3.13.0/include/python3.13
+  static const PyOffsets kExtra = {
+      .interp_modules = 7656, .runtime_finalizing = 608, .runtime_gc_collecting = -1,
+      .interp_gc_collecting = 7600, .dict_keys = 32, .dict_values = 40,
+      .keys_size = 8, .keys_kind = 10, .keys_nentries = 24,
+      .keys_indices = 32, .values_items = 8, .type_basicsize = 32,
+      .type_dictoffset = 288, .type_flags = 168, .heaptype_cached_keys = 880,
+      .set_used = 24, .set_mask = 32, .set_table = 40,
+      .module_dict = 16};
+  return &kExtra;
 }
 
 }  // namespace hangscan::python

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "python/line_table.h"
+#include "python/thread_names.h"
+#include "python/value_repr.h"
 
 namespace hangscan::python {
 namespace {
@@ -68,15 +70,27 @@ PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t i
   } else if (where_.gil_current_ptr != 0) {
     // 3.6: _PyThreadState_Current is non-NULL exactly while a thread holds the GIL.
     mem.read_obj(where_.gil_current_ptr, g.holder);
+    if (where_.gil_last_holder_ptr != 0) mem.read_obj(where_.gil_last_holder_ptr, g.last_holder);
     return g;
   }
   if (gil == 0 || o.gil_locked < 0 || o.gil_last_holder < 0) return g;
   std::int32_t locked = 0;
   std::uint64_t holder = 0;
-  if (mem.read_obj(gil + o.gil_locked, locked) && locked != 0 &&
-      mem.read_obj(gil + o.gil_last_holder, holder))
-    g.holder = holder;
+  if (!mem.read_obj(gil + o.gil_last_holder, holder)) return g;
+  g.last_holder = holder;
+  if (mem.read_obj(gil + o.gil_locked, locked) && locked != 0) g.holder = holder;
   return g;
+}
+
+bool PythonReader::gc_collecting(MemoryReader& mem, std::uint64_t interp) {
+  const PyOffsets& o = where_.layout.off;
+  std::int32_t flag = 0;
+  if (o.interp_gc_collecting >= 0) {
+    if (!mem.read_obj(interp + o.interp_gc_collecting, flag)) return false;
+  } else if (where_.gc_collecting_ptr == 0 || !mem.read_obj(where_.gc_collecting_ptr, flag)) {
+    return false;
+  }
+  return flag != 0;
 }
 
 RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
@@ -90,6 +104,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
         fmt::format("cannot read the interpreter list head at {:#x}", where_.interp_head_ptr));
     return st;
   }
+  if (where_.finalizing_ptr != 0) mem.read_obj(where_.finalizing_ptr, st.finalizing);
   std::set<std::uint64_t> seen_interps;
   bool budget_noted = false;
   while (interp != 0) {
@@ -97,13 +112,23 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       st.diagnostics.push_back("interpreter list loops or is implausibly long: cut");
       break;
     }
+    st.interpreters.push_back(interp);
     GilState gil = read_gil(mem, interp);
+    // The collector runs with the GIL held; while a finalizer it called waits with the GIL
+    // released, the collector is the thread that took the GIL last.
+    std::uint64_t collector = 0;
+    bool collecting = gc_collecting(mem, interp);
+    if (collecting) {
+      st.gc_collecting = true;
+      collector = gil.holder != 0 ? gil.holder : gil.last_holder;
+    }
     std::uint64_t tstate = 0;
     if (!mem.read_obj(interp + o.interp_threads_head, tstate)) {
       st.diagnostics.push_back(fmt::format("cannot read the threads of interpreter {:#x}", interp));
       break;
     }
     std::set<std::uint64_t> seen_threads;
+    const std::size_t first_thread = st.threads.size();
     while (tstate != 0) {
       if (st.threads.size() >= kMaxThreads || !seen_threads.insert(tstate).second) {
         st.diagnostics.push_back("thread state list loops or is implausibly long: cut");
@@ -118,6 +143,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
         budget_noted = true;
       }
       t.holds_gil = gil.holder == tstate;
+      t.gc_collecting = collector == tstate;
       st.threads.push_back(std::move(t));
       if (!next) {
         st.diagnostics.push_back(
@@ -126,6 +152,10 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       }
       tstate = *next;
     }
+    // Without a GIL record (3.6 creates the GIL with the second thread), a lone thread state
+    // is the one collecting.
+    if (collecting && collector == 0 && st.threads.size() == first_thread + 1)
+      st.threads.back().gc_collecting = true;
     if (!mem.read_obj(interp + o.interp_next, interp)) break;
   }
   return st;
@@ -228,11 +258,12 @@ void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::ui
   count = std::min(count, kMaxLocals);
   std::vector<std::uint64_t> values(count);
   if (!mem.read_exact(frame + o.frame_localsplus, values.data(), count * 8)) return;
+  ValueRenderer render(objects, where_.layout);
   for (std::size_t i = 0; i < count; ++i) {
     if (objects.untag(values[i]) == 0) continue;   // unbound
     auto name = objects.read_str((*names)[i], 256);
     if (!name) continue;
-    out.locals.push_back(Local{*name, objects.short_value(values[i])});
+    out.locals.push_back(Local{*name, render.render(values[i])});
   }
 }
 
@@ -274,31 +305,63 @@ const PythonReader::CodeInfo& PythonReader::code_info(MemoryReader& mem, std::ui
   return code_cache_.emplace(code, std::move(info)).first->second;
 }
 
-std::optional<int> PythonReader::frame_line(const CodeInfo& info, const RawPythonFrame& f) const {
+void PythonReader::frame_position(const CodeInfo& info, const RawPythonFrame& f,
+                                  Frame& out) const {
   const PyLayout& l = where_.layout;
   std::uint64_t offset = 0;
   if (l.frame_model == FrameModel::frame_object) {
     auto lasti = static_cast<std::int64_t>(f.instr);
-    if (lasti < 0) return info.firstlineno;   // not started yet
+    if (lasti < 0) {   // not started yet
+      out.line = info.firstlineno;
+      return;
+    }
     offset = static_cast<std::uint64_t>(lasti) * static_cast<std::uint64_t>(l.lasti_scale);
   } else {
     std::uint64_t start = f.code_addr + static_cast<std::uint64_t>(l.off.code_adaptive);
-    if (f.instr < start) return info.firstlineno;
+    if (f.instr < start) {
+      out.line = info.firstlineno;
+      return;
+    }
     offset = f.instr - start;
   }
-  return addr_to_line(l.line_table, info.linetable, info.firstlineno, offset);
+  if (l.line_table != LineTable::location311) {
+    out.line = addr_to_line(l.line_table, info.linetable, info.firstlineno, offset);
+    return;
+  }
+  auto pos = location_table_position(info.linetable, info.firstlineno, offset);
+  if (!pos) return;
+  out.line = pos->line;
+  if (pos->column) {
+    out.column = pos->column;
+    out.end_line = pos->end_line;
+    out.end_column = pos->end_column;
+  }
 }
 
 std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
                                                     MemoryReader& mem) {
   std::vector<PythonThreadStack> out;
   out.reserve(raw.threads.size());
+  ObjectReader objects(mem, where_.layout);
+  std::map<std::uint64_t, std::string> names;
+  names_missing_.clear();
+  for (std::uint64_t interp : raw.interpreters) {
+    std::string why;
+    auto found = read_thread_names(objects, where_.layout, interp, &why);
+    if (found.empty() && names_missing_.empty()) names_missing_ = why;
+    names.merge(found);
+  }
+  if (!names.empty()) names_missing_.clear();
   for (const auto& t : raw.threads) {
     PythonThreadStack s;
+    if (auto it = names.find(t.pthread_id); it != names.end() && t.pthread_id != 0)
+      s.name = it->second;
+    s.gc_collecting = t.gc_collecting;
+    s.finalizing = raw.finalizing != 0 && raw.finalizing == t.tstate;
     s.native_tid = t.native_tid;
     s.pthread_id = t.pthread_id;
     s.gil = t.holds_gil;
-    s.idle = t.frames.empty();
+    s.idle = t.frames.empty() && !s.finalizing;   // finalizing: busy, just not in Python
     if (!t.error.empty()) s.notes.push_back(t.error);
     for (const auto& f : t.frames) {
       const CodeInfo& info = code_info(mem, f.code_addr);
@@ -313,7 +376,7 @@ std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
       pf.frame.kind = FrameKind::python;
       pf.frame.function = info.function;
       pf.frame.file = info.file;
-      pf.frame.line = frame_line(info, f);
+      frame_position(info, f, pf.frame);
       pf.frame.locals = f.locals;
       s.frames.push_back(std::move(pf));
     }

@@ -44,12 +44,16 @@ struct RawPythonThread {
   std::optional<int> native_tid;
   std::uint64_t pthread_id = 0;
   bool holds_gil = false;
+  bool gc_collecting = false;           // runs the cycle collector (see walk())
   std::vector<RawPythonFrame> frames;   // innermost first
   std::string error;                    // why the frame chain was cut short, if it was
 };
 
 struct RawPythonState {
   std::vector<RawPythonThread> threads;
+  std::vector<std::uint64_t> interpreters;
+  std::uint64_t finalizing = 0;   // the thread state running Py_Finalize, 0: not finalizing
+  bool gc_collecting = false;     // some interpreter's cycle collector is running
   std::vector<std::string> diagnostics;
 };
 
@@ -63,6 +67,9 @@ struct PythonThreadStack {
   std::uint64_t pthread_id = 0;
   bool gil = false;
   bool idle = false;                  // a thread state with no Python frame
+  bool gc_collecting = false;         // runs the cycle collector
+  bool finalizing = false;            // runs Py_Finalize: the interpreter is shutting down
+  std::optional<std::string> name;    // threading.Thread name
   std::vector<PythonFrame> frames;    // innermost first
   std::vector<std::string> notes;
 };
@@ -72,6 +79,9 @@ struct Located {
   std::uint64_t interp_head_ptr = 0;   // address of the pointer to the first interpreter
   std::uint64_t gil_current_ptr = 0;   // 3.6: address of _PyThreadState_Current; 0 otherwise
   std::uint64_t gil_struct = 0;        // 3.7-3.11: address of _PyRuntime.ceval.gil
+  std::uint64_t finalizing_ptr = 0;    // address of the finalizing PyThreadState*; 0 unknown
+  std::uint64_t gc_collecting_ptr = 0; // 3.6-3.8: address of the collector's int flag
+  std::uint64_t gil_last_holder_ptr = 0;   // 3.6: address of ceval_gil.h's gil_last_holder
   PyLayout layout;
   std::string version;                 // "3.11.2" (or "3.8" when the patch level is unknown)
   std::string locator;                 // strategy that found it
@@ -93,8 +103,11 @@ class PythonReader {
 
   // While stopped: raw pointers of every thread's frames (and local values when asked).
   RawPythonState walk(MemoryReader& mem, bool with_locals);
-  // After resume: names, files and lines. Code objects are cached across calls.
+  // After resume: names, files and lines. Code objects are cached across calls. Thread names
+  // are read here too (they change only when threads start or end; a torn read is dropped).
   std::vector<PythonThreadStack> decode(const RawPythonState& raw, MemoryReader& mem);
+  // Why the thread names are missing from the last decode(), empty when they were read.
+  const std::string& names_missing() const { return names_missing_; }
 
  private:
   struct CodeInfo {
@@ -106,21 +119,25 @@ class PythonReader {
     std::string error;
   };
   struct GilState {
-    std::uint64_t holder = 0;   // tstate holding the GIL, 0 if none/unknown
+    std::uint64_t holder = 0;        // tstate holding the GIL, 0 if none/unknown
+    std::uint64_t last_holder = 0;   // tstate that took it last (held or not)
   };
 
   GilState read_gil(MemoryReader& mem, std::uint64_t interp);
+  bool gc_collecting(MemoryReader& mem, std::uint64_t interp);
   // Walks one thread's frames; returns the next thread state, nullopt when unreadable.
   std::optional<std::uint64_t> walk_thread(MemoryReader& mem, ObjectReader* objects,
                                            std::uint64_t tstate, RawPythonThread& out);
   void read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
                    std::uint64_t code, RawPythonFrame& out);
   const CodeInfo& code_info(MemoryReader& mem, std::uint64_t code);
-  std::optional<int> frame_line(const CodeInfo& info, const RawPythonFrame& f) const;
+  // The line of a frame, and on 3.11+ its columns (into `out`).
+  void frame_position(const CodeInfo& info, const RawPythonFrame& f, Frame& out) const;
 
   Located where_;
   std::map<std::uint64_t, CodeInfo> code_cache_;
   std::size_t walk_budget_ = 0;   // frames (and non-code frames) left for the current walk
+  std::string names_missing_;
 };
 
 }  // namespace hangscan::python

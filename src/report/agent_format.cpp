@@ -31,6 +31,7 @@ struct FrameHash {
       mix(h, hs(l.name));
       mix(h, hs(l.value));
     }
+    mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
     return h;
   }
 };
@@ -44,7 +45,8 @@ struct IdsHash {
 };
 
 // String, frame and stack tables of one agent document. Frames are compact arrays
-// [kind, function, file, line, module, pc, offset, build_id, locals] with strings by index
+// [kind, function, file, line, module, pc, offset, build_id, locals, column, end_line,
+// end_column, source] with strings by index
 // and trailing defaults left out (docs/output-schema.md, "Agent wire format").
 class Tables : public StackInterner {
  public:
@@ -74,10 +76,18 @@ class Tables : public StackInterner {
   json compact(const Frame& f) {
     json a = json::array({static_cast<int>(f.kind), str(f.function), f.file ? json(str(*f.file)) : json(nullptr),
                           f.line ? json(*f.line) : json(nullptr), str(f.module), f.pc, f.offset, str(f.build_id)});
-    if (!f.locals.empty()) {
+    bool position = f.column || f.end_line || f.end_column || f.source;
+    if (!f.locals.empty() || position) {
       json locals = json::array();
       for (const Local& l : f.locals) locals.push_back(json::array({str(l.name), str(l.value)}));
       a.push_back(std::move(locals));
+    }
+    if (position) {
+      auto num = [](const std::optional<int>& v) { return v ? json(*v) : json(nullptr); };
+      a.push_back(num(f.column));
+      a.push_back(num(f.end_line));
+      a.push_back(num(f.end_column));
+      a.push_back(f.source ? json(str(*f.source)) : json(nullptr));
     }
     // Trailing defaults (0 addresses, empty strings, null) carry nothing.
     while (a.size() > 2) {
@@ -106,7 +116,8 @@ class Tables : public StackInterner {
 void prune(json& obj) {
   static const char* const kDefaultable[] = {"host",  "launcher", "role",    "exe",      "cmdline",  "annotations",
                                              "omitted", "diagnostics", "threads", "ppid", "start_ticks", "pause_us", "name",
-                                             "notes", "is_main",  "crashed", "incomplete", "cpu_ticks"};
+                                             "notes", "is_main",  "crashed", "incomplete", "cpu_ticks",
+                                             "gc_collecting", "finalizing"};
   for (auto it = obj.begin(); it != obj.end();) {
     const json& v = it.value();
     bool drop = v.is_null();

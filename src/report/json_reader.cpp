@@ -299,6 +299,11 @@ class Converter {
       const json& l = object(locals[i], p);
       f.locals.push_back({str(l, "name", p), str(l, "value", p)});
     }
+    constexpr int kMaxInt = std::numeric_limits<int>::max();
+    f.column = opt_int(o, "column", path, 0, kMaxInt);
+    f.end_line = opt_int(o, "end_line", path, 0, kMaxInt);
+    f.end_column = opt_int(o, "end_column", path, 0, kMaxInt);
+    f.source = opt_str(o, "source", path);
     return f;
   }
 
@@ -333,7 +338,8 @@ class Converter {
   }
 
   // Agent tables: "strings", then "frames" as compact arrays
-  // [kind, function, file, line, module, pc, offset, build_id, locals] (strings by index,
+  // [kind, function, file, line, module, pc, offset, build_id, locals, column, end_line,
+  // end_column, source] (strings by index,
   // trailing defaults omitted), then "stacks" of frame indexes.
   void read_tables(const json& doc, const Path& root) {
     const json& strings = array(doc, "strings", root, lim_.max_table, true);
@@ -372,7 +378,7 @@ class Converter {
   }
 
   Frame compact_frame(const json& v, const Path& path) {
-    const json& a = check_array(v, path, 9);
+    const json& a = check_array(v, path, 13);
     if (a.empty()) fail(path, "empty frame");
     Frame f;
     std::int64_t kind = int_value(a[0], at(path, std::size_t{0}), 0, 3);
@@ -395,6 +401,11 @@ class Converter {
         f.locals.push_back({table_string(l[0], at(lp, std::size_t{0})), table_string(l[1], at(lp, 1))});
       }
     }
+    constexpr int kMaxInt = std::numeric_limits<int>::max();
+    if (auto* x = slot(9)) f.column = static_cast<int>(int_value(*x, at(path, 9), 0, kMaxInt));
+    if (auto* x = slot(10)) f.end_line = static_cast<int>(int_value(*x, at(path, 10), 0, kMaxInt));
+    if (auto* x = slot(11)) f.end_column = static_cast<int>(int_value(*x, at(path, 11), 0, kMaxInt));
+    if (auto* x = slot(12)) f.source = table_string(*x, at(path, 12));
     return f;
   }
 
@@ -437,6 +448,9 @@ class Converter {
     t.is_main = boolean(o, "is_main", path);
     t.gil = opt_bool(o, "gil", path);
     t.python_idle = opt_bool(o, "python_idle", path);
+    t.python_name = opt_str(o, "python_name", path);
+    t.gc_collecting = opt_bool(o, "gc_collecting", path).value_or(false);
+    t.finalizing = opt_bool(o, "finalizing", path).value_or(false);
     t.crashed = boolean(o, "crashed", path);
     t.incomplete = boolean(o, "incomplete", path);
     if (const json* ticks = member(o, "cpu_ticks")) {
@@ -483,7 +497,9 @@ class Converter {
     if (const json* py = member(o, "python")) {
       const Path pp = at(path, "python");
       const json& po = object(*py, pp);
-      p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp), str(po, "locator", pp)};
+      p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp), str(po, "locator", pp),
+                            opt_bool(po, "finalizing", pp).value_or(false),
+                            opt_bool(po, "gc_collecting", pp).value_or(false)};
     }
     if (auto core = opt_str(o, "core", path)) {
       CoreInfo ci;

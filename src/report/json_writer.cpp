@@ -100,7 +100,11 @@ json frame_to_json(const Frame& f) {
           {"pc", native || f.pc ? json(hex_string(f.pc)) : json(nullptr)},
           {"offset", native || f.offset ? json(hex_string(f.offset)) : json(nullptr)},
           {"build_id", string_or_null(f.build_id)},
-          {"locals", std::move(locals)}};
+          {"locals", std::move(locals)},
+          {"column", opt(f.column)},
+          {"end_line", opt(f.end_line)},
+          {"end_column", opt(f.end_column)},
+          {"source", opt(f.source)}};
 }
 
 json frames_to_json(const std::vector<Frame>& frames) {
@@ -123,6 +127,9 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
           {"is_main", t.is_main},
           {"gil", opt(t.gil)},
           {"python_idle", opt(t.python_idle)},
+          {"python_name", opt(t.python_name)},
+          {"gc_collecting", t.gc_collecting},
+          {"finalizing", t.finalizing},
           {"crashed", t.crashed},
           {"incomplete", t.incomplete},
           {"cpu_ticks", t.cpu_ticks},
@@ -169,7 +176,8 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
   json python = nullptr;
   if (p.python) {
     python = {{"version", p.python->version}, {"nonblocking", p.python->nonblocking},
-              {"locator", p.python->locator}};
+              {"locator", p.python->locator}, {"finalizing", p.python->finalizing},
+              {"gc_collecting", p.python->gc_collecting}};
   }
   json core = nullptr, signal = nullptr, crashed_tid = nullptr;
   json annotations = json::array(), omitted = json::array();

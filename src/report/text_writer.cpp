@@ -11,6 +11,7 @@
 #include "group/rank_set.h"
 #include "group/stack_key.h"
 #include "group/wait_spread.h"
+#include "report/source_marker.h"
 
 namespace hangscan {
 
@@ -255,7 +256,8 @@ class TextWriter {
       s += "  " + progress;
       if (p.cpu_percent >= 0) s += fmt::format(" ({:.0f}% CPU)", p.cpu_percent);
     }
-    if (p.python) s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "");
+    if (p.python) s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "") +
+                       (p.python->finalizing ? " (shutting down)" : "");
     if (!p.launcher.empty()) s += "  launcher " + p.launcher;
     if (p.pause_us > 0) s += fmt::format("  paused {} us", p.pause_us);
     std::string mem = memory_words(p.memory);
@@ -279,7 +281,9 @@ class TextWriter {
       std::string facts;
       if (p.state != '?') facts += fmt::format("state {}", p.state);
       if (p.python) facts += std::string(facts.empty() ? "" : ", ") + "Python " + p.python->version +
-                             (p.python->nonblocking ? " (read without stopping)" : "");
+                             (p.python->nonblocking ? " (read without stopping)" : "") +
+                             (p.python->finalizing ? ", the interpreter is shutting down" : "") +
+                             (p.python->gc_collecting ? ", garbage collecting" : "");
       if (p.pause_us > 0) facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
       std::string mem = memory_words(p.memory);
       if (!mem.empty()) facts += (facts.empty() ? "" : ", ") + mem;
@@ -325,6 +329,9 @@ class TextWriter {
     if (t.wchan && !t.wchan->empty() && *t.wchan != "0") facts.push_back("wchan " + *t.wchan);
     if (t.gil.value_or(false)) facts.push_back("holds GIL");
     if (t.python_idle.value_or(false)) facts.push_back("idle");
+    if (t.python_name) facts.insert(facts.begin(), "Python \"" + *t.python_name + "\"");
+    if (t.gc_collecting) facts.push_back("garbage collecting");
+    if (t.finalizing) facts.push_back("the interpreter is shutting down");
     std::string joined;
     for (const std::string& f : facts) joined += (joined.empty() ? "" : ", ") + f;
     if (ind.empty()) out_ += "\n";  // a plain dump separates threads like py-spy; jobs stay dense
@@ -333,7 +340,8 @@ class TextWriter {
     line(t.crashed ? kRed : kBold, head);
     std::string fi = ind + "    ";
     for (const Frame& f : t.frames) frame(f, fi);
-    if (t.frames.empty() && t.native_frames.empty()) line(fi + "(no frames)");
+    if (t.frames.empty() && t.native_frames.empty())
+      line(fi + (t.finalizing ? "(no frames: the interpreter is shutting down)" : "(no frames)"));
     if (!t.native_frames.empty()) {
       line(ind + "  native:");
       for (const Frame& f : t.native_frames) frame(f, fi);
@@ -347,6 +355,7 @@ class TextWriter {
 
   void frame(const Frame& f, const std::string& ind) {
     line(ind + frame_line(f));
+    for (const std::string& s : source_marker(f)) line(ind + "    " + s);
     for (const Local& l : f.locals) line(ind + "    " + l.name + " = " + l.value);
   }
 

@@ -210,7 +210,11 @@ class CoreTarget : public Target {
 
   std::optional<std::string> local_path(const Mapping& m) const override {
     if (!m.is_file()) return std::nullopt;
-    return modules_.local_path(m.path);
+    if (auto module = modules_.local_path(m.path)) return module;
+    // Not a mapped module (a Python source file, say): the same path under --sysroot.
+    if (!opts_.sysroot.empty() && access((opts_.sysroot + m.path).c_str(), R_OK) == 0)
+      return opts_.sysroot + m.path;
+    return std::nullopt;
   }
 
   std::vector<int> thread_ids() override {

@@ -113,10 +113,34 @@ class FakePython {
     for (std::size_t i = 0; i < items.size(); ++i) put_u64(o + off().tuple_items + 8 * i, items[i]);
     return o;
   }
-  std::uint64_t list(std::size_t n) {
+  std::uint64_t list(const std::vector<std::uint64_t>& items) {
     std::uint64_t o = object("list", 64);
-    put_as<std::int64_t>(o + off().list_size, static_cast<std::int64_t>(n));
+    put_as<std::int64_t>(o + off().list_size, static_cast<std::int64_t>(items.size()));
+    std::uint64_t array = alloc(8 * items.size() + 8);
+    for (std::size_t i = 0; i < items.size(); ++i) put_u64(array + 8 * i, items[i]);
+    put_u64(o + off().list_items, array);
     return o;
+  }
+  // A combined-table dict of up to 5 items (8 slots, 1-byte indices, 24-byte entries).
+  std::uint64_t dict(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& items) {
+    std::uint64_t d = object("dict", 48);
+    put_as<std::int64_t>(d + 16, static_cast<std::int64_t>(items.size()));   // ma_used
+    std::uint64_t keys = alloc(static_cast<std::size_t>(off().keys_indices) + 8 + 24 * 8);
+    if (off().keys_kind < 0) {
+      put_as<std::int64_t>(keys + off().keys_size, 8);
+    } else {
+      put_as<std::uint8_t>(keys + off().keys_size, 3);       // log2 size
+      put_as<std::uint8_t>(keys + off().keys_size + 1, 3);   // log2 index bytes
+      put_as<std::uint8_t>(keys + off().keys_kind, 0);       // general entries
+    }
+    put_as<std::int64_t>(keys + off().keys_nentries, static_cast<std::int64_t>(items.size()));
+    std::uint64_t entries = keys + static_cast<std::uint64_t>(off().keys_indices) + 8;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      put_u64(entries + 24 * i + 8, items[i].first);
+      put_u64(entries + 24 * i + 16, items[i].second);
+    }
+    put_u64(d + off().dict_keys, keys);
+    return d;
   }
   std::uint64_t integer(std::int64_t v, const char* t = "int") {
     std::uint64_t mag = v < 0 ? static_cast<std::uint64_t>(-v) : static_cast<std::uint64_t>(v);
@@ -354,6 +378,8 @@ inline std::vector<std::uint8_t> fake_debug_offsets(int minor, std::uint64_t ver
       {"tuple_object.ob_size", 16},
       {"list_object.ob_item", 24},
       {"list_object.ob_size", 16},
+      {"dict_object.ma_keys", 32},
+      {"dict_object.ma_values", 40},
       {"float_object.ob_fval", 16},
       {"long_object.lv_tag", 16},
       {"long_object.ob_digit", 24},

@@ -80,5 +80,35 @@ TEST(AddrToLine, DispatchesOnFormat) {
   EXPECT_EQ(addr_to_line(LineTable::location311, bytes({0x80 | (13 << 3) | 7, 2}), 10, 6), 11);
 }
 
+TEST(LocationTable, PositionsEqualCPythonsOwnCoPositions) {
+  // co_linetable of a function compiled by CPython 3.11.2 (first line 1):
+  //   total = compute(1) + block_in(NEVER) + compute(
+  //       2)
+  //   return 'h\u00e9' + x
+  // Expected values are that interpreter's own code.co_positions() at each byte offset.
+  std::string t = bytes({128, 0, 221, 12, 19, 144, 65, 137, 74, 140, 74, 157, 24, 165, 37, 153,
+                         31, 156, 31, 209, 12, 40, 173, 55, 216, 8, 9, 241, 3, 1, 44, 11, 244,
+                         0, 1, 44, 11, 241, 0, 1, 13, 11, 128, 69, 224, 11, 16, 149, 49, 137,
+                         57, 208, 4, 20});
+  struct Want {
+    std::uint64_t offset;
+    int line, end_line, column, end_column;
+  };
+  for (const Want& w : {Want{0, 1, 1, 0, 0}, Want{2, 2, 2, 12, 19}, Want{14, 2, 2, 20, 21},
+                        Want{30, 2, 2, 25, 33}, Want{42, 2, 2, 34, 39}, Want{68, 2, 2, 12, 40},
+                        Want{84, 3, 3, 8, 9}, Want{86, 2, 3, 43, 10}, Want{104, 2, 2, 4, 9},
+                        Want{106, 4, 4, 11, 16}, Want{124, 4, 4, 4, 20}}) {
+    auto p = location_table_position(t, 1, w.offset);
+    ASSERT_TRUE(p) << w.offset;
+    EXPECT_EQ(p->line, w.line) << w.offset;
+    EXPECT_EQ(p->end_line, w.end_line) << w.offset;
+    EXPECT_EQ(p->column, w.column) << w.offset;
+    EXPECT_EQ(p->end_column, w.end_column) << w.offset;
+    EXPECT_EQ(location_table_line(t, 1, w.offset), w.line);
+  }
+  EXPECT_FALSE(location_table_position(t, 1, 126));      // past the end
+  EXPECT_FALSE(location_table_position(bytes({0x10}), 1, 0));   // not an entry start
+}
+
 }  // namespace
 }  // namespace hangscan::python

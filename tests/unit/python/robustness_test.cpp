@@ -7,6 +7,7 @@
 #include "fake_python.h"
 #include "python/objects.h"
 #include "python/python_reader.h"
+#include "python/value_repr.h"
 
 namespace hangscan::python {
 namespace {
@@ -129,6 +130,41 @@ TEST(Robustness, AbsurdTupleAndBytesSizesAreRefused) {
   ObjectReader objects(*mem, py.layout());
   EXPECT_FALSE(objects.tuple_items(t));
   EXPECT_FALSE(objects.read_bytes(b));
+}
+
+TEST(Robustness, CorruptDictsAndContainersAreBoundedAndNamed) {
+  for (int minor : {8, 11, 13}) {
+    PyLayout l = minor < 13 ? *builtin_layout(3, minor) : *builtin_layout(3, 12);
+    if (minor == 13) {
+      l.minor = 13;
+      l.instance_dict = InstanceDict::inline_313;
+    }
+    FakePython py(l);
+    std::uint64_t good = py.dict({{py.str("k"), py.integer(1)}});
+    std::uint64_t absurd = py.dict({{py.str("k"), py.integer(1)}});
+    std::uint64_t keys = 0;
+    auto mem0 = py.memory();
+    mem0->read_obj(absurd + py.off().dict_keys, keys);
+    py.put_as<std::int64_t>(keys + py.off().keys_nentries, std::int64_t{1} << 50);
+    std::uint64_t unmapped = py.dict({});
+    py.put_as<std::int64_t>(unmapped + 16, 3);   // ma_used says 3, keys pointer is null
+    std::uint64_t self_list = py.list({0});
+    std::uint64_t items = 0;
+    mem0 = py.memory();
+    mem0->read_obj(self_list + py.off().list_items, items);
+    py.put_u64(items, self_list);                 // a list that holds itself
+    auto mem = py.memory();
+    HoleyMemory counted(*mem);
+    ObjectReader objects(counted, py.layout());
+    EXPECT_EQ(objects.dict_get(good, "k").has_value(), true) << minor;
+    EXPECT_FALSE(objects.dict_items(absurd, 100)) << minor;
+    EXPECT_FALSE(objects.dict_items(unmapped, 100)) << minor;
+    EXPECT_FALSE(objects.attribute(py.object("Thing", 64), "_name")) << minor;
+    ValueRenderer render(objects, py.layout());
+    EXPECT_EQ(render.render(self_list), "[[...]]") << minor;
+    EXPECT_EQ(render.render(unmapped), "<unreadable dict>") << minor;
+    EXPECT_LT(counted.reads, 200u) << minor;
+  }
 }
 
 TEST(Robustness, TornFrameReadCutsTheChainWithAReason) {

@@ -105,8 +105,10 @@ TEST_P(WalkDecode, LocalsAreRenderedShort) {
       {"long", py.str(std::string(100, 'x'))},
       {"blob", py.bytes("abc")},
       {"pair", py.tuple({py.integer(1), py.integer(2)})},
-      {"items", py.list(4)},
-      {"table", py.object("dict", 64)},
+      {"items", py.list({py.integer(-1234), py.str("a"), py.list({}), py.tuple({py.integer(5)})})},
+      {"table", py.dict({{py.str("a"), py.object("NoneType", 16)}, {py.str("b"), py.floating(0.25)}})},
+      {"many", py.list(std::vector<std::uint64_t>(12, py.integer(7)))},
+      {"other", py.object("Thing", 32)},
       {"unbound", 0},
   };
   std::uint64_t top = py.chain({f});
@@ -128,11 +130,16 @@ TEST_P(WalkDecode, LocalsAreRenderedShort) {
       {"name", "'rank-3'"},
       {"accent", "'h\xc3\xa9llo\xe2\x82\xac'"},
       {"long", "'" + std::string(60, 'x') + "...'"},
-      {"blob", "bytes(len=3)"},
-      {"pair", "tuple(len=2)"},
-      {"items", "list(len=4)"},
-      {"table", "<dict>"},
+      {"blob", "b'abc'"},
+      {"pair", "(1, 2)"},
+      {"items", "[-1234, 'a', [], (5,)]"},
+      {"table", "{'a': None, 'b': 0.25}"},
+      {"many", "[7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ... 2 more]"},
   };
+  auto& got = raw.threads[0].frames[0].locals;
+  ASSERT_EQ(got.size(), expect.size() + 1);
+  EXPECT_TRUE(got.back().value.starts_with("<Thing at 0x")) << got.back().value;
+  got.pop_back();
   EXPECT_EQ(raw.threads[0].frames[0].locals, expect);
   // Locals travel through decode() unchanged.
   auto stacks = reader.decode(raw, *mem);

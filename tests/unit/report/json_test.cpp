@@ -29,7 +29,7 @@ JobSnapshot rich_job() {
     p.cpu_percent = r == 1 ? 97.5 : -1;
     p.progress = r == 1 ? std::optional<std::string>("stuck") : std::nullopt;
     p.pause_us = 812;
-    p.python = PythonInfo{"3.11.2", r == 3, "elf-symbol"};
+    p.python = PythonInfo{"3.11.2", r == 3, "elf-symbol", r == 0, r == 0};
     ThreadSnapshot& t = p.threads[0];
     t.wchan = "futex_wait_queue";
     t.syscall = "futex";
@@ -38,6 +38,13 @@ JobSnapshot rich_job() {
     t.cpu_ticks = 12345678901ULL;
     t.incomplete = r == 1;
     t.frames[1].locals = {{"i", "41"}, {"name", "'ü'"}};
+    t.frames[1].column = 8;
+    t.frames[1].end_line = 20;
+    t.frames[1].end_column = 22;
+    t.frames[1].source = "        dist.barrier()  # ü";
+    t.python_name = r == 0 ? std::optional<std::string>("MainThread") : std::nullopt;
+    t.gc_collecting = r == 0;
+    t.finalizing = r == 0;
     Frame nat = native("__futex_abstimed_wait_common64", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8a4d);
     nat.pc = 0x7f3c1a2b3c4dULL;
     nat.file = "./nptl/futex-internal.c";
@@ -94,7 +101,16 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_TRUE(p2["cpu_percent"].is_null());
   EXPECT_TRUE(p2["progress"].is_null());
   EXPECT_TRUE(p2["core"].is_null());
-  EXPECT_EQ(p2["python"], json({{"version", "3.11.2"}, {"nonblocking", false}, {"locator", "elf-symbol"}}));
+  EXPECT_EQ(p2["python"], json({{"version", "3.11.2"}, {"nonblocking", false}, {"locator", "elf-symbol"},
+                                {"finalizing", false}, {"gc_collecting", false}}));
+  EXPECT_EQ(doc["processes"][0]["python"]["finalizing"], true);
+  EXPECT_EQ(doc["processes"][0]["threads"][0]["python_name"], "MainThread");
+  EXPECT_EQ(doc["processes"][0]["threads"][0]["gc_collecting"], true);
+  EXPECT_EQ(p2["threads"][0]["python_name"], nullptr);
+  EXPECT_EQ(p2["threads"][0]["finalizing"], false);
+  EXPECT_EQ(p2["threads"][0]["frames"][1]["column"], 8);
+  EXPECT_EQ(p2["threads"][0]["frames"][1]["end_line"], 20);
+  EXPECT_EQ(p2["threads"][0]["frames"][1]["source"], "        dist.barrier()  # ü");
   EXPECT_EQ(doc["processes"][1]["cpu_percent"], 97.5);
   const json& nat = p2["threads"][0]["native_frames"][1];
   EXPECT_EQ(nat["kind"], "native");
@@ -104,7 +120,8 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(p2["threads"][0]["native_frames"][0]["kind"], "inline");
   const json& pyf = p2["threads"][0]["frames"][0];
   EXPECT_EQ(pyf, json::parse(R"({"kind":"python","function":"time.sleep","file":null,"line":null,"module":"",
-                                 "pc":null,"offset":null,"build_id":null,"locals":[]})"));
+                                 "pc":null,"offset":null,"build_id":null,"locals":[],
+                                 "column":null,"end_line":null,"end_column":null,"source":null})"));
   EXPECT_EQ(doc["processes"][4]["signal"], json::parse(R"({"number":11,"name":"SIGSEGV","address":"0x0","code":1})"));
   EXPECT_EQ(doc["processes"][4]["rank"], nullptr);
   EXPECT_EQ(doc["suspects"], json::parse("[2]"));
