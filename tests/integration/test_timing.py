@@ -76,7 +76,8 @@ def test_timing_in_the_text_report(targets, tmp_path):
     assert timing[0].startswith(head), timing
     assert ", arrived over 2." in timing[0] and timing[0].endswith(", rank 1 last"), timing
     # Every rank's main thread says how long it has been blocked.
-    mains = [l for l in run.stdout.splitlines() if l.strip().startswith(f"Thread ") and "(main" in l]
+    mains = [l for l in run.stdout.splitlines()
+             if re.match(r'\s*Thread \d+ "[^"]*" \((Python "[^"]*", )?main, ', l)]
     assert len(mains) >= 4 and all(", blocked " in l for l in mains[:4]), mains
 
 

@@ -136,11 +136,11 @@ int run_dump(const DumpOptions& o) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval));
     samples.push_back(capture_all(*procs, copt, symbols, i == count - 1));
   }
+  // Progress reads every sample, the last included: compute it before the last is moved out.
+  std::vector<ProcessProgress> progress;
+  if (count > 1) progress = compute_progress(samples, o.interval, sysconf(_SC_CLK_TCK));
   JobSnapshot job = std::move(samples.back());
-  if (count > 1) {
-    auto progress = compute_progress(samples, o.interval, sysconf(_SC_CLK_TCK));
-    apply_progress(job, progress);
-  }
+  if (count > 1) apply_progress(job, progress);
   explain_deaths(job, "");
   for (auto& d : discovery_diags) job.diagnostics.push_back(std::move(d));
   for (auto& d : rejected) job.diagnostics.push_back(std::move(d));
