@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cli.h"
+#include "util/version.h"
 
 namespace hangscan::cli {
 
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   using namespace hangscan::cli;
   CLI::App app{"hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", "hangscan 0.1.0");
+  app.set_version_flag("--version", hangscan::hangscan_version_line());
   Action action;
   add_dump_command(app, action);
   add_core_command(app, action);
