@@ -9,9 +9,9 @@
 # packages came) never fails; here nothing is installed but what the README's commands install.
 #
 # usage: tools/fresh-machine.sh [--package] [--keep] [--run 'CMD']
-#   --package  also, after `make demo`: `make deb` in the root, then a second fresh root where
-#              the package is installed with apt (its dependencies resolved from the registry
-#              alone), and `hangscan --version`, `man hangscan` and a `dump` of a test program
+#   --package  also, after `make demo`: `make deb` in the root, then a second fresh root (a copy
+#              of the first as mmdebstrap made it) where the package is installed with apt (its
+#              dependencies resolved from the registry alone; man-db added to read the page), and `hangscan --version`, `man hangscan` and a `dump` of a test program
 #              run from the installed files.
 #   --keep     leave the root(s) in place (printed) instead of removing them.
 #   --run CMD  run the bash line CMD in the clone (/home/hangscan) instead of demo and test.
@@ -120,6 +120,10 @@ stop_leftovers() {
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  if [ -n "$phase_pid" ]; then   # mmdebstrap, or a phase's tee
+    kill -TERM "$phase_pid" 2>/dev/null || true
+    wait "$phase_pid" 2>/dev/null || true
+  fi
   stop_leftovers
   # The mounts were made in the phases' own namespaces; none may be visible here.
   if grep -q " $work/" /proc/self/mountinfo; then
@@ -156,9 +160,14 @@ make_root() {
   t0=$(now)
   # In a private mount namespace too: mmdebstrap mounts /proc, /sys and /dev into the root while
   # it installs, and those mounts must not outlive it if this script is killed.
+  # In the background, like the phases, so that a signal is handled at once.
+  local rc=0
   unshare --mount --propagation private -- mmdebstrap --quiet --variant=minbase --include="$include" \
-    --aptopt='Acquire::Check-Valid-Until "false"' bookworm "$root" "${mirror_lines[@]}" \
-    >"$root.log" 2>&1 || { tail -20 "$root.log"; cannot "mmdebstrap failed (no registry?): $root.log"; }
+    --aptopt='Acquire::Check-Valid-Until "false"' bookworm "$root" "${mirror_lines[@]}" >"$root.log" 2>&1 &
+  phase_pid=$!
+  wait "$phase_pid" || rc=$?
+  phase_pid=
+  [ "$rc" -eq 0 ] || { tail -20 "$root.log"; cannot "mmdebstrap failed (no registry?): $root.log"; }
   roots+=("$root")
   # A policy like this machine's: package installs start no services (the tests start their own).
   printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod 755 "$root/usr/sbin/policy-rc.d"
@@ -176,6 +185,11 @@ t_all=$(now)
 say "checking commit $head on a new Debian 12 root (under $work)"
 root1=$work/root
 make_root "$root1" git,make,ca-certificates
+if [ "$package" = 1 ]; then
+  # The package's root: a copy of this one before anything else is installed (the same as a
+  # second mmdebstrap run, in seconds instead of minutes).
+  cp -a "$root1" "$work/pkgroot"
+fi
 t_root=$(( $(now) - t_all ))
 
 t_clone=$(now)
@@ -218,11 +232,11 @@ if [ "$package" = 1 ]; then
   if [ "$pkg_rc" -eq 0 ]; then
     deb=$(ls "$root1"/home/hangscan/build/hangscan_*.deb | head -1)
     root2=$work/pkgroot
-    make_root "$root2" man-db,ca-certificates
+    roots+=("$root2")
     cp "$deb" "$root2/tmp/" && cp "$root1/home/hangscan/build/programs/deadlock" "$root2/tmp/deadlock"
     debname=$(basename "$deb")
     run_in "$root2" "$work/pkg.log" "set -e
-      apt-get update -qq && apt-get install -y -qq --no-install-recommends /tmp/$debname >/dev/null
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends man-db /tmp/$debname >/dev/null
       echo 'package: installed; Depends:' \$(dpkg-query -W -f='\${Depends}' hangscan)
       v=\$(hangscan --version); echo \"package: \$v\"
       case \$v in 'hangscan '*' (commit ${head:0:12})') ;; *) echo 'package: wrong --version'; exit 1 ;; esac
