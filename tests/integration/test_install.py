@@ -186,3 +186,53 @@ def test_doctor_agent_path_not_hangscan_or_missing(hangscan, tmp_path):
     assert rc == 1 and f"{tmp_path}/nothing cannot be run here: No such file or directory" in line, line
     rc, line = doctor_agent(hangscan, "bin/hangscan")
     assert rc == 1 and "'bin/hangscan' is not an absolute path" in line, line
+
+
+FAKE_AGENT = r'''#!/usr/bin/python3
+# An agent of "another version": the real agent's answer with agent_version 0.1.0 -> 0.0.9
+# (same length), framed again with the matching hash, so only the version tells it apart.
+import subprocess, sys
+out = subprocess.run([%(real)r] + sys.argv[1:], stdout=subprocess.PIPE, text=True).stdout
+lines = out.splitlines()
+data = [l[len("HSAGENT1 d "):] for l in lines if l.startswith("HSAGENT1 d ")]
+doc = "".join(data).replace('"agent_version":"%(version)s"', '"agent_version":"%(fake)s"', 1)
+h = 0xcbf29ce484222325
+for c in doc.encode():
+    h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+pos = 0
+for l in lines:
+    if l.startswith("HSAGENT1 d "):
+        n = len(l) - len("HSAGENT1 d ")
+        print("HSAGENT1 d " + doc[pos:pos + n]); pos += n
+    elif l.startswith("HSAGENT1 end "):
+        node = l.split()[2]
+        print(f"HSAGENT1 end {node} {len(doc)} {h:016x}")
+    else:
+        print(l)
+'''
+
+
+@pytest.mark.skipif(shutil.which("pdsh") is None, reason="pdsh is not installed")
+def test_fanout_refuses_an_agent_of_another_version(installed, hangscan, targets, tmp_path):
+    t = targets.start([hs_testlib.program("deadlock")])
+    match = f"^{re.escape(hs_testlib.program('deadlock'))} "
+    fake_version = "9" * len(project_version())   # same length: the frame stays the same size
+    fake = tmp_path / "agent-9"
+    fake.write_text(FAKE_AGENT % {"real": installed_bin(installed), "version": project_version(),
+                                  "fake": fake_version})
+    fake.chmod(0o755)
+    args = ["pdsh", "-R", "exec", "-w", "n1", "--match", match, "--timeout", "60", "--json"]
+
+    same = hs_testlib.run_hangscan(args + ["--agent-path", installed_bin(installed)], binary=hangscan)
+    assert same.rc == 0, same.describe()
+    assert [p["pid"] for p in same.doc["processes"]] == [t.pid]
+
+    other = hs_testlib.run_hangscan(args + ["--agent-path", str(fake)], binary=hangscan)
+    assert other.rc == 2, other.describe()
+    assert other.doc["processes"] == []
+    assert other.doc["unreachable"] == [{
+        "host": "n1",
+        "reason": f"the agent there is hangscan {fake_version} (commit {built_commit()}), this front end is "
+                  f"hangscan {project_version()} (commit {built_commit()}): answer not used (install the same "
+                  "hangscan on every node, or pass --agent-path to a copy of this version; 'hangscan doctor "
+                  "--agent-path PATH' on the node checks it)"}]
