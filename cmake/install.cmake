@@ -6,6 +6,11 @@
 # dpkg-shlibdeps reads from the binary (exact sonames and versions), not a list kept by hand.
 include(GNUInstallDirs)
 
+# cpack (and `make install` of the generated build system) would otherwise build `all`, the whole
+# test suite included, before packaging; `make deb` and `make install` build the hangscan target
+# and package what is installed from it.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 install(TARGETS hangscan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/docs/hangscan.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/tools/completion/hangscan.bash
