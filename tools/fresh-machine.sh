@@ -101,9 +101,11 @@ phase_pid=
 root_processes() {
   local root
   for root in "${roots[@]}"; do   # one find, not one readlink per process: fast on a busy machine
-    find /proc/[0-9]*/root -maxdepth 0 \( -lname "$root" -o -lname "$root/*" \) -printf '%h\n' 2>/dev/null |
+    # (find complains, and fails, about processes that exit while it looks: not an error here)
+    { find /proc/[0-9]*/root -maxdepth 0 \( -lname "$root" -o -lname "$root/*" \) -printf '%h\n' 2>/dev/null || true; } |
       cut -d/ -f3
   done
+  return 0
 }
 
 stop_leftovers() {
