@@ -150,15 +150,20 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-# run_in ROOT LOG CMD: CMD (a bash line) inside ROOT, output to stdout and LOG; returns its status.
-# In the background, so that a signal to this script is handled at once (cleanup then stops
-# every process inside the roots, which ends the phase and its mount namespace).
+# run_in ROOT LOG CMD: CMD (a bash line) inside ROOT, output to LOG and, through tail, to stdout;
+# returns its status. In the background, so that a signal to this script is handled at once
+# (cleanup then stops every process inside the roots, which ends the phase and its mount
+# namespace). The phase ends when CMD ends: a process it left running (holding its output open
+# or not) does not keep the check waiting; it is reported and stopped.
 run_in() {
-  local root=$1 log=$2 cmd=$3 rc=0
-  unshare --mount --propagation private -- "$self" --enter "$root" "$cmd" 2>&1 </dev/null | tee "$log" &
+  local root=$1 log=$2 cmd=$3 rc=0 tail_pid
+  unshare --mount --propagation private -- "$self" --enter "$root" "$cmd" >"$log" 2>&1 </dev/null &
   phase_pid=$!
+  tail -n +1 -f --pid="$phase_pid" "$log" &
+  tail_pid=$!
   wait "$phase_pid" || rc=$?
   phase_pid=
+  wait "$tail_pid" 2>/dev/null || true
   stop_leftovers
   return "$rc"
 }
