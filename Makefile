@@ -1,8 +1,16 @@
-# The two commands of the README. Each sets up what it needs on a fresh Debian 12 machine.
+# The commands of the README. Each sets up what it needs on a fresh Debian 12 machine, in any
+# order: the build is configured once here, and CMake re-configures by itself whenever the set of
+# installed Debian packages changes (CMakeLists.txt, "Reconfigure when packages change"), so a
+# build configured by `make demo` picks up the MPI compilers `make test` installs later.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+# Extra arguments for ctest, e.g. make test CTEST_ARGS='-R integ_test_ranks'
+CTEST_ARGS ?=
+CMAKE = cmake
+CONFIGURE = $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps test-deps build demo test bench clean
+.PHONY: all deps test-deps package-deps configure build demo test bench install deb clean
 
 all: build
 
@@ -12,20 +20,45 @@ deps:
 test-deps:
 	@tools/deps.sh test
 
-$(BUILD)/build.ninja $(BUILD)/Makefile:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+package-deps:
+	@tools/deps.sh package
 
-build: deps $(BUILD)/Makefile
-	cmake --build $(BUILD) -j $(JOBS)
+# Only a build directory that was never configured is configured here; afterwards every
+# `cmake --build` re-runs the configure step itself when CMakeLists.txt or the packages change.
+configure:
+	@[ -f $(BUILD)/CMakeCache.txt ] || $(CONFIGURE)
 
-demo: deps build
+build: deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+# The demo needs the hangscan binary only: not the tests, their programs or their packages.
+demo: deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
 	@tools/demo.sh $(BUILD)
 
-test: test-deps build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+test: test-deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 $(CTEST_ARGS)
 
-bench: test-deps build
+bench: test-deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
 	tests/bench/run.sh $(BUILD)
+
+# The binary, hangscan(1) and the bash completion under PREFIX (DESTDIR is honoured).
+install: deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package (CPack) with the runtime dependencies dpkg-shlibdeps finds: $(BUILD)/hangscan_*.deb
+deb: package-deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD)

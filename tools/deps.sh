@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Installs the Debian packages hangscan needs to build (`build`) or to run every test (`test`).
+# Installs the Debian packages hangscan needs to build (`build`: what `make demo` and
+# `make install` need, nothing more), to make its Debian package (`package`) or to run every
+# test (`test`).
 # As root it runs apt-get; otherwise it prints the exact command and exits 1.
 set -euo pipefail
 what=${1:-build}
 
-build_pkgs=(build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev libbpf-dev bpftool
-  clang libcli11-dev libboost-dev libboost-filesystem-dev libfmt-dev libgtest-dev libgmock-dev
-  nlohmann-json3-dev libzstd-dev liblz4-dev elfutils gdb python3)
-test_pkgs=(python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin libopenmpi-dev
-  mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server openssh-client
-  graphviz strace util-linux procps zstd lz4 libdeflate0)
+build_pkgs=(build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev libcli11-dev libboost-dev
+  libboost-filesystem-dev libfmt-dev libgtest-dev libgmock-dev nlohmann-json3-dev libzstd-dev liblz4-dev
+  python3)
+# make deb: CPack's DEB generator needs `file` to find the ELF files dpkg-shlibdeps reads.
+package_pkgs=(file dpkg-dev)
+# elfutils, gdb: oracles and gcore in the tests. man-db: the install test reads hangscan(1).
+# iproute2: the Slurm test cluster looks for free ports with `ss`. libbpf-dev, bpftool and clang
+# are not used by the build today (clang++ only by -DHANGSCAN_FUZZ=ON), kept for the eBPF work.
+test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
+  libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server
+  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 libbpf-dev
+  bpftool clang)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
 
 pkgs=("${build_pkgs[@]}")
-[ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+case $what in
+  build) ;;
+  package) pkgs+=("${package_pkgs[@]}") ;;
+  test) pkgs+=("${package_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: tools/deps.sh build|package|test" >&2; exit 64 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

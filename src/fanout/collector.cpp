@@ -76,9 +76,21 @@ FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
   r.log = std::move(answers.log);
   r.elapsed = answers.elapsed;
   for (auto& doc : answers.documents) {
+    // Another version's document may read as something else: the versions are compared first.
+    // One that names no version and does not read is damage; one that reads is an old agent.
+    const AgentVersion version = agent_document_version(doc.text);
+    std::string mismatch = agent_version_mismatch(version);
+    if (!mismatch.empty() && !version.version.empty()) {
+      r.unreachable.push_back(UnreachableNode{doc.node, std::move(mismatch)});
+      continue;
+    }
     auto job = read_job_json(doc.text, limits);
     if (!job) {
       r.unreachable.push_back(UnreachableNode{doc.node, fmt::format("bad agent document: {}", job.error().what())});
+      continue;
+    }
+    if (!mismatch.empty()) {
+      r.unreachable.push_back(UnreachableNode{doc.node, std::move(mismatch)});
       continue;
     }
     stamp_host(*job, doc.node);

@@ -1,12 +1,15 @@
 // Agent documents: interning frames and stacks; merging node documents.
 #include "report/agent_format.h"
 
+#include <fmt/core.h>
+
 #include <functional>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "report/json_writer.h"
+#include "util/version.h"
 
 namespace hangscan {
 
@@ -156,11 +159,79 @@ std::string write_agent_json(const JobSnapshot& job) {
     doc.erase(k);
   }
   doc["schema"] = kAgentSchemaName;
+  doc["agent_version"] = std::string(hangscan_version());
+  doc["agent_commit"] = std::string(hangscan_commit());
   doc["strings"] = tables.strings();
   doc["frames"] = tables.frames();
   doc["stacks"] = tables.stacks();
   doc["processes"] = std::move(processes);
   return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+// Reads the top-level "agent_version" and "agent_commit" strings and stops as soon as both are
+// known (nlohmann's object keys are sorted, so they are the first two of the document).
+class VersionPeek : public nlohmann::json_sax<json> {
+ public:
+  AgentVersion found;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool string(string_t& val) override {
+    if (depth_ == 1 && key_ == "agent_version") found.version = val;
+    if (depth_ == 1 && key_ == "agent_commit") found.commit = val;
+    key_.clear();
+    return found.version.empty() || found.commit.empty();
+  }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& val) override {
+    if (depth_ == 1) key_ = val;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool scalar() {
+    key_.clear();
+    return true;
+  }
+  bool open() {
+    ++depth_;
+    key_.clear();
+    return true;
+  }
+  bool close() { return --depth_ > 0; }   // the end of the top-level object: nothing more to find
+
+  int depth_ = 0;
+  std::string key_;
+};
+
+}  // namespace
+
+AgentVersion agent_document_version(std::string_view document) {
+  VersionPeek peek;
+  json::sax_parse(document.begin(), document.end(), &peek, nlohmann::detail::input_format_t::json, false);
+  return peek.found;
+}
+
+std::string agent_version_mismatch(const AgentVersion& agent) {
+  if (agent.version == hangscan_version()) return {};
+  const std::string theirs =
+      agent.version.empty() ? std::string("an older hangscan (its answer names no version)")
+                            : fmt::format("hangscan {} (commit {})", agent.version,
+                                          agent.commit.empty() ? "unknown" : agent.commit);
+  return fmt::format("the agent there is {}, this front end is {}: answer not used (install the same hangscan "
+                     "on every node, or pass --agent-path to a copy of this version; 'hangscan doctor "
+                     "--agent-path PATH' on the node checks it)",
+                     theirs, fmt::format("hangscan {} (commit {})", hangscan_version(), hangscan_commit()));
 }
 
 JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {

@@ -4,7 +4,9 @@ Why: every core test needs the same few things -- kernel.core_pattern pointed in
 directory (and restored, whatever happens), RLIMIT_CORE raised for the crashing process only,
 a program run until it dies of the expected signal, or a live process dumped with gcore while
 it keeps running. The tests that use this run under ctest's RESOURCE_LOCK "core_pattern"
-(every tests/integration/test_core*.py), since the pattern is global to the machine.
+(every tests/integration/test_core*.py), since the pattern is global to the machine; when
+HS_CORE_PATTERN_LOCK names a file, CoreDir also holds an flock on it while the pattern is
+changed (for test runs beside this one on the same machine: tools/fresh-machine.sh's root).
 
 Main entry points:
   CoreDir()                          context manager: private dir + core_pattern + restore
@@ -17,6 +19,7 @@ Main entry points:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
 import shutil
@@ -50,8 +53,12 @@ class CoreDir:
         self.tmp = tempfile.TemporaryDirectory(prefix="hs-cores-")
         self.path = Path(self.tmp.name)
         self._old_pattern: Optional[str] = None
+        self._lock = None
 
     def __enter__(self) -> "CoreDir":
+        if os.environ.get("HS_CORE_PATTERN_LOCK"):
+            self._lock = open(os.environ["HS_CORE_PATTERN_LOCK"], "a")
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
         self._old_pattern = CORE_PATTERN.read_text().rstrip("\n")
         CORE_PATTERN.write_text(f"{self.path}/core.%p\n")
         return self
@@ -59,6 +66,8 @@ class CoreDir:
     def __exit__(self, *exc) -> None:
         if self._old_pattern is not None:
             CORE_PATTERN.write_text(self._old_pattern + "\n")
+        if self._lock is not None:
+            self._lock.close()
         self.tmp.cleanup()
 
     def core_of(self, pid: int) -> Path:

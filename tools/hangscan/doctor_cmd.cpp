@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "corewrite/doctor.h"
+#include "fanout/agent_version.h"
 
 namespace hangscan::cli {
 
@@ -13,6 +14,7 @@ namespace {
 struct DoctorCmdOptions {
   int pid = 0;
   std::string dir = ".";
+  std::string agent_path;   // --agent-path: the fan-out's agent binary on this node
 };
 
 int run_doctor_cmd(const DoctorCmdOptions& o) {
@@ -20,7 +22,15 @@ int run_doctor_cmd(const DoctorCmdOptions& o) {
   if (o.pid > 0) opts.pid = o.pid;
   opts.core_dir = o.dir;
   bool failed = false;
-  for (const auto& c : run_doctor(opts)) {
+  auto checks = run_doctor(opts);
+  if (!o.agent_path.empty()) {
+    AgentBinaryCheck a = check_agent_binary(o.agent_path);
+    using L = AgentBinaryCheck::Level;
+    checks.push_back({a.level == L::ok ? DoctorCheck::Level::ok : a.level == L::warn ? DoctorCheck::Level::warn
+                                                                                     : DoctorCheck::Level::fail,
+                      "agent", a.finding, a.fix});
+  }
+  for (const auto& c : checks) {
     fmt::print("{} {}: {}", doctor_level_name(c.level), c.name, c.finding);
     if (!c.fix.empty() && c.level != DoctorCheck::Level::ok) fmt::print(" fix: {}", c.fix);
     fmt::print("\n");
@@ -38,6 +48,8 @@ void add_doctor_command(CLI::App& app, Action& action) {
   sub->add_option("-p,--pid", opts->pid, "Also check this process")->check(process_id());
   sub->add_option("-o,--output-dir", opts->dir, "Where 'hangscan gcore' would write")
       ->capture_default_str();
+  sub->add_option("--agent-path", opts->agent_path,
+                  "Check that the hangscan binary at PATH (the fan-out's agent here) is this version");
   sub->callback([opts, &action] { action = [opts] { return run_doctor_cmd(*opts); }; });
 }
 

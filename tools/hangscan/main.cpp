@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "util/version.h"
 
 namespace hangscan::cli {
 
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   reserve_standard_fds();
   CLI::App app{"hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", "hangscan 0.1.0");
+  app.set_version_flag("--version", hangscan::hangscan_version_line());
   Action action;
   add_dump_command(app, action);
   add_core_command(app, action);
