@@ -326,7 +326,21 @@ void PtraceStopper::restore_priority() {
 std::string PtraceStopper::death() {
   if (released_) return {};
   siginfo_t si{};
-  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid != 0) {
+  bool exited = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid != 0;
+  if (!exited) {
+    // /proc can show the process dead a moment before its tracer is notified (threads still
+    // on their way out): then wait for the notification, briefly.
+    auto st = read_stat(pid_);
+    if (!st || st->state == 'Z' || st->state == 'X') {
+      for (int i = 0; i < 200 && !exited; ++i) {
+        timespec nap{0, 1'000'000};
+        nanosleep(&nap, nullptr);
+        si = siginfo_t{};
+        exited = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid != 0;
+      }
+    }
+  }
+  if (exited) {
     for (int pass = 0; pass < 2; ++pass) {
       for (auto& t : tracees_) {
         if (!t.gone) poll_tracee(t);
