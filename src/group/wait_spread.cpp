@@ -51,9 +51,15 @@ std::string seconds_words(double s) {
 
 std::string wait_sentence(const JobSnapshot& job, const Group& g, const WaitSpread& w) {
   std::string where = g.frames.empty() ? std::string("(no stack)") : short_frame_label(g.frames.front());
-  std::string s = fmt::format("{} in {}: blocked {}-{}, arrived over {}, {} last", describe_members(job, g.members),
-                              where, fmt::format("{:.1f}", w.shortest_s), seconds_words(w.longest_s),
-                              seconds_words(w.spread_s()), member_name(job.processes[w.last]));
+  std::string blocked = fmt::format("{:.1f}", w.shortest_s) == fmt::format("{:.1f}", w.longest_s)
+                            ? seconds_words(w.longest_s)
+                            : fmt::format("{:.1f}-{}", w.shortest_s, seconds_words(w.longest_s));
+  // Below the clocks' resolution (and the capture's own duration) an order means nothing.
+  std::string arrival = w.spread_s() < kSameArrival_s
+                            ? fmt::format("arrived within {:.1f} s of each other", kSameArrival_s)
+                            : fmt::format("arrived over {}, {} last", seconds_words(w.spread_s()),
+                                          member_name(job.processes[w.last]));
+  std::string s = fmt::format("{} in {}: blocked {}, {}", describe_members(job, g.members), where, blocked, arrival);
   if (w.hosts > 1) s += fmt::format(" (across {} hosts: the spread includes their clocks' skew)", w.hosts);
   return s;
 }

@@ -16,6 +16,9 @@
 namespace hangscan {
 
 struct Group;
+
+// Members that stopped running within this many seconds of each other arrived together.
+inline constexpr double kSameArrival_s = 0.1;
 struct Analysis;
 
 struct WaitSpread {

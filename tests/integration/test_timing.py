@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hs_testlib as hs  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
-SLACK = 0.05   # the rank writes its time a moment before read() blocks
+SLACK = 0.2    # the rank writes its time a moment before read() blocks (later under load)
 
 
 def start_job(pool, tmp_path, *, world=4, late=1, delay=3.0, rss_mb=0):
