@@ -43,13 +43,20 @@ def report(name, samples):
 
 def scale(hs, sizes, runs):
     """One row per cluster size: the whole `--slurm-job` command from the login node."""
-    print(f"{'nodes':>5} {'ranks':>5}  {'min s':>7} {'median s':>8} {'max s':>7}")
+    print("srun true: `srun --overlap -N N true` on the same job, Slurm's own launch cost (every\n"
+          "slurmd and slurmstepd of the cluster shares this host's CPUs)\n")
+    print(f"{'nodes':>5} {'ranks':>5}  {'min s':>7} {'median s':>8} {'max s':>7}  {'srun true s':>11}")
     for n in sizes:
         with SlurmCluster(nodes=n) as cluster, RingJob(cluster, nodes=n, per_node=2, odd=3) as job:
             login = [hs, "--slurm-job", job.job_id, "--json"]
-            t = [timed(login, cluster.env, 0) for _ in range(runs)]
-            print(f"{n:>5} {job.world:>5}  {min(t):7.3f} {statistics.median(t):8.3f} {max(t):7.3f}",
-                  flush=True)
+            srun = ["srun", f"--jobid={job.job_id}", "--overlap", f"-N{n}", f"-n{n}",
+                    "--ntasks-per-node=1", "true"]
+            t, s = [], []
+            for _ in range(runs):  # alternated, so load drift affects both alike
+                t.append(timed(login, cluster.env, 0))
+                s.append(timed(srun, cluster.env, 0))
+            print(f"{n:>5} {job.world:>5}  {min(t):7.3f} {statistics.median(t):8.3f} {max(t):7.3f}"
+                  f"  {statistics.median(s):11.3f}", flush=True)
 
 
 def main():
