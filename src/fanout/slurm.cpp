@@ -174,7 +174,7 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& o, const std::vecto
       "--mpi=none",                // no PMI set-up for the agent step
       "-N", n, "-n", n, "--ntasks-per-node=1",
       "-w", compress_hostlist(nodes),
-      "--label",                   // lines are keyed by task; see frames.h
+      "--label",                   // lines are keyed by task; see agent_framing.h
       "--quiet",
       "--input=none",
       o.agent_path, "agent",

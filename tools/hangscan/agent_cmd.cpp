@@ -2,7 +2,7 @@
 //
 // It prints its begin line at once (so the front end knows the node is alive), captures, and
 // prints the node's snapshot in the agent wire format, framed for the line-cutting relays in
-// between (fanout/frames.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
+// between (fanout/agent_framing.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
 // writes the cores of its own node instead and answers which were written, or why not
 // (fanout/core_round.h). Whatever goes wrong, the front end gets a `fail` line with the
 // reason rather than silence. Nothing but frames goes to stdout.
@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "output.h"
 #include "fanout/agent.h"
-#include "fanout/frames.h"
+#include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
