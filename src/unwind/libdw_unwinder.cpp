@@ -24,7 +24,7 @@ class LibdwUnwinder : public Unwinder {
 
   Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack, int tid) override {
     if (!attached_) {
-      if (!dwfl_attach_state(session_.dwfl(), nullptr, session_.target().pid(), &kCallbacks, this)) {
+      if (!dwfl_attach_state(session_.dwfl(), nullptr, session_.source().pid(), &kCallbacks, this)) {
         return Error(Errc::internal, fmt::format("libdw: cannot attach state: {}", dwfl_errmsg(-1)));
       }
       attached_ = true;
@@ -71,7 +71,7 @@ class LibdwUnwinder : public Unwinder {
       std::memcpy(result, st.bytes.data() + (addr - st.start), sizeof(Dwarf_Word));
       return true;
     }
-    return self->session_.target().memory().read_obj(addr, *result);
+    return self->session_.source().memory().read_obj(addr, *result);
   }
 
   static bool set_initial_registers(Dwfl_Thread* thread, void* thread_arg) {
@@ -113,9 +113,9 @@ std::unique_ptr<Unwinder> make_libdw_unwinder(DwflSession& session) {
   return std::make_unique<LibdwUnwinder>(session);
 }
 
-Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target,
+Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, ModuleSource& source,
                                                 DwflSession& session) {
-  if (kind == UnwinderKind::libunwind) return make_libunwind_unwinder(target);
+  if (kind == UnwinderKind::libunwind) return make_libunwind_unwinder(source);
   return make_libdw_unwinder(session);
 }
 
