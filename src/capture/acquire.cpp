@@ -41,30 +41,31 @@ std::size_t freeze_buffer_bytes(const Target& target, const std::map<int, Thread
   return bytes;
 }
 
-// Where one thread's stack copy is while the target is stopped: in the freeze buffer, or (when
-// the buffer was too small) already in the ThreadCopy's own bytes.
+// One thread's stack copy while the target is stopped: in the freeze buffer, or (when the
+// buffer was too small) in `heap`. Small, so that the freeze writes little besides the copies.
 struct StackView {
   std::uint64_t start = 0;
   std::span<const std::uint8_t> bytes;
+  std::vector<std::uint8_t> heap;
 };
 
 // Copies the top of every thread's stack (short where memory is unmapped) into prefaulted
-// memory, in one batch of reads.
-std::vector<StackView> copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
-                                   std::vector<ThreadCopy>& copies) {
-  std::vector<StackView> views(copies.size());
+// memory, in one batch of reads. `views` has one entry per frozen thread.
+void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
+                 const std::vector<FrozenThread>& threads, std::vector<StackView>& views) {
   std::vector<MemoryReader::ReadOp> ops;
   std::vector<std::size_t> owners;
-  for (std::size_t i = 0; i < copies.size(); ++i) {
-    ThreadCopy& c = copies[i];
-    if (!c.regs) continue;
-    std::uint64_t sp = c.regs->sp();
+  ops.reserve(threads.size());
+  owners.reserve(threads.size());
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    if (!threads[i].regs) continue;
+    std::uint64_t sp = threads[i].regs->sp();
     std::size_t len = stack_extent(target, sp, max_bytes);
     if (len == 0) continue;
     std::span<std::uint8_t> out = buffer.take(len);
     if (out.empty()) {
-      c.stack.bytes.resize(len);
-      out = c.stack.bytes;
+      views[i].heap.resize(len);
+      out = views[i].heap;
     }
     views[i].start = sp;
     ops.push_back(MemoryReader::ReadOp{sp, out.data(), out.size(), 0});
@@ -73,7 +74,6 @@ std::vector<StackView> copy_stacks(Target& target, std::size_t max_bytes, Freeze
   target.memory().read_many(ops);
   for (std::size_t i = 0; i < ops.size(); ++i)
     views[owners[i]].bytes = std::span<const std::uint8_t>(ops[i].buf, ops[i].got);
-  return views;
 }
 
 // The threads of a copy made without a stop: their descriptions only.
@@ -119,7 +119,8 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
     copy.python = std::move(python);
     return copy;
   }
-  copy.threads.reserve(described.size() + 16);
+  std::vector<StackView> views;
+  views.reserve(described.size() + 16);
   auto freeze = target.freeze(Deadline::after(options.freeze_timeout));
   if (!freeze) {
     const Error& e = freeze.error();
@@ -133,18 +134,12 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
     return copy;
   }
   // Only copies are made while the target is stopped, into prefaulted memory.
+  const std::vector<FrozenThread>& frozen = (*freeze)->threads();
   PauseTimes times;
   std::int64_t t0 = monotonic_us();
   auto pages = std::make_unique<PageCacheMemory>(target.memory(), buffer.get());
-  for (const auto& ft : (*freeze)->threads()) {
-    ThreadCopy& c = copy.threads.emplace_back();
-    c.tid = ft.tid;
-    c.regs = ft.regs;
-    c.error = ft.error;
-    c.uninterruptible = ft.uninterruptible;
-  }
-  std::vector<StackView> views(copy.threads.size());
-  if (options.native) views = copy_stacks(target, options.max_stack_bytes, *buffer, copy.threads);
+  views.resize(frozen.size());
+  if (options.native) copy_stacks(target, options.max_stack_bytes, *buffer, frozen, views);
   for (const auto& v : views) {
     pages->add_copy(v.start, v.bytes);
     times.stack_bytes += v.bytes.size();
@@ -163,13 +158,23 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
   times.python_us = t2 - t1;
   times.python_reads = python_base_reads(*python);
   copy.pause = times;
-  for (std::size_t i = 0; i < copy.threads.size(); ++i) {
+  copy.threads.resize(frozen.size());
+  for (std::size_t i = 0; i < frozen.size(); ++i) {
     ThreadCopy& c = copy.threads[i];
-    c.stack.start = views[i].start;
-    // A stack copied into the freeze buffer moves to the thread's own bytes (one copied to the
-    // heap is there already, and the Python pages keep pointing at it: it stays put).
-    if (c.stack.bytes.empty()) c.stack.bytes.assign(views[i].bytes.begin(), views[i].bytes.end());
-    else c.stack.bytes.resize(views[i].bytes.size());
+    StackView& v = views[i];
+    c.tid = frozen[i].tid;
+    c.regs = frozen[i].regs;
+    c.error = frozen[i].error;
+    c.uninterruptible = frozen[i].uninterruptible;
+    c.stack.start = v.start;
+    // A stack copied into the freeze buffer moves to the thread's own bytes; one copied to the
+    // heap moves with its storage, which the Python pages keep pointing at.
+    if (v.heap.empty()) {
+      c.stack.bytes.assign(v.bytes.begin(), v.bytes.end());
+    } else {
+      v.heap.resize(v.bytes.size());
+      c.stack.bytes = std::move(v.heap);
+    }
     // Threads that started between the description and the freeze are described now.
     auto it = described.find(c.tid);
     if (it != described.end()) {
