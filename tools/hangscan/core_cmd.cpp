@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "capture/crash_explainer.h"
+#include "crash/crash_explainer.h"
 #include "cli.h"
 #include "output.h"
 #include "proc/discovery.h"
