@@ -46,7 +46,7 @@ class Selection {
       if (explicit_pid)
         diags_.push_back(skipped(Diagnostic::Severity::error, pid,
                                  fmt::format("pid {}: no such process", pid),
-                                 "check the pid with 'ps -p PID'; the process may have exited"));
+                                 hints::check_pid()));
       return;
     }
     if (e->kernel_thread) {
