@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "corewrite/member_core.h"
 #include "fanout/agent.h"
 #include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
@@ -79,7 +80,7 @@ int run_agent_command(const AgentCliOptions& o) {
   a.node = default_agent_node(o.node, slurm_mode);
   a.exclude_steps = o.exclude_steps;
   a.match = o.match;
-  a.capture = capture_options_from(o.capture);
+  a.capture = live_capture_options(o.capture);
   a.timeout = std::chrono::milliseconds(o.timeout_ms);
   // The node name goes into every frame line: an unusable one is reported, not framed.
   const std::string frame_node = validate_host_name(a.node) ? a.node : std::string("invalid-node-name");
