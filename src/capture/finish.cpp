@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -126,9 +127,9 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   if (options.native && copy.registers_copied && !copy.threads.empty())
     native = make_native(source, options, copy.pid, snap);
 
-  // Unwind every copy (raw addresses only).
-  std::map<int, UnwindResult> unwound;
-  std::map<int, std::string> unwind_errors;
+  // Unwind every copy (raw addresses only), by index: samples of one thread may share a tid.
+  std::vector<std::optional<UnwindResult>> unwound(copy.threads.size());
+  std::vector<std::string> unwind_errors(copy.threads.size());
   std::vector<int> tids;
   std::map<int, std::uint64_t> fs_bases;
   // Stack mappings by thread: from the registers, or (--nonblocking, no registers) from the
@@ -139,7 +140,8 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
       if (m.contains(sp)) stack_ranges[tid] = {m.start, m.end};
     }
   };
-  for (const auto& c : copy.threads) {
+  for (std::size_t i = 0; i < copy.threads.size(); ++i) {
+    const ThreadCopy& c = copy.threads[i];
     tids.push_back(c.tid);
     if (c.regs) {
       fs_bases[c.tid] = c.regs->fs_base();
@@ -149,8 +151,8 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
     }
     if (!c.regs || !native.unwinder) continue;
     auto res = native.unwinder->unwind(*c.regs, c.stack, c.tid);
-    if (res) unwound[c.tid] = std::move(*res);
-    else unwind_errors[c.tid] = res.error().what();
+    if (res) unwound[i] = std::move(*res);
+    else unwind_errors[i] = res.error().what();
   }
   PythonByThread python;
   if (copy.python) python = decode_python(*copy.python, source, tids, fs_bases, stack_ranges);
@@ -159,28 +161,29 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   auto needs_native = [&](int tid) { return options.merge_native || !has_python_frames(python, tid); };
   if (native.session) {
     std::vector<const RawFrame*> to_name;
-    for (const auto& [tid, u] : unwound) {
-      if (!needs_native(tid)) continue;
-      for (const auto& raw : u.frames) to_name.push_back(&raw);
+    for (std::size_t i = 0; i < unwound.size(); ++i) {
+      if (!unwound[i] || !needs_native(copy.threads[i].tid)) continue;
+      for (const auto& raw : unwound[i]->frames) to_name.push_back(&raw);
     }
     native.session->prepare(to_name, symbols);
   }
 
-  for (auto& c : copy.threads) {
+  for (std::size_t i = 0; i < copy.threads.size(); ++i) {
+    ThreadCopy& c = copy.threads[i];
     ThreadSnapshot t = std::move(c.described);
     t.tid = c.tid;
     t.is_main = t.tid == copy.pid;
     if (!c.error.empty()) t.notes.push_back(c.error);
-    if (auto e = unwind_errors.find(c.tid); e != unwind_errors.end()) t.notes.push_back(e->second);
-    auto u = unwound.find(c.tid);
-    if (needs_native(c.tid) && native.session && u != unwound.end())
-      attach_native(u->second, *native.session, symbols, t);
+    if (!unwind_errors[i].empty()) t.notes.push_back(unwind_errors[i]);
+    if (needs_native(c.tid) && native.session && unwound[i])
+      attach_native(*unwound[i], *native.session, symbols, t);
     snap.threads.push_back(std::move(t));
   }
 
   if (copy.python) attach_python(*copy.python, python, source, options, snap);
 
-  std::sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
+  // Stable: samples of one thread keep their order.
+  std::stable_sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
     if (a.is_main != b.is_main) return a.is_main;
     return a.tid < b.tid;
   });

@@ -61,7 +61,9 @@ struct ProcessCopy {
   int pid = 0;
   std::string what;                 // "pid 1234" / "core core.1234": for messages
   ProcessSnapshot process;          // process-level description (threads empty)
-  std::vector<ThreadCopy> threads;  // the threads the snapshot will have
+  // The threads the snapshot will have, in this order for equal tids: several samples of one
+  // thread may share a tid (a Python frame chain is matched to a tid, so only to one of them).
+  std::vector<ThreadCopy> threads;
   // True when `threads` carry registers and stacks to unwind (a freeze, a core, a sample);
   // false when they are descriptions only (--nonblocking, or a freeze that failed).
   bool registers_copied = true;

@@ -25,7 +25,8 @@ class LibdwUnwinder : public Unwinder {
 
   Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack, int tid) override {
     if (!attached_) {
-      if (!dwfl_attach_state(session_.dwfl(), nullptr, session_.source().pid(), &kCallbacks, this)) {
+      int pid = session_.source().pid();
+      if (!dwfl_attach_state(session_.dwfl(), nullptr, pid, &kCallbacks, this)) {
         return Error(Errc::internal, fmt::format("libdw: cannot attach state: {}", dwfl_errmsg(-1)));
       }
       attached_ = true;

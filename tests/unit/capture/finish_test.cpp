@@ -163,7 +163,8 @@ TEST_P(FinishSelf, ACopyOfThisThreadUnwindsToItsChain) {
   SelfSource source;
   SymbolCache symbols;
   int tid = self.thread.tid;
-  ProcessSnapshot snap = finish_process(one_thread(std::move(self.thread)), source, options, symbols);
+  ProcessSnapshot snap =
+      finish_process(one_thread(std::move(self.thread)), source, options, symbols);
   EXPECT_TRUE(snap.diagnostics.empty()) << snap.diagnostics.front().message;
   ASSERT_EQ(snap.threads.size(), 1u);
   const ThreadSnapshot& t = snap.threads[0];
@@ -192,7 +193,8 @@ TEST_P(FinishSelf, ACopyCutShortIsFlaggedIncomplete) {
   options.unwinder = GetParam();
   SelfSource source;
   SymbolCache symbols;
-  ProcessSnapshot snap = finish_process(one_thread(std::move(self.thread)), source, options, symbols);
+  ProcessSnapshot snap =
+      finish_process(one_thread(std::move(self.thread)), source, options, symbols);
   ASSERT_EQ(snap.threads.size(), 1u);
   const ThreadSnapshot& t = snap.threads[0];
   EXPECT_EQ(names(t, 10), (std::vector<std::string>{"hs_finish_chain_c", "hs_finish_chain_b",
@@ -201,8 +203,32 @@ TEST_P(FinishSelf, ACopyCutShortIsFlaggedIncomplete) {
   std::string why = GetParam() == UnwinderKind::libdw
                         ? fmt::format("cannot read the stack at 0x{:x}", self.ra_slot_a)
                         : "libunwind: step failed (-8)";
-  EXPECT_EQ(t.notes, std::vector<std::string>{
-                         "stack incomplete: unwinding stopped after hs_finish_chain_a (" + why + ")"});
+  EXPECT_EQ(t.notes,
+            std::vector<std::string>{
+                "stack incomplete: unwinding stopped after hs_finish_chain_a (" + why + ")"});
+}
+
+// Two samples of one thread (as the eBPF recorder takes them) are two stacks, in order: the
+// whole one, then the one cut short.
+TEST_P(FinishSelf, SamplesOfOneThreadStayApart) {
+  SelfCopy whole = copy_self();
+  SelfCopy cut = copy_self();
+  cut.thread.stack.bytes.resize(cut.marker_a - cut.thread.stack.start);
+  CaptureOptions options = native_options();
+  options.unwinder = GetParam();
+  SelfSource source;
+  SymbolCache symbols;
+  ProcessCopy copy = one_thread(std::move(whole.thread));
+  copy.threads.push_back(std::move(cut.thread));
+  ProcessSnapshot snap = finish_process(std::move(copy), source, options, symbols);
+  ASSERT_EQ(snap.threads.size(), 2u);
+  EXPECT_EQ(snap.threads[0].tid, snap.threads[1].tid);
+  EXPECT_FALSE(snap.threads[0].incomplete);
+  EXPECT_EQ(snap.threads[0].frames.back().function, "_start");
+  EXPECT_TRUE(snap.threads[1].incomplete);
+  EXPECT_EQ(names(snap.threads[1], 10), (std::vector<std::string>{
+                                            "hs_finish_chain_c", "hs_finish_chain_b",
+                                            "hs_finish_chain_a"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothUnwinders, FinishSelf,
@@ -223,7 +249,8 @@ TEST(Finish, GarbageRegistersGiveANoteNotACrash) {
   SelfSource source;
   SymbolCache symbols;
   ProcessSnapshot snap;
-  ASSERT_NO_THROW(snap = finish_process(one_thread(std::move(t)), source, native_options(), symbols));
+  ASSERT_NO_THROW(
+      snap = finish_process(one_thread(std::move(t)), source, native_options(), symbols));
   ASSERT_EQ(snap.threads.size(), 1u);
   const ThreadSnapshot& th = snap.threads[0];
   EXPECT_EQ(th.tid, 31337);
@@ -261,7 +288,8 @@ TEST(Finish, AcquisitionFactsBecomeDiagnosticsAndNotes) {
   ASSERT_EQ(snap.diagnostics.size(), 2u);
   EXPECT_EQ(snap.diagnostics[0].severity, Diagnostic::Severity::error);
   EXPECT_EQ(snap.diagnostics[0].message,
-            "pid 4242 was killed by SIGKILL while it was being captured: its stacks may be incomplete");
+            "pid 4242 was killed by SIGKILL while it was being captured: its stacks may be "
+            "incomplete");
   EXPECT_EQ(snap.diagnostics[1].severity, Diagnostic::Severity::warning);
   EXPECT_EQ(snap.diagnostics[1].message,
             "thread 4243 in uninterruptible sleep (D state) could not be stopped: its user stack "
@@ -269,7 +297,8 @@ TEST(Finish, AcquisitionFactsBecomeDiagnosticsAndNotes) {
   ASSERT_EQ(snap.threads.size(), 2u);
   EXPECT_EQ(snap.threads[0].tid, 4242);   // the main thread first
   EXPECT_TRUE(snap.threads[0].is_main);
-  EXPECT_EQ(snap.threads[0].notes, std::vector<std::string>{"registers unreadable: No such process"});
+  EXPECT_EQ(snap.threads[0].notes,
+            std::vector<std::string>{"registers unreadable: No such process"});
   EXPECT_EQ(snap.threads[1].tid, 4243);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0],
