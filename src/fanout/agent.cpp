@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "proc/deaths.h"
+#include "proc/socket_waits.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "proc/discovery.h"
@@ -188,6 +189,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   }
   for (auto& d : job.diagnostics) d.host = o.node;
   explain_deaths(job, o.node);
+  resolve_socket_waits(job, o.node);
   return job;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proc/deaths.h"
+#include "proc/socket_waits.h"
 #include "capture/capture.h"
 #include "fanout/agent.h"
 #include "cli.h"
@@ -142,6 +143,7 @@ int run_dump(const DumpOptions& o) {
   JobSnapshot job = std::move(samples.back());
   if (count > 1) apply_progress(job, progress);
   explain_deaths(job, "");
+  resolve_socket_waits(job, "");
   for (auto& d : discovery_diags) job.diagnostics.push_back(std::move(d));
   for (auto& d : rejected) job.diagnostics.push_back(std::move(d));
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
