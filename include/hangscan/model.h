@@ -58,6 +58,18 @@ struct Diagnostic {
 
 const char* severity_name(Diagnostic::Severity s);
 
+// One thing a blocked thread waits on (docs/output-schema.md, "waits_on"): the process at the
+// other end of the socket it reads, when that is known, and the transport in words.
+struct WaitEdge {
+  std::string host;                  // node of the process at the other end; "" unknown
+  std::optional<int> pid;            // nullopt: no process known (pipe with several writers,
+                                     // a listening socket, an RDMA device, another node not asked)
+  std::optional<int> rank;
+  std::string via;                   // "tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "unix 12 -> 13",
+                                     // "pipe:[77]", "tcp listening on 0.0.0.0:29500", ...
+  bool operator==(const WaitEdge&) const = default;
+};
+
 struct ThreadSnapshot {
   int tid = 0;
   std::string name;
@@ -79,10 +91,14 @@ struct ThreadSnapshot {
   bool incomplete = false;
   std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
   std::optional<std::uint64_t> stack_pointer; // from /proc/TID/syscall (not written out)
+  std::vector<std::uint64_t> syscall_args;   // from /proc/TID/syscall (not written out)
   std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")
   // Seconds the thread had been off the CPU when it was described (before the freeze), from
   // the scheduler's record; nullopt when running or unknown (cores).
   std::optional<double> blocked_s;
+  // What the thread's blocking call (read, recv, poll, epoll_wait, select, ...) waits on:
+  // resolved from its file descriptors after the capture (proc/socket_waits.h).
+  std::vector<WaitEdge> waits_on;
 };
 
 struct PythonInfo {
@@ -166,6 +182,9 @@ struct ProcessSnapshot {
   std::optional<double> captured_at;
   std::optional<MemoryUsage> memory;
   std::optional<Death> death;              // zombies and processes that died while captured
+  // Its established TCP connections as "local -> remote" ("10.0.0.2:29502 -> 10.0.0.1:40312"):
+  // the node's socket table, by which the front end finds the other end of a wait on another node.
+  std::vector<std::string> tcp_connections;
   std::vector<Diagnostic> diagnostics;
 };
 

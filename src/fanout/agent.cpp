@@ -173,6 +173,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   run.deadline = Deadline::after(o.timeout);
   run.host = o.node;
   run.explain_deaths = true;
+  run.resolve_waits = true;
   std::vector<Diagnostic> found;
   auto procs = discover_job_processes(o, found);
   if (!procs) return procs.error();

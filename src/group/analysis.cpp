@@ -10,6 +10,7 @@
 
 #include "group/rank_set.h"
 #include "group/suspects.h"
+#include "group/wait_graph.h"
 
 namespace hangscan {
 
@@ -171,6 +172,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
 
   for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
+  a.wait_chains = wait_chain_sentences(job);
   return a;
 }
 

@@ -39,6 +39,7 @@ struct Analysis {
   std::vector<std::size_t> grouped;          // process indexes that were grouped, ascending
   std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
   std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
+  std::vector<std::string> wait_chains;      // who waits on whom (group/wait_graph.h), evidence
   std::optional<int> world_size;             // expected or largest world_size seen
   StackTrie trie;
 

@@ -76,12 +76,21 @@ std::string death_words(const Death& d) {
   } else if (d.how == "killed") {
     s = fmt::format("was killed by {}{}{}", d.signal_name.empty() ? fmt::format("signal {}", d.signal.value_or(0)) : d.signal_name,
                     when, d.core_dumped ? " (core dumped)" : "");
+    if (!d.detail.empty()) s += " (" + d.detail + ")";
   } else if (d.how == "exited") {
     s = fmt::format("exited with code {}{}", d.exit_code.value_or(0), when);
   } else {
     s = "died" + when;
   }
-  if (!d.core.empty()) s += "; its core went to " + d.core;
+  // A core file is named with the command that reads it; anything else (systemd-coredump, a
+  // program in core_pattern, a pattern that cannot be expanded) is said as it is.
+  if (d.core.empty()) return s;
+  if (d.core.find(' ') == std::string::npos && d.core.find('\'') == std::string::npos) {
+    s += "; read its core with: hangscan core " + d.core;
+    if (d.core.front() != '/') s += " (in its working directory)";
+  } else {
+    s += "; its core went to " + d.core;
+  }
   return s;
 }
 

@@ -12,6 +12,8 @@
 #include "crash/crash_explainer.h"
 #include "group/progress.h"
 #include "proc/deaths.h"
+#include "proc/socket_waits.h"
+#include "proc/socket_waits.h"
 #include "proc/environ_memory.h"
 #include "target/live_target.h"
 #include "util/contain.h"
@@ -128,6 +130,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     for (auto& d : job.diagnostics) d.host = o.host;
   }
   if (o.explain_deaths) explain_deaths(job, o.host);
+  if (o.resolve_waits) resolve_socket_waits(job, o.host);
   return job;
 }
 

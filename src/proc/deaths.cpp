@@ -14,7 +14,9 @@
 
 #include <fmt/format.h>
 
+#include "proc/memory_usage.h"
 #include "proc/proc_files.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -265,6 +267,22 @@ std::string core_destination(std::string_view pattern, int pid, const std::strin
   return out;
 }
 
+namespace {
+
+// A SIGKILL the kernel log does not explain (unreadable, or the record was overwritten): the
+// process's memory cgroup may still count an OOM kill.
+void add_cgroup_oom_evidence(Death& d, int pid) {
+  if (d.how != "killed" || d.signal != SIGKILL) return;
+  auto kills = read_cgroup_oom_kills(pid);
+  if (!kills) return;
+  d.cgroup = kills->cgroup;
+  d.detail = fmt::format("its memory cgroup {} counts {} OOM kill{} ({} oom_kill)", kills->cgroup, kills->count,
+                         kills->count == 1 ? "" : "s", kills->file);
+  d.evidence.push_back(fmt::format("memory cgroup ({})", kills->file));
+}
+
+}  // namespace
+
 void explain_deaths(JobSnapshot& job, const std::string& host) {
   std::uint64_t window_start = UINT64_MAX;
   std::set<std::string> comms;
@@ -308,11 +326,20 @@ void explain_deaths(JobSnapshot& job, const std::string& host) {
     if (!comms.count(k.comm)) continue;
     job.deaths.push_back(std::move(k.death));
   }
+  auto uses_pid = read_text_file("/proc/sys/kernel/core_uses_pid", 64);
   for (ProcessSnapshot& p : job.processes) {
-    if (p.death && p.death->core_dumped && pattern) {
+    if (!p.death) continue;
+    if (p.death->core_dumped && pattern) {
       std::string comm = p.death->comm.empty() ? read_comm(p.pid, p.pid) : p.death->comm;
       p.death->core = core_destination(*pattern, p.pid, comm);
+      // The kernel appends ".PID" to a file pattern without %p when core_uses_pid is 1.
+      bool file = !p.death->core.empty() && p.death->core.find(' ') == std::string::npos;
+      if (file && pattern->find("%p") == std::string::npos && pattern->find("%P") == std::string::npos &&
+          uses_pid && parse_int<int>(*uses_pid) == 1) {
+        p.death->core += fmt::format(".{}", p.pid);
+      }
     }
+    add_cgroup_oom_evidence(*p.death, p.pid);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "proc/memory_usage.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -26,16 +27,6 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
   auto res = std::from_chars(s.data(), s.data() + s.size(), v);
   if (res.ec != std::errc() || res.ptr != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-template <class F>
-void for_each_line(std::string_view text, F&& f) {
-  while (!text.empty()) {
-    auto nl = text.find('\n');
-    f(text.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
 }
 
 // "VmRSS:	  123456 kB" -> bytes.
@@ -159,6 +150,33 @@ std::optional<std::uint64_t> parse_memory_limit(std::string_view text) {
   auto v = parse_u64(text);
   if (!v || *v >= kV1Unlimited) return std::nullopt;
   return v;
+}
+
+std::optional<std::uint64_t> parse_oom_kill_count(std::string_view text) {
+  std::optional<std::uint64_t> out;
+  for_each_line(text, [&](std::string_view line) {
+    line = trim(line);
+    if (line.substr(0, 9) == "oom_kill ") out = parse_u64(trim(line.substr(9)));
+  });
+  return out;
+}
+
+std::optional<CgroupOomKills> read_cgroup_oom_kills(int pid) {
+  auto cg = read_text_file(fmt::format("/proc/{}/cgroup", pid), 1 << 16);
+  auto mi = read_text_file("/proc/self/mountinfo", 1 << 20);
+  if (!cg || !mi) return std::nullopt;
+  CgroupMounts mounts = parse_cgroup_mounts(*mi);
+  for (const CgroupEntry& e : parse_proc_cgroup(*cg)) {
+    bool v1 = std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end();
+    bool v2 = e.controllers.empty();
+    const std::string& mount = v1 ? mounts.v1_memory : mounts.v2;
+    if ((!v1 && !v2) || mount.empty()) continue;
+    const char* file = v1 ? "memory.oom_control" : "memory.events";
+    auto text = read_text_file(mount + (e.path == "/" ? "" : e.path) + "/" + file, 4096);
+    auto n = text ? parse_oom_kill_count(*text) : std::nullopt;
+    if (n && *n > 0) return CgroupOomKills{e.path, file, *n};
+  }
+  return std::nullopt;
 }
 
 std::optional<MemoryUsage> read_memory_usage(int pid) {

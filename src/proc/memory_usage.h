@@ -46,4 +46,18 @@ std::optional<std::uint64_t> parse_memory_limit(std::string_view text);
 // limit, the process's own cgroup and its usage.
 std::optional<MemoryUsage> read_memory_usage(int pid);
 
+// The "oom_kill N" line of v2 memory.events or v1 memory.oom_control; nullopt when absent.
+std::optional<std::uint64_t> parse_oom_kill_count(std::string_view text);
+
+// OOM kills the memory cgroup of `pid` recorded (a zombie still names its cgroup); nullopt
+// when it counts none or cannot be read. Only the process's own cgroup: a parent's v2 counter
+// also counts its other children's kills (other jobs). Why: the kernel log is root-only on most nodes and a ring buffer forgets;
+// the cgroup's counter outlives both (while the cgroup exists).
+struct CgroupOomKills {
+  std::string cgroup;      // path relative to the hierarchy's root
+  std::string file;        // "memory.events" or "memory.oom_control"
+  std::uint64_t count = 0;
+};
+std::optional<CgroupOomKills> read_cgroup_oom_kills(int pid);
+
 }  // namespace hangscan

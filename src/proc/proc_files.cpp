@@ -32,8 +32,11 @@ bool parse_num(std::string_view s, T& out, int base = 10) {
   return v.has_value();
 }
 
-// Splits on runs of spaces.
-std::vector<std::string_view> fields(std::string_view s) {
+std::vector<std::string_view> fields(std::string_view s) { return split_fields(s); }
+
+}  // namespace
+
+std::vector<std::string_view> split_fields(std::string_view s) {
   std::vector<std::string_view> out;
   std::size_t i = 0;
   while (i < s.size()) {
@@ -45,19 +48,6 @@ std::vector<std::string_view> fields(std::string_view s) {
   }
   return out;
 }
-
-template <class F>
-void for_each_line(std::string_view text, F&& f) {
-  while (!text.empty()) {
-    auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    f(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
-
-}  // namespace
 
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -190,6 +180,21 @@ std::optional<std::uint64_t> parse_syscall_sp(std::string_view text) {
   std::uint64_t v = 0;
   if (!parse_num(sp, v, 16)) return std::nullopt;
   return v;
+}
+
+std::vector<std::uint64_t> parse_syscall_args(std::string_view text) {
+  auto f = fields(trim(text));
+  long nr = 0;
+  if (f.size() != 9 || !parse_num(f[0], nr) || nr < 0) return {};
+  std::vector<std::uint64_t> args;
+  for (std::size_t i = 1; i <= 6; ++i) {
+    std::string_view a = f[i];
+    if (a.size() > 2 && a.substr(0, 2) == "0x") a.remove_prefix(2);
+    std::uint64_t v = 0;
+    if (!parse_num(a, v, 16)) return {};
+    args.push_back(v);
+  }
+  return args;
 }
 
 std::vector<Frame> parse_kernel_stack(std::string_view text) {

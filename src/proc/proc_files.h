@@ -17,6 +17,20 @@
 
 namespace hangscan {
 
+// Splits a /proc line on runs of spaces and tabs.
+std::vector<std::string_view> split_fields(std::string_view s);
+
+// Calls f(line) for each line of a /proc file (without the '\n').
+template <class F>
+void for_each_line(std::string_view text, F&& f) {
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    f(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
 // Reads a whole (pseudo-)file, at most `max_bytes`.
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 1 << 22);
 
@@ -56,6 +70,9 @@ std::optional<std::string> parse_syscall(std::string_view text);
 std::string syscall_name(long number);
 // The user stack pointer in /proc/TID/syscall (second to last field); nullopt for "running".
 std::optional<std::uint64_t> parse_syscall_sp(std::string_view text);
+// The six argument registers in /proc/TID/syscall ("NR a0 .. a5 sp pc"); empty when the thread
+// runs or is in no system call. Why: which fd (or poll set) a blocked thread waits on.
+std::vector<std::uint64_t> parse_syscall_args(std::string_view text);
 
 // /proc/TID/stack: "[<0>] futex_wait_queue+0x60/0xa0" lines -> kernel frames.
 std::vector<Frame> parse_kernel_stack(std::string_view text);

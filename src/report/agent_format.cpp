@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "group/wait_graph.h"
 #include "report/json_writer.h"
 #include "util/version.h"
 
@@ -249,6 +250,7 @@ JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
     }
     if (out.job_id.empty()) out.job_id = p.job_id;
   }
+  link_wait_edges(out);
   return out;
 }
 

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "group/stack_key.h"
+#include "group/wait_graph.h"
 
 namespace hangscan {
 
@@ -32,6 +34,22 @@ std::string folded_label(const Frame& f, GroupOptions::Granularity g) {
     if (c == '\n' || c == '\r') c = ' ';
   }
   return s;
+}
+
+// Who waits on whom (group/wait_graph.h): one node per process in a wait, dashed edges.
+void write_wait_edges(const JobSnapshot& job, std::string& out) {
+  std::vector<ProcessWait> waits = process_waits(job);
+  if (waits.empty()) return;
+  std::set<std::size_t> shown;
+  for (const ProcessWait& w : waits) shown.insert({w.from, w.to});
+  out += "  subgraph cluster_waits {\n    label=\"waits on\";\n";
+  for (std::size_t i : shown) {
+    out += fmt::format("    w{} [label=\"{}\", shape=ellipse];\n", i, dot_escape(member_name(job.processes[i])));
+  }
+  for (const ProcessWait& w : waits) {
+    out += fmt::format("    w{} -> w{} [label=\"{}\", style=dashed];\n", w.from, w.to, dot_escape(w.via));
+  }
+  out += "  }\n";
 }
 
 }  // namespace
@@ -62,6 +80,7 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
     out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i, dot_escape(member_set_label(job, n.members)),
                        suspect ? ", color=red, fontcolor=red, penwidth=2" : "");
   }
+  write_wait_edges(job, out);
   out += "}\n";
   return out;
 }

@@ -217,6 +217,21 @@ class Converter {
     return d;
   }
 
+  std::vector<WaitEdge> waits_on(const json& obj, const Path& path) {
+    std::vector<WaitEdge> out;
+    if (!member(obj, "waits_on")) return out;
+    const json& arr = array(obj, "waits_on", path, lim_.max_list, false);
+    const Path list = at(path, "waits_on");
+    constexpr int kMax = std::numeric_limits<int>::max();
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const Path ep = at(list, i);
+      const json& eo = object(arr[i], ep);
+      out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kMax), opt_int(eo, "rank", ep, 0, kMax),
+                     str(eo, "via", ep)});
+    }
+    return out;
+  }
+
   std::optional<MemoryUsage> memory(const json& obj, const Path& path) {
     const json* v = member(obj, "memory");
     if (!v) return std::nullopt;
@@ -461,6 +476,7 @@ class Converter {
     t.kernel_frames = stack(o, "kernel_frames", path, agent);
     t.notes = strings(o, "notes", path);
     t.blocked_s = opt_number(o, "blocked_s", path, 0, 1e10);
+    t.waits_on = waits_on(o, path);
     return t;
   }
 
@@ -491,6 +507,7 @@ class Converter {
     p.captured_at = opt_number(o, "captured_at", path, 0, 1e11);
     p.memory = memory(o, path);
     if (const json* d = member(o, "death")) p.death = death(*d, at(path, "death"));
+    p.tcp_connections = strings(o, "tcp_connections", path);
     if (const json* pause = member(o, "pause_us")) {
       p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
     }

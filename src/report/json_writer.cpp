@@ -45,7 +45,7 @@ const char* granularity_name(GroupOptions::Granularity g) {
 void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
   if (!a) {
     for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks",
-                          "notes", "grouping"}) {
+                          "notes", "wait_chains", "grouping"}) {
       doc[k] = nullptr;
     }
     return;
@@ -78,6 +78,7 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
   doc["suspect_members"] = std::move(members);
   doc["missing_ranks"] = a->missing_ranks;
   doc["notes"] = a->notes;
+  doc["wait_chains"] = a->wait_chains;
   doc["grouping"] = {{"threads", threads_name(a->options.threads)},
                      {"granularity", granularity_name(a->options.granularity)},
                      {"top_n", a->options.top_n},
@@ -118,6 +119,14 @@ json diagnostic_to_json(const Diagnostic& d) {
           {"host", d.host},                        {"pid", opt(d.pid)},      {"tid", opt(d.tid)}};
 }
 
+json waits_json(const std::vector<WaitEdge>& edges) {
+  json out = json::array();
+  for (const WaitEdge& e : edges) {
+    out.push_back({{"host", string_or_null(e.host)}, {"pid", opt(e.pid)}, {"rank", opt(e.rank)}, {"via", e.via}});
+  }
+  return out;
+}
+
 json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
   return {{"tid", t.tid},
           {"name", t.name},
@@ -134,6 +143,7 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
           {"incomplete", t.incomplete},
           {"cpu_ticks", t.cpu_ticks},
           {"blocked_s", opt(t.blocked_s)},
+          {"waits_on", waits_json(t.waits_on)},
           {"frames", stack_json(t.frames, stacks)},
           {"native_frames", stack_json(t.native_frames, stacks)},
           {"kernel_frames", stack_json(t.kernel_frames, stacks)},
@@ -212,6 +222,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"captured_at", opt(p.captured_at)},
           {"memory", memory_json(p.memory)},
           {"death", p.death ? death_json(*p.death) : json(nullptr)},
+          {"tcp_connections", p.tcp_connections},
           {"python", std::move(python)},
           {"core", std::move(core)},
           {"signal", std::move(signal)},

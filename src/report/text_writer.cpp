@@ -114,6 +114,7 @@ class TextWriter {
     for (const Group& g : a_->groups) {
       if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
     }
+    for (const std::string& w : a_->wait_chains) line("waits: " + w);
     if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 && !a_->grouped.empty()) {
       out_ += "note: only one process grouped\n";
     }
@@ -350,7 +351,16 @@ class TextWriter {
       line(ind + "  kernel:");
       for (const Frame& f : t.kernel_frames) frame(f, fi);
     }
+    for (const WaitEdge& e : t.waits_on) line(ind + "  waits on: " + wait_edge_words(e));
     for (const std::string& n : t.notes) line(kYellow, ind + "  note: " + n);
+  }
+
+  // "rank 1 (n2:4242) via tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "pipe:[77] (...)".
+  static std::string wait_edge_words(const WaitEdge& e) {
+    if (!e.pid) return e.via;
+    std::string who = e.host.empty() ? fmt::format("pid {}", *e.pid) : fmt::format("{}:{}", e.host, *e.pid);
+    if (e.rank) who = fmt::format("rank {} ({})", *e.rank, who);
+    return who + " via " + e.via;
   }
 
   void frame(const Frame& f, const std::string& ind) {

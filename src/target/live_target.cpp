@@ -145,6 +145,7 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {
     out.syscall = parse_syscall(*text);
     out.stack_pointer = parse_syscall_sp(*text);
+    out.syscall_args = parse_syscall_args(*text);
   }
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/stack", pid_, out.tid))) {
     out.kernel_frames = parse_kernel_stack(*text);

@@ -105,3 +105,28 @@ def test_oom_killed_and_reaped_rank_is_found_in_the_kernel_log(targets):
         assert run.doc["suspects"] == [3]
         for t in targets.targets:
             t.kill()
+
+
+def test_segfaulted_zombie_names_its_crash_and_the_core_command(targets):
+    """A rank that dies of a real segfault with its core written: the kernel log's segfault line
+    and the core file the kernel wrote (the oracle: the file itself), read with `hangscan core`."""
+    import core_testlib
+    with core_testlib.CoreDir() as cores:
+        job = start_ring(targets, "--zombie", 1, "--segv")
+        run = hs.dump(job.pid, "--subprocesses")
+        zombie = next(p for p in run.doc["processes"] if p["state"] == "Z")
+        pid = zombie["pid"]
+        death = zombie["death"]
+        core = cores.core_of(pid)
+        assert core.exists(), list(cores.path.iterdir())
+        assert death["how"] == "segfault" and death["core_dumped"] is True, death
+        assert death["core"] == str(core), death
+        assert death["evidence"] == ["exit status (/proc/PID/stat)", "kernel log"], death
+        [reason] = run.doc["suspect_reasons"]
+        assert re.fullmatch(
+            rf"rank 1 \(pid {pid}\) crashed at \d\d:\d\d:\d\d: segfault at 0 ip [0-9a-f]+ sp [0-9a-f]+ error \d+ "
+            rf"in \S+; read its core with: hangscan core {re.escape(str(core))} "
+            rf"\(a zombie: not reaped by pid {job.pid}\); ranks 0,2-3 wait for it in wait_for_work "
+            rf"\(ring_allreduce.py:{DONE}\)", reason), reason
+        for t in targets.targets:
+            t.kill()

@@ -10,10 +10,12 @@ connect in a ring of Unix sockets and sum their values; the odd rank takes a dif
 different loop step. The launcher says "ready" once every rank sits where it should.
 
 usage: ring_allreduce.py READY [--world N] [--odd R | --odd -1] [--kill R]
-                         [--zombie R] [--oom-cgroup DIR] [--launcher subprocess|spawn|fork]
+                         [--zombie R [--segv]] [--oom-cgroup DIR] [--launcher subprocess|spawn|fork]
 READY is an fd number or a FIFO path ("-" for none). --odd -1: no odd rank, every rank
 finishes the all-reduce and waits for work. --kill R: rank R is killed (and reaped) before
 "ready", so it is missing. --zombie R: rank R is killed and left unreaped (a zombie).
+--segv (with --zombie R): rank R dies of a real segfault with RLIMIT_CORE raised, so the kernel
+writes its core by kernel.core_pattern.
 --oom-cgroup DIR: the rank of --kill/--zombie is moved into the memory cgroup DIR and grows
 until that cgroup's OOM killer kills it (instead of a SIGKILL from the launcher).
 """
@@ -99,8 +101,15 @@ def eat_memory(*_):
         hoard.append(block)
 
 
+def segfault(*_):
+    """SIGUSR2 (--segv): a real fault (a read of address 0), so the kernel logs it."""
+    import ctypes
+    ctypes.string_at(0)  # HS-LINE: segv
+
+
 def rank_main(rank, world, odd, rundir):
     signal.signal(signal.SIGUSR1, eat_memory)
+    signal.signal(signal.SIGUSR2, segfault)
     left, right = connect_ring(rank, world, rundir)
     if rank == odd:
         wait_for_checkpoint(rank)
@@ -164,6 +173,10 @@ def launch(args):
         pid = dict(ranks)[args.zombie].pid
         if args.oom_cgroup:
             oom(pid, args.oom_cgroup)
+        elif args.segv:
+            import resource
+            resource.prlimit(pid, resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            os.kill(pid, signal.SIGUSR2)
         else:
             os.kill(pid, signal.SIGKILL)
         end = time.monotonic() + DEADLINE_S
@@ -229,6 +242,7 @@ def main():
     ap.add_argument("--kill", type=int)
     ap.add_argument("--zombie", type=int)
     ap.add_argument("--oom-cgroup", help="with --kill/--zombie: the rank dies by this memory cgroup's OOM killer")
+    ap.add_argument("--segv", action="store_true", help="with --zombie: the rank dies of a segfault, core dumped")
     ap.add_argument("--launcher", choices=["subprocess", "spawn", "fork"], default="subprocess")
     ap.add_argument("--rank-of-env", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rundir", help=argparse.SUPPRESS)

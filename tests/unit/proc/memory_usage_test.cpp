@@ -57,5 +57,13 @@ TEST(MemoryUsage, ThisProcessHasAnRss) {
   EXPECT_GT(*m->rss_bytes, 0u);
 }
 
+TEST(MemoryUsage, OomKillCountOfV1AndV2) {
+  // v1 memory.oom_control as this machine writes it; v2 memory.events as the kernel documents
+  // it (Documentation/admin-guide/cgroup-v2.rst; this machine has no v2 memory controller).
+  EXPECT_EQ(parse_oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 2u);
+  EXPECT_EQ(parse_oom_kill_count("low 0\nhigh 0\nmax 14\noom 1\noom_kill 1\noom_group_kill 0\n"), 1u);
+  EXPECT_EQ(parse_oom_kill_count("oom_kill_disable 0\n"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hangscan

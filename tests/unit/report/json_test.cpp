@@ -213,6 +213,28 @@ TEST(Merge, JoinsNodeDocuments) {
   EXPECT_EQ(m.diagnostics.size(), 1u);
 }
 
+// A tcp wait on another node: each node's agent document carries it, the merge names the rank.
+TEST(Merge, LinksTcpWaitsAcrossNodesThroughTheAgentFormat) {
+  JobSnapshot a, b;
+  a.processes.push_back(rank_process(0, 10, in_all_reduce(), 'S', "n1"));
+  a.processes[0].threads[0].syscall = "recvfrom";
+  a.processes[0].threads[0].waits_on = {{"", std::nullopt, std::nullopt, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}};
+  a.processes[0].tcp_connections = {"10.0.0.1:40312 -> 10.0.0.2:29502"};
+  b.processes.push_back(rank_process(1, 10, in_sleep(), 'S', "n2"));
+  b.processes[0].tcp_connections = {"10.0.0.2:29502 -> 10.0.0.1:40312"};
+  auto ra = read_job_json(write_agent_json(a));
+  auto rb = read_job_json(write_agent_json(b));
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(rb->processes[0].tcp_connections, b.processes[0].tcp_connections);
+  JobSnapshot m = merge_job_snapshots({*ra, *rb});
+  ASSERT_EQ(m.processes[0].threads[0].waits_on.size(), 1u);
+  EXPECT_EQ(m.processes[0].threads[0].waits_on[0],
+            (WaitEdge{"n2", 10, 1, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}));
+  json doc = json::parse(write_json(m, nullptr));
+  EXPECT_EQ(doc["processes"][0]["threads"][0]["waits_on"][0],
+            json({{"host", "n2"}, {"pid", 10}, {"rank", 1}, {"via", "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}}));
+}
+
 struct Hostile {
   const char* name;
   std::string text;

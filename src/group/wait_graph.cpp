@@ -1,0 +1,219 @@
+// Wait edges joined into chains.
+#include "group/wait_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "group/analysis.h"
+#include "group/stack_key.h"
+
+namespace hangscan {
+
+namespace {
+
+using Key = std::pair<std::string, int>;  // (host, pid)
+
+std::map<Key, std::size_t> process_index(const JobSnapshot& job) {
+  std::map<Key, std::size_t> out;
+  for (std::size_t i = 0; i < job.processes.size(); ++i) out.emplace(Key{job.processes[i].host, job.processes[i].pid}, i);
+  return out;
+}
+
+// "tcp A -> B" -> "B -> A": how the other end lists the same connection.
+std::optional<std::string> reversed_tcp(const std::string& via) {
+  if (via.rfind("tcp ", 0) != 0) return std::nullopt;
+  auto arrow = via.find(" -> ");
+  if (arrow == std::string::npos) return std::nullopt;
+  std::string a = via.substr(4, arrow - 4), b = via.substr(arrow + 4);
+  if (a.empty() || b.empty() || b.find(' ') != std::string::npos) return std::nullopt;
+  return b + " -> " + a;
+}
+
+const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.is_main || t.tid == p.pid) return &t;
+  }
+  return nullptr;
+}
+
+// The edges that stand for the process (see process_waits()).
+std::vector<const WaitEdge*> process_edges(const ProcessSnapshot& p) {
+  std::vector<const WaitEdge*> out;
+  const ThreadSnapshot* m = main_thread(p);
+  if (!m) return out;
+  if (!m->waits_on.empty()) {
+    for (const WaitEdge& e : m->waits_on) out.push_back(&e);
+  } else if (m->syscall && *m->syscall == "futex") {
+    for (const ThreadSnapshot& t : p.threads) {
+      for (const WaitEdge& e : t.waits_on) out.push_back(&e);
+    }
+  }
+  return out;
+}
+
+// "(job.py:11)": where the main thread is, its innermost frame with a line.
+std::string where(const ProcessSnapshot& p) {
+  const ThreadSnapshot* m = main_thread(p);
+  if (!m) return {};
+  for (FrameKind kind : {FrameKind::python, FrameKind::native, FrameKind::inline_frame}) {
+    for (const Frame& f : m->frames) {
+      if (f.kind == kind && f.file && f.line) return fmt::format(" ({}:{})", base_name(*f.file), *f.line);
+    }
+  }
+  if (!m->frames.empty()) return fmt::format(" ({})", m->frames.front().function);
+  return {};
+}
+
+std::string outside_words(const WaitEdge& e) {
+  const std::string& v = e.via;
+  std::string of = e.pid ? fmt::format(" of pid {}", *e.pid) : "";
+  if (v.rfind("pipe:[", 0) == 0) return "waits on a pipe" + (e.pid ? fmt::format(" written by pid {}", *e.pid) : "");
+  if (v.rfind("tcp listening on ", 0) == 0) return "waits for a connection on " + v.substr(17);
+  if (v.rfind("tcp ", 0) == 0) {
+    std::string remote = v.substr(v.find(" -> ") == std::string::npos ? 4 : v.find(" -> ") + 4);
+    return e.pid ? fmt::format("waits on pid {} over tcp {}", *e.pid, remote)
+                 : fmt::format("waits on tcp {}, which no process of the report holds", remote);
+  }
+  if (v.rfind("unix ", 0) == 0) return "waits on a unix socket" + of;
+  return "waits on " + v;
+}
+
+// A root waits on no process of the job: on something outside it, or on nothing it can follow.
+std::string root_words(const ProcessSnapshot& p) {
+  if (p.death || p.state == 'Z' || p.state == 'X') return "which is dead";
+  for (const WaitEdge* e : process_edges(p)) {
+    if (e->pid == p.pid && e->host == p.host) continue;
+    return "which " + outside_words(*e) + where(p);
+  }
+  const ThreadSnapshot* m = main_thread(p);
+  std::string call = m && m->syscall ? *m->syscall : "";
+  if (call == "running" || (m && m->state == 'R')) return "which is running" + where(p);
+  if (call == "clock_nanosleep" || call == "nanosleep") return "which sleeps" + where(p);
+  if (!call.empty() && call != "none") return fmt::format("which is in {}", call) + where(p);
+  return "which waits on nothing hangscan can follow" + where(p);
+}
+
+std::string names_in_order(const JobSnapshot& job, const std::vector<std::size_t>& path) {
+  bool ranked = std::all_of(path.begin(), path.end(), [&](std::size_t i) { return job.processes[i].rank.has_value(); });
+  std::string out = ranked ? (path.size() == 1 ? "rank " : "ranks ") : "";
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    if (k) out += " -> ";
+    const ProcessSnapshot& p = job.processes[path[k]];
+    out += ranked ? std::to_string(*p.rank) : member_name(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+void link_wait_edges(JobSnapshot& job) {
+  std::map<std::string, std::vector<std::size_t>> by_connection;
+  for (std::size_t i = 0; i < job.processes.size(); ++i) {
+    for (const std::string& c : job.processes[i].tcp_connections) by_connection[c].push_back(i);
+  }
+  auto index = process_index(job);
+  for (ProcessSnapshot& p : job.processes) {
+    for (ThreadSnapshot& t : p.threads) {
+      for (WaitEdge& e : t.waits_on) {
+        if (auto rev = reversed_tcp(e.via)) {
+          auto it = by_connection.find(*rev);
+          if (it != by_connection.end() && it->second.size() == 1) {
+            const ProcessSnapshot& q = job.processes[it->second.front()];
+            e.host = q.host;
+            e.pid = q.pid;
+          }
+        }
+        if (!e.pid) continue;
+        auto q = index.find(Key{e.host, *e.pid});
+        if (q != index.end()) e.rank = job.processes[q->second].rank;
+      }
+    }
+  }
+}
+
+std::vector<ProcessWait> process_waits(const JobSnapshot& job) {
+  std::vector<ProcessWait> out;
+  auto index = process_index(job);
+  bool has_ranks = std::any_of(job.processes.begin(), job.processes.end(),
+                               [](const ProcessSnapshot& p) { return p.role == "rank"; });
+  for (std::size_t i = 0; i < job.processes.size(); ++i) {
+    if (!is_groupable(job.processes[i], has_ranks)) continue;
+    std::set<std::size_t> seen;
+    for (const WaitEdge* e : process_edges(job.processes[i])) {
+      if (!e->pid) continue;
+      auto q = index.find(Key{e->host, *e->pid});
+      if (q == index.end() || q->second == i || !is_groupable(job.processes[q->second], has_ranks)) continue;
+      if (!seen.insert(q->second).second) continue;
+      out.push_back({i, q->second, e->via});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
+  std::vector<ProcessWait> edges = process_waits(job);
+  if (edges.empty()) return {};
+  std::map<std::size_t, std::set<std::size_t>> out_of, in_of;
+  for (const ProcessWait& e : edges) {
+    out_of[e.from].insert(e.to);
+    in_of[e.to].insert(e.from);
+  }
+  const std::set<std::size_t> none;
+  auto outs = [&](std::size_t n) -> const std::set<std::size_t>& {
+    auto it = out_of.find(n);
+    return it == out_of.end() ? none : it->second;
+  };
+  auto ins = [&](std::size_t n) -> const std::set<std::size_t>& {
+    auto it = in_of.find(n);
+    return it == in_of.end() ? none : it->second;
+  };
+  std::vector<std::string> sentences;
+  std::set<std::size_t> reaches_a_root;
+  for (const auto& [s, waiters] : in_of) {
+    if (out_of.count(s)) continue;  // not a root: it waits on a process of the job
+    std::set<std::size_t> reach;
+    std::vector<std::size_t> todo(waiters.begin(), waiters.end());
+    while (!todo.empty()) {
+      std::size_t n = todo.back();
+      todo.pop_back();
+      if (!reach.insert(n).second) continue;
+      for (std::size_t w : ins(n)) todo.push_back(w);
+    }
+    reaches_a_root.insert(reach.begin(), reach.end());
+    // A chain: everyone waits on exactly one process and is waited on by at most one.
+    bool chain = std::all_of(reach.begin(), reach.end(), [&](std::size_t n) {
+      return outs(n).size() == 1 && ins(n).size() <= 1;
+    }) && waiters.size() == 1;
+    std::string who;
+    std::vector<std::size_t> members(reach.begin(), reach.end());
+    if (chain) {
+      std::vector<std::size_t> path;
+      for (std::size_t n = *waiters.begin(); path.size() <= reach.size(); n = *ins(n).begin()) {
+        path.push_back(n);
+        if (ins(n).empty()) break;
+      }
+      std::reverse(path.begin(), path.end());
+      who = names_in_order(job, path);
+    } else {
+      who = describe_members(job, members);
+    }
+    sentences.push_back(fmt::format("{} wait{} on {}, {}", who, members.size() == 1 ? "s" : "",
+                                    member_name(job.processes[s]), root_words(job.processes[s])));
+  }
+  std::vector<std::size_t> cycle;
+  for (const auto& [n, targets] : out_of) {
+    if (!reaches_a_root.count(n)) cycle.push_back(n);
+  }
+  if (!cycle.empty()) {
+    sentences.push_back(fmt::format("{} wait on each other in a cycle (none of them waits outside it)",
+                                    describe_members(job, cycle)));
+  }
+  return sentences;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,334 @@
+#include "proc/socket_waits.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+#include "proc/sockets.h"
+#include "util/parse_number.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr std::size_t kMaxFdsPerWait = 4096;     // poll/select sets read at most
+constexpr std::size_t kMaxEdgesPerThread = 64;
+constexpr std::size_t kMaxConnections = 4096;   // tcp_connections per process
+constexpr std::size_t kMaxNodeFds = 1u << 21;   // fds scanned on the whole node
+
+std::optional<std::string> read_link(const std::string& path) {
+  char buf[PATH_MAX + 1] = {};
+  ssize_t n = ::readlink(path.c_str(), buf, PATH_MAX);
+  if (n <= 0) return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::vector<int> numeric_entries(const std::string& dir) {
+  std::vector<int> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (auto v = parse_int<int>(e->d_name)) out.push_back(*v);
+  }
+  ::closedir(d);
+  return out;
+}
+
+bool read_memory(int pid, std::uint64_t addr, void* out, std::size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(addr), size};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+struct Holder {
+  int pid = 0;
+  int fd = 0;
+};
+
+// The node's fd tables and socket tables, read once and only as far as needed.
+class NodeView {
+ public:
+  explicit NodeView(const JobSnapshot& job) {
+    for (const ProcessSnapshot& p : job.processes) {
+      if (p.death || p.threads.empty() || p.core) continue;
+      job_pids_.insert(p.pid);
+      scan_fds(p.pid);
+    }
+  }
+
+  // Processes holding `link` ("socket:[12]"): the job's first, then the whole node's.
+  const std::vector<Holder>& holders(const std::string& link) {
+    auto it = holders_.find(link);
+    if (it != holders_.end() || node_scanned_) return it != holders_.end() ? it->second : none_;
+    node_scanned_ = true;
+    for (int pid : numeric_entries("/proc")) {
+      if (!job_pids_.count(pid)) scan_fds(pid);
+    }
+    it = holders_.find(link);
+    return it != holders_.end() ? it->second : none_;
+  }
+
+  const std::map<int, std::string>& fds_of(int pid) { return fds_[pid]; }
+
+  // TCP sockets of `pid`'s network namespace (tcp and tcp6), by inode.
+  const std::map<std::uint64_t, TcpSocket>& tcp(int pid) {
+    std::string ns = read_link(fmt::format("/proc/{}/ns/net", pid)).value_or("?");
+    auto [it, fresh] = tcp_.try_emplace(ns);
+    if (fresh) {
+      for (bool v6 : {false, true}) {
+        auto text = read_text_file(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp"), 256u << 20);
+        if (!text) continue;
+        for (TcpSocket& s : parse_proc_net_tcp(*text, v6)) it->second.emplace(s.inode, std::move(s));
+      }
+    }
+    return it->second;
+  }
+
+  const std::map<std::uint64_t, UnixSocket>& unix_sockets() {
+    if (!unix_read_) {
+      unix_ = read_unix_sockets();
+      unix_read_ = true;
+    }
+    return unix_;
+  }
+
+ private:
+  void scan_fds(int pid) {
+    auto& mine = fds_[pid];
+    std::string dir = fmt::format("/proc/{}/fd", pid);
+    for (int fd : numeric_entries(dir)) {
+      if (scanned_ >= kMaxNodeFds) return;
+      ++scanned_;
+      auto link = read_link(fmt::format("{}/{}", dir, fd));
+      if (!link) continue;
+      mine[fd] = *link;
+      if (link->compare(0, 8, "socket:[") == 0 || link->compare(0, 6, "pipe:[") == 0) {
+        holders_[*link].push_back({pid, fd});
+      }
+    }
+  }
+
+  std::set<int> job_pids_;
+  std::map<std::string, std::vector<Holder>> holders_;
+  std::map<int, std::map<int, std::string>> fds_;
+  std::map<std::string, std::map<std::uint64_t, TcpSocket>> tcp_;
+  std::map<std::uint64_t, UnixSocket> unix_;
+  std::vector<Holder> none_;
+  bool unix_read_ = false;
+  bool node_scanned_ = false;
+  std::size_t scanned_ = 0;
+};
+
+const std::set<std::string>& single_fd_calls() {
+  static const std::set<std::string> calls = {"read",   "readv",   "pread64", "recvfrom", "recvmsg", "recvmmsg",
+                                              "write",  "writev",  "sendto",  "sendmsg",  "accept",  "accept4",
+                                              "connect"};
+  return calls;
+}
+
+bool writes(const std::string& call) {
+  return call == "write" || call == "writev" || call == "sendto" || call == "sendmsg";
+}
+
+// The fds a thread's blocking call waits on; empty when it is not such a call.
+std::vector<int> awaited_fds(int pid, const ThreadSnapshot& t) {
+  std::vector<int> fds;
+  if (!t.syscall || t.syscall_args.size() != 6) return fds;
+  const std::string& call = *t.syscall;
+  const auto& a = t.syscall_args;
+  if (single_fd_calls().count(call)) {
+    if (a[0] <= static_cast<std::uint64_t>(INT_MAX)) fds.push_back(static_cast<int>(a[0]));
+  } else if (call == "poll" || call == "ppoll") {
+    std::size_t n = std::min<std::uint64_t>(a[1], kMaxFdsPerWait);
+    std::vector<pollfd> set(n);
+    if (n && read_memory(pid, a[0], set.data(), n * sizeof(pollfd))) {
+      for (const pollfd& p : set) {
+        if (p.fd >= 0) fds.push_back(p.fd);
+      }
+    }
+  } else if (call == "select" || call == "pselect6") {
+    std::size_t n = std::min<std::uint64_t>(a[0], kMaxFdsPerWait);
+    std::vector<std::uint64_t> bits((n + 63) / 64);
+    for (std::uint64_t set : {a[1], a[2]}) {
+      if (set == 0 || bits.empty() || !read_memory(pid, set, bits.data(), bits.size() * 8)) continue;
+      for (std::size_t fd = 0; fd < n; ++fd) {
+        if (bits[fd / 64] >> (fd % 64) & 1) fds.push_back(static_cast<int>(fd));
+      }
+    }
+  } else if (call == "epoll_wait" || call == "epoll_pwait" || call == "epoll_pwait2") {
+    auto text = read_text_file(fmt::format("/proc/{}/fdinfo/{}", pid, a[0]), 1 << 20);
+    if (text) {
+      for (const EpollTarget& e : parse_epoll_fdinfo(*text)) {
+        if (fds.size() < kMaxFdsPerWait) fds.push_back(e.fd);
+      }
+    }
+  }
+  std::sort(fds.begin(), fds.end());
+  fds.erase(std::unique(fds.begin(), fds.end()), fds.end());
+  return fds;
+}
+
+class WaitResolver {
+ public:
+  WaitResolver(JobSnapshot& job, std::string host) : job_(job), host_(std::move(host)), node_(job) {}
+
+  void run() {
+    for (ProcessSnapshot& p : job_.processes) {
+      if (p.death || p.threads.empty() || p.core) continue;
+      connections(p);
+      for (ThreadSnapshot& t : p.threads) {
+        std::vector<int> fds = awaited_fds(p.pid, t);
+        if (!fds.empty()) t.waits_on = edges(p.pid, fds, writes(*t.syscall));
+      }
+    }
+    for (ProcessSnapshot& p : job_.processes) {
+      for (ThreadSnapshot& t : p.threads) {
+        for (WaitEdge& e : t.waits_on) e.rank = rank_of(e);
+      }
+    }
+  }
+
+ private:
+  std::optional<int> rank_of(const WaitEdge& e) const {
+    if (!e.pid || e.host != host_) return std::nullopt;
+    for (const ProcessSnapshot& p : job_.processes) {
+      if (p.pid == *e.pid && p.host == host_) return p.rank;
+    }
+    return std::nullopt;
+  }
+
+  void connections(ProcessSnapshot& p) {
+    const auto& table = node_.tcp(p.pid);
+    for (const auto& [fd, link] : node_.fds_of(p.pid)) {
+      FdTarget f = classify_fd_link(link);
+      if (f.kind != FdTarget::Kind::socket) continue;
+      auto it = table.find(f.inode);
+      if (it == table.end() || it->second.state != kTcpEstablished) continue;
+      if (p.tcp_connections.size() >= kMaxConnections) break;
+      p.tcp_connections.push_back(it->second.local + " -> " + it->second.remote);
+    }
+  }
+
+  // One edge per process holding `link` other than `self` (none: one edge without a pid).
+  void to_holders(std::vector<WaitEdge>& out, const std::string& link, int self, const std::string& via) {
+    std::set<int> pids;
+    for (const Holder& h : node_.holders(link)) {
+      if (h.pid != self) pids.insert(h.pid);
+    }
+    if (pids.empty()) out.push_back({"", std::nullopt, std::nullopt, via});
+    for (int pid : pids) out.push_back({host_, pid, std::nullopt, via});
+  }
+
+  void socket_edge(std::vector<WaitEdge>& out, std::vector<WaitEdge>& listening, int pid, const FdTarget& f) {
+    const auto& table = node_.tcp(pid);
+    if (auto it = table.find(f.inode); it != table.end()) {
+      const TcpSocket& s = it->second;
+      if (s.state == kTcpListen) {
+        listening.push_back({"", std::nullopt, std::nullopt, "tcp listening on " + s.local});
+        return;
+      }
+      std::string via = fmt::format("tcp {} -> {}", s.local, s.remote);
+      auto peer = std::find_if(table.begin(), table.end(), [&](const auto& kv) {
+        return kv.second.local == s.remote && kv.second.remote == s.local;
+      });
+      if (peer == table.end()) {
+        out.push_back({"", std::nullopt, std::nullopt, via});  // another node: the front end looks
+        return;
+      }
+      to_holders(out, fmt::format("socket:[{}]", peer->first), pid, via);
+      return;
+    }
+    const auto& unix_table = node_.unix_sockets();
+    auto u = unix_table.find(f.inode);
+    if (u == unix_table.end()) {
+      out.push_back({"", std::nullopt, std::nullopt, f.text + " (not TCP or unix: not followed)"});
+      return;
+    }
+    std::string named = u->second.path.empty() ? "" : " (" + u->second.path + ")";
+    if (u->second.peer == 0) {
+      listening.push_back({"", std::nullopt, std::nullopt, fmt::format("unix {}{} listening", f.inode, named)});
+      return;
+    }
+    auto peer = unix_table.find(u->second.peer);
+    if (named.empty() && peer != unix_table.end() && !peer->second.path.empty()) named = " (" + peer->second.path + ")";
+    to_holders(out, fmt::format("socket:[{}]", u->second.peer), pid,
+               fmt::format("unix {} -> {}{}", f.inode, u->second.peer, named));
+  }
+
+  // A pipe waits on the process holding its other end (the write end when the thread reads);
+  // several such processes are said as a count, not guessed between.
+  void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
+    std::set<int> others;
+    for (const Holder& h : node_.holders(f.text)) {
+      if (h.pid == pid) continue;
+      auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", h.pid, h.fd), 4096);
+      auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
+      if (!flags) continue;
+      unsigned mode = *flags & O_ACCMODE;
+      if (mode == O_RDWR || mode == (writing ? O_RDONLY : O_WRONLY)) others.insert(h.pid);
+    }
+    const char* end = writing ? "read" : "write";
+    if (others.size() == 1) {
+      out.push_back({host_, *others.begin(), std::nullopt, f.text});
+    } else if (others.empty()) {
+      out.push_back({"", std::nullopt, std::nullopt, fmt::format("{} (no other process holds its {} end)", f.text, end)});
+    } else {
+      out.push_back({"", std::nullopt, std::nullopt,
+                     fmt::format("{} ({} processes hold its {} end)", f.text, others.size(), end)});
+    }
+  }
+
+  std::vector<WaitEdge> edges(int pid, const std::vector<int>& fds, bool writing) {
+    std::vector<WaitEdge> out, listening;
+    const auto& table = node_.fds_of(pid);
+    for (int fd : fds) {
+      if (out.size() >= kMaxEdgesPerThread) break;
+      auto it = table.find(fd);
+      if (it == table.end()) continue;
+      FdTarget f = classify_fd_link(it->second);
+      switch (f.kind) {
+        case FdTarget::Kind::socket: socket_edge(out, listening, pid, f); break;
+        case FdTarget::Kind::pipe: pipe_edge(out, pid, f, writing); break;
+        case FdTarget::Kind::rdma: out.push_back({"", {}, {}, "RDMA device " + f.text + " (not followed)"}); break;
+        case FdTarget::Kind::shm: out.push_back({"", {}, {}, "shared memory " + f.text + " (not followed)"}); break;
+        case FdTarget::Kind::anon:
+        case FdTarget::Kind::file: out.push_back({"", {}, {}, f.text}); break;
+      }
+    }
+    // A server loop (a set with a listening socket) waits on any client, not on one of them.
+    if (!listening.empty()) return listening;
+    return out;
+  }
+
+  JobSnapshot& job_;
+  std::string host_;
+  NodeView node_;
+};
+
+}  // namespace
+
+void resolve_socket_waits(JobSnapshot& job, const std::string& host) {
+  std::string h = host;
+  if (h.empty()) {
+    for (const ProcessSnapshot& p : job.processes) {
+      if (!p.host.empty()) {
+        h = p.host;
+        break;
+      }
+    }
+  }
+  WaitResolver(job, h).run();
+}
+
+}  // namespace hangscan
