@@ -29,18 +29,7 @@ struct {
   __type(value, struct hs_proc_stats);
 } watched SEC(".maps");
 
-struct thread_state {
-  __s64 syscall_nr; /* -1: not in a system call */
-  __u64 arg0;
-  __u64 sys_start_ns;
-  __u64 offcpu_ns;       /* off CPU since sys_start */
-  __u64 offcpu_start_ns; /* 0: on CPU */
-  __u32 waker_pid, waker_tid;
-  char waker_comm[HS_COMM_LEN];
-  __u32 kstack_len;
-  __u32 pad;
-  __u64 kstack[HS_KSTACK_DEPTH];
-};
+#define thread_state hs_thread_state
 
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -120,7 +109,9 @@ int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   if (!e) return 0;
   struct task_struct* task = bpf_get_current_task_btf();
   fill_header(&e->h, HS_EV_SAMPLE, task);
-  e->in_kernel = (ctx->regs.cs & 3) == 0;
+  /* The context allows whole-register loads only: a volatile 8-byte read of cs. */
+  __u64 cs = *(volatile __u64*)&ctx->regs.cs;
+  e->in_kernel = (cs & 3) == 0;
   __u32 tid = (__u32)id;
   struct thread_state* ts = bpf_map_lookup_elem(&threads, &tid);
   e->syscall_nr = ts ? (__s32)ts->syscall_nr : -1;
@@ -138,6 +129,7 @@ static __always_inline struct thread_state* thread_of(__u32 tid, bool create) {
   struct thread_state* init = bpf_map_lookup_elem(&scratch, &zero);
   if (!init) return 0;
   init->syscall_nr = -1;
+  init->tgid = bpf_get_current_pid_tgid() >> 32;
   bpf_map_update_elem(&threads, &tid, init, BPF_NOEXIST);
   return bpf_map_lookup_elem(&threads, &tid);
 }

@@ -113,6 +113,21 @@ struct hs_oom {
   struct hs_header h; /* pid/tid/comm: the victim */
 };
 
+/* Per thread state (the `threads` map): the system call in progress and the last switch-out.
+ * User space reads it at the end of a window for the waits still going on. */
+struct hs_thread_state {
+  hs_s64 syscall_nr; /* -1: not in a system call */
+  hs_u64 arg0;
+  hs_u64 sys_start_ns;
+  hs_u64 offcpu_ns;       /* off CPU since sys_start */
+  hs_u64 offcpu_start_ns; /* 0: on CPU */
+  hs_u32 waker_pid, waker_tid;
+  char waker_comm[HS_COMM_LEN];
+  hs_u32 kstack_len;
+  hs_u32 tgid;
+  hs_u64 kstack[HS_KSTACK_DEPTH];
+};
+
 /* Per watched process counters (the `procs` map's value), read by user space each second. */
 struct hs_proc_stats {
   hs_u64 samples;       /* on-CPU samples taken */

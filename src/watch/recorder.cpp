@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 #include <cstring>
+#include <string.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -57,19 +60,19 @@ class BpfRecorder : public Recorder {
     if (ring_ != nullptr) ring_buffer__free(ring_);
     for (bpf_link* l : sample_links_) bpf_link__destroy(l);
     for (int fd : perf_fds_) ::close(fd);
-    if (skel_ != nullptr) hangscan_watch_bpf__destroy(skel_);
+    if (skel_ != nullptr) hangscan_watch__destroy(skel_);
   }
 
   Status init(const RecorderOptions& o) {
-    skel_ = hangscan_watch_bpf__open();
+    skel_ = hangscan_watch__open();
     if (skel_ == nullptr) return bpf_error("cannot open the programs", errno);
     skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
     skel_->rodata->offcpu_threshold_ns = o.wait_threshold_ns;
     skel_->rodata->follow_children = o.follow_children ? 1 : 0;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
-    if (int err = hangscan_watch_bpf__load(skel_); err != 0) return bpf_error("cannot load the programs", -err);
-    if (int err = hangscan_watch_bpf__attach(skel_); err != 0) {
+    if (int err = hangscan_watch__load(skel_); err != 0) return bpf_error("cannot load the programs", -err);
+    if (int err = hangscan_watch__attach(skel_); err != 0) {
       return bpf_error("cannot attach to the scheduler and system call tracepoints", -err);
     }
     if (auto st = open_sampling(o.sample_hz); !st) return st;
@@ -137,6 +140,39 @@ class BpfRecorder : public Recorder {
 
   bool records_oom() const override { return oom_; }
 
+  std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) override {
+    std::vector<WaitRecord> out;
+    auto procs = watched();
+    int fd = bpf_map__fd(skel_->maps.threads);
+    std::uint32_t key = 0;
+    std::uint32_t next = 0;
+    const std::uint32_t* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      hs_thread_state st{};
+      if (bpf_map_lookup_elem(fd, &next, &st) != 0 || st.syscall_nr < 0) continue;
+      if (procs.count(static_cast<int>(st.tgid)) == 0) continue;
+      auto start = static_cast<std::int64_t>(st.sys_start_ns);
+      if (now_ns - start < static_cast<std::int64_t>(min_ns)) continue;
+      WaitRecord& w = out.emplace_back();
+      w.pid = static_cast<int>(st.tgid);
+      w.tid = static_cast<int>(next);
+      w.end_ns = now_ns;
+      w.syscall_nr = static_cast<long>(st.syscall_nr);
+      w.arg0 = st.arg0;
+      w.duration_ns = static_cast<std::uint64_t>(now_ns - start);
+      w.offcpu_ns = st.offcpu_ns + (st.offcpu_start_ns != 0 ? now_ns - st.offcpu_start_ns : 0);
+      w.waker_pid = static_cast<int>(st.waker_pid);
+      w.waker_tid = static_cast<int>(st.waker_tid);
+      w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
+      std::size_t k = std::min<std::size_t>(st.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
+      w.copy.kernel.assign(st.kstack, st.kstack + k);
+      w.ongoing = true;
+    }
+    return out;
+  }
+
  private:
   // One software cpu-clock event per online CPU, each running on_cpu_sample.
   Status open_sampling(int hz) {
@@ -169,7 +205,7 @@ class BpfRecorder : public Recorder {
     return 0;
   }
 
-  hangscan_watch_bpf* skel_ = nullptr;
+  hangscan_watch* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> sample_links_;
@@ -180,7 +216,9 @@ class BpfRecorder : public Recorder {
 }  // namespace
 
 Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions& options) {
-  libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
+  // libbpf's own messages (the verifier's log) only on request: HANGSCAN_BPF_LOG=1.
+  const char* log = std::getenv("HANGSCAN_BPF_LOG");
+  if (log == nullptr || std::string(log) != "1") libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
   auto r = std::make_unique<BpfRecorder>();
   if (auto st = r->init(options); !st) return st.error();
   return std::unique_ptr<Recorder>(std::move(r));

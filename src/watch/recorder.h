@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "hangscan/result.h"
 #include "watch/records.h"
@@ -36,6 +37,9 @@ class Recorder {
   // Waits up to `timeout` for records and appends them to `out` (copies only).
   virtual Status poll(Recording& out, std::chrono::milliseconds timeout) = 0;
   virtual RecorderCounters counters() = 0;
+  // System calls of watched threads still in progress and at least `min_ns` old at `now_ns`
+  // (CLOCK_MONOTONIC): the waits the window ends in. No user stack (the thread is not running).
+  virtual std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) = 0;
   // Whether OOM victims are recorded (oom:mark_victim passes the task on this kernel).
   virtual bool records_oom() const = 0;
 };

@@ -49,6 +49,7 @@ struct WaitRecord {
   int waker_tid = 0;
   std::string waker_comm;
   bool has_user_stack = false;
+  bool ongoing = false;                // still waiting when the window ended
   SampledStack copy;
 };
 
