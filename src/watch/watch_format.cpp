@@ -27,12 +27,14 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, const char*
 }
 
 std::string wait_line(const WaitView& w) {
-  std::string what = w.syscall_nr >= 0 ? w.syscall + "()" : "off CPU outside a system call";
+  std::string what = !w.syscall.empty() ? w.syscall + "()" : "off CPU outside a system call";
   if (w.fd) what += fmt::format(" on fd {}", *w.fd);
   std::string waker = w.waker_pid == 0 ? (w.ongoing ? "" : ", not woken by another task (timeout or signal)")
                                        : fmt::format(", woken by pid {} tid {} ({})", w.waker_pid, w.waker_tid, w.waker_comm);
   return fmt::format("{:.3f} s in {} (thread {}, {:.3f} s off CPU{}{})", w.duration_s, what, w.tid, w.offcpu_s,
-                     w.ongoing ? ", still waiting at the end" : fmt::format(", returned {} at +{:.2f} s", w.ret, w.end_s),
+                     w.before_window ? ", since before the window, still waiting at the end"
+                     : w.ongoing     ? ", still waiting at the end"
+                                     : fmt::format(", returned {} at +{:.2f} s", w.ret, w.end_s),
                      waker);
 }
 
@@ -85,9 +87,9 @@ nlohmann::json watch_json(const WatchReport& r) {
     }
     pj["waits"] = nlohmann::json::array();
     for (const auto& w : p.waits) {
-      nlohmann::json wj{{"tid", w.tid},           {"syscall", w.syscall_nr >= 0 ? nlohmann::json(w.syscall) : nlohmann::json(nullptr)},
+      nlohmann::json wj{{"tid", w.tid},           {"syscall", !w.syscall.empty() ? nlohmann::json(w.syscall) : nlohmann::json(nullptr)},
                         {"duration_s", w.duration_s}, {"offcpu_s", w.offcpu_s},
-                        {"ongoing", w.ongoing},   {"end_s", w.end_s},
+                        {"ongoing", w.ongoing},   {"end_s", w.end_s}, {"before_window", w.before_window},
                         {"kernel", w.kernel},     {"frames", frames_to_json(w.frames)}};
       wj["fd"] = w.fd ? nlohmann::json(*w.fd) : nlohmann::json(nullptr);
       wj["ret"] = w.ongoing ? nlohmann::json(nullptr) : nlohmann::json(w.ret);

@@ -23,14 +23,15 @@ struct StackShare {
 struct WaitView {
   int tid = 0;
   std::string comm;
-  long syscall_nr = -1;           // -1: off CPU outside a system call (a fault, ...)
-  std::string syscall;            // its name
+  long syscall_nr = -1;           // -1: unknown, or off CPU outside a system call
+  std::string syscall;            // its name; empty: off CPU outside a system call
   std::optional<long long> fd;    // the first argument of calls that take an fd
   long ret = 0;
   double duration_s = 0;
   double offcpu_s = 0;
   double end_s = 0;               // seconds from the window's start
   bool ongoing = false;           // still waiting when the window ended
+  bool before_window = false;     // blocked since before the window (from /proc: no user stack)
   int waker_pid = 0;              // 0: nobody we saw woke it (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;

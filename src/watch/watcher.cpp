@@ -3,12 +3,14 @@
 #include <time.h>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "target/live_target.h"
 
 namespace hangscan {
 
@@ -89,6 +91,8 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
   }
   Proc& p = procs_[dp.pid];
   p.discovered = dp;
+  std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));
+  std::getline(comm, p.comm);
   last_progress_[dp.pid] = monotonic_ns();
 }
 
@@ -114,6 +118,14 @@ std::vector<int> Watcher::pids() const {
     if (!p.gone) out.push_back(pid);
   }
   return out;
+}
+
+std::vector<int> Watcher::rank_pids() const {
+  std::vector<int> ranks;
+  for (const auto& [pid, p] : procs_) {
+    if (!p.gone && p.discovered.role == kRoleRank) ranks.push_back(pid);
+  }
+  return ranks.empty() ? pids() : ranks;
 }
 
 bool Watcher::all_gone() const {
@@ -224,7 +236,12 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
   v.waker_pid = w.waker_pid;
   v.waker_tid = w.waker_tid;
   v.waker_comm = w.waker_comm;
-  for (auto a : w.copy.kernel) v.kernel.push_back(kernel_.name(a));
+  for (auto a : w.copy.kernel) {
+    std::string name = kernel_.name(a);
+    // The recorder's own frames (the tracepoint that took the stack) are not the wait.
+    bool ours = name.rfind("bpf_", 0) == 0 || name.rfind("__bpf_trace", 0) == 0 || name.rfind("__traceiter", 0) == 0;
+    if (!ours || !v.kernel.empty()) v.kernel.push_back(std::move(name));
+  }
   v.frames = std::move(frames);
   return v;
 }
@@ -247,6 +264,33 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
   if (waits.size() > options_.top_waits) waits.resize(options_.top_waits);
 }
 
+// Threads that were blocked before the window began produce no events (the recorder sees a
+// wait from its start); the kernel's own record says what they wait in and since when.
+void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
+  auto t = open_live_target(pid, true);
+  if (!t) return;
+  for (int tid : (*t)->thread_ids()) {
+    bool seen = std::any_of(p.waits.begin(), p.waits.end(), [&](const WaitView& w) { return w.tid == tid && w.ongoing; });
+    if (seen) continue;
+    ThreadSnapshot d;
+    d.tid = tid;
+    (*t)->describe_thread(d);
+    if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s) continue;
+    if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
+    if (*d.blocked_s < since_start(now)) continue;   // began in the window: the recorder saw it
+    WaitView v;
+    v.tid = tid;
+    v.comm = d.name;
+    v.syscall = *d.syscall;
+    v.duration_s = v.offcpu_s = *d.blocked_s;
+    v.end_s = since_start(now);
+    v.ongoing = true;
+    v.before_window = true;
+    for (const auto& f : d.kernel_frames) v.kernel.push_back(f.function);
+    p.waits.push_back(std::move(v));
+  }
+}
+
 WatchReport Watcher::report() {
   std::int64_t now = monotonic_ns();
   WatchReport r;
@@ -262,6 +306,7 @@ WatchReport Watcher::report() {
     it->second.waits.push_back(wait_view(w, {}));
   }
   for (auto& [pid, p] : procs_) {
+    if (!p.gone) add_blocked_before(pid, p, now);
     keep_longest(p.waits);
     ProcessWatch pw;
     pw.pid = pid;

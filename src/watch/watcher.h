@@ -45,6 +45,8 @@ class Watcher {
   // CLOCK_MONOTONIC ns of the last progress of each watched process (its start if none yet).
   const std::map<int, std::int64_t>& last_progress() const { return last_progress_; }
   std::vector<int> pids() const;
+  // The processes whose progress decides a stall: the ranks, or every process when none is one.
+  std::vector<int> rank_pids() const;
   bool all_gone() const;
 
  private:
@@ -67,6 +69,7 @@ class Watcher {
   Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder);
   void add_process(const DiscoveredProcess& dp);
   void rediscover();
+  void add_blocked_before(int pid, Proc& p, std::int64_t now);
   void fold(Recording& batch);
   void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames);
   WaitView wait_view(const WaitRecord& w, std::vector<Frame> frames) const;

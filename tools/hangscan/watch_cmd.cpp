@@ -97,6 +97,8 @@ std::string stall_reason(const Watcher& w, const WatchCmdOptions& o, const std::
 
 // The capture `dump` takes, the recorder's report, into DIR/stall-TIME/.
 Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std::string& reason) {
+  // The recorder's view first: the capture's ptrace stops restart the threads' system calls.
+  WatchReport rec = w.report();
   std::vector<DiscoveredProcess> procs;
   DiscoveryOptions dopt;
   dopt.pids = w.pids();
@@ -122,7 +124,6 @@ Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std
   OutputOptions text;
   auto g = group_options(text);
   Analysis analysis = analyze(job, g ? *g : GroupOptions{});
-  WatchReport rec = w.report();
   std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n" << render_report(job, analysis, text);
   OutputOptions js;
   js.format = "json";
@@ -183,9 +184,7 @@ int run_watch(const WatchCmdOptions& o) {
       if (w.all_gone()) break;
       continue;
     }
-    std::vector<int> ranks;
-    for (const auto& p : w.pids()) ranks.push_back(p);
-    std::string reason = stall_reason(w, o, ranks);
+    std::string reason = stall_reason(w, o, w.rank_pids());
     if (reason.empty()) {
       armed = true;
       continue;
