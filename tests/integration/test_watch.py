@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -129,10 +130,7 @@ def test_sigkill_from_another_process_names_the_sender(ebpf, pool, tmp_path):
     hs = subprocess.Popen([hangscan_bin(), "watch", "--pid", str(victim.pid), "--for", "20", "--json"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        # The recorder is attached once its programs are loaded: wait for them, then kill.
-        wait_for(lambda: "on_cpu_sample" in subprocess.run(["bpftool", "prog", "show"], capture_output=True,
-                                                            text=True).stdout, 30, "the recorder's programs")
-        time.sleep(0.5)
+        wait_recording(hs)
         killer = subprocess.Popen(["/bin/kill", "-KILL", str(victim.pid)])
         killer.wait(timeout=10)
         victim.proc.wait(timeout=10)
@@ -150,6 +148,14 @@ def test_sigkill_from_another_process_names_the_sender(ebpf, pool, tmp_path):
     exits = [t for t in doc["timeline"] if t["kind"] == "exit" and t["pid"] == victim.pid]
     assert exits and exits[0]["signal"] == 9, doc["timeline"]
     assert process(doc, victim.pid)["exit"] == "killed by SIGKILL"
+
+
+def wait_recording(hs: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Waits for watch's 'recording N processes' line on stderr (the pid is in the map then)."""
+    ready, _, _ = select.select([hs.stderr], [], [], timeout)
+    assert ready, "hangscan watch did not start recording"
+    line = hs.stderr.readline().decode()
+    assert line.startswith("hangscan: recording 1 process"), line
 
 
 def bpf_ids(kind: str) -> set[int]:

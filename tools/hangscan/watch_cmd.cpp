@@ -171,6 +171,10 @@ int run_watch(const WatchCmdOptions& o) {
     return watcher.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
   Watcher& w = **watcher;
+  // Says when recording has begun (scripts and tests wait for this line).
+  fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
+             fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
+  std::fflush(stderr);
   StopSignals stop;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
