@@ -17,6 +17,8 @@ namespace hangscan {
 namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
+constexpr std::int64_t kFoldNs = 1'000'000'000;
+constexpr std::size_t kFoldRecords = 4096;
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
@@ -133,8 +135,7 @@ bool Watcher::all_gone() const {
 }
 
 Status Watcher::step(std::chrono::milliseconds timeout) {
-  Recording batch;
-  auto st = recorder_->poll(batch, timeout);
+  auto st = recorder_->poll(pending_, timeout);
   std::int64_t now = monotonic_ns();
   // Processes the kernel side added on fork (--subprocesses), and data moved (progress).
   for (const auto& [pid, counters] : recorder_->watched()) {
@@ -149,7 +150,12 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     if (counters.io_done > p.io_done) last_progress_[pid] = now;
     p.io_done = counters.io_done;
   }
-  fold(batch);
+  // Finishing costs a libdw session per process: once a second, not once per poll.
+  if (now - last_fold_ns_ >= kFoldNs || pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
+    fold(pending_);
+    pending_ = Recording{};
+    last_fold_ns_ = now;
+  }
   if (now - last_discovery_ns_ >= kRediscoverNs) {
     rediscover();
     last_discovery_ns_ = now;
@@ -292,6 +298,8 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
 }
 
 WatchReport Watcher::report() {
+  fold(pending_);
+  pending_ = Recording{};
   std::int64_t now = monotonic_ns();
   WatchReport r;
   r.recorder = "ebpf";

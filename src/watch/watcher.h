@@ -40,7 +40,7 @@ class Watcher {
 
   // Waits up to `timeout` for records, then finishes and folds what arrived.
   Status step(std::chrono::milliseconds timeout);
-  // Everything so far, with the waits still in progress now.
+  // Everything so far (what is pending is finished first), with the waits in progress now.
   WatchReport report();
   // CLOCK_MONOTONIC ns of the last progress of each watched process (its start if none yet).
   const std::map<int, std::int64_t>& last_progress() const { return last_progress_; }
@@ -85,6 +85,8 @@ class Watcher {
   KernelSymbols kernel_;
   std::int64_t start_ns_ = 0;
   std::int64_t last_discovery_ns_ = 0;
+  std::int64_t last_fold_ns_ = 0;
+  Recording pending_;   // polled, not yet finished (stacks are finished once a second)
   std::vector<Diagnostic> diagnostics_;
 };
 
