@@ -2,7 +2,7 @@
 // finish stage (capture/finish.h), the same stage a ptrace capture or a core goes through.
 //
 // Why its own piece: samples arrive all the time and their process may be gone by the end of
-// the window, so each process's copies are finished in batches while it lives (every tick),
+// the window, so each process's copies are finished in batches while it lives (every few seconds),
 // against the live process as the ModuleSource (its maps now, re-read when a copy's pc falls
 // outside them). The records' stack bytes are then dropped: only frames are kept.
 // Python frames are not merged into sampled stacks: the interpreter's frame chain lives in

@@ -40,6 +40,8 @@ class Watcher {
 
   // Waits up to `timeout` for records, then finishes and folds what arrived.
   Status step(std::chrono::milliseconds timeout);
+  // Finishes and folds what was polled so far (the stall check's progress is then current).
+  void flush();
   // Everything so far (what is pending is finished first), with the waits in progress now.
   WatchReport report();
   // CLOCK_MONOTONIC ns of the last progress of each watched process (its start if none yet).
@@ -86,7 +88,7 @@ class Watcher {
   std::int64_t start_ns_ = 0;
   std::int64_t last_discovery_ns_ = 0;
   std::int64_t last_fold_ns_ = 0;
-  Recording pending_;   // polled, not yet finished (stacks are finished once a second)
+  Recording pending_;   // polled, not yet finished (finished every 5 s, or on flush())
   std::vector<Diagnostic> diagnostics_;
 };
 

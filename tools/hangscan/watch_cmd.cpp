@@ -189,6 +189,10 @@ int run_watch(const WatchCmdOptions& o) {
       continue;
     }
     std::string reason = stall_reason(w, o, w.rank_pids());
+    if (!reason.empty() && armed) {
+      w.flush();   // the samples not yet finished may hold progress
+      reason = stall_reason(w, o, w.rank_pids());
+    }
     if (reason.empty()) {
       armed = true;
       continue;
