@@ -10,14 +10,14 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev 
   libboost-filesystem-dev libfmt-dev libgtest-dev libgmock-dev nlohmann-json3-dev libzstd-dev liblz4-dev
   python3)
 # make deb: CPack's DEB generator needs `file` to find the ELF files dpkg-shlibdeps reads.
-package_pkgs=(file dpkg-dev)
+package_pkgs=(file dpkg-dev libbpf-dev bpftool clang)
 # elfutils, gdb: oracles and gcore in the tests. man-db: the install test reads hangscan(1).
 # iproute2: the Slurm test cluster looks for free ports with `ss`. libbpf-dev, bpftool and clang
-# are not used by the build today (clang++ only by -DHANGSCAN_FUZZ=ON), kept for the eBPF work.
+# build the eBPF recorder of `hangscan watch` (cmake/bpf.cmake; also in `package`, so the Debian
+# package has it); without them `watch` is built without eBPF support.
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server
-  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 libbpf-dev
-  bpftool clang)
+  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
 

@@ -13,7 +13,7 @@ _hangscan_options() {
 _hangscan() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev= exe=${COMP_WORDS[0]} sub= i
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local subcommands="dump core gcore doctor agent pdsh"
+  local subcommands="dump core gcore doctor agent pdsh watch"
   for ((i = 1; i < COMP_CWORD; i++)); do
     case " $subcommands " in *" ${COMP_WORDS[i]} "*) sub=${COMP_WORDS[i]}; break ;; esac
   done
@@ -34,10 +34,11 @@ _hangscan() {
       return ;;
     -o | --output-dir | --gcore-dir | --output | --sysroot | --lib-path)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
-    --agent-path | --exe | --hostfile | --remote-setup)
+    --agent-path | --exe | --hostfile | --remote-setup | --log)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --match | --thread-regex | --top | --samples | --interval | --timeout | --timeout-ms | -w | -f | \
-      --max-size | --gcore-max-size | --signal | --node | --exclude-step | --write-core)
+      --max-size | --gcore-max-size | --signal | --node | --exclude-step | --write-core | --for | --rate | \
+      --wait-ms | --stall)
       return ;;   # a value nobody can guess
   esac
 

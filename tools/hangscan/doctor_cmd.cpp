@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "corewrite/doctor.h"
 #include "fanout/agent_version.h"
+#include "watch/ebpf_readiness.h"
 
 namespace hangscan::cli {
 
@@ -23,6 +24,7 @@ int run_doctor_cmd(const DoctorCmdOptions& o) {
   opts.core_dir = o.dir;
   bool failed = false;
   auto checks = run_doctor(opts);
+  if (auto e = ebpf_readiness(); true) checks.push_back({e.ready ? DoctorCheck::Level::ok : DoctorCheck::Level::warn, "ebpf", e.finding, e.fix});
   if (!o.agent_path.empty()) {
     AgentBinaryCheck a = check_agent_binary(o.agent_path);
     using L = AgentBinaryCheck::Level;

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/* hangscan's recorder: what the watched processes do over time (docs/watch.md).
+ *
+ * Why these programs: on-CPU samples say where each rank spends its CPU; system calls that
+ * take long, with the time the thread was off CPU inside them and who woke it, say where it
+ * waits; exits, signals and OOM victims say how a rank ended. Every record carries what user
+ * space needs to finish it later (registers and the top of the user stack for an unwind with
+ * libdw): nothing is unwound here, since Debian's python and libc have no frame pointers.
+ * Only processes in `watched` are recorded; their children join when `follow_children` is set.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "watch_events.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader before load (the skeleton's rodata). */
+const volatile __u64 wait_threshold_ns = 10000000; /* a system call this long becomes an event */
+const volatile __u64 offcpu_threshold_ns = 10000000;
+const volatile __u8 follow_children = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32); /* tgid */
+  __type(value, struct hs_proc_stats);
+} watched SEC(".maps");
+
+#define thread_state hs_thread_state
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32); /* tid */
+  __type(value, struct thread_state);
+} threads SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, HS_CNT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+/* One zeroed thread_state to insert from (too large for the BPF stack). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct thread_state);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 which) {
+  __u64* v = bpf_map_lookup_elem(&counters, &which);
+  if (v) *v += 1;
+}
+
+static __always_inline struct hs_proc_stats* watched_proc(__u32 tgid) {
+  return bpf_map_lookup_elem(&watched, &tgid);
+}
+
+static __always_inline void* reserve(__u64 size) {
+  void* e = bpf_ringbuf_reserve(&events, size, 0);
+  count(e ? HS_CNT_EVENTS : HS_CNT_LOST);
+  return e;
+}
+
+static __always_inline void fill_header(struct hs_header* h, __u32 kind, struct task_struct* t) {
+  h->kind = kind;
+  h->pid = BPF_CORE_READ(t, tgid);
+  h->tid = BPF_CORE_READ(t, pid);
+  h->cpu = bpf_get_smp_processor_id();
+  h->ts_ns = bpf_ktime_get_ns();
+  BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
+}
+
+/* Registers and the top of the user stack of the current task, for an unwind in user space. */
+static __always_inline void copy_user_stack(struct hs_user_stack* u, struct task_struct* task) {
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  bpf_probe_read_kernel(&u->regs, sizeof(u->regs), regs);
+  u->fs_base = BPF_CORE_READ(task, thread.fsbase);
+  u->stack_len = 0;
+  __u64 sp = u->regs.sp;
+  for (int i = 0; i < HS_STACK_CHUNKS; i++) {
+    if (bpf_probe_read_user(&u->stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
+                            (void*)(sp + (__u64)i * HS_STACK_CHUNK)) != 0) {
+      if (i == 0) count(HS_CNT_STACK_FAULTS);
+      break;
+    }
+    u->stack_len += HS_STACK_CHUNK;
+  }
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data* ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct hs_proc_stats* st = watched_proc(id >> 32);
+  if (!st) return 0;
+  __sync_fetch_and_add(&st->samples, 1);
+  struct hs_sample* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  struct task_struct* task = bpf_get_current_task_btf();
+  fill_header(&e->h, HS_EV_SAMPLE, task);
+  /* The context allows whole-register loads only: a volatile 8-byte read of cs. */
+  __u64 cs = *(volatile __u64*)&ctx->regs.cs;
+  e->in_kernel = (cs & 3) == 0;
+  __u32 tid = (__u32)id;
+  struct thread_state* ts = bpf_map_lookup_elem(&threads, &tid);
+  e->syscall_nr = ts ? (__s32)ts->syscall_nr : -1;
+  copy_user_stack(&e->u, task);
+  long n = e->in_kernel ? bpf_get_stack(ctx, e->u.kstack, sizeof(e->u.kstack), 0) : 0;
+  e->u.kstack_len = n > 0 ? n : 0;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+static __always_inline struct thread_state* thread_of(__u32 tid, bool create) {
+  struct thread_state* ts = bpf_map_lookup_elem(&threads, &tid);
+  if (ts || !create) return ts;
+  __u32 zero = 0;
+  struct thread_state* init = bpf_map_lookup_elem(&scratch, &zero);
+  if (!init) return 0;
+  init->syscall_nr = -1;
+  init->tgid = bpf_get_current_pid_tgid() >> 32;
+  bpf_map_update_elem(&threads, &tid, init, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&threads, &tid);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs* regs, long nr) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!watched_proc(id >> 32)) return 0;
+  struct thread_state* ts = thread_of((__u32)id, true);
+  if (!ts) return 0;
+  ts->syscall_nr = nr;
+  ts->arg0 = BPF_CORE_READ(regs, di);
+  ts->sys_start_ns = bpf_ktime_get_ns();
+  ts->offcpu_ns = 0;
+  ts->waker_pid = 0;
+  ts->waker_tid = 0;
+  ts->kstack_len = 0;
+  return 0;
+}
+
+/* read, write, readv, writev, pread64, pwrite64, sendto, recvfrom, sendmsg, recvmsg, sendfile,
+ * preadv, pwritev, recvmmsg, sendmmsg, copy_file_range, splice (x86-64 numbers): a return
+ * above 0 moved data, which is progress (docs/watch.md, "Stall"). */
+static __always_inline bool moves_data(long nr) {
+  switch (nr) {
+    case 0: case 1: case 17: case 18: case 19: case 20: case 40: case 44: case 45: case 46:
+    case 47: case 275: case 295: case 296: case 299: case 307: case 326:
+      return true;
+  }
+  return false;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct hs_proc_stats* st = watched_proc(id >> 32);
+  if (!st) return 0;
+  struct thread_state* ts = thread_of((__u32)id, false);
+  if (!ts || ts->syscall_nr < 0) return 0;
+  __sync_fetch_and_add(&st->syscalls_done, 1);
+  if (ret > 0 && moves_data(ts->syscall_nr)) __sync_fetch_and_add(&st->io_done, 1);
+  __u64 now = bpf_ktime_get_ns();
+  __u64 dur = now - ts->sys_start_ns;
+  if (dur >= wait_threshold_ns) {
+    struct hs_wait* e = reserve(sizeof(*e));
+    if (e) {
+      struct task_struct* task = bpf_get_current_task_btf();
+      fill_header(&e->h, HS_EV_WAIT, task);
+      e->syscall_nr = ts->syscall_nr;
+      e->arg0 = ts->arg0;
+      e->ret = ret;
+      e->duration_ns = dur;
+      e->offcpu_ns = ts->offcpu_ns;
+      e->waker_pid = ts->waker_pid;
+      e->waker_tid = ts->waker_tid;
+      __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
+      copy_user_stack(&e->u, task);
+      __u32 klen = ts->kstack_len;
+      if (klen > sizeof(e->u.kstack)) klen = sizeof(e->u.kstack);
+      bpf_probe_read_kernel(e->u.kstack, sizeof(e->u.kstack), ts->kstack);
+      e->u.kstack_len = klen;
+      bpf_ringbuf_submit(e, 0);
+    }
+  }
+  ts->syscall_nr = -1;
+  return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
+             unsigned int prev_state) {
+  __u64 now = bpf_ktime_get_ns();
+  __u32 prev_tgid = BPF_CORE_READ(prev, tgid);
+  /* A thread that leaves the CPU to wait (not preempted): when, and its kernel stack. */
+  if (prev_state != 0 && watched_proc(prev_tgid)) {
+    struct thread_state* ts = thread_of(BPF_CORE_READ(prev, pid), true);
+    if (ts) {
+      ts->offcpu_start_ns = now;
+      long n = bpf_get_stack(ctx, ts->kstack, sizeof(ts->kstack), 0);
+      ts->kstack_len = n > 0 ? n : 0;
+    }
+  }
+  __u32 next_tgid = BPF_CORE_READ(next, tgid);
+  if (!watched_proc(next_tgid)) return 0;
+  struct thread_state* ts = thread_of(BPF_CORE_READ(next, pid), false);
+  if (!ts || ts->offcpu_start_ns == 0) return 0;
+  __u64 off = now - ts->offcpu_start_ns;
+  ts->offcpu_start_ns = 0;
+  if (ts->syscall_nr >= 0) {
+    ts->offcpu_ns += off; /* reported with the system call, at its return */
+    return 0;
+  }
+  if (off < offcpu_threshold_ns) return 0;
+  struct hs_offcpu* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, HS_EV_OFFCPU, next);
+  e->duration_ns = off;
+  e->waker_pid = ts->waker_pid;
+  e->waker_tid = ts->waker_tid;
+  __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
+  __u32 klen = ts->kstack_len;
+  if (klen > sizeof(e->kstack)) klen = sizeof(e->kstack);
+  bpf_probe_read_kernel(e->kstack, sizeof(e->kstack), ts->kstack);
+  e->kstack_len = klen;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
+  if (!watched_proc(BPF_CORE_READ(p, tgid))) return 0;
+  struct thread_state* ts = thread_of(BPF_CORE_READ(p, pid), false);
+  if (!ts || ts->offcpu_start_ns == 0) return 0;
+  __u64 id = bpf_get_current_pid_tgid();
+  ts->waker_pid = id >> 32;
+  ts->waker_tid = (__u32)id;
+  bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
+  return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct* parent, struct task_struct* child) {
+  if (!follow_children) return 0;
+  if (!watched_proc(BPF_CORE_READ(parent, tgid))) return 0;
+  __u32 child_tgid = BPF_CORE_READ(child, tgid);
+  struct hs_proc_stats zero = {};
+  bpf_map_update_elem(&watched, &child_tgid, &zero, BPF_NOEXIST);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct* p) {
+  __u32 tid = BPF_CORE_READ(p, pid);
+  bpf_map_delete_elem(&threads, &tid);
+  if (!watched_proc(BPF_CORE_READ(p, tgid))) return 0;
+  /* The last thread of the group: its exit code is the process's. */
+  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
+  struct hs_exit* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, HS_EV_EXIT, p);
+  e->exit_code = BPF_CORE_READ(p, exit_code);
+  e->group_dead = 1;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct* task, int group,
+             int result) {
+  if (!watched_proc(BPF_CORE_READ(task, tgid))) return 0;
+  struct hs_signal* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, HS_EV_SIGNAL, bpf_get_current_task_btf());
+  e->target_pid = BPF_CORE_READ(task, tgid);
+  e->target_tid = BPF_CORE_READ(task, pid);
+  e->sig = sig;
+  e->result = result;
+  e->code = info ? BPF_CORE_READ(info, si_code) : 0;
+  e->group = group;
+  BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+/* Loaded only where mark_victim passes the task (Linux 6.2 and later; the loader checks). */
+SEC("tp_btf/mark_victim")
+int BPF_PROG(on_oom_victim, struct task_struct* task) {
+  if (!watched_proc(BPF_CORE_READ(task, tgid))) return 0;
+  struct hs_oom* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, HS_EV_OOM, task);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}

@@ -1,0 +1,141 @@
+/* Records the recorder (hangscan_watch.bpf.c) sends to user space (src/watch/).
+ *
+ * Why one header for both sides: the BPF program writes these structs into the ring buffer
+ * and src/watch/ reads them back byte for byte; one definition keeps the layouts equal. Plain C
+ * with fixed-width types only, so it compiles with clang -target bpf and with g++.
+ */
+#ifndef HANGSCAN_WATCH_EVENTS_H
+#define HANGSCAN_WATCH_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <stdint.h>
+typedef uint8_t hs_u8;
+typedef uint32_t hs_u32;
+typedef int32_t hs_s32;
+typedef uint64_t hs_u64;
+typedef int64_t hs_s64;
+#else
+typedef __u8 hs_u8;
+typedef __u32 hs_u32;
+typedef __s32 hs_s32;
+typedef __u64 hs_u64;
+typedef __s64 hs_s64;
+#endif
+
+#define HS_COMM_LEN 16
+/* User stack bytes copied per sample or wait: the top 16 KiB holds ~11 frames of Debian's
+ * python3.11 (see docs/watch.md); copied in chunks so a stack whose mapping ends sooner still
+ * yields every whole chunk below its end. */
+#define HS_STACK_CHUNK 512
+#define HS_STACK_CHUNKS 32
+#define HS_STACK_BYTES (HS_STACK_CHUNK * HS_STACK_CHUNKS)
+#define HS_KSTACK_DEPTH 24
+
+enum hs_event_kind {
+  HS_EV_SAMPLE = 1,   /* an on-CPU sample (perf_event cpu-clock) */
+  HS_EV_WAIT = 2,     /* a system call that took at least wait_threshold_ns, at its return */
+  HS_EV_OFFCPU = 3,   /* a long off-CPU interval outside a system call (page fault, ...) */
+  HS_EV_EXIT = 4,     /* a thread group leader exited (sched_process_exit) */
+  HS_EV_SIGNAL = 5,   /* a signal was generated for a watched process (signal_generate) */
+  HS_EV_OOM = 6,      /* the OOM killer chose a watched process (oom:mark_victim) */
+};
+
+struct hs_header {
+  hs_u32 kind;
+  hs_u32 pid; /* tgid */
+  hs_u32 tid;
+  hs_u32 cpu;
+  hs_u64 ts_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+  char comm[HS_COMM_LEN];
+};
+
+/* x86-64 user registers in struct pt_regs order (the kernel's, not user_regs_struct's). */
+struct hs_regs {
+  hs_u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+      flags, sp, ss;
+};
+
+struct hs_user_stack {
+  struct hs_regs regs;
+  hs_u64 fs_base;
+  hs_u32 stack_len; /* bytes of stack valid from regs.sp */
+  hs_u32 kstack_len; /* bytes of kstack valid */
+  hs_u64 kstack[HS_KSTACK_DEPTH];
+  hs_u8 stack[HS_STACK_BYTES];
+};
+
+struct hs_sample {
+  struct hs_header h;
+  hs_u32 in_kernel; /* the sample interrupted kernel code (a system call, a fault) */
+  hs_s32 syscall_nr; /* the system call the thread is in, -1 if none */
+  struct hs_user_stack u;
+};
+
+struct hs_wait {
+  struct hs_header h;
+  hs_s64 syscall_nr;
+  hs_u64 arg0; /* the fd for fd-taking calls */
+  hs_s64 ret;
+  hs_u64 duration_ns;
+  hs_u64 offcpu_ns; /* of that, time off CPU */
+  hs_u32 waker_pid, waker_tid;
+  char waker_comm[HS_COMM_LEN];
+  struct hs_user_stack u; /* kstack: where it was switched out last */
+};
+
+struct hs_offcpu {
+  struct hs_header h;
+  hs_u64 duration_ns;
+  hs_u32 waker_pid, waker_tid;
+  char waker_comm[HS_COMM_LEN];
+  hs_u32 kstack_len;
+  hs_u32 pad;
+  hs_u64 kstack[HS_KSTACK_DEPTH];
+};
+
+struct hs_exit {
+  struct hs_header h;
+  hs_u32 exit_code; /* task->exit_code: status << 8, or the signal number (| 0x80 for a core) */
+  hs_u32 group_dead;
+};
+
+struct hs_signal {
+  struct hs_header h; /* pid/tid/comm: the sender (current) */
+  hs_u32 target_pid, target_tid;
+  hs_s32 sig;
+  hs_s32 result; /* TRACE_SIGNAL_* : 0 delivered, 1 ignored, 2 already pending, ... */
+  hs_s32 code; /* si_code: SI_USER 0, SI_KERNEL 0x80, SI_TKILL -6, ... */
+  hs_u32 group;
+  char target_comm[HS_COMM_LEN];
+};
+
+struct hs_oom {
+  struct hs_header h; /* pid/tid/comm: the victim */
+};
+
+/* Per thread state (the `threads` map): the system call in progress and the last switch-out.
+ * User space reads it at the end of a window for the waits still going on. */
+struct hs_thread_state {
+  hs_s64 syscall_nr; /* -1: not in a system call */
+  hs_u64 arg0;
+  hs_u64 sys_start_ns;
+  hs_u64 offcpu_ns;       /* off CPU since sys_start */
+  hs_u64 offcpu_start_ns; /* 0: on CPU */
+  hs_u32 waker_pid, waker_tid;
+  char waker_comm[HS_COMM_LEN];
+  hs_u32 kstack_len;
+  hs_u32 tgid;
+  hs_u64 kstack[HS_KSTACK_DEPTH];
+};
+
+/* Per watched process counters (the `procs` map's value), read by user space each second. */
+struct hs_proc_stats {
+  hs_u64 samples;       /* on-CPU samples taken */
+  hs_u64 io_done;       /* data calls (read/write/send/recv...) that returned > 0 */
+  hs_u64 syscalls_done; /* system calls completed */
+};
+
+/* Global counters (per CPU, summed by user space). */
+enum hs_counter { HS_CNT_EVENTS = 0, HS_CNT_LOST = 1, HS_CNT_STACK_FAULTS = 2, HS_CNT_MAX = 3 };
+
+#endif

@@ -1,0 +1,55 @@
+# The eBPF recorder of `hangscan watch` (bpf/, src/watch/, docs/watch.md).
+#
+# Built when clang, bpftool and libbpf (libbpf-dev) are installed and this machine has BTF
+# (/sys/kernel/btf/vmlinux): vmlinux.h is generated at build time from the build machine's BTF
+# (`bpftool btf dump file /sys/kernel/btf/vmlinux format c`); the programs are CO-RE, so they
+# load on any kernel with BTF, not only the one they were built on. The skeleton header comes
+# from `bpftool gen skeleton`. Without these, `watch` is built without eBPF support and says so.
+# These packages are in tools/deps.sh's `test` and `package` sets, not `build` (make demo).
+foreach(tool CLANG BPFTOOL)
+  if(HS_${tool} AND NOT EXISTS "${HS_${tool}}")
+    unset(HS_${tool} CACHE)
+  endif()
+endforeach()
+find_program(HS_CLANG NAMES clang clang-16 clang-15 clang-14)
+find_program(HS_BPFTOOL bpftool PATHS /usr/sbin /sbin)
+pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=0.8)
+set(HS_VMLINUX_BTF /sys/kernel/btf/vmlinux)
+
+set(HANGSCAN_HAVE_BPF OFF)
+if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND AND EXISTS ${HS_VMLINUX_BTF})
+  set(HANGSCAN_HAVE_BPF ON)
+  set(HS_BPF_OUT ${CMAKE_BINARY_DIR}/bpf)
+  set(HS_BPF_SRC ${CMAKE_SOURCE_DIR}/bpf/hangscan_watch.bpf.c)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/vmlinux.h
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${HS_BPF_OUT}
+    COMMAND ${HS_BPFTOOL} btf dump file ${HS_VMLINUX_BTF} format c > ${HS_BPF_OUT}/vmlinux.h
+    COMMENT "Generating vmlinux.h from this machine's BTF" VERBATIM)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/hangscan_watch.bpf.o
+    COMMAND ${HS_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror
+            -I${HS_BPF_OUT} -I${CMAKE_SOURCE_DIR}/bpf -c ${HS_BPF_SRC} -o ${HS_BPF_OUT}/hangscan_watch.bpf.o
+    DEPENDS ${HS_BPF_SRC} ${CMAKE_SOURCE_DIR}/bpf/watch_events.h ${HS_BPF_OUT}/vmlinux.h
+    COMMENT "Compiling the eBPF recorder" VERBATIM)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/hangscan_watch.skel.h
+    COMMAND ${HS_BPFTOOL} gen skeleton ${HS_BPF_OUT}/hangscan_watch.bpf.o name hangscan_watch
+            > ${HS_BPF_OUT}/hangscan_watch.skel.h
+    DEPENDS ${HS_BPF_OUT}/hangscan_watch.bpf.o
+    COMMENT "Generating the recorder's libbpf skeleton" VERBATIM)
+  add_custom_target(hs_bpf_skeleton DEPENDS ${HS_BPF_OUT}/hangscan_watch.skel.h)
+  message(STATUS "hangscan watch: eBPF recorder enabled (${HS_CLANG}, ${HS_BPFTOOL}, libbpf ${LIBBPF_VERSION})")
+else()
+  message(STATUS "hangscan watch: built without eBPF support (needs clang, bpftool, libbpf-dev and ${HS_VMLINUX_BTF})")
+endif()
+
+# hs_watch: with the recorder when available; the readiness check and the ptrace fallback always.
+set(HS_WATCH_DEPS hs_capture hs_proc hs_report Threads::Threads)
+if(HANGSCAN_HAVE_BPF)
+  list(APPEND HS_WATCH_DEPS PkgConfig::LIBBPF)
+endif()
+hs_module(watch DEPS ${HS_WATCH_DEPS})
+target_include_directories(hs_watch PUBLIC ${CMAKE_SOURCE_DIR}/bpf)
+if(HANGSCAN_HAVE_BPF)
+  add_dependencies(hs_watch hs_bpf_skeleton)
+  target_include_directories(hs_watch PRIVATE ${HS_BPF_OUT})
+  target_compile_definitions(hs_watch PRIVATE HANGSCAN_HAVE_BPF=1)
+endif()

@@ -1,0 +1,101 @@
+#include "watch/ptrace_recorder.h"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "target/live_target.h"
+#include "util/deadline.h"
+#include "watch/watcher.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr std::size_t kStackBytes = 16 * 1024;
+
+class PtraceRecorder : public Recorder {
+ public:
+  explicit PtraceRecorder(const RecorderOptions& o)
+      : period_ns_(1'000'000'000 / std::max(1, o.sample_hz)), next_ns_(monotonic_ns()) {}
+
+  Status watch(int pid) override {
+    procs_.emplace(pid, ProcessCounters{});
+    return Ok{};
+  }
+  void unwatch(int pid) override { procs_.erase(pid); }
+  std::map<int, ProcessCounters> watched() override { return procs_; }
+  RecorderCounters counters() override { return counters_; }
+  bool records_oom() const override { return false; }
+  std::vector<WaitRecord> ongoing(std::int64_t, std::uint64_t) override { return {}; }
+
+  Status poll(Recording& out, std::chrono::milliseconds timeout) override {
+    std::int64_t now = monotonic_ns();
+    std::int64_t wait = std::min<std::int64_t>(next_ns_ - now, timeout.count() * 1'000'000);
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    if (monotonic_ns() < next_ns_) return Ok{};
+    next_ns_ += period_ns_;
+    std::vector<int> gone;
+    for (auto& [pid, counters] : procs_) {
+      if (!sample(pid, out, counters)) gone.push_back(pid);
+    }
+    for (int pid : gone) {
+      procs_.erase(pid);
+      EventRecord& e = out.events.emplace_back();
+      e.kind = EventRecord::Kind::exit;
+      e.ts_ns = monotonic_ns();
+      e.pid = e.tid = pid;
+      e.exit_code = -1;
+    }
+    return Ok{};
+  }
+
+ private:
+  // One sample of the threads of `pid` that are running; false when the process is gone.
+  bool sample(int pid, Recording& out, ProcessCounters& counters) {
+    auto t = open_live_target(pid);
+    if (!t) return t.error().code != Errc::no_such_process && t.error().code != Errc::zombie;
+    Target& target = **t;
+    std::vector<ThreadSnapshot> running;
+    for (int tid : target.thread_ids()) {
+      ThreadSnapshot d;
+      d.tid = tid;
+      target.describe_thread(d);
+      if (d.state == 'R') running.push_back(std::move(d));
+    }
+    if (running.empty()) return true;
+    auto freeze = target.freeze(Deadline::after(std::chrono::milliseconds(500)));
+    if (!freeze) return true;
+    std::int64_t ts = monotonic_ns();
+    for (const auto& ft : (*freeze)->threads()) {
+      auto d = std::find_if(running.begin(), running.end(), [&](const ThreadSnapshot& r) { return r.tid == ft.tid; });
+      if (d == running.end() || !ft.regs) continue;
+      SampleRecord& s = out.samples.emplace_back();
+      s.pid = pid;
+      s.tid = ft.tid;
+      s.ts_ns = ts;
+      s.comm = d->name;
+      s.copy.regs = *ft.regs;
+      s.copy.stack.start = ft.regs->sp();
+      s.copy.stack.bytes.resize(kStackBytes);
+      std::size_t got = target.memory().read(ft.regs->sp(), s.copy.stack.bytes.data(), kStackBytes);
+      s.copy.stack.bytes.resize(got);
+      ++counters.samples;
+      ++counters_.events;
+    }
+    return true;
+  }
+
+  std::int64_t period_ns_;
+  std::int64_t next_ns_;
+  std::map<int, ProcessCounters> procs_;
+  RecorderCounters counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<Recorder> make_ptrace_recorder(const RecorderOptions& options) {
+  return std::make_unique<PtraceRecorder>(options);
+}
+
+}  // namespace hangscan

@@ -1,0 +1,244 @@
+#include "watch/recorder.h"
+
+#ifdef HANGSCAN_HAVE_BPF
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <cstring>
+#include <string.h>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "hangscan_watch.skel.h"
+#include "watch_events.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr const char* kBpfHint =
+    "run as root, or give hangscan CAP_BPF and CAP_PERFMON (setcap cap_bpf,cap_perfmon+ep); "
+    "'hangscan doctor' checks eBPF readiness";
+
+Error bpf_error(const std::string& what, int err) {
+  return Error(Errc::permission, fmt::format("eBPF recorder: {}: {}", what, std::strerror(err)), err, kBpfHint);
+}
+
+// oom:mark_victim passes the task since Linux 6.2 (an int pid before): the program reads the
+// task, so it is loaded only where the kernel's BTF says so.
+bool mark_victim_takes_task() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return false;
+  bool ok = false;
+  int id = btf__find_by_name_kind(vmlinux, "btf_trace_mark_victim", BTF_KIND_TYPEDEF);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    t = btf__type_by_id(vmlinux, t->type);   // pointer
+    if (t != nullptr && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);   // func proto
+    if (t != nullptr && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
+      const btf_param* p = btf_params(t) + 1;
+      const btf_type* arg = btf__type_by_id(vmlinux, p->type);
+      ok = arg != nullptr && btf_is_ptr(arg);
+    }
+  }
+  btf__free(vmlinux);
+  return ok;
+}
+
+class BpfRecorder : public Recorder {
+ public:
+  ~BpfRecorder() override {
+    if (ring_ != nullptr) ring_buffer__free(ring_);
+    for (bpf_link* l : sample_links_) bpf_link__destroy(l);
+    for (int fd : perf_fds_) ::close(fd);
+    if (skel_ != nullptr) hangscan_watch__destroy(skel_);
+  }
+
+  Status init(const RecorderOptions& o) {
+    skel_ = hangscan_watch__open();
+    if (skel_ == nullptr) return bpf_error("cannot open the programs", errno);
+    skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
+    skel_->rodata->offcpu_threshold_ns = o.wait_threshold_ns;
+    skel_->rodata->follow_children = o.follow_children ? 1 : 0;
+    oom_ = mark_victim_takes_task();
+    if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
+    if (int err = hangscan_watch__load(skel_); err != 0) return bpf_error("cannot load the programs", -err);
+    if (int err = hangscan_watch__attach(skel_); err != 0) {
+      return bpf_error("cannot attach to the scheduler and system call tracepoints", -err);
+    }
+    if (auto st = open_sampling(o.sample_hz); !st) return st;
+    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
+    if (ring_ == nullptr) return bpf_error("cannot open the ring buffer", errno);
+    return Ok{};
+  }
+
+  Status watch(int pid) override {
+    auto key = static_cast<std::uint32_t>(pid);
+    hs_proc_stats zero{};
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.watched), &key, &zero, BPF_NOEXIST) != 0 && errno != EEXIST) {
+      return bpf_error(fmt::format("cannot watch pid {}", pid), errno);
+    }
+    return Ok{};
+  }
+
+  void unwatch(int pid) override {
+    auto key = static_cast<std::uint32_t>(pid);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.watched), &key);
+  }
+
+  std::map<int, ProcessCounters> watched() override {
+    std::map<int, ProcessCounters> out;
+    int fd = bpf_map__fd(skel_->maps.watched);
+    std::uint32_t key = 0;
+    std::uint32_t next = 0;
+    const std::uint32_t* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      hs_proc_stats st{};
+      if (bpf_map_lookup_elem(fd, &next, &st) == 0) {
+        out[static_cast<int>(next)] = ProcessCounters{st.samples, st.io_done, st.syscalls_done};
+      }
+      key = next;
+      prev = &key;
+    }
+    return out;
+  }
+
+  Status poll(Recording& out, std::chrono::milliseconds timeout) override {
+    sink_ = &out;
+    int n = ring_buffer__poll(ring_, static_cast<int>(timeout.count()));
+    sink_ = nullptr;
+    if (n < 0 && n != -EINTR) return bpf_error("reading the ring buffer", -n);
+    return Ok{};
+  }
+
+  RecorderCounters counters() override {
+    RecorderCounters c;
+    int ncpu = libbpf_num_possible_cpus();
+    if (ncpu <= 0) return c;
+    std::vector<std::uint64_t> vals(static_cast<std::size_t>(ncpu));
+    auto sum = [&](std::uint32_t which) {
+      std::uint64_t total = 0;
+      if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &which, vals.data()) == 0) {
+        for (auto v : vals) total += v;
+      }
+      return total;
+    };
+    c.events = sum(HS_CNT_EVENTS);
+    c.lost = sum(HS_CNT_LOST);
+    c.stack_faults = sum(HS_CNT_STACK_FAULTS);
+    return c;
+  }
+
+  bool records_oom() const override { return oom_; }
+
+  std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) override {
+    std::vector<WaitRecord> out;
+    auto procs = watched();
+    int fd = bpf_map__fd(skel_->maps.threads);
+    std::uint32_t key = 0;
+    std::uint32_t next = 0;
+    const std::uint32_t* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      hs_thread_state st{};
+      if (bpf_map_lookup_elem(fd, &next, &st) != 0 || st.syscall_nr < 0) continue;
+      if (procs.count(static_cast<int>(st.tgid)) == 0) continue;
+      auto start = static_cast<std::int64_t>(st.sys_start_ns);
+      if (now_ns - start < static_cast<std::int64_t>(min_ns)) continue;
+      WaitRecord& w = out.emplace_back();
+      w.pid = static_cast<int>(st.tgid);
+      w.tid = static_cast<int>(next);
+      w.end_ns = now_ns;
+      w.syscall_nr = static_cast<long>(st.syscall_nr);
+      w.arg0 = st.arg0;
+      w.duration_ns = static_cast<std::uint64_t>(now_ns - start);
+      w.offcpu_ns = st.offcpu_ns + (st.offcpu_start_ns != 0 ? now_ns - st.offcpu_start_ns : 0);
+      w.waker_pid = static_cast<int>(st.waker_pid);
+      w.waker_tid = static_cast<int>(st.waker_tid);
+      w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
+      std::size_t k = std::min<std::size_t>(st.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
+      w.copy.kernel.assign(st.kstack, st.kstack + k);
+      w.ongoing = true;
+    }
+    return out;
+  }
+
+ private:
+  // One software cpu-clock event per online CPU, each running on_cpu_sample.
+  Status open_sampling(int hz) {
+    int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    for (int cpu = 0; cpu < ncpu; ++cpu) {
+      perf_event_attr attr{};
+      attr.size = sizeof(attr);
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.config = PERF_COUNT_SW_CPU_CLOCK;
+      attr.freq = 1;
+      attr.sample_freq = static_cast<std::uint64_t>(hz);
+      int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      if (fd < 0) {
+        if (errno == ENODEV) continue;   // an offline CPU
+        return bpf_error(fmt::format("cannot open the cpu-clock sampler on CPU {}", cpu), errno);
+      }
+      perf_fds_.push_back(fd);
+      bpf_link* link = bpf_program__attach_perf_event(skel_->progs.on_cpu_sample, fd);
+      if (link == nullptr) return bpf_error("cannot attach the on-CPU sampler", errno);
+      sample_links_.push_back(link);
+    }
+    return Ok{};
+  }
+
+  static int on_record(void* ctx, void* data, std::size_t size) {
+    auto* self = static_cast<BpfRecorder*>(ctx);
+    if (self->sink_ != nullptr) {
+      decode_record(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(data), size), *self->sink_);
+    }
+    return 0;
+  }
+
+  hangscan_watch* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  std::vector<int> perf_fds_;
+  std::vector<bpf_link*> sample_links_;
+  Recording* sink_ = nullptr;
+  bool oom_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions& options) {
+  // libbpf's own messages (the verifier's log) only on request: HANGSCAN_BPF_LOG=1.
+  const char* log = std::getenv("HANGSCAN_BPF_LOG");
+  if (log == nullptr || std::string(log) != "1") libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
+  auto r = std::make_unique<BpfRecorder>();
+  if (auto st = r->init(options); !st) return st.error();
+  return std::unique_ptr<Recorder>(std::move(r));
+}
+
+bool recorder_built_in() { return true; }
+
+}  // namespace hangscan
+
+#else  // !HANGSCAN_HAVE_BPF
+
+namespace hangscan {
+
+Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions&) {
+  return Error(Errc::unsupported, "this hangscan was built without eBPF support", 0,
+               "install clang, bpftool and libbpf-dev (tools/deps.sh package) and rebuild");
+}
+
+bool recorder_built_in() { return false; }
+
+}  // namespace hangscan
+
+#endif

@@ -1,0 +1,50 @@
+// Recorder: the eBPF programs of bpf/ loaded, attached and drained.
+//
+// Why a class: it owns every kernel object the recorder creates (programs, maps, links, the
+// per-CPU perf events) through file descriptors only; nothing is pinned, so when hangscan
+// ends in any way, SIGKILL included, the kernel frees them all with its last fd. The
+// destructor frees them earlier. Built without eBPF, start() says so with a hint.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "hangscan/result.h"
+#include "watch/records.h"
+
+namespace hangscan {
+
+struct RecorderOptions {
+  int sample_hz = 49;                                  // on-CPU samples per second per CPU
+  std::uint64_t wait_threshold_ns = 10'000'000;        // a system call this long is an event
+  bool follow_children = false;                        // processes the watched ones fork join
+};
+
+class Recorder {
+ public:
+  // Opens, loads and attaches the programs. Errors say which step failed, with the fix.
+  static Result<std::unique_ptr<Recorder>> start(const RecorderOptions& options);
+  virtual ~Recorder() = default;
+
+  // Adds or removes a process (tgid): every thread of it is recorded.
+  virtual Status watch(int pid) = 0;
+  virtual void unwatch(int pid) = 0;
+  // The processes the kernel side records now (with those it added on fork).
+  virtual std::map<int, ProcessCounters> watched() = 0;
+  // Waits up to `timeout` for records and appends them to `out` (copies only).
+  virtual Status poll(Recording& out, std::chrono::milliseconds timeout) = 0;
+  virtual RecorderCounters counters() = 0;
+  // System calls of watched threads still in progress and at least `min_ns` old at `now_ns`
+  // (CLOCK_MONOTONIC): the waits the window ends in. No user stack (the thread is not running).
+  virtual std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) = 0;
+  // Whether OOM victims are recorded (oom:mark_victim passes the task on this kernel).
+  virtual bool records_oom() const = 0;
+};
+
+// True when this binary carries the eBPF recorder.
+bool recorder_built_in();
+
+}  // namespace hangscan

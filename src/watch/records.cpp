@@ -1,0 +1,146 @@
+#include "watch/records.h"
+
+#include <string.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "watch_events.h"
+
+namespace hangscan {
+
+namespace {
+
+std::string comm_of(const char (&c)[HS_COMM_LEN]) { return std::string(c, strnlen(c, HS_COMM_LEN)); }
+
+void header_into(const hs_header& h, int& pid, int& tid, std::int64_t& ts, std::string& comm) {
+  pid = static_cast<int>(h.pid);
+  tid = static_cast<int>(h.tid);
+  ts = static_cast<std::int64_t>(h.ts_ns);
+  comm = comm_of(h.comm);
+}
+
+// struct pt_regs (the kernel's order) to user_regs_struct (ptrace's).
+Registers registers_of(const hs_user_stack& u) {
+  Registers r;
+  auto& o = r.raw;
+  const hs_regs& i = u.regs;
+  o.r15 = i.r15; o.r14 = i.r14; o.r13 = i.r13; o.r12 = i.r12; o.rbp = i.bp; o.rbx = i.bx;
+  o.r11 = i.r11; o.r10 = i.r10; o.r9 = i.r9; o.r8 = i.r8; o.rax = i.ax; o.rcx = i.cx;
+  o.rdx = i.dx; o.rsi = i.si; o.rdi = i.di; o.orig_rax = i.orig_ax; o.rip = i.ip; o.cs = i.cs;
+  o.eflags = i.flags; o.rsp = i.sp; o.ss = i.ss; o.fs_base = u.fs_base;
+  return r;
+}
+
+SampledStack copy_of(const hs_user_stack& u, bool with_stack) {
+  SampledStack c;
+  c.regs = registers_of(u);
+  if (with_stack) {
+    std::size_t n = std::min<std::size_t>(u.stack_len, sizeof(u.stack));
+    c.stack.start = u.regs.sp;
+    c.stack.bytes.assign(u.stack, u.stack + n);
+  }
+  std::size_t k = std::min<std::size_t>(u.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
+  c.kernel.assign(u.kstack, u.kstack + k);
+  return c;
+}
+
+template <typename T>
+bool view(std::span<const std::uint8_t> data, T& out) {
+  if (data.size() < sizeof(T)) return false;
+  std::memcpy(&out, data.data(), sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
+  hs_header h{};
+  if (!view(data, h)) return false;
+  switch (h.kind) {
+    case HS_EV_SAMPLE: {
+      if (data.size() < sizeof(hs_sample)) return false;
+      const auto* e = reinterpret_cast<const hs_sample*>(data.data());
+      SampleRecord& s = out.samples.emplace_back();
+      header_into(e->h, s.pid, s.tid, s.ts_ns, s.comm);
+      s.in_kernel = e->in_kernel != 0;
+      s.syscall_nr = e->syscall_nr;
+      s.copy = copy_of(e->u, true);
+      return true;
+    }
+    case HS_EV_WAIT: {
+      if (data.size() < sizeof(hs_wait)) return false;
+      const auto* e = reinterpret_cast<const hs_wait*>(data.data());
+      WaitRecord& w = out.waits.emplace_back();
+      header_into(e->h, w.pid, w.tid, w.end_ns, w.comm);
+      w.syscall_nr = static_cast<long>(e->syscall_nr);
+      w.arg0 = e->arg0;
+      w.ret = static_cast<long>(e->ret);
+      w.duration_ns = e->duration_ns;
+      w.offcpu_ns = e->offcpu_ns;
+      w.waker_pid = static_cast<int>(e->waker_pid);
+      w.waker_tid = static_cast<int>(e->waker_tid);
+      w.waker_comm = comm_of(e->waker_comm);
+      w.has_user_stack = true;
+      w.copy = copy_of(e->u, true);
+      return true;
+    }
+    case HS_EV_OFFCPU: {
+      hs_offcpu e{};
+      if (!view(data, e)) return false;
+      WaitRecord& w = out.waits.emplace_back();
+      header_into(e.h, w.pid, w.tid, w.end_ns, w.comm);
+      w.duration_ns = w.offcpu_ns = e.duration_ns;
+      w.waker_pid = static_cast<int>(e.waker_pid);
+      w.waker_tid = static_cast<int>(e.waker_tid);
+      w.waker_comm = comm_of(e.waker_comm);
+      std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
+      w.copy.kernel.assign(e.kstack, e.kstack + k);
+      return true;
+    }
+    case HS_EV_EXIT: {
+      hs_exit e{};
+      if (!view(data, e)) return false;
+      EventRecord& r = out.events.emplace_back();
+      r.kind = EventRecord::Kind::exit;
+      header_into(e.h, r.pid, r.tid, r.ts_ns, r.comm);
+      r.exit_code = static_cast<int>(e.exit_code);
+      return true;
+    }
+    case HS_EV_SIGNAL: {
+      hs_signal e{};
+      if (!view(data, e)) return false;
+      EventRecord& r = out.events.emplace_back();
+      r.kind = EventRecord::Kind::signal;
+      header_into(e.h, r.sender_pid, r.sender_tid, r.ts_ns, r.sender_comm);
+      r.pid = static_cast<int>(e.target_pid);
+      r.tid = static_cast<int>(e.target_tid);
+      r.comm = comm_of(e.target_comm);
+      r.signal = e.sig;
+      r.si_code = e.code;
+      r.result = e.result;
+      return true;
+    }
+    case HS_EV_OOM: {
+      hs_oom e{};
+      if (!view(data, e)) return false;
+      EventRecord& r = out.events.emplace_back();
+      r.kind = EventRecord::Kind::oom;
+      header_into(e.h, r.pid, r.tid, r.ts_ns, r.comm);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+std::string describe_exit_code(int exit_code) {
+  int sig = exit_code & 0x7f;
+  if (sig == 0) return fmt::format("exited with status {}", (exit_code >> 8) & 0xff);
+  const char* name = sigabbrev_np(sig);
+  return fmt::format("killed by {}{}", name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig),
+                     (exit_code & 0x80) ? " (core dumped)" : "");
+}
+
+}  // namespace hangscan

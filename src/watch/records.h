@@ -1,0 +1,99 @@
+// Plain records of what the recorder saw, decoded from the ring buffer's bytes.
+//
+// Why: the ring-buffer callback must only store (unwinding there livelocked, see
+// ../shared/field-notes.md §3); these structs are what it stores. They hold no kernel layout,
+// so the unwinding, the report and the watchdog read records, not BPF structs, and the
+// ptrace fallback produces the same records.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "target/target.h"
+
+namespace hangscan {
+
+// Registers and the top of the user stack of one thread at one moment, plus its kernel stack.
+struct SampledStack {
+  Registers regs;
+  StackCopy stack;
+  std::vector<std::uint64_t> kernel;   // kernel return addresses, innermost first
+};
+
+struct SampleRecord {
+  int pid = 0;
+  int tid = 0;
+  std::int64_t ts_ns = 0;              // CLOCK_MONOTONIC
+  std::string comm;
+  bool in_kernel = false;
+  int syscall_nr = -1;                 // the system call the thread was in, -1 if none
+  SampledStack copy;
+};
+
+// A system call that took long (syscall_nr >= 0), or a long off-CPU interval outside one.
+struct WaitRecord {
+  int pid = 0;
+  int tid = 0;
+  std::int64_t end_ns = 0;             // when it returned (or the thread ran again)
+  std::string comm;
+  long syscall_nr = -1;
+  std::uint64_t arg0 = 0;
+  long ret = 0;
+  std::uint64_t duration_ns = 0;
+  std::uint64_t offcpu_ns = 0;
+  int waker_pid = 0;                   // 0: not woken by anyone we saw (a timeout, a signal)
+  int waker_tid = 0;
+  std::string waker_comm;
+  bool has_user_stack = false;
+  bool ongoing = false;                // still waiting when the window ended
+  SampledStack copy;
+};
+
+// Exits, signals and OOM victims: the timeline.
+struct EventRecord {
+  enum class Kind { exit, signal, oom };
+  Kind kind = Kind::exit;
+  std::int64_t ts_ns = 0;
+  int pid = 0;                 // the watched process concerned
+  int tid = 0;
+  std::string comm;
+  int exit_code = 0;           // exit: task->exit_code (status << 8, or the signal | 0x80 core)
+  int signal = 0;              // signal
+  int sender_pid = 0;
+  int sender_tid = 0;
+  std::string sender_comm;
+  int si_code = 0;
+  int result = 0;              // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending
+};
+
+struct RecorderCounters {
+  std::uint64_t events = 0;        // records sent
+  std::uint64_t lost = 0;          // records the ring buffer had no room for
+  std::uint64_t stack_faults = 0;  // user stacks that could not be read at all
+};
+
+// Per-process counters kept in the kernel (progress, without an event each).
+struct ProcessCounters {
+  std::uint64_t samples = 0;
+  std::uint64_t io_done = 0;
+  std::uint64_t syscalls_done = 0;
+};
+
+struct Recording {
+  std::vector<SampleRecord> samples;
+  std::vector<WaitRecord> waits;
+  std::vector<EventRecord> events;
+};
+
+// Decodes one ring-buffer record and appends it to `out`. Returns false for a record too short
+// or of an unknown kind (it is dropped). Copies only: this runs in the ring-buffer callback.
+bool decode_record(std::span<const std::uint8_t> data, Recording& out);
+
+// "exited with status 3", "killed by SIGKILL", "killed by SIGSEGV (core dumped)".
+std::string describe_exit_code(int exit_code);
+
+}  // namespace hangscan

@@ -1,0 +1,40 @@
+// SampleStacks: the recorder's stack copies turned into frames, through the capture seam's
+// finish stage (capture/finish.h), the same stage a ptrace capture or a core goes through.
+//
+// Why its own piece: samples arrive all the time and their process may be gone by the end of
+// the window, so each process's copies are finished in batches while it lives (every few seconds),
+// against the live process as the ModuleSource (its maps now, re-read when a copy's pc falls
+// outside them). The records' stack bytes are then dropped: only frames are kept.
+// Python frames are not merged into sampled stacks: the interpreter's frame chain lives in
+// heap memory the sample did not copy, so reading it later would not be the sampled moment
+// (docs/watch.md, "What a sample shows").
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hangscan/model.h"
+#include "target/target.h"
+#include "unwind/symbol_cache.h"
+#include "watch/records.h"
+
+namespace hangscan {
+
+class SampleStacks {
+ public:
+  // Frames (innermost first) of each copy, in order, for the process `pid`. A copy that could
+  // not be finished (the process is gone, no registers) gets no frames and a note in `notes`.
+  std::vector<std::vector<Frame>> finish(int pid, const std::vector<const SampledStack*>& copies,
+                                         std::vector<std::string>& notes);
+  // The process ended: drop what is kept for it.
+  void forget(int pid) { targets_.erase(pid); }
+  SymbolCache& symbols() { return symbols_; }
+
+ private:
+  std::map<int, std::unique_ptr<Target>> targets_;
+  SymbolCache symbols_;
+};
+
+}  // namespace hangscan

@@ -1,0 +1,355 @@
+#include "watch/watcher.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+#include "target/live_target.h"
+
+namespace hangscan {
+
+namespace {
+
+constexpr std::int64_t kRediscoverNs = 1'000'000'000;
+constexpr std::int64_t kFoldNs = 5'000'000'000;
+constexpr std::size_t kFoldRecords = 4096;
+
+// x86-64 system calls whose first argument is a file descriptor.
+bool takes_fd(long nr) {
+  static const std::set<long> calls = {0,   1,   3,   5,   8,   16,  17,  18,  19,  20,  40,  42,
+                                       43,  44,  45,  46,  47,  48,  72,  73,  74,  77,  217, 232,
+                                       281, 288, 295, 296, 299, 307, 441};
+  return calls.count(nr) != 0;
+}
+
+// The stack's identity for counting: every frame's function and module offset.
+std::string stack_key(const std::vector<Frame>& frames) {
+  std::string key;
+  for (const auto& f : frames) key += fmt::format("{}@{:x};", f.function, f.offset);
+  return key;
+}
+
+}  // namespace
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool in_wait_loop(const std::vector<Frame>& frames) {
+  // The innermost frames only: a loop that waits is at the top of the stack.
+  static const std::regex waits(
+      "(sched_yield|(^|_)(poll|ppoll|epoll_wait|epoll_pwait2?|select|pselect6?)$|nanosleep|futex|pthread_cond_"
+      "(timed)?wait|sem_(timed)?wait|pthread_spin_lock|_progress|progress_|[Pp]oll[A-Z_]|"
+      "waitUntil|ncclProxy|shm_poll|usleep|^sleep)");
+  std::size_t n = std::min<std::size_t>(frames.size(), 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::regex_search(frames[i].function, waits)) return true;
+  }
+  return false;
+}
+
+Watcher::Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder)
+    : options_(options), recorder_(std::move(recorder)), start_ns_(monotonic_ns()) {}
+
+Result<std::unique_ptr<Watcher>> Watcher::start(const WatchOptions& options, std::unique_ptr<Recorder> recorder,
+                                                std::vector<Diagnostic>& diagnostics) {
+  DiscoveryOptions dopt;
+  dopt.pids = options.pids;
+  dopt.subprocesses = options.subprocesses;
+  dopt.match = options.match;
+  auto procs = discover(dopt, &diagnostics);
+  if (!procs) return procs.error();
+  if (!recorder) {
+    auto r = Recorder::start(options.recorder);
+    if (!r) return r.error();
+    recorder = std::move(*r);
+  }
+  std::unique_ptr<Watcher> w(new Watcher(options, std::move(recorder)));
+  for (const auto& dp : *procs) w->add_process(dp);
+  w->last_discovery_ns_ = monotonic_ns();
+  return w;
+}
+
+void Watcher::add_process(const DiscoveredProcess& dp) {
+  if (procs_.count(dp.pid) != 0) {
+    procs_[dp.pid].discovered = dp;
+    return;
+  }
+  if (auto st = recorder_->watch(dp.pid); !st) {
+    Diagnostic d;
+    d.message = st.error().what();
+    d.hint = st.error().hint;
+    d.pid = dp.pid;
+    diagnostics_.push_back(std::move(d));
+    return;
+  }
+  Proc& p = procs_[dp.pid];
+  p.discovered = dp;
+  std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));
+  std::getline(comm, p.comm);
+  last_progress_[dp.pid] = monotonic_ns();
+}
+
+void Watcher::rediscover() {
+  if (!options_.subprocesses && options_.match.empty()) return;
+  DiscoveryOptions dopt;
+  for (const auto& [pid, p] : procs_) {
+    if (!p.gone && std::find(options_.pids.begin(), options_.pids.end(), pid) != options_.pids.end()) dopt.pids.push_back(pid);
+  }
+  dopt.subprocesses = options_.subprocesses;
+  dopt.match = options_.match;
+  if (dopt.pids.empty() && dopt.match.empty()) return;
+  auto procs = discover(dopt, nullptr);
+  if (!procs) return;
+  for (const auto& dp : *procs) {
+    if (procs_.count(dp.pid) == 0) add_process(dp);
+  }
+}
+
+std::vector<int> Watcher::pids() const {
+  std::vector<int> out;
+  for (const auto& [pid, p] : procs_) {
+    if (!p.gone) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<int> Watcher::rank_pids() const {
+  std::vector<int> ranks;
+  for (const auto& [pid, p] : procs_) {
+    if (!p.gone && p.discovered.role == kRoleRank) ranks.push_back(pid);
+  }
+  return ranks.empty() ? pids() : ranks;
+}
+
+bool Watcher::all_gone() const {
+  return std::all_of(procs_.begin(), procs_.end(), [](const auto& kv) { return kv.second.gone; });
+}
+
+Status Watcher::step(std::chrono::milliseconds timeout) {
+  auto st = recorder_->poll(pending_, timeout);
+  std::int64_t now = monotonic_ns();
+  // Processes the kernel side added on fork (--subprocesses), and data moved (progress).
+  for (const auto& [pid, counters] : recorder_->watched()) {
+    if (procs_.count(pid) == 0) {
+      DiscoveredProcess dp;
+      dp.pid = pid;
+      dp.role = kRoleProcess;
+      procs_[pid].discovered = dp;
+      last_progress_[pid] = now;
+    }
+    Proc& p = procs_[pid];
+    if (counters.io_done > p.io_done) last_progress_[pid] = now;
+    p.io_done = counters.io_done;
+  }
+  // Finishing costs a libdw session per process and batch (~20 ms of CPU for a python3
+  // process): every 5 s, not every poll. The watchdog flushes before it judges a stall.
+  if (now - last_fold_ns_ >= kFoldNs || pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
+    fold(pending_);
+    pending_ = Recording{};
+    last_fold_ns_ = now;
+  }
+  if (now - last_discovery_ns_ >= kRediscoverNs) {
+    rediscover();
+    last_discovery_ns_ = now;
+  }
+  return st;
+}
+
+void Watcher::fold(Recording& batch) {
+  std::map<int, std::vector<SampleRecord*>> samples;
+  std::map<int, std::vector<WaitRecord*>> waits;
+  for (auto& s : batch.samples) samples[s.pid].push_back(&s);
+  for (auto& w : batch.waits) waits[w.pid].push_back(&w);
+  std::set<int> pids;
+  for (const auto& [pid, v] : samples) pids.insert(pid);
+  for (const auto& [pid, v] : waits) pids.insert(pid);
+  for (int pid : pids) {
+    auto pit = procs_.find(pid);
+    if (pit == procs_.end()) continue;
+    Proc& p = pit->second;
+    // One finish per process and batch: its samples and the waits' stacks together.
+    std::vector<const SampledStack*> copies;
+    for (auto* s : samples[pid]) copies.push_back(&s->copy);
+    std::vector<WaitRecord*>& pw = waits[pid];
+    for (auto* w : pw) {
+      if (w->has_user_stack) copies.push_back(&w->copy);
+    }
+    auto frames = stacks_.finish(pid, copies, p.notes);
+    std::size_t i = 0;
+    for (auto* s : samples[pid]) {
+      std::vector<Frame>& f = frames[i++];
+      if (p.comm.empty()) p.comm = s->comm;
+      ++p.samples;
+      if (!f.empty() && !in_wait_loop(f) && !s->in_kernel) last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
+      StackCount& c = p.stacks[stack_key(f)];
+      if (c.samples++ == 0) c.frames = std::move(f);
+    }
+    std::vector<std::vector<Frame>> wait_frames(frames.begin() + static_cast<long>(i), frames.end());
+    fold_waits(pid, pw, std::move(wait_frames));
+  }
+  for (auto& e : batch.events) {
+    TimelineEntry t;
+    t.t_s = since_start(e.ts_ns);
+    auto pit = procs_.find(e.pid);
+    if (pit != procs_.end()) t.rank = pit->second.discovered.rank;
+    std::string who = t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
+    switch (e.kind) {
+      case EventRecord::Kind::exit:
+        t.text = fmt::format("{} {}", who, describe_exit_code(e.exit_code));
+        if (pit != procs_.end()) {
+          pit->second.exit = describe_exit_code(e.exit_code);
+          pit->second.gone = true;
+          recorder_->unwatch(e.pid);
+          stacks_.forget(e.pid);
+        }
+        break;
+      case EventRecord::Kind::signal: {
+        const char* name = sigabbrev_np(e.signal);
+        t.text = fmt::format("{} was sent {} by pid {} ({}){}", who,
+                             name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal), e.sender_pid,
+                             e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
+        break;
+      }
+      case EventRecord::Kind::oom:
+        t.text = fmt::format("{} was chosen by the OOM killer", who);
+        break;
+    }
+    t.event = std::move(e);
+    timeline_.push_back(std::move(t));
+  }
+}
+
+WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) const {
+  WaitView v;
+  v.tid = w.tid;
+  v.comm = w.comm;
+  v.syscall_nr = w.syscall_nr;
+  if (w.syscall_nr >= 0) v.syscall = syscall_name(w.syscall_nr);
+  if (w.syscall_nr >= 0 && takes_fd(w.syscall_nr)) v.fd = static_cast<long long>(static_cast<std::int32_t>(w.arg0));
+  v.ret = w.ret;
+  v.duration_s = static_cast<double>(w.duration_ns) / 1e9;
+  v.offcpu_s = static_cast<double>(w.offcpu_ns) / 1e9;
+  v.end_s = since_start(w.end_ns);
+  v.ongoing = w.ongoing;
+  v.waker_pid = w.waker_pid;
+  v.waker_tid = w.waker_tid;
+  v.waker_comm = w.waker_comm;
+  for (auto a : w.copy.kernel) {
+    std::string name = kernel_.name(a);
+    // The recorder's own frames (the tracepoint that took the stack) are not the wait.
+    bool ours = name.rfind("bpf_", 0) == 0 || name.rfind("__bpf_trace", 0) == 0 || name.rfind("__traceiter", 0) == 0;
+    if (!ours || !v.kernel.empty()) v.kernel.push_back(std::move(name));
+  }
+  v.frames = std::move(frames);
+  return v;
+}
+
+void Watcher::fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames) {
+  Proc& p = procs_[pid];
+  std::size_t i = 0;
+  for (auto* w : waits) {
+    std::vector<Frame> f;
+    if (w->has_user_stack && i < frames.size()) f = std::move(frames[i++]);
+    if (p.comm.empty()) p.comm = w->comm;
+    p.waits.push_back(wait_view(*w, std::move(f)));
+  }
+  keep_longest(p.waits);
+}
+
+void Watcher::keep_longest(std::vector<WaitView>& waits) const {
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const WaitView& a, const WaitView& b) { return a.duration_s > b.duration_s; });
+  if (waits.size() > options_.top_waits) waits.resize(options_.top_waits);
+}
+
+// Threads that were blocked before the window began produce no events (the recorder sees a
+// wait from its start); the kernel's own record says what they wait in and since when.
+void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
+  auto t = open_live_target(pid, true);
+  if (!t) return;
+  for (int tid : (*t)->thread_ids()) {
+    bool seen = std::any_of(p.waits.begin(), p.waits.end(), [&](const WaitView& w) { return w.tid == tid && w.ongoing; });
+    if (seen) continue;
+    ThreadSnapshot d;
+    d.tid = tid;
+    (*t)->describe_thread(d);
+    if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s) continue;
+    if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
+    if (*d.blocked_s < since_start(now)) continue;   // began in the window: the recorder saw it
+    WaitView v;
+    v.tid = tid;
+    v.comm = d.name;
+    v.syscall = *d.syscall;
+    v.duration_s = v.offcpu_s = *d.blocked_s;
+    v.end_s = since_start(now);
+    v.ongoing = true;
+    v.before_window = true;
+    for (const auto& f : d.kernel_frames) v.kernel.push_back(f.function);
+    p.waits.push_back(std::move(v));
+  }
+}
+
+void Watcher::flush() {
+  fold(pending_);
+  pending_ = Recording{};
+  last_fold_ns_ = monotonic_ns();
+}
+
+WatchReport Watcher::report() {
+  flush();
+  std::int64_t now = monotonic_ns();
+  WatchReport r;
+  r.recorder = "ebpf";
+  r.window_s = since_start(now);
+  r.sample_hz = options_.recorder.sample_hz;
+  r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
+  r.counters = recorder_->counters();
+  r.diagnostics = diagnostics_;
+  for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
+    auto it = procs_.find(w.pid);
+    if (it == procs_.end()) continue;
+    it->second.waits.push_back(wait_view(w, {}));
+  }
+  for (auto& [pid, p] : procs_) {
+    if (!p.gone) add_blocked_before(pid, p, now);
+    keep_longest(p.waits);
+    ProcessWatch pw;
+    pw.pid = pid;
+    pw.rank = p.discovered.rank;
+    pw.role = p.discovered.role;
+    pw.comm = p.comm;
+    pw.samples = p.samples;
+    pw.cpu_share = r.window_s > 0 && r.sample_hz > 0
+                       ? static_cast<double>(p.samples) / (r.sample_hz * r.window_s) : 0;
+    std::vector<const StackCount*> counts;
+    for (const auto& [key, c] : p.stacks) counts.push_back(&c);
+    std::stable_sort(counts.begin(), counts.end(),
+                     [](const StackCount* a, const StackCount* b) { return a->samples > b->samples; });
+    for (std::size_t i = 0; i < counts.size() && i < options_.top_stacks; ++i) {
+      pw.top.push_back(StackShare{counts[i]->frames, counts[i]->samples,
+                                  static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
+    }
+    pw.waits = p.waits;
+    pw.exit = p.exit;
+    pw.notes = p.notes;
+    r.processes.push_back(std::move(pw));
+  }
+  std::stable_sort(r.processes.begin(), r.processes.end(), [](const ProcessWatch& a, const ProcessWatch& b) {
+    if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
+    if (a.rank && b.rank && *a.rank != *b.rank) return *a.rank < *b.rank;
+    return a.pid < b.pid;
+  });
+  r.timeline = timeline_;
+  return r;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,102 @@
+// Watcher: one `hangscan watch` session: which processes, the recorder, and what it saw.
+//
+// Why: the CLI's window, the watchdog and the tests drive the same loop: poll the recorder
+// (copies only), finish the new stacks through the capture seam while their processes live,
+// fold them into per-process aggregates (bounded: distinct stacks, the longest waits), follow
+// new processes, and keep when each process last made progress (docs/watch.md, "Stall").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hangscan/result.h"
+#include "proc/discovery.h"
+#include "watch/kernel_symbols.h"
+#include "watch/recorder.h"
+#include "watch/sample_stacks.h"
+#include "watch/watch_report.h"
+
+namespace hangscan {
+
+struct WatchOptions {
+  std::vector<int> pids;
+  bool subprocesses = false;
+  std::string match;
+  RecorderOptions recorder;
+  std::size_t top_stacks = 5;
+  std::size_t top_waits = 5;
+};
+
+class Watcher {
+ public:
+  // Discovers the processes, starts the recorder (or takes `recorder`, e.g. the ptrace
+  // fallback) and watches them. Errors: nothing to watch, or the recorder would not start.
+  static Result<std::unique_ptr<Watcher>> start(const WatchOptions& options, std::unique_ptr<Recorder> recorder,
+                                                std::vector<Diagnostic>& diagnostics);
+
+  // Waits up to `timeout` for records, then finishes and folds what arrived.
+  Status step(std::chrono::milliseconds timeout);
+  // Finishes and folds what was polled so far (the stall check's progress is then current).
+  void flush();
+  // Everything so far (what is pending is finished first), with the waits in progress now.
+  WatchReport report();
+  // CLOCK_MONOTONIC ns of the last progress of each watched process (its start if none yet).
+  const std::map<int, std::int64_t>& last_progress() const { return last_progress_; }
+  std::vector<int> pids() const;
+  // The processes whose progress decides a stall: the ranks, or every process when none is one.
+  std::vector<int> rank_pids() const;
+  bool all_gone() const;
+
+ private:
+  struct StackCount {
+    std::vector<Frame> frames;
+    std::size_t samples = 0;
+  };
+  struct Proc {
+    DiscoveredProcess discovered;
+    std::string comm;
+    std::size_t samples = 0;
+    std::map<std::string, StackCount> stacks;
+    std::vector<WaitView> waits;
+    std::optional<std::string> exit;
+    std::vector<std::string> notes;
+    std::uint64_t io_done = 0;
+    bool gone = false;
+  };
+
+  Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder);
+  void add_process(const DiscoveredProcess& dp);
+  void rediscover();
+  void add_blocked_before(int pid, Proc& p, std::int64_t now);
+  void fold(Recording& batch);
+  void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames);
+  WaitView wait_view(const WaitRecord& w, std::vector<Frame> frames) const;
+  void keep_longest(std::vector<WaitView>& waits) const;
+  double since_start(std::int64_t ns) const { return static_cast<double>(ns - start_ns_) / 1e9; }
+
+  WatchOptions options_;
+  std::unique_ptr<Recorder> recorder_;
+  std::map<int, Proc> procs_;
+  std::map<int, std::int64_t> last_progress_;
+  std::vector<TimelineEntry> timeline_;
+  SampleStacks stacks_;
+  KernelSymbols kernel_;
+  std::int64_t start_ns_ = 0;
+  std::int64_t last_discovery_ns_ = 0;
+  std::int64_t last_fold_ns_ = 0;
+  Recording pending_;   // polled, not yet finished (finished every 5 s, or on flush())
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// True when a sample's frames are in a known wait or poll loop (sched_yield, poll, futex,
+// MPI/NCCL/gloo progress loops...): on CPU, but not progress (docs/watch.md, "Stall").
+bool in_wait_loop(const std::vector<Frame>& frames);
+
+// CLOCK_MONOTONIC now in ns, the recorder's clock.
+std::int64_t monotonic_ns();
+
+}  // namespace hangscan

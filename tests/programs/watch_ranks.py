@@ -1,0 +1,40 @@
+"""Ranks for `hangscan watch` tests: each says "ready" on READY_FD, then does one thing.
+
+Usage: python3 watch_ranks.py READY_FD MODE [ARG]
+  burn          loops in burn_cpu() forever (on CPU, in Python code)
+  reader FIFO   reads one byte at a time from FIFO forever (off CPU in read(), woken by the writer)
+  block FIFO    like reader, for a job that stops: nobody writes FIFO
+  sleep         sleeps in time.sleep() forever (the odd rank of a stopped job)
+"""
+import os
+import sys
+import time
+
+
+def burn_cpu():
+    total = 0
+    while True:
+        for i in range(10000):  # MARK burn
+            total += i * i
+
+
+def main():
+    ready_fd = int(sys.argv[1])
+    mode = sys.argv[2]
+    fd = None
+    if mode in ("reader", "block"):
+        fd = os.open(sys.argv[3], os.O_RDWR)  # the test finds it in /proc/PID/fd
+    os.write(ready_fd, b"ready\n")
+    os.close(ready_fd)
+    if mode == "burn":
+        burn_cpu()
+    elif mode in ("reader", "block"):
+        while True:
+            if not os.read(fd, 1):
+                return
+    elif mode == "sleep":
+        while True:
+            time.sleep(3600)
+
+
+main()

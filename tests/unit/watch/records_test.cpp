@@ -1,0 +1,122 @@
+// Records decoded from the recorder's ring-buffer bytes, exit codes in words, wait loops.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "watch/records.h"
+#include "watch/watcher.h"
+#include "watch_events.h"
+
+namespace hangscan {
+namespace {
+
+template <typename T>
+std::span<const std::uint8_t> bytes(const T& v) {
+  return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(v)};
+}
+
+TEST(WatchRecords, ExitCodesInWords) {
+  EXPECT_EQ(describe_exit_code(3 << 8), "exited with status 3");
+  EXPECT_EQ(describe_exit_code(0), "exited with status 0");
+  EXPECT_EQ(describe_exit_code(SIGKILL), "killed by SIGKILL");
+  EXPECT_EQ(describe_exit_code(0x80 | SIGSEGV), "killed by SIGSEGV (core dumped)");
+}
+
+TEST(WatchRecords, SignalNamesTheSenderFromTheHeader) {
+  hs_signal e{};
+  e.h.kind = HS_EV_SIGNAL;
+  e.h.pid = 300;   // the sender
+  e.h.tid = 301;
+  e.h.ts_ns = 42;
+  std::strcpy(e.h.comm, "kill");
+  e.target_pid = 100;
+  e.target_tid = 101;
+  e.sig = SIGKILL;
+  std::strcpy(e.target_comm, "python3");
+  Recording out;
+  ASSERT_TRUE(decode_record(bytes(e), out));
+  ASSERT_EQ(out.events.size(), 1u);
+  const EventRecord& r = out.events[0];
+  EXPECT_EQ(r.kind, EventRecord::Kind::signal);
+  EXPECT_EQ(r.pid, 100);
+  EXPECT_EQ(r.tid, 101);
+  EXPECT_EQ(r.comm, "python3");
+  EXPECT_EQ(r.sender_pid, 300);
+  EXPECT_EQ(r.sender_tid, 301);
+  EXPECT_EQ(r.sender_comm, "kill");
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_EQ(r.ts_ns, 42);
+}
+
+TEST(WatchRecords, SampleRegistersStackAndKernelStack) {
+  auto e = std::make_unique<hs_sample>();
+  std::memset(e.get(), 0, sizeof(*e));
+  e->h.kind = HS_EV_SAMPLE;
+  e->h.pid = 10;
+  e->h.tid = 11;
+  e->u.regs.ip = 0x401000;
+  e->u.regs.sp = 0x7ffd0000;
+  e->u.regs.bp = 0x7ffd0100;
+  e->u.regs.bx = 7;
+  e->u.fs_base = 0x7f0000001000;
+  e->u.stack_len = 2 * HS_STACK_CHUNK;
+  e->u.stack[0] = 0xab;
+  e->u.stack[2 * HS_STACK_CHUNK - 1] = 0xcd;
+  e->u.kstack_len = 2 * sizeof(std::uint64_t);
+  e->u.kstack[0] = 0xffffffff81000010;
+  e->u.kstack[1] = 0xffffffff81000020;
+  e->in_kernel = 1;
+  e->syscall_nr = 0;
+  Recording out;
+  ASSERT_TRUE(decode_record(bytes(*e), out));
+  ASSERT_EQ(out.samples.size(), 1u);
+  const SampleRecord& s = out.samples[0];
+  EXPECT_EQ(s.pid, 10);
+  EXPECT_EQ(s.tid, 11);
+  EXPECT_EQ(s.copy.regs.pc(), 0x401000u);
+  EXPECT_EQ(s.copy.regs.sp(), 0x7ffd0000u);
+  EXPECT_EQ(s.copy.regs.raw.rbp, 0x7ffd0100u);
+  EXPECT_EQ(s.copy.regs.raw.rbx, 7u);
+  EXPECT_EQ(s.copy.regs.fs_base(), 0x7f0000001000u);
+  EXPECT_EQ(s.copy.stack.start, 0x7ffd0000u);
+  ASSERT_EQ(s.copy.stack.bytes.size(), 2u * HS_STACK_CHUNK);
+  EXPECT_EQ(s.copy.stack.bytes.front(), 0xab);
+  EXPECT_EQ(s.copy.stack.bytes.back(), 0xcd);
+  EXPECT_EQ(s.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000010, 0xffffffff81000020}));
+  EXPECT_TRUE(s.in_kernel);
+  EXPECT_EQ(s.syscall_nr, 0);
+}
+
+TEST(WatchRecords, ShortOrUnknownRecordsAreDropped) {
+  hs_exit e{};
+  e.h.kind = HS_EV_EXIT;
+  Recording out;
+  EXPECT_FALSE(decode_record(bytes(e).first(sizeof(e) - 1), out));
+  e.h.kind = 99;
+  EXPECT_FALSE(decode_record(bytes(e), out));
+  EXPECT_TRUE(out.events.empty());
+}
+
+std::vector<Frame> frames(std::initializer_list<const char*> names) {
+  std::vector<Frame> out;
+  for (const char* n : names) out.push_back(Frame{FrameKind::native, n});
+  return out;
+}
+
+TEST(WatchProgress, KnownWaitAndPollLoops) {
+  EXPECT_TRUE(in_wait_loop(frames({"sched_yield", "opal_progress", "main"})));
+  EXPECT_TRUE(in_wait_loop(frames({"mca_btl_vader_component_progress", "opal_progress"})));
+  EXPECT_TRUE(in_wait_loop(frames({"__GI___poll", "main"})));
+  EXPECT_TRUE(in_wait_loop(frames({"__futex_abstimed_wait_common", "pthread_cond_wait"})));
+  EXPECT_FALSE(in_wait_loop(frames({"spin_forever", "spin_main", "start_thread"})));
+  EXPECT_FALSE(in_wait_loop(frames({"_PyEval_EvalFrameDefault", "PyEval_EvalCode"})));
+  // Only the innermost four frames count: a loop that waits is at the top of the stack.
+  EXPECT_FALSE(in_wait_loop(frames({"compute", "step", "train", "loop", "poll_forever_outer"})));
+  EXPECT_FALSE(in_wait_loop({}));
+}
+
+}  // namespace
+}  // namespace hangscan

@@ -1,0 +1,248 @@
+// `hangscan watch`: record what the processes do for a window (eBPF), or watch them until they
+// stall and capture by themselves (--stall). See docs/watch.md.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "jobs/job_loop.h"
+#include "output.h"
+#include "proc/discovery.h"
+#include "watch/ptrace_recorder.h"
+#include "watch/watch_format.h"
+#include "watch/watcher.h"
+
+namespace hangscan::cli {
+
+namespace {
+
+struct WatchCmdOptions {
+  std::vector<int> pids;
+  bool subprocesses = false;
+  std::string match;
+  double seconds = 10;
+  bool json = false;
+  int rate = 49;
+  int wait_ms = 10;
+  double stall = 0;
+  std::string log_file;
+  std::string output_dir;
+  bool once = false;
+  bool ptrace = false;   // --ptrace: the fallback sampler even where eBPF works
+};
+
+// SIGINT/SIGTERM end the window (the report is still printed): read through a signalfd, so no
+// handler and no global flag.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set_, &old_);
+    fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
+  }
+  ~StopSignals() {
+    if (fd_ >= 0) ::close(fd_);
+    sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  bool pending() {
+    signalfd_siginfo si{};
+    return fd_ >= 0 && ::read(fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si));
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+  int fd_ = -1;
+};
+
+// Seconds since `path` was last written; nullopt when it cannot be read.
+std::optional<double> seconds_since_write(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) + (now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+}
+
+// The watchdog's verdict: why the job is stalled now, or "" when it is not.
+std::string stall_reason(const Watcher& w, const WatchCmdOptions& o, const std::vector<int>& ranks) {
+  if (!o.log_file.empty()) {
+    auto age = seconds_since_write(o.log_file);
+    if (age && *age >= o.stall) return fmt::format("{} was not written for {:.0f} s", o.log_file, *age);
+  }
+  std::int64_t now = monotonic_ns();
+  std::int64_t newest = 0;
+  for (int pid : ranks) {
+    auto it = w.last_progress().find(pid);
+    if (it != w.last_progress().end()) newest = std::max(newest, it->second);
+  }
+  if (ranks.empty() || newest == 0) return {};
+  double idle = static_cast<double>(now - newest) / 1e9;
+  if (idle >= o.stall) return fmt::format("no watched rank made progress for {:.0f} s", idle);
+  return {};
+}
+
+// The capture `dump` takes, the recorder's report, into DIR/stall-TIME/.
+Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std::string& reason) {
+  // The recorder's view first: the capture's ptrace stops restart the threads' system calls.
+  WatchReport rec = w.report();
+  std::vector<DiscoveredProcess> procs;
+  DiscoveryOptions dopt;
+  dopt.pids = w.pids();
+  std::vector<Diagnostic> diags;
+  if (!dopt.pids.empty()) {
+    auto found = discover(dopt, &diags);
+    if (found) procs = std::move(*found);
+  }
+  JobOptions run;
+  run.capture.merge_native = true;
+  run.explain_deaths = true;
+  run.resolve_waits = true;
+  std::vector<JobMember> members(procs.size());
+  for (std::size_t i = 0; i < procs.size(); ++i) members[i].process = std::move(procs[i]);
+  SymbolCache symbols;
+  JobSnapshot job = run_job(members, run, symbols, std::move(diags));
+  std::time_t t = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&t));
+  std::filesystem::path dir = std::filesystem::path(o.output_dir) / fmt::format("stall-{}", stamp);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(Errc::io, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  OutputOptions text;
+  auto g = group_options(text);
+  Analysis analysis = analyze(job, g ? *g : GroupOptions{});
+  std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n" << render_report(job, analysis, text);
+  OutputOptions js;
+  js.format = "json";
+  std::ofstream(dir / "report.json") << render_report(job, analysis, js);
+  std::ofstream(dir / "timeline.txt") << watch_text(rec);
+  std::ofstream(dir / "timeline.json") << watch_json(rec).dump(2) << "\n";
+  return dir.string();
+}
+
+int run_watch(const WatchCmdOptions& o) {
+  if (o.pids.empty() && o.match.empty()) {
+    print_error("watch needs --pid PID or --match REGEX", "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
+  if (o.stall > 0 && o.output_dir.empty()) {
+    print_error("--stall needs --output DIR (where the bundle is written)", "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
+  WatchOptions wopt;
+  wopt.pids = o.pids;
+  wopt.subprocesses = o.subprocesses;
+  wopt.match = o.match;
+  wopt.recorder.sample_hz = o.rate;
+  wopt.recorder.wait_threshold_ns = static_cast<std::uint64_t>(o.wait_ms) * 1'000'000;
+  wopt.recorder.follow_children = o.subprocesses;
+  std::unique_ptr<Recorder> recorder;
+  if (!o.ptrace) {
+    auto r = Recorder::start(wopt.recorder);
+    if (!r) {
+      const Error& e = r.error();
+      print_error(e.what() + fmt::format("; falling back to ptrace samples at {} Hz", kPtraceFallbackHz), e.hint);
+    } else {
+      recorder = std::move(*r);
+    }
+  }
+  bool fallback = recorder == nullptr;
+  if (fallback) {
+    wopt.recorder.sample_hz = kPtraceFallbackHz;
+    recorder = make_ptrace_recorder(wopt.recorder);
+  }
+  std::vector<Diagnostic> diags;
+  auto watcher = Watcher::start(wopt, std::move(recorder), diags);
+  if (!watcher) {
+    print_error(watcher.error());
+    return watcher.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  }
+  Watcher& w = **watcher;
+  // Says when recording has begun (scripts and tests wait for this line).
+  fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
+             fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
+  std::fflush(stderr);
+  StopSignals stop;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
+  bool armed = true;
+  while (!stop.pending()) {
+    if (o.stall <= 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if (auto st = w.step(std::chrono::milliseconds(200)); !st) {
+      print_error(st.error());
+      break;
+    }
+    if (o.stall <= 0) {
+      if (w.all_gone()) break;
+      continue;
+    }
+    std::string reason = stall_reason(w, o, w.rank_pids());
+    if (!reason.empty() && armed) {
+      w.flush();   // the samples not yet finished may hold progress
+      reason = stall_reason(w, o, w.rank_pids());
+    }
+    if (reason.empty()) {
+      armed = true;
+      continue;
+    }
+    if (!armed) continue;   // one bundle per stall: fires again after progress resumed
+    armed = false;
+    auto dir = write_bundle(w, o, reason);
+    if (!dir) {
+      print_error(dir.error());
+      return kExitNothing;
+    }
+    fmt::print("hangscan: stall: {}; capture written to {}\n", reason, *dir);
+    std::fflush(stdout);
+    if (o.once) return kExitComplete;
+  }
+  WatchReport report = w.report();
+  if (fallback) report.recorder = "ptrace";
+  for (auto& d : diags) report.diagnostics.push_back(std::move(d));
+  if (o.stall > 0) return kExitComplete;
+  std::string text = o.json ? watch_json(report).dump(2) + "\n" : watch_text(report);
+  if (!write_stdout(text)) return kExitNothing;
+  return report.processes.empty() ? kExitNothing : kExitComplete;
+}
+
+}  // namespace
+
+void add_watch_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<WatchCmdOptions>();
+  auto* sub = app.add_subcommand("watch", "Record what processes do over time (eBPF); with --stall, capture when they stop");
+  sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(process_id());
+  sub->add_flag("--subprocesses", opts->subprocesses, "Also every descendant of each --pid, and those it starts");
+  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX (like pgrep -f)");
+  sub->add_option("--for", opts->seconds, "Seconds to watch (SIGINT ends sooner and still reports)")
+      ->check(finite_number("a number of seconds", 0.1, 86400.0))
+      ->capture_default_str();
+  sub->add_flag("--json", opts->json, "JSON output (docs/output-schema.md, 'watch')");
+  sub->add_option("--rate", opts->rate, "On-CPU samples per second per CPU")
+      ->check(whole_number("a rate in Hz", 1, 1000))
+      ->capture_default_str();
+  sub->add_option("--wait-ms", opts->wait_ms, "A system call this long is a recorded wait")
+      ->check(whole_number("a number of milliseconds", 1, 3600000))
+      ->capture_default_str();
+  sub->add_option("--stall", opts->stall, "Watchdog: capture when no rank made progress for SECONDS")
+      ->check(finite_number("a number of seconds", 1.0, 86400.0));
+  sub->add_option("--log", opts->log_file, "Watchdog: also a stall when FILE was not written for --stall seconds");
+  sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
+  sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
+  sub->add_flag("--ptrace", opts->ptrace, "Sample with ptrace (the fallback when eBPF is not allowed)");
+  sub->callback([opts, &action] { action = [opts] { return run_watch(*opts); }; });
+}
+
+}  // namespace hangscan::cli
