@@ -162,6 +162,9 @@ void PythonCapture::attach(ProcessSnapshot& snap) {
   snap.python = info;
   if (state_->options.log != nullptr && !state_->reader->names_missing().empty())
     state_->options.log->push_back("python thread names: " + state_->reader->names_missing());
+  snap.asyncio_tasks = state_->reader->asyncio_tasks(state_->raw, *state_->pages);
+  if (state_->options.log != nullptr && !state_->reader->asyncio_missing().empty())
+    state_->options.log->push_back("asyncio tasks: " + state_->reader->asyncio_missing());
   for (const auto& msg : state_->raw.diagnostics) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::warning;
