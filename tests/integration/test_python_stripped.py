@@ -5,17 +5,20 @@ From 3.11 on every eval-loop call keeps a record on its own C stack frame (the _
 whose stack range holds those records, so a symbol is not needed. Tested here:
   - pyenv 3.11, 3.12, 3.13 (shared libpython): tests/programs/py_hang.py runs twice, once as
     built and once over a copy of its libpython with every symbol stripped and the eval loop's
-    dynamic symbol renamed (so no frame can be named _PyEval_EvalFrameDefault). For every
+    dynamic symbol shrunk to one byte (so no frame can be named _PyEval_EvalFrameDefault). For every
     blocked thread the --native stacks are equal frame by frame: Python frames by function,
     file and line, native frames by module file name and offset (the stripped copy has no
     names and no inline frames, so inline frames are left out of both). With both unwinders,
-    and from a core of the stripped run (`hangscan gcore`, then `hangscan core --native`).
+    and from a core of the stripped run (`hangscan gcore`, then `hangscan core`, which always merges).
   - Debian's python3.14 in HS_PY314_ROOT (stripped; see docs/python-versions.md): every thread
-    merges and keeps the Python frames of the plain dump in order.
+    whose native unwind reaches its entry point merges and keeps the Python frames of the
+    plain dump in order (the ctypes thread's unwind stops in the root's libffi, which has no
+    CFI for its call trampoline: that thread is shown unmerged, with the reason).
 """
 
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -39,18 +42,38 @@ def pyenv_builds():
     return out
 
 
+def shrink_dynamic_symbol(path: Path, name: bytes) -> None:
+    """Sets the .dynsym size of `name` to 1 byte: the dynamic linker still finds it (it does
+    not use st_size for functions), but no address inside the function is covered by it."""
+    data = bytearray(path.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    hits = 0
+    for sh in sections:
+        if sh[1] != 11:   # SHT_DYNSYM
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], 24):
+            st_name, = struct.unpack_from("<I", data, off)
+            start = strtab[4] + st_name
+            if data[start:start + len(name) + 1] == name + b"\0":
+                struct.pack_into("<Q", data, off + 16, 1)
+                hits += 1
+    assert hits == 1, "%s: %d .dynsym entries named %s" % (path, hits, name)
+    path.write_bytes(bytes(data))
+
+
 def nameless_libpython(build: Path, minor: int, into: Path) -> Path:
-    """A copy of the build's libpython with no .symtab and the eval loop's .dynsym name
-    changed (same length: every address stays), in `into`, for LD_LIBRARY_PATH."""
+    """A copy of the build's libpython with no .symtab and no symbol covering the eval loop's
+    code (same addresses), in `into`, for LD_LIBRARY_PATH."""
     name = "libpython3.%d.so.1.0" % minor
     into.mkdir(parents=True, exist_ok=True)
     dest = into / name
     subprocess.run(["strip", "--strip-all", "-o", str(dest), str(build / "lib" / name)],
                    check=True, timeout=120)
-    data = dest.read_bytes()
-    old = b"\0" + EVAL + b"\0"
-    assert data.count(old) == 1, "expected the eval loop's name once in .dynstr"
-    dest.write_bytes(data.replace(old, b"\0" + EVAL[:-1] + b"X\0"))
+    shrink_dynamic_symbol(dest, EVAL)
     return dest
 
 
@@ -65,11 +88,14 @@ def comparable(frames):
     return out
 
 
-def blocked_stacks(proc, view, pid):
-    """{mark: comparable frames} for every blocked thread, and the main thread's as 'main'."""
+def blocked_stacks(proc, view, pid, cut_short=()):
+    """{mark: comparable frames} for every blocked thread, and the main thread's as 'main'.
+    Threads of the marks in `cut_short` may have an incomplete native unwind: left out."""
     out = {}
     for tid, v in list(view.items()) + [(pid, {"mark": "main"})]:
         t = tp.thread(proc, tid)
+        if t["incomplete"] and v["mark"] in cut_short:
+            continue
         assert not [n for n in t.get("notes", []) if "not merged" in n], (v["mark"], t["notes"])
         assert [f for f in t["frames"] if f["kind"] == "python"], v["mark"]
         out[v["mark"]] = comparable(t["frames"])
@@ -77,6 +103,7 @@ def blocked_stacks(proc, view, pid):
 
 
 def start(pool, python, tmp, env=None):
+    os.makedirs(tmp, exist_ok=True)
     view_path = os.path.join(tmp, "view.json")
     target = pool.start([python, str(tp.PY_HANG), lib.READY, view_path], timeout=90, env=env)
     with open(view_path) as fh:
@@ -117,7 +144,7 @@ def test_nameless_eval_loop_merges_like_the_named_one(ident, build, tmp_path):
         run = lib.run_hangscan(["gcore", "--pid", str(bare.pid), "-o", str(tmp_path), "--json"],
                                timeout=300)
         assert run.rc == 0, run.describe()
-        core = ct.hangscan_core([run.doc["path"]], "--native", timeout=180)
+        core = ct.hangscan_core([run.doc["path"]], timeout=180)   # cores always merge
         assert core.rc == 0, core.describe()
         got = blocked_stacks(ct.only_process(core.doc), bare_view, bare.pid)
         for mark in expected:
@@ -146,8 +173,11 @@ def test_debian_314_merges_without_symbols(tmp_path):
         plain_proc = lib.process_of(plain.doc, target.pid)
         for unwinder in ("libdw", "libunwind"):
             proc = native_dump(target.pid, unwinder)
-            stacks = blocked_stacks(proc, view, target.pid)
+            stacks = blocked_stacks(proc, view, target.pid, cut_short=("ctypes_pause",))
+            assert len(stacks) >= len(view), sorted(stacks)
             for tid, v in list(view.items()) + [(target.pid, {"mark": "main"})]:
+                if v["mark"] not in stacks:
+                    continue
                 py = [f[1:] for f in stacks[v["mark"]] if f[0] == "py"]
                 expected = [(f["function"], f["file"], f["line"])
                             for f in tp.thread(plain_proc, tid)["frames"]]

@@ -72,7 +72,7 @@ JobSnapshot rich_job() {
       task.address = 0x7f3c19a0b4c0ULL;
       task.awaits_task = "producer";
       task.awaits = "_asyncio.Task";
-      task.coroutines = {t.frames[1]};
+      task.coroutines = {p.threads[0].frames[1]};
       p.asyncio_tasks = {task, AsyncioTask{"Task-7", 0x10, {}, std::nullopt, ""}};
     }
     job.processes.push_back(std::move(p));
