@@ -1,4 +1,4 @@
-// capture_process(): stop -> copy -> resume -> unwind the copy -> merge.
+// capture_process(): stop -> copy -> resume -> unwind the copy -> merge (acquire.h + finish.h).
 //
 // Why: this is the one place that ties a Target (live or core) to the unwinder and the Python
 // layer, in the order that keeps the pause short: only registers, stack tops and Python

@@ -4,103 +4,68 @@
 
 #include <fmt/format.h>
 
-#if __has_include("python/python_reader.h")
 #include "python/merge.h"
-#include "python/python_reader.h"
 #include "python/source_lines.h"
-#define HS_HAVE_PYTHON 1
-#endif
 
 namespace hangscan {
 
-struct PythonCapture::State {
-  Target& target;
-  const CaptureOptions& options;
-  std::vector<Diagnostic> diagnostics;
-#ifdef HS_HAVE_PYTHON
-  std::unique_ptr<python::PythonReader> reader;
-  // Pages fetched while the target was stopped (see page_cache_memory.h): the walk reads
-  // through it, and so does the decoding of the immutable code objects afterwards.
-  std::unique_ptr<PageCacheMemory> pages;
-  python::RawPythonState raw;
-  bool walked = false;
-  bool nonblocking = false;
-  std::map<int, python::PythonThreadStack> matched;
-#endif
-  State(Target& t, const CaptureOptions& o) : target(t), options(o) {}
-};
-
-PythonCapture::PythonCapture(Target& target, const CaptureOptions& options)
-    : state_(std::make_unique<State>(target, options)) {
-#ifdef HS_HAVE_PYTHON
-  if (!options.python) return;
+std::shared_ptr<PythonCopy> locate_python(Target& target, const CaptureOptions& options) {
+  auto py = std::make_shared<PythonCopy>();
+  if (!options.python) return py;
   auto reader = python::PythonReader::locate(target, options.log);
   if (reader) {
-    state_->reader = std::move(*reader);
+    py->reader = std::move(*reader);
   } else if (reader.error().code != Errc::not_found) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::warning;
     d.message = reader.error().what();
     d.hint = reader.error().hint;
     d.pid = target.pid();
-    state_->diagnostics.push_back(std::move(d));
+    py->diagnostics.push_back(std::move(d));
   }
-#endif
+  return py;
 }
 
-PythonCapture::~PythonCapture() = default;
-
-bool PythonCapture::active() const {
-#ifdef HS_HAVE_PYTHON
-  return state_->reader != nullptr;
-#else
-  return false;
-#endif
-}
-
-void PythonCapture::walk_frozen(std::unique_ptr<PageCacheMemory> pages) {
-#ifdef HS_HAVE_PYTHON
-  if (!state_->reader) return;
-  state_->pages = std::move(pages);
-  state_->raw = state_->reader->walk(*state_->pages, state_->options.locals);
-  state_->walked = true;
-#else
-  (void)pages;
-#endif
-}
-
-void PythonCapture::walk_nonblocking() {
-#ifdef HS_HAVE_PYTHON
-  walk_frozen(std::make_unique<PageCacheMemory>(state_->target.memory(), nullptr));
-  state_->nonblocking = true;
-#endif
-}
-
-std::vector<std::uint64_t> PythonCapture::probe_pages() {
-#ifdef HS_HAVE_PYTHON
-  if (!state_->reader) return {};
-  PageCacheMemory probe(state_->target.memory(), nullptr);
-  state_->reader->walk(probe, state_->options.locals);
+std::vector<std::uint64_t> probe_python_pages(PythonCopy& py, Target& target, bool locals) {
+  if (!py.reader) return {};
+  PageCacheMemory probe(target.memory(), nullptr);
+  py.reader->walk(probe, locals);
   return probe.page_indices();
-#else
-  return {};
-#endif
 }
 
-std::size_t PythonCapture::base_reads() const {
-#ifdef HS_HAVE_PYTHON
-  return state_->pages ? state_->pages->base_reads() : 0;
-#else
-  return 0;
-#endif
+void walk_python_frozen(PythonCopy& py, std::unique_ptr<PageCacheMemory> pages, bool locals) {
+  if (!py.reader) return;
+  py.pages = std::move(pages);
+  py.raw = py.reader->walk(*py.pages, locals);
+  py.walked = true;
 }
 
-void PythonCapture::decode(const std::vector<int>& tids,
-                           const std::map<int, std::uint64_t>& fs_bases,
-                           const std::map<int, std::pair<std::uint64_t, std::uint64_t>>& stacks) {
-#ifdef HS_HAVE_PYTHON
-  if (!state_->reader || !state_->walked) return;
-  auto decoded = state_->reader->decode(state_->raw, *state_->pages);
+void walk_python_nonblocking(PythonCopy& py, Target& target, bool locals,
+                             const std::map<int, ThreadSnapshot>& described) {
+  if (!py.reader) return;
+  walk_python_frozen(py, std::make_unique<PageCacheMemory>(target.memory(), nullptr), locals);
+  py.nonblocking = true;
+  for (const auto& rt : py.raw.threads) {
+    if (!rt.native_tid || described.count(*rt.native_tid) != 0) continue;
+    ThreadSnapshot fresh;
+    fresh.tid = *rt.native_tid;
+    target.describe_thread(fresh);
+    py.late_threads[fresh.tid] = std::move(fresh);
+  }
+}
+
+std::size_t python_base_reads(const PythonCopy& py) {
+  return py.pages ? py.pages->base_reads() : 0;
+}
+
+PythonByThread decode_python(PythonCopy& py, ModuleSource& source, const std::vector<int>& tids,
+                             const std::map<int, std::uint64_t>& fs_bases,
+                             const std::map<int, std::pair<std::uint64_t, std::uint64_t>>& stacks) {
+  PythonByThread matched;
+  if (!py.reader || !py.walked) return matched;
+  if (!py.pages) py.pages = std::make_unique<PageCacheMemory>(source.memory(), nullptr);
+  py.pages->rebase(source.memory());
+  auto decoded = py.reader->decode(py.raw, *py.pages);
   std::vector<python::PythonThreadStack> unmatched;
   // Match Python thread states to native threads: native_tid when the version records it,
   // else pthread_t == the thread's fs_base (x86-64 glibc).
@@ -113,7 +78,7 @@ void PythonCapture::decode(const std::vector<int>& tids,
         if (fs == st.pthread_id) tid = t;
       }
     }
-    if (!tid && state_->nonblocking && st.native_tid) tid = st.native_tid;
+    if (!tid && py.nonblocking && st.native_tid) tid = st.native_tid;
     if (!tid && st.pthread_id != 0) {
       for (const auto& [t, range] : stacks) {
         if (st.pthread_id >= range.first && st.pthread_id < range.second) tid = t;
@@ -123,68 +88,65 @@ void PythonCapture::decode(const std::vector<int>& tids,
       unmatched.push_back(std::move(st));
       continue;
     }
-    state_->matched[*tid] = std::move(st);
+    matched[*tid] = std::move(st);
   }
   // The main thread's pthread_t lies in the static TLS block, not in a stack mapping: one
   // Python thread left over when the main thread is still unmatched is the main thread.
-  int main_tid = state_->target.pid();
-  if (unmatched.size() == 1 && state_->matched.count(main_tid) == 0 &&
+  int main_tid = source.pid();
+  if (unmatched.size() == 1 && matched.count(main_tid) == 0 &&
       (stacks.count(main_tid) != 0 || fs_bases.count(main_tid) != 0)) {
-    state_->matched[main_tid] = std::move(unmatched.front());
+    matched[main_tid] = std::move(unmatched.front());
   }
-#else
-  (void)tids;
-  (void)fs_bases;
-  (void)stacks;
-#endif
+  return matched;
 }
 
-bool PythonCapture::has_python_frames(int tid) const {
-#ifdef HS_HAVE_PYTHON
-  auto it = state_->matched.find(tid);
-  return it != state_->matched.end() && !it->second.frames.empty();
-#else
-  (void)tid;
-  return false;
-#endif
+bool has_python_frames(const PythonByThread& decoded, int tid) {
+  auto it = decoded.find(tid);
+  return it != decoded.end() && !it->second.frames.empty();
 }
 
-void PythonCapture::attach(ProcessSnapshot& snap) {
-  for (auto& d : state_->diagnostics) snap.diagnostics.push_back(d);
-#ifdef HS_HAVE_PYTHON
-  if (!state_->reader || !state_->walked) return;
+namespace {
+
+// The snapshot's thread `tid`, added (described when the walk saw it start) when missing.
+ThreadSnapshot& thread_of(PythonCopy& py, int tid, ProcessSnapshot& snap) {
+  for (auto& th : snap.threads) {
+    if (th.tid == tid) return th;
+  }
+  ThreadSnapshot fresh;
+  fresh.tid = tid;
+  if (auto late = py.late_threads.find(tid); late != py.late_threads.end()) fresh = late->second;
+  snap.threads.push_back(std::move(fresh));
+  return snap.threads.back();
+}
+
+}  // namespace
+
+void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source,
+                   const CaptureOptions& options, ProcessSnapshot& snap) {
+  for (auto& d : py.diagnostics) snap.diagnostics.push_back(d);
+  if (!py.reader || !py.walked) return;
   PythonInfo info;
-  info.version = state_->reader->version();
-  info.locator = state_->reader->locator();
-  info.nonblocking = state_->nonblocking;
-  info.finalizing = state_->raw.finalizing != 0;
-  info.gc_collecting = state_->raw.gc_collecting;
+  info.version = py.reader->version();
+  info.locator = py.reader->locator();
+  info.nonblocking = py.nonblocking;
+  info.finalizing = py.raw.finalizing != 0;
+  info.gc_collecting = py.raw.gc_collecting;
   snap.python = info;
-  if (state_->options.log != nullptr && !state_->reader->names_missing().empty())
-    state_->options.log->push_back("python thread names: " + state_->reader->names_missing());
-  snap.asyncio_tasks = state_->reader->asyncio_tasks(state_->raw, *state_->pages);
-  if (state_->options.log != nullptr && !state_->reader->asyncio_missing().empty())
-    state_->options.log->push_back("asyncio tasks: " + state_->reader->asyncio_missing());
-  for (const auto& msg : state_->raw.diagnostics) {
+  if (options.log != nullptr && !py.reader->names_missing().empty())
+    options.log->push_back("python thread names: " + py.reader->names_missing());
+  snap.asyncio_tasks = py.reader->asyncio_tasks(py.raw, *py.pages);
+  if (options.log != nullptr && !py.reader->asyncio_missing().empty())
+    options.log->push_back("asyncio tasks: " + py.reader->asyncio_missing());
+  for (const auto& msg : py.raw.diagnostics) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::warning;
     d.message = msg;
     d.pid = snap.pid;
     snap.diagnostics.push_back(std::move(d));
   }
-  python::SourceLines sources(state_->target);
-  for (auto& [tid, st] : state_->matched) {
-    ThreadSnapshot* t = nullptr;
-    for (auto& th : snap.threads) {
-      if (th.tid == tid) t = &th;
-    }
-    if (t == nullptr) {
-      ThreadSnapshot fresh;
-      fresh.tid = tid;
-      state_->target.describe_thread(fresh);
-      snap.threads.push_back(std::move(fresh));
-      t = &snap.threads.back();
-    }
+  python::SourceLines sources(source);
+  for (auto& [tid, st] : decoded) {
+    ThreadSnapshot* t = &thread_of(py, tid, snap);
     t->gil = st.gil;
     t->python_idle = st.idle;
     t->python_name = st.name;
@@ -195,30 +157,27 @@ void PythonCapture::attach(ProcessSnapshot& snap) {
       if (pf.frame.column && pf.frame.file && pf.frame.line)
         pf.frame.source = sources.line(*pf.frame.file, *pf.frame.line);
     }
-    std::vector<Frame> py;
-    py.reserve(st.frames.size());
-    for (const auto& pf : st.frames) py.push_back(pf.frame);
-    if (py.empty()) continue;   // no Python frames: the native stack stays
-    if (state_->options.merge_native && !t->frames.empty()) {
+    std::vector<Frame> frames;
+    frames.reserve(st.frames.size());
+    for (const auto& pf : st.frames) frames.push_back(pf.frame);
+    if (frames.empty()) continue;   // no Python frames: the native stack stays
+    if (options.merge_native && !t->frames.empty()) {
       auto merged = python::merge_stacks(t->frames, st.frames);
       if (merged) {
         t->frames = std::move(*merged);
       } else {
         t->native_frames = std::move(t->frames);
-        t->frames = std::move(py);
+        t->frames = std::move(frames);
         t->notes.push_back("native and Python frames not merged: " + merged.error().what());
       }
     } else {
-      t->frames = std::move(py);
+      t->frames = std::move(frames);
     }
   }
   for (auto& t : snap.threads) {
     if (!t.gil) t.gil = false;
     if (!t.python_idle) t.python_idle = false;
   }
-#else
-  (void)snap;
-#endif
 }
 
 }  // namespace hangscan

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/core.h>
+
 namespace hangscan {
 
 std::optional<GcoreMode> parse_gcore_mode(const std::string& text) {
@@ -42,6 +44,15 @@ const char* core_role(const Analysis& analysis, std::size_t i) {
     if (!g.members.empty() && g.members.front() == i) return "representative";
   }
   return "member";
+}
+
+Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode_text, std::size_t process_count) {
+  auto mode = parse_gcore_mode(mode_text.empty() ? "one-per-group" : mode_text);
+  if (!mode) return Error(Errc::usage, fmt::format("--gcore {}: not a mode", mode_text));
+  PickedCores picked;
+  picked.members = pick_core_members(analysis, *mode, process_count);
+  for (std::size_t i : picked.members) picked.roles.emplace_back(core_role(analysis, i));
+  return picked;
 }
 
 }  // namespace hangscan

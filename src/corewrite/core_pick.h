@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "group/analysis.h"
+#include "hangscan/result.h"
 
 namespace hangscan {
 
@@ -27,5 +28,14 @@ std::vector<std::size_t> pick_core_members(const Analysis& analysis, GcoreMode m
 // Why a member was picked, for the line that reports its core: "suspect", "representative"
 // (the first member of its group) or "member" (--gcore all).
 const char* core_role(const Analysis& analysis, std::size_t process_index);
+
+// The processes a --gcore mode picks from an analysis, with the role of each ("suspect",
+// "representative", "member") for the line that reports its core.
+struct PickedCores {
+  std::vector<std::size_t> members;   // indexes into the job's processes
+  std::vector<std::string> roles;
+};
+// `mode` as given to --gcore ("" = one-per-group); Errc::usage when it is not a mode.
+Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode, std::size_t process_count);
 
 }  // namespace hangscan

@@ -27,6 +27,7 @@
 #include "python/python_reader.h"
 #include "target/live_target.h"
 #include "util/parse_number.h"
+#include "util/hints.h"
 
 namespace hangscan {
 namespace {
@@ -134,7 +135,7 @@ class FileGuard {
 
 Error already_there(const std::string& path) {
   return Error(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(EEXIST)), EEXIST,
-               "a core of this process is already there; move it away or use -o DIR");
+               hints::core_already_there("-o"));
 }
 
 // Gives the complete core at `partial` its name `path`, never replacing a file already
@@ -152,7 +153,7 @@ Status publish(const std::string& partial, const std::string& path) {
     return Ok{};
   }
   return Error(Errc::io, fmt::format("cannot name the core {}: {}", path, std::strerror(err)), err,
-               "choose a writable directory with -o DIR");
+               hints::writable_core_dir("-o"));
 }
 
 }  // namespace
@@ -205,7 +206,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
     int err = errno;
     return Error(err == EACCES ? Errc::permission : Errc::io,
                  fmt::format("cannot create {}: {}", partial, std::strerror(err)), err,
-                 "choose a writable directory with -o DIR");
+                 hints::writable_core_dir("-o"));
   }
   FileGuard file(fd, partial);
   ::fchmod(fd, 0600);   // whatever the umask

@@ -8,15 +8,16 @@
 #include <climits>
 #include <cstdlib>
 
-#include "proc/deaths.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "proc/discovery.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "proc/rank_info.h"
-#include "target/live_target.h"
-#include "util/contain.h"
+#include "corewrite/member_core.h"
+#include "jobs/job_loop.h"
+#include "util/diagnostic.h"
+#include "util/hints.h"
 #include "util/deadline.h"
 
 namespace hangscan {
@@ -29,14 +30,6 @@ std::string exe_of(const std::string& proc_root, int pid) {
   ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
   if (n <= 0) return {};
   return std::string(buf, static_cast<std::size_t>(n));
-}
-
-Diagnostic make_diagnostic(Diagnostic::Severity sev, std::string message, std::string hint = {}) {
-  Diagnostic d;
-  d.severity = sev;
-  d.message = std::move(message);
-  d.hint = std::move(hint);
-  return d;
 }
 
 bool job_matches(const std::vector<std::string>& env, const std::string& job_id) {
@@ -175,32 +168,20 @@ Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions
 }
 
 Result<JobSnapshot> run_agent(const AgentOptions& o) {
-  Deadline deadline = Deadline::after(o.timeout);
-  JobSnapshot job;
-  job.job_id = o.job_id;
-  auto procs = discover_job_processes(o, job.diagnostics);
+  JobOptions run;
+  run.capture = o.capture;
+  run.deadline = Deadline::after(o.timeout);
+  run.host = o.node;
+  run.explain_deaths = true;
+  std::vector<Diagnostic> found;
+  auto procs = discover_job_processes(o, found);
   if (!procs) return procs.error();
+  std::vector<JobMember> members(procs->size());
+  for (std::size_t i = 0; i < procs->size(); ++i) members[i].process = std::move((*procs)[i]);
   SymbolCache symbols;
-  job.processes = capture_discovered(*procs, o.capture, deadline, symbols);
-  for (auto& p : job.processes) {
-    p.host = o.node;
-    for (auto& d : p.diagnostics) d.host = o.node;
-  }
-  for (auto& d : job.diagnostics) d.host = o.node;
-  explain_deaths(job, o.node);
+  JobSnapshot job = run_job(members, run, symbols, std::move(found));
+  job.job_id = o.job_id;
   return job;
-}
-
-std::optional<Error> pid_reused(int pid, std::uint64_t start_ticks, const std::string& proc_root) {
-  if (start_ticks == 0) return std::nullopt;
-  auto stat_text = read_text_file(fmt::format("{}/{}/stat", proc_root, pid), 4096);
-  auto stat = stat_text ? parse_stat(*stat_text) : std::nullopt;
-  if (!stat || stat->start_time == start_ticks) return std::nullopt;   // gone: the writer says so
-  return Error(Errc::not_found,
-               fmt::format("pid {} is another process now (started at tick {}, the captured one at tick {}): "
-                           "not dumped (the pid was reused)",
-                           pid, stat->start_time, start_ticks),
-               0, "run hangscan again for a fresh report");
 }
 
 std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector<DiscoveredProcess>& job_processes,
@@ -218,7 +199,7 @@ std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector
     std::string owner = o.job_id.empty() ? fmt::format("a process matching --match '{}' on {}", o.match, o.node)
                                          : fmt::format("a process of Slurm job {} on node {}", o.job_id, o.node);
     return Error(Errc::not_found, fmt::format("pid {} is no longer {}: not dumped (the pid was reused?)", r.pid, owner),
-                 0, "run hangscan again for a fresh report");
+                 0, hints::fresh_report());
   }
   if (auto reused = pid_reused(r.pid, r.start_ticks, proc_root)) return reused;
   if (r.rank) {
@@ -228,7 +209,7 @@ std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector
       return Error(Errc::not_found,
                    fmt::format("pid {} is rank {} now, not rank {}: not dumped (the pid was reused?)", r.pid, *now.rank,
                                *r.rank),
-                   0, "run hangscan again for a fresh report");
+                   0, hints::fresh_report());
     }
   }
   return std::nullopt;
@@ -254,7 +235,7 @@ Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o, const std
     c.rank = r->rank;
     if (deadline.expired()) {
       c.error = fmt::format("no core of pid {}: the agent's deadline passed", r->pid);
-      c.hint = "raise --timeout";
+      c.hint = hints::raise_timeout();
     } else if (auto why = refuse_core_request(*r, *procs, o)) {
       c.error = why->what();
       c.hint = why->hint;
@@ -262,38 +243,6 @@ Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o, const std
       c = write(*r, deadline);
     }
     out.push_back(std::move(c));
-  }
-  return out;
-}
-
-std::vector<ProcessSnapshot> capture_discovered(const std::vector<DiscoveredProcess>& procs,
-                                                const CaptureOptions& options, const Deadline& deadline,
-                                                SymbolCache& symbols) {
-  std::vector<ProcessSnapshot> out;
-  for (const auto& dp : procs) {
-    if (deadline.expired()) {
-      out.push_back(unopened_snapshot(
-          dp, Error(Errc::timeout, fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
-                    "raise --timeout")));
-      continue;
-    }
-    ProcessSnapshot snap;
-    auto failure = failure_of([&] {
-      auto target = open_live_target(dp.pid, options.nonblocking);
-      if (!target) {
-        snap = unopened_snapshot(dp, target.error());
-        return;
-      }
-      CaptureOptions copt = options;
-      copt.freeze_timeout = std::min(copt.freeze_timeout, std::max(deadline.remaining(), std::chrono::milliseconds(1)));
-      snap = capture_process(**target, copt, symbols);
-      apply_rank_info(snap, dp.environment.empty() ? live_environment(dp.pid) : dp.environment, &dp);
-    });
-    if (failure) {
-      snap = unopened_snapshot(dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure),
-                                         0, internal_error_hint()));
-    }
-    out.push_back(std::move(snap));
   }
   return out;
 }

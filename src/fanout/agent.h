@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "corewrite/member_core.h"   // pid_reused()
 #include "fanout/core_round.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
@@ -70,22 +71,10 @@ std::string default_agent_node(const std::string& explicit_node, bool slurm_mode
 Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& options,
                                                                std::vector<Diagnostic>& diagnostics);
 
-// Opens and captures each process on this machine, in order, until `deadline` (the rest are
-// snapshots saying they were not captured). Never throws: a process that cannot be opened, or
-// whose capture fails in any way, is a snapshot with its error diagnostic, and the others are
-// still captured. Rank facts come from each process's environment.
-std::vector<ProcessSnapshot> capture_discovered(const std::vector<DiscoveredProcess>& procs,
-                                                const CaptureOptions& options, const Deadline& deadline,
-                                                SymbolCache& symbols);
-
-// Finds and captures. Errors only for bad options (Errc::usage); a node with no process of
+// Finds and captures (jobs/job_loop.h: one snapshot per process, a process that cannot be
+// captured is its own diagnostic, the deadline bounds the node). Errors only for bad options (Errc::usage); a node with no process of
 // the job is a snapshot with a warning, so the front end can report the ranks as missing.
 Result<JobSnapshot> run_agent(const AgentOptions& options);
-
-// An error when `pid` (under `proc_root`) started at another time than `start_ticks` (the
-// capture's /proc/PID/stat starttime): the pid now names another process. nullopt when the
-// times agree, `start_ticks` is 0 (unknown), or the pid is gone (the caller says that).
-std::optional<Error> pid_reused(int pid, std::uint64_t start_ticks, const std::string& proc_root = "/proc");
 
 // Why a core request must not be carried out here, or nullopt when it may. Between the
 // capture and the core round a process can exit and its pid be reused by anything, so a pid
@@ -96,8 +85,8 @@ std::optional<Error> refuse_core_request(const CoreRequest& request,
                                          const std::vector<DiscoveredProcess>& job_processes,
                                          const AgentOptions& options, const std::string& proc_root = "/proc");
 
-// Writes one core that passed the check. The CLI gives the same code `dump --gcore` uses
-// (this module does not link the core writer; tests give a fake).
+// Writes one core that passed the check. The CLI gives write_member_core()
+// (corewrite/member_core.h), the code `dump --gcore` uses; tests give a fake.
 using CoreWriterFn = std::function<CoreOutcome(const CoreRequest& request, const Deadline& deadline)>;
 
 // The core round on this node: the requests for `options.node` (the others are for other

@@ -7,7 +7,7 @@
 
 #include <fmt/core.h>
 
-#include "fanout/frames.h"
+#include "fanout/agent_framing.h"
 #include "fanout/runner.h"
 #include "util/version.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fanout/frames.h"
+#include "fanout/agent_framing.h"
 #include "hangscan/model.h"
 #include "report/json_reader.h"
 

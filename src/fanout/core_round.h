@@ -17,40 +17,16 @@
 #include <string_view>
 #include <vector>
 
+#include "corewrite/core_request.h"
 #include "fanout/collector.h"
 #include "hangscan/result.h"
 
 namespace hangscan {
 
-// One process to write a core of. `node` is the name the agent on that node gives itself
-// (FanoutResult::agent_nodes): the agents of one round all get the same argv and each keeps
-// the requests for its own node.
-struct CoreRequest {
-  std::string node;
-  int pid = 0;
-  std::optional<int> rank;   // from the report: names the core, and must still be the pid's rank
-  std::uint64_t start_ticks = 0;   // from the report: must still be the pid's; 0 unchecked
-  bool operator==(const CoreRequest&) const = default;
-};
-
 // "n2:1234:3" or "n2:1234", then "@START" when the start time is known: "n2:1234:3@81234".
 std::string format_core_request(const CoreRequest& request);
 // The inverse; the node name is validated, the pid must be positive, the rank >= 0.
 Result<CoreRequest> parse_core_request(std::string_view text);
-
-// What became of one request: a core written, or why not.
-struct CoreOutcome {
-  std::string node;
-  int pid = 0;
-  std::optional<int> rank;
-  std::string path;                    // the core, when written
-  std::uint64_t file_size = 0;
-  std::int64_t pause_us = 0;           // how long the process was stopped
-  std::vector<std::string> warnings;   // a core written but incomplete (over the cap ...)
-  std::string error;                   // set when no core was written
-  std::string hint;
-  bool written() const { return error.empty(); }
-};
 
 // The agent's answer document ("hangscan-cores/1"), and its defensive reader (Errc::bad_data
 // for anything malformed or out of bounds; never an exception).

@@ -129,4 +129,35 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
   return std::move(book).finish(timed_out, o.timeout, std::move(log), started);
 }
 
+namespace {
+
+class PdshLauncher : public Launcher {
+ public:
+  explicit PdshLauncher(PdshOptions options) : options_(std::move(options)) {}
+
+  Result<LaunchPlan> plan() override {
+    LaunchPlan plan;
+    plan.nodes = options_.hosts;
+    return plan;
+  }
+
+  AgentAnswers run_agents(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args,
+                          const ProgressFn& progress) const override {
+    PdshOptions round = options_;
+    round.hosts = nodes;
+    round.agent_args = agent_args;
+    round.progress = progress;
+    return run_pdsh_agents(round);
+  }
+
+ private:
+  PdshOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> make_pdsh_launcher(PdshOptions options) {
+  return std::make_unique<PdshLauncher>(std::move(options));
+}
+
 }  // namespace hangscan

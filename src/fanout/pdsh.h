@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fanout/collector.h"
+#include "fanout/launcher.h"
 
 namespace hangscan {
 
@@ -54,5 +55,9 @@ std::vector<PdshHostError> parse_pdsh_errors(std::string_view stderr_text);
 // Runs pdsh once over every host (the agent with options.agent_args) and collects the
 // documents; hosts without a usable answer are unreachable.
 AgentAnswers run_pdsh_agents(const PdshOptions& options);
+
+// The Launcher of `pdsh`: plan() is options.hosts, run_agents() is run_pdsh_agents() on the
+// round's hosts with its arguments.
+std::unique_ptr<Launcher> make_pdsh_launcher(PdshOptions options);
 
 }  // namespace hangscan

@@ -9,6 +9,7 @@
 
 #include "fanout/hostlist.h"
 #include "util/parse_number.h"
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -70,7 +71,7 @@ Result<SlurmJob> parse_squeue_line(std::string_view output, std::string_view job
     return job;
   }
   return Error(Errc::not_found, fmt::format("Slurm job {} not found", job_id), 0,
-               "check the id with 'squeue -u $USER'; a finished job has no ranks to capture");
+               hints::unknown_slurm_job());
 }
 
 std::optional<int> parse_num_tasks(std::string_view text) {
@@ -140,7 +141,7 @@ Result<SlurmJob> resolve_slurm_job(const SlurmOptions& o, const Deadline& deadli
   if (!q->succeeded()) {
     if (q->err.find("Invalid job id") != std::string::npos) {
       return Error(Errc::not_found, fmt::format("Slurm job {} not found", o.job_id), 0,
-                   "check the id with 'squeue -u $USER'; a finished job has no ranks to capture");
+                   hints::unknown_slurm_job());
     }
     return command_failed(squeue, *q);
   }
@@ -174,7 +175,7 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& o, const std::vecto
       "--mpi=none",                // no PMI set-up for the agent step
       "-N", n, "-n", n, "--ntasks-per-node=1",
       "-w", compress_hostlist(nodes),
-      "--label",                   // lines are keyed by task; see frames.h
+      "--label",                   // lines are keyed by task; see agent_framing.h
       "--quiet",
       "--input=none",
       o.agent_path, "agent",
@@ -257,6 +258,42 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
     if (it != soft_reasons.end()) book.note_failure(node, it->second);
   }
   return std::move(book).finish(timed_out || deadline.expired(), o.timeout, std::move(log), started);
+}
+
+namespace {
+
+class SlurmLauncher : public Launcher {
+ public:
+  explicit SlurmLauncher(SlurmOptions options) : options_(std::move(options)) {}
+
+  Result<LaunchPlan> plan() override {
+    auto job = resolve_slurm_job(options_, Deadline::after(options_.timeout));
+    if (!job) return job.error();
+    LaunchPlan plan;
+    plan.job_id = job->id;
+    plan.world_size = job->num_tasks;
+    plan.nodes = job->nodes;
+    plan.description = fmt::format("job {} {} on {} node(s) {}, {} task(s)", job->id, job->state, job->nodes.size(),
+                                   job->nodelist, job->num_tasks ? std::to_string(*job->num_tasks) : "unknown");
+    return plan;
+  }
+
+  AgentAnswers run_agents(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args,
+                          const ProgressFn& progress) const override {
+    SlurmOptions round = options_;
+    round.agent_args = agent_args;
+    round.progress = progress;
+    return run_slurm_agents(round, nodes);
+  }
+
+ private:
+  SlurmOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> make_slurm_launcher(SlurmOptions options) {
+  return std::make_unique<SlurmLauncher>(std::move(options));
 }
 
 }  // namespace hangscan

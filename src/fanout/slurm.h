@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fanout/collector.h"
+#include "fanout/launcher.h"
 #include "fanout/runner.h"
 #include "hangscan/result.h"
 #include "util/deadline.h"
@@ -87,5 +88,9 @@ void clean_slurm_environment(CommandSpec& spec);
 // AgentAnswers::unreachable. The capture round asks every node of the job; the core round
 // (--gcore) only the nodes holding a process to write a core of.
 AgentAnswers run_slurm_agents(const SlurmOptions& options, const std::vector<std::string>& nodes);
+
+// The Launcher of `--slurm-job`: plan() resolves the job (resolve_slurm_job, within
+// options.timeout), run_agents() is run_slurm_agents() with the round's arguments.
+std::unique_ptr<Launcher> make_slurm_launcher(SlurmOptions options);
 
 }  // namespace hangscan

@@ -12,6 +12,8 @@
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "target/live_target.h"
+#include "util/diagnostic.h"
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -44,7 +46,7 @@ class Selection {
       if (explicit_pid)
         diags_.push_back(skipped(Diagnostic::Severity::error, pid,
                                  fmt::format("pid {}: no such process", pid),
-                                 "check the pid with 'ps -p PID'; the process may have exited"));
+                                 hints::check_pid()));
       return;
     }
     if (e->kernel_thread) {
@@ -136,7 +138,7 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
   }
   if (sel.pids().empty()) {
     return Error(Errc::not_found, "no process to capture", 0,
-                 options.match.empty() ? "check the pid with 'ps -p PID'"
+                 options.match.empty() ? hints::check_pid()
                                        : "check the pattern with 'pgrep -af PATTERN'");
   }
 
@@ -235,12 +237,7 @@ ProcessSnapshot unopened_snapshot(const DiscoveredProcess& dp, const Error& e) {
   p.world_size = dp.world_size;
   p.local_rank = dp.local_rank;
   p.state = e.code == Errc::zombie ? 'Z' : e.code == Errc::no_such_process ? 'X' : '?';
-  Diagnostic d;
-  d.severity = Diagnostic::Severity::error;
-  d.message = e.what();
-  d.hint = e.hint;
-  d.pid = dp.pid;
-  p.diagnostics.push_back(std::move(d));
+  p.diagnostics.push_back(error_diagnostic(e, dp.pid));
   return p;
 }
 

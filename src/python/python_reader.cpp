@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "python/line_table.h"
+#include "python/code_positions.h"
 #include "python/thread_names.h"
 #include "python/value_repr.h"
 

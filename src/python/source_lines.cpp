@@ -14,9 +14,9 @@ const std::vector<std::string>* SourceLines::load(const std::string& file) {
   if (!file.empty() && file[0] == '/') {
     Mapping m;
     m.path = file;
-    path = target_.local_path(m).value_or(file);
-  } else if (target_.is_live() && !file.empty() && file[0] != '<') {
-    path = fmt::format("/proc/{}/cwd/{}", target_.pid(), file);
+    path = source_.local_path(m).value_or(file);
+  } else if (source_.is_live() && !file.empty() && file[0] != '<') {
+    path = fmt::format("/proc/{}/cwd/{}", source_.pid(), file);
   } else {
     return nullptr;
   }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "target/target.h"
+#include "target/module_source.h"
 
 namespace hangscan::python {
 
@@ -21,7 +21,7 @@ inline constexpr std::size_t kMaxSourceLine = 400;        // characters of a sho
 
 class SourceLines {
  public:
-  explicit SourceLines(Target& target) : target_(target) {}
+  explicit SourceLines(ModuleSource& source) : source_(source) {}
 
   // Line `line` (1-based) of `file` without its newline; nullopt when unreadable.
   std::optional<std::string> line(const std::string& file, int line);
@@ -29,7 +29,7 @@ class SourceLines {
  private:
   const std::vector<std::string>* load(const std::string& file);
 
-  Target& target_;
+  ModuleSource& source_;
   std::map<std::string, std::optional<std::vector<std::string>>> files_;
   std::size_t total_ = 0;
 };

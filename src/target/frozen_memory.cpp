@@ -22,7 +22,7 @@ std::span<std::uint8_t> FreezeBuffer::take(std::size_t n) {
 }
 
 PageCacheMemory::PageCacheMemory(MemoryReader& base, FreezeBuffer* buffer, std::size_t max_pages)
-    : base_(base), buffer_(buffer), max_pages_(max_pages) {}
+    : base_(&base), buffer_(buffer), max_pages_(max_pages) {}
 
 void PageCacheMemory::add_copy(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
   if (!bytes.empty()) copies_.push_back(Copy{addr, bytes});
@@ -48,7 +48,7 @@ const PageCacheMemory::Page* PageCacheMemory::page(std::uint64_t index) {
     data = heap_pages_.back().data();
   }
   ++base_reads_;
-  std::size_t got = base_.read(index * kPageSize, data, kPageSize);
+  std::size_t got = base_->read(index * kPageSize, data, kPageSize);
   return &pages_.emplace(index, Page{data, got}).first->second;
 }
 
@@ -78,7 +78,7 @@ void PageCacheMemory::prefetch(std::span<const std::uint64_t> indices) {
   }
   if (ops.empty()) return;
   ++base_reads_;
-  base_.read_many(ops);
+  base_->read_many(ops);
   for (std::size_t i = 0; i < ops.size(); ++i) pages_.emplace(wanted[i], Page{ops[i].buf, ops[i].got});
 }
 
@@ -100,7 +100,7 @@ std::size_t PageCacheMemory::read(std::uint64_t addr, void* buf, std::size_t len
     if (p == nullptr) {
       // The cache is full: read the rest directly.
       ++base_reads_;
-      return done + base_.read(a, out + done, len - done);
+      return done + base_->read(a, out + done, len - done);
     }
     if (off >= p->size) break;
     std::size_t n = std::min(want, p->size - off);

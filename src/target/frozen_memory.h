@@ -55,6 +55,10 @@ class PageCacheMemory : public MemoryReader {
 
   std::size_t read(std::uint64_t addr, void* buf, std::size_t len) override;
 
+  // Later reads of pages not held go to `base`. Why: the pages fetched during a freeze outlive
+  // the reader they came from (capture/finish.h decodes Python code objects through them).
+  void rebase(MemoryReader& base) { base_ = &base; }
+
   // The pages fetched so far (that had readable bytes): what a walk read, so that the same walk
   // can be served from one batch later.
   std::vector<std::uint64_t> page_indices() const;
@@ -77,7 +81,7 @@ class PageCacheMemory : public MemoryReader {
   const Page* page(std::uint64_t index);
   const Copy* covering(std::uint64_t addr, std::size_t len) const;
 
-  MemoryReader& base_;
+  MemoryReader* base_;
   FreezeBuffer* buffer_;
   std::size_t max_pages_;
   std::size_t base_reads_ = 0;

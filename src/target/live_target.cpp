@@ -12,6 +12,7 @@
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
 #include "target/ptrace_stopper.h"
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -36,7 +37,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   auto stat = read_stat(pid);
   if (!stat) {
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH,
-                 "check the pid with 'ps -p PID'; the process may have exited");
+                 hints::check_pid());
   }
   if (stat->is_kernel_thread()) {
     return Error(Errc::kernel_thread, fmt::format("pid {} ({}) is a kernel thread", pid, stat->comm),
@@ -61,8 +62,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
     if (process_exiting(pid)) return exiting_error(pid);
     if (maps_text.error().code == Errc::permission) {
       return Error(Errc::permission, fmt::format("pid {}: permission denied", pid), EACCES,
-                   "run as the process's user or as root; on hardened kernels set "
-                   "'sysctl kernel.yama.ptrace_scope=0'; in a container add CAP_SYS_PTRACE");
+                   hints::ptrace_permission());
     }
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
   }
@@ -72,7 +72,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (target->mappings().empty()) {
     if (process_exiting(pid)) return exiting_error(pid);
     return Error(Errc::permission, fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
-                 EACCES, "run as the process's user or as root (ptrace access mode)");
+                 EACCES, hints::ptrace_permission());
   }
   return std::unique_ptr<Target>(std::move(target));
 }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -52,9 +53,7 @@ Error ptrace_error(int pid, int err) {
   if (err == EPERM || err == EACCES) {
     return Error(Errc::permission,
                  fmt::format("pid {}: permission denied (ptrace)", pid), err,
-                 "run as the process's user or as root; on hardened kernels set "
-                 "'sysctl kernel.yama.ptrace_scope=0' (or 1 with the same user); in a container "
-                 "add CAP_SYS_PTRACE (docker run --cap-add=SYS_PTRACE)");
+                 hints::ptrace_permission());
   }
   if (err == ESRCH) return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), err);
   return Error(Errc::io, fmt::format("pid {}: ptrace: {}", pid, std::strerror(err)), err);

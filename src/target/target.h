@@ -18,25 +18,10 @@
 #include "hangscan/model.h"
 #include "hangscan/result.h"
 #include "target/memory_reader.h"
+#include "target/module_source.h"
 #include "util/deadline.h"
 
 namespace hangscan {
-
-// One line of /proc/PID/maps or one NT_FILE entry.
-struct Mapping {
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  std::uint64_t offset = 0;     // file offset of `start`
-  std::string perms;            // "r-xp"
-  std::string path;             // "" anonymous, "[stack]", "/usr/lib/..."
-  std::uint64_t inode = 0;
-  bool deleted = false;         // "(deleted)" suffix stripped from path
-  bool readable() const { return !perms.empty() && perms[0] == 'r'; }
-  bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
-  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
-  bool is_file() const { return !path.empty() && path[0] == '/'; }
-  bool contains(std::uint64_t a) const { return a >= start && a < end; }
-};
 
 // x86-64 general registers as the kernel reports them (PTRACE_GETREGS, NT_PRSTATUS).
 struct Registers {
@@ -81,21 +66,11 @@ class Freeze {
   virtual std::string death() { return {}; }
 };
 
-class Target {
+// A Target is the ModuleSource its copies are finished against (capture/finish.h).
+class Target : public ModuleSource {
  public:
-  virtual ~Target() = default;
-
-  virtual int pid() const = 0;
-  virtual bool is_live() const = 0;
   // "pid 1234" or "core core-python-1234": used in messages.
   virtual std::string describe() const = 0;
-
-  virtual MemoryReader& memory() = 0;
-  virtual const std::vector<Mapping>& mappings() const = 0;
-
-  // Where to open the file behind a mapping on this machine (sysroot remapping for cores,
-  // /proc/PID/map_files for deleted files of live processes). nullopt: not available.
-  virtual std::optional<std::string> local_path(const Mapping& m) const = 0;
 
   // Thread ids known before a freeze (live: /proc/PID/task; cores: the NT_PRSTATUS notes).
   // Capture describes these threads before stopping them, so states and wchans are the

@@ -29,14 +29,14 @@ std::string hex(const unsigned char* bits, int len) {
 
 }  // namespace
 
-DwflSession::DwflSession(Target& target) : target_(target) {}
+DwflSession::DwflSession(ModuleSource& source) : source_(source) {}
 
 DwflSession::~DwflSession() {
   if (dwfl_ != nullptr) dwfl_end(dwfl_);
 }
 
-Result<std::unique_ptr<DwflSession>> DwflSession::create(Target& target) {
-  std::unique_ptr<DwflSession> s(new DwflSession(target));
+Result<std::unique_ptr<DwflSession>> DwflSession::create(ModuleSource& source) {
+  std::unique_ptr<DwflSession> s(new DwflSession(source));
   s->callbacks_.find_elf = &DwflSession::find_elf;
   s->callbacks_.find_debuginfo = find_debuginfo_local;   // never debuginfod
   s->callbacks_.section_address = dwfl_offline_section_address;
@@ -60,7 +60,7 @@ Status DwflSession::report_modules() {
   };
   std::map<std::string, Span> spans;
   std::vector<std::string> order;
-  for (const auto& m : target_.mappings()) {
+  for (const auto& m : source_.mappings()) {
     bool vdso = m.path == "[vdso]";
     if (!m.is_file() && !vdso) continue;
     auto [it, inserted] = spans.try_emplace(m.path);
@@ -79,9 +79,9 @@ Status DwflSession::report_modules() {
     auto data = std::make_unique<ModuleData>();
     if (path == "[vdso]") {
       data->image.resize(sp.high - sp.low);
-      if (!target_.memory().read_exact(sp.low, data->image.data(), data->image.size())) continue;
+      if (!source_.memory().read_exact(sp.low, data->image.data(), data->image.size())) continue;
     } else {
-      auto local = target_.local_path(*sp.first);
+      auto local = source_.local_path(*sp.first);
       if (!local) {
         notes_.push_back(fmt::format("{}: file not available", path));
         continue;
@@ -125,7 +125,7 @@ Frame DwflSession::unknown_frame(const RawFrame& raw) const {
   f.function = "??";
   f.pc = raw.pc;
   f.sp = raw.sp;
-  for (const auto& m : target_.mappings()) {
+  for (const auto& m : source_.mappings()) {
     if (m.contains(raw.pc)) {
       f.module = m.path;
       f.offset = raw.pc - m.start + m.offset;

@@ -1,9 +1,10 @@
 // DwflSession: one target's address space as libdw sees it, and the symbolizer over it.
 //
-// Why: libdw needs the target's modules reported once (from the Target's mapping list, so live
-// processes and cores are described the same way, with sysroot remapping for cores); both the
-// libdw unwinder (CFI) and symbolization (names, file:line, inline scopes, build-ids) use
-// that one Dwfl. Symbolized frames go through the run-wide SymbolCache.
+// Why: libdw needs the target's modules reported once (from the ModuleSource's mapping list,
+// so live processes, cores and sampled stacks are described the same way, with sysroot
+// remapping for cores); both the libdw unwinder (CFI) and symbolization (names, file:line,
+// inline scopes, build-ids) use that one Dwfl. Symbolized frames go through the run-wide
+// SymbolCache.
 #pragma once
 
 #include <elfutils/libdwfl.h>
@@ -15,7 +16,7 @@
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
-#include "target/target.h"
+#include "target/module_source.h"
 #include "unwind/symbol_cache.h"
 #include "unwind/unwinder.h"
 
@@ -23,13 +24,13 @@ namespace hangscan {
 
 class DwflSession {
  public:
-  static Result<std::unique_ptr<DwflSession>> create(Target& target);
+  static Result<std::unique_ptr<DwflSession>> create(ModuleSource& source);
   ~DwflSession();
   DwflSession(const DwflSession&) = delete;
   DwflSession& operator=(const DwflSession&) = delete;
 
   Dwfl* dwfl() { return dwfl_; }
-  Target& target() { return target_; }
+  ModuleSource& source() { return source_; }
 
   // Frames for one raw frame: inline frames (innermost first) then the native frame.
   std::vector<Frame> symbolize(const RawFrame& raw, SymbolCache& cache);
@@ -49,7 +50,7 @@ class DwflSession {
     std::vector<std::uint8_t> image;   // in-memory ELF ([vdso])
   };
 
-  explicit DwflSession(Target& target);
+  explicit DwflSession(ModuleSource& source);
   Status report_modules();
   Frame unknown_frame(const RawFrame& raw) const;
   // The module's cache key (build-id, else path) and the file on this machine, if any.
@@ -57,7 +58,7 @@ class DwflSession {
   static int find_elf(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                       char** file_name, Elf** elfp);
 
-  Target& target_;
+  ModuleSource& source_;
   Dwfl* dwfl_ = nullptr;
   Dwfl_Callbacks callbacks_{};
   char* debuginfo_path_ = nullptr;

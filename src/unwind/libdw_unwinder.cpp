@@ -5,6 +5,7 @@
 #include <elfutils/libdwfl.h>
 
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -25,7 +26,7 @@ class LibdwUnwinder : public Unwinder {
 
   Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack, int tid) override {
     if (!attached_) {
-      if (!dwfl_attach_state(session_.dwfl(), nullptr, session_.target().pid(), &kCallbacks, this)) {
+      if (!dwfl_attach_state(session_.dwfl(), nullptr, session_.source().pid(), &kCallbacks, this)) {
         return Error(Errc::internal, fmt::format("libdw: cannot attach state: {}", dwfl_errmsg(-1)));
       }
       attached_ = true;
@@ -35,8 +36,13 @@ class LibdwUnwinder : public Unwinder {
     tid_ = tid;
     UnwindResult out;
     frames_ = &out.frames;
+    unreadable_.reset();
     int rc = dwfl_getthread_frames(session_.dwfl(), tid, &LibdwUnwinder::on_frame, this);
-    if (rc != 0 && out.frames.size() < kMaxFrames) {
+    if (rc == 0 && unreadable_ && !out.frames.empty()) {
+      // libdw ends a walk quietly when the next return address cannot be read: that is a stack
+      // cut short (a copy that ends too soon, memory gone), not its outermost frame.
+      out.stop_reason = fmt::format("cannot read the stack at 0x{:x}", *unreadable_);
+    } else if (rc != 0 && out.frames.size() < kMaxFrames) {
       const char* msg = dwfl_errmsg(-1);
       // Reaching a frame without CFI at the very bottom of the stack is the normal end.
       if (out.frames.empty()) {
@@ -70,9 +76,15 @@ class LibdwUnwinder : public Unwinder {
     const StackCopy& st = *self->stack_;
     if (st.contains(addr, sizeof(Dwarf_Word))) {
       std::memcpy(result, st.bytes.data() + (addr - st.start), sizeof(Dwarf_Word));
+      self->unreadable_.reset();
       return true;
     }
-    return self->session_.target().memory().read_obj(addr, *result);
+    if (self->session_.source().memory().read_obj(addr, *result)) {
+      self->unreadable_.reset();
+      return true;
+    }
+    self->unreadable_ = addr;   // kept only when it is the walk's last read
+    return false;
   }
 
   static bool set_initial_registers(Dwfl_Thread* thread, void* thread_arg) {
@@ -108,6 +120,7 @@ class LibdwUnwinder : public Unwinder {
   const StackCopy* stack_ = nullptr;
   int tid_ = 0;
   std::vector<RawFrame>* frames_ = nullptr;
+  std::optional<Dwarf_Addr> unreadable_;   // the address of the last read, when it failed
 };
 
 }  // namespace
@@ -116,9 +129,9 @@ std::unique_ptr<Unwinder> make_libdw_unwinder(DwflSession& session) {
   return std::make_unique<LibdwUnwinder>(session);
 }
 
-Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target,
+Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, ModuleSource& source,
                                                 DwflSession& session) {
-  if (kind == UnwinderKind::libunwind) return make_libunwind_unwinder(target);
+  if (kind == UnwinderKind::libunwind) return make_libunwind_unwinder(source);
   return make_libdw_unwinder(session);
 }
 

@@ -1,8 +1,8 @@
 // The second unwinder: libunwind's DWARF unwinder over the copied registers and stack.
 //
 // Why a second backend: an independent opinion when a stack looks wrong, and a fallback
-// where libdw fails. It is fed through the same Target as libdw: unwind tables are located
-// from each module's PT_GNU_EH_FRAME segment and read through the Target's memory (which
+// where libdw fails. It is fed through the same ModuleSource as libdw: unwind tables are
+// located from each module's PT_GNU_EH_FRAME segment and read through the source's memory (which
 // for cores falls back to the files on disk), so it works for live processes and cores alike.
 #include <gelf.h>
 #include <libunwind.h>
@@ -38,7 +38,7 @@ struct EhFrameHdr {
 
 class LibunwindUnwinder : public Unwinder {
  public:
-  explicit LibunwindUnwinder(Target& target) : target_(target) {
+  explicit LibunwindUnwinder(ModuleSource& source) : source_(source) {
     unw_accessors_t acc{};
     acc.find_proc_info = &LibunwindUnwinder::find_proc_info;
     acc.put_unwind_info = &LibunwindUnwinder::put_unwind_info;
@@ -93,7 +93,7 @@ class LibunwindUnwinder : public Unwinder {
   const EhFrameHdr& eh_frame_hdr_for(std::uint64_t ip) {
     static const EhFrameHdr kNone{};
     const Mapping* text = nullptr;
-    for (const auto& m : target_.mappings()) {
+    for (const auto& m : source_.mappings()) {
       if (m.contains(ip)) {
         text = &m;
         break;
@@ -112,13 +112,13 @@ class LibunwindUnwinder : public Unwinder {
     EhFrameHdr out;
     const Mapping* first = nullptr;
     std::uint64_t high = 0;
-    for (const auto& m : target_.mappings()) {
+    for (const auto& m : source_.mappings()) {
       if (m.path != text.path) continue;
       if (m.offset == 0 && (first == nullptr || m.start < first->start)) first = &m;
       high = std::max(high, m.end);
     }
     if (first == nullptr) return out;
-    auto local = target_.local_path(*first);
+    auto local = source_.local_path(*first);
     if (!local) return out;
     int fd = ::open(local->c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return out;
@@ -163,11 +163,11 @@ class LibunwindUnwinder : public Unwinder {
     if (!hdr.valid) return -UNW_ENOINFO;
     // .eh_frame_hdr: version, eh_frame_ptr_enc, fde_count_enc, table_enc, then the values.
     std::uint8_t head[4];
-    if (!me->target_.memory().read_exact(hdr.hdr_addr, head, sizeof(head))) return -UNW_ENOINFO;
+    if (!me->source_.memory().read_exact(hdr.hdr_addr, head, sizeof(head))) return -UNW_ENOINFO;
     // The common encodings: eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4.
     if (head[0] != 1 || head[2] != 0x03 || head[3] != 0x3b) return -UNW_ENOINFO;
     std::uint32_t fde_count = 0;
-    if (!me->target_.memory().read_obj(hdr.hdr_addr + 8, fde_count)) return -UNW_ENOINFO;
+    if (!me->source_.memory().read_obj(hdr.hdr_addr + 8, fde_count)) return -UNW_ENOINFO;
     unw_dyn_info_t di{};
     di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
     di.start_ip = hdr.low;
@@ -195,7 +195,7 @@ class LibunwindUnwinder : public Unwinder {
       std::memcpy(val, st.bytes.data() + (addr - st.start), sizeof(unw_word_t));
       return 0;
     }
-    return me->target_.memory().read_obj(addr, *val) ? 0 : -UNW_EINVAL;
+    return me->source_.memory().read_obj(addr, *val) ? 0 : -UNW_EINVAL;
   }
 
   static int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
@@ -232,7 +232,7 @@ class LibunwindUnwinder : public Unwinder {
     return -UNW_ENOINFO;   // names come from the shared libdw symbolizer
   }
 
-  Target& target_;
+  ModuleSource& source_;
   unw_addr_space_t as_ = nullptr;
   const Registers* regs_ = nullptr;
   const StackCopy* stack_ = nullptr;
@@ -241,8 +241,8 @@ class LibunwindUnwinder : public Unwinder {
 
 }  // namespace
 
-Result<std::unique_ptr<Unwinder>> make_libunwind_unwinder(Target& target) {
-  return std::unique_ptr<Unwinder>(std::make_unique<LibunwindUnwinder>(target));
+Result<std::unique_ptr<Unwinder>> make_libunwind_unwinder(ModuleSource& source) {
+  return std::unique_ptr<Unwinder>(std::make_unique<LibunwindUnwinder>(source));
 }
 
 }  // namespace hangscan

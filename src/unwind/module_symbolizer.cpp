@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "unwind/debug_image.h"
-#include "unwind/line_table.h"
+#include "unwind/dwarf_lines.h"
 #include "unwind/scope_chain.h"
 #include "unwind/symbol_batch.h"
 
@@ -76,13 +76,13 @@ Frame symbol_frame(Dwfl_Module* mod, std::uint64_t addr, bool* named) {
   return named_frame(name);
 }
 
-// Where file:line come from: libdw's line table of the CU, or our LineTable.
+// Where file:line come from: libdw's line table of the CU, or our DwarfLines.
 struct LineSource {
   LineSource() = default;
-  LineSource(Dwarf_Die* cu, const LineTable* t) : cudie(cu), table(t) {}
+  LineSource(Dwarf_Die* cu, const DwarfLines* t) : cudie(cu), table(t) {}
 
   Dwarf_Die* cudie = nullptr;
-  const LineTable* table = nullptr;   // when set, libdw's line table is never decoded
+  const DwarfLines* table = nullptr;   // when set, libdw's line table is never decoded
 
   void row(std::uint64_t addr, std::optional<std::string>& file, std::optional<int>& line) const {
     if (table != nullptr) {
@@ -307,8 +307,8 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
   }
   // Each CU's line program is parsed once (header and file names), then run per address.
   auto [it, fresh] = m.line_tables.try_emplace(dwarf_dieoffset(&cu));
-  if (fresh) it->second = LineTable::parse(m.debug->dwarf(), &cu);
-  const LineTable* table = it->second ? &*it->second : nullptr;
+  if (fresh) it->second = DwarfLines::parse(m.debug->dwarf(), &cu);
+  const DwarfLines* table = it->second ? &*it->second : nullptr;
   return scoped_frames(&cu, vaddr, LineSource{&cu, table}, std::move(native), named);
 }
 

@@ -19,7 +19,7 @@
 
 #include "hangscan/model.h"
 #include "unwind/debug_image.h"
-#include "unwind/line_table.h"
+#include "unwind/dwarf_lines.h"
 
 namespace hangscan {
 
@@ -62,7 +62,7 @@ class OfflineModules {
     bool debug_tried = false;
     std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
     std::future<std::unique_ptr<DebugImage>> pending;   // `debug` while it is being opened
-    std::map<std::uint64_t, std::optional<LineTable>> line_tables;   // by CU offset
+    std::map<std::uint64_t, std::optional<DwarfLines>> line_tables;   // by CU offset
     std::map<std::uint64_t, const char*> names;   // prefetched ELF symbols by vaddr (null: none)
   };
   Module& open(const std::string& key, const std::string& path);

@@ -44,7 +44,7 @@ class DwflSession;
 
 // One unwinder per target: it owns the per-address-space state (CFI caches). The libdw
 // backend unwinds through the target's DwflSession (shared with the symbolizer).
-Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, Target& target,
+Result<std::unique_ptr<Unwinder>> make_unwinder(UnwinderKind kind, ModuleSource& source,
                                                 DwflSession& session);
 
 }  // namespace hangscan

@@ -12,6 +12,6 @@ namespace hangscan {
 class DwflSession;
 
 std::unique_ptr<Unwinder> make_libdw_unwinder(DwflSession& session);
-Result<std::unique_ptr<Unwinder>> make_libunwind_unwinder(Target& target);
+Result<std::unique_ptr<Unwinder>> make_libunwind_unwinder(ModuleSource& source);
 
 }  // namespace hangscan

@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -28,10 +29,8 @@ std::optional<std::string> failure_of(F&& work) noexcept {
   }
 }
 
-// The hint that goes with an internal error: it is hangscan's bug, not the user's.
-inline const char* internal_error_hint() {
-  return "this is a hangscan bug triggered by this target's data; the other targets are reported; "
-         "please report it with the output of -v";
-}
+// The hint that goes with an internal error: it is hangscan's bug, not the user's
+// (hints::internal_error(); this name stays for its callers).
+inline const char* internal_error_hint() { return hints::internal_error(); }
 
 }  // namespace hangscan

@@ -67,10 +67,21 @@ def hangscan_pause(stdout: str, pid: int) -> int:
     return hs.process_of(json.loads(stdout), pid)["pause_us"]
 
 
+def hangscan_bins() -> list[tuple[str, str]]:
+    """(label suffix, binary): this build's hangscan, and with --baseline an older binary run
+    side by side in the same alternation, so a before/after comparison shares the load."""
+    bins = [("", hs.hangscan_bin())]
+    if os.environ.get("HS_BENCH_BASELINE"):
+        bins.append((" (baseline)", os.environ["HS_BENCH_BASELINE"]))
+    return bins
+
+
 def default_tools() -> list[Tool]:
     return [
-        Tool("hangscan dump", lambda pid: [hs.hangscan_bin(), "dump", "--pid", str(pid), "--json"],
-             lambda p: p.returncode == 0 and '"threads"' in p.stdout, hangscan_pause),
+        *[Tool(f"hangscan dump{label}",
+               lambda pid, b=binary: [b, "dump", "--pid", str(pid), "--json"],
+               lambda p: p.returncode == 0 and '"threads"' in p.stdout, hangscan_pause)
+          for label, binary in hangscan_bins()],
         Tool("eu-stack -p", lambda pid: ["eu-stack", "-p", str(pid)],
              lambda p: p.returncode == 0 and "TID" in p.stdout),
         Tool("eu-stack -p -i -s", lambda pid: ["eu-stack", "-i", "-s", "-p", str(pid)],
@@ -87,13 +98,14 @@ PYTHON = "/usr/bin/python3.11"
 def python_tools(native: bool) -> list[Tool]:
     """Issue "Python frames": hangscan (Python-only, and --native) against gdb's py-bt, which
     needs python3.11-dbg for the same interpreter."""
-    hs_argv = lambda *extra: (lambda pid: [hs.hangscan_bin(), "dump", "--pid", str(pid), "--json",
-                                           *extra])
+    hs_argv = lambda b, *extra: (lambda pid: [b, "dump", "--pid", str(pid), "--json", *extra])
     ok = lambda p: p.returncode == 0 and '"kind": "python"' in p.stdout
     tools = []
-    if native:
-        tools.append(Tool("hangscan dump --native", hs_argv("--native"), ok, hangscan_pause))
-    tools.append(Tool("hangscan dump (Python)", hs_argv(), ok, hangscan_pause))
+    for label, binary in hangscan_bins():
+        if native:
+            tools.append(Tool(f"hangscan dump --native{label}", hs_argv(binary, "--native"), ok,
+                              hangscan_pause))
+        tools.append(Tool(f"hangscan dump (Python){label}", hs_argv(binary), ok, hangscan_pause))
     tools.append(Tool("gdb thread apply all py-bt",
                       lambda pid: ["gdb", "-nx", "-p", str(pid), "-batch", "-ex",
                                    "thread apply all py-bt"],
@@ -219,7 +231,10 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
     ap.add_argument("--only", action="append", default=[],
                     help="run only scenarios whose name contains this (repeatable)")
+    ap.add_argument("--baseline", help="another hangscan binary to time side by side (before/after)")
     args = ap.parse_args()
+    if args.baseline:
+        os.environ["HS_BENCH_BASELINE"] = str(Path(args.baseline).resolve())
     os.environ["HS_BUILD_DIR"] = args.build
     os.environ.setdefault("HANGSCAN_BIN", str(Path(args.build) / "hangscan"))
     missing = [t for t in ("eu-stack", "gdb") if not shutil.which(t)]

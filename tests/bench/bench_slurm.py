@@ -7,7 +7,10 @@ shell and from inside the allocation, on a 6-rank Python job (2 ranks per node),
 recovery path where one node's slurmd is gone. Numbers go into docs/performance.md
 ("Multi-node").
 
-usage: HANGSCAN_BIN=build/hangscan tests/bench/bench_slurm.py [--runs N]
+usage: HANGSCAN_BIN=build/hangscan tests/bench/bench_slurm.py [--runs N] [--scale 3,16,32]
+--scale: instead, one cluster per node count (slurmd daemons on this host), a ring job of two
+ranks per node, and the end-to-end time of `hangscan --slurm-job ID --json` at each size (issue
+"10,000 nodes": the time should grow less than 2x from 3 to 32 nodes).
 The cluster and the job are always stopped at the end (by pid).
 """
 
@@ -38,11 +41,33 @@ def report(name, samples):
           f"{statistics.median(samples):6.3f} s  max {max(samples):6.3f} s")
 
 
+def scale(hs, sizes, runs):
+    """One row per cluster size: the whole `--slurm-job` command from the login node."""
+    print("srun true: `srun --overlap -N N true` on the same job, Slurm's own launch cost (every\n"
+          "slurmd and slurmstepd of the cluster shares this host's CPUs)\n")
+    print(f"{'nodes':>5} {'ranks':>5}  {'min s':>7} {'median s':>8} {'max s':>7}  {'srun true s':>11}")
+    for n in sizes:
+        with SlurmCluster(nodes=n) as cluster, RingJob(cluster, nodes=n, per_node=2, odd=3) as job:
+            login = [hs, "--slurm-job", job.job_id, "--json"]
+            srun = ["srun", f"--jobid={job.job_id}", "--overlap", f"-N{n}", f"-n{n}",
+                    "--ntasks-per-node=1", "true"]
+            t, s = [], []
+            for _ in range(runs):  # alternated, so load drift affects both alike
+                t.append(timed(login, cluster.env, 0))
+                s.append(timed(srun, cluster.env, 0))
+            print(f"{n:>5} {job.world:>5}  {min(t):7.3f} {statistics.median(t):8.3f} {max(t):7.3f}"
+                  f"  {statistics.median(s):11.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--scale", help="comma-separated node counts, e.g. 3,16,32")
     args = ap.parse_args()
     hs = os.environ.get("HANGSCAN_BIN") or str(HERE.parents[1] / "build" / "hangscan")
+    if args.scale:
+        scale(hs, [int(n) for n in args.scale.split(",")], args.runs)
+        return
     with SlurmCluster() as cluster, RingJob(cluster, nodes=3, per_node=2, odd=3) as job:
         env = cluster.env
         login = [hs, "--slurm-job", job.job_id, "--json"]

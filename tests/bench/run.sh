@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: times `hangscan dump` against eu-stack and gdb on the same targets.
-# Usage: tests/bench/run.sh [BUILD_DIR] [bench_dump.py options, e.g. --runs 9 --markdown]
+# Usage: tests/bench/run.sh [BUILD_DIR] [bench_dump.py options, e.g. --runs 9 --markdown,
+#        --baseline OLD_HANGSCAN to time an older binary side by side]
 # A benchmark, not a timed test: it prints numbers; it fails only when a tool fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

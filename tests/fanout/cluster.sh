@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A real Slurm 22.05 cluster of three nodes (n1 n2 n3) on this one machine, for the
-# multi-node tests of hangscan and for trying `hangscan --slurm-job` by hand.
+# A real Slurm 22.05 cluster of three nodes (n1 n2 n3; HS_SLURM_NODES=N for n1..nN) on this one
+# machine, for the multi-node tests of hangscan and for trying `hangscan --slurm-job` by hand.
 #
-#   cluster.sh start DIR    write DIR/slurm.conf, start munged, slurmctld and three slurmd,
+#   cluster.sh start DIR    write DIR/slurm.conf, start munged, slurmctld and one slurmd a node,
 #                           wait (deadline) until every node is idle; prints `export SLURM_CONF=...`
 #   cluster.sh stop DIR     cancel every job, stop every daemon this script started (by the pid
 #                           recorded in DIR/pids), and any slurmstepd still serving DIR
@@ -11,7 +11,8 @@
 # Why this shape: everything lives under DIR (munge socket and key, state, spool, logs, pids)
 # so two clusters or a stray system install never collide; daemons run in the foreground in
 # their own sessions so the pid we record is the daemon itself, and stop never kills by name.
-# Ports: HS_SLURM_PORT_BASE, or the first free block of 4 from a pid-derived start.
+# Ports: HS_SLURM_PORT_BASE, or the first free block of N+1 from a pid-derived start. `stop` and
+# `status` read the node count back from DIR/slurm.conf.
 # Facts behind the settings: ../../shared/field-notes.md §7 (SlurmdParameters=config_overrides,
 # proctrack/linuxproc, task/none, AuthInfo=socket=...).
 set -euo pipefail
@@ -26,34 +27,52 @@ dir=$(cd "$dir" && pwd)
 chmod go+rx "$dir"
 conf=$dir/slurm.conf
 pids=$dir/pids
-nodes=(n1 n2 n3)
+# The node count: HS_SLURM_NODES at start, then whatever DIR/slurm.conf says (stop, status).
+node_count() {
+  local n
+  n=$(sed -n 's/^# nodes: //p' "$conf" 2>/dev/null)
+  [ -n "$n" ] && [ "$cmd" != start ] && { echo "$n"; return; }
+  n=${HS_SLURM_NODES:-3}
+  case "$n" in ''|*[!0-9]*) log "HS_SLURM_NODES must be a number, not '$n'"; exit 64 ;; esac
+  [ "$n" -ge 1 ] && [ "$n" -le 256 ] || { log "HS_SLURM_NODES must be 1-256, not $n"; exit 64; }
+  echo "$n"
+}
+nodes=()
 start_deadline_s=${HS_SLURM_START_TIMEOUT:-60}
 stop_deadline_s=${HS_SLURM_STOP_TIMEOUT:-15}
 
 log() { echo "cluster.sh: $*" >&2; }
+for ((i = 1; i <= $(node_count); i++)); do nodes+=("n$i"); done
 
 port_free() {
   ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
 }
 
-# First base port with base..base+3 all free (slurmctld + three slurmd).
+# True when ports $1..$1+$2 are all free.
+block_free() {
+  local p
+  for ((p = $1; p <= $1 + $2; p++)); do port_free "$p" || return 1; done
+}
+
+# First base port with base..base+N all free (slurmctld + N slurmd).
 choose_ports() {
   if [ -n "${HS_SLURM_PORT_BASE:-}" ]; then
     echo "$HS_SLURM_PORT_BASE"
     return
   fi
+  local n=${#nodes[@]}
   local base=$((20000 + ($$ * 7) % 20000))
   local tries=0
   while [ $tries -lt 200 ]; do
-    if port_free $base && port_free $((base + 1)) && port_free $((base + 2)) && port_free $((base + 3)); then
+    if block_free $base "$n"; then
       echo $base
       return
     fi
-    base=$((base + 4))
+    base=$((base + n + 1))
     [ $base -gt 60000 ] && base=20000
     tries=$((tries + 1))
   done
-  log "no free block of 4 TCP ports found"
+  log "no free block of $((n + 1)) TCP ports found"
   exit 1
 }
 
@@ -72,8 +91,10 @@ alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 write_conf() {
   local base=$1 host
   host=$(hostname -s)
+  local n=${#nodes[@]}
   cat >"$conf" <<EOF
 # Written by hangscan tests/fanout/cluster.sh; a private test cluster, not for production.
+# nodes: ${n}
 ClusterName=hstest
 SlurmctldHost=${host}(127.0.0.1)
 SlurmctldPort=${base}
@@ -106,8 +127,8 @@ SlurmdTimeout=300
 KillWait=2
 InactiveLimit=0
 MinJobAge=2
-NodeName=n[1-3] NodeHostname=${host} NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 3)) CPUs=4 RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName=n[1-${n}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + n)) CPUs=4 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-${n}] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 }
 
@@ -243,7 +264,7 @@ do_stop() {
     for pid in $tasks; do kill -KILL "$pid" 2>/dev/null || true; done
   fi
   local daemons=()
-  for name in slurmd-n1 slurmd-n2 slurmd-n3 slurmctld; do
+  for name in "${nodes[@]/#/slurmd-}" slurmctld; do
     pid=$(pid_of "$name")
     [ -n "$pid" ] && daemons+=("$pid")
   done

@@ -41,8 +41,9 @@ def _run(argv, env=None, timeout=60.0, check=True):
 class SlurmCluster:
     """A running test cluster; stopped (every daemon, by pid) when the block ends."""
 
-    def __init__(self, directory: str | None = None):
+    def __init__(self, directory: str | None = None, nodes: int = 3):
         self._own_dir = directory is None
+        self.nodes = nodes
         self.dir = Path(directory or tempfile.mkdtemp(prefix="hs-slurm-"))
         self.env = dict(os.environ, SLURM_CONF=str(self.dir / "slurm.conf"))
         for k in list(self.env):
@@ -51,7 +52,8 @@ class SlurmCluster:
 
     def __enter__(self) -> "SlurmCluster":
         try:
-            _run([CLUSTER_SH, "start", self.dir], timeout=120)
+            _run([CLUSTER_SH, "start", self.dir], timeout=120,
+                 env=dict(os.environ, HS_SLURM_NODES=str(self.nodes)))
         except BaseException:
             self.stop()
             raise

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "capture/crash_explainer.h"
+#include "crash/crash_explainer.h"
 #include "proc/discovery.h"
 #include "proc/environ_memory.h"
 #include "target/core_target.h"

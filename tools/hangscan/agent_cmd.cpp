@@ -2,7 +2,7 @@
 //
 // It prints its begin line at once (so the front end knows the node is alive), captures, and
 // prints the node's snapshot in the agent wire format, framed for the line-cutting relays in
-// between (fanout/frames.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
+// between (fanout/agent_framing.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
 // writes the cores of its own node instead and answers which were written, or why not
 // (fanout/core_round.h). Whatever goes wrong, the front end gets a `fail` line with the
 // reason rather than silence. Nothing but frames goes to stdout.
@@ -16,8 +16,9 @@
 
 #include "cli.h"
 #include "output.h"
+#include "corewrite/member_core.h"
 #include "fanout/agent.h"
-#include "fanout/frames.h"
+#include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
@@ -79,7 +80,7 @@ int run_agent_command(const AgentCliOptions& o) {
   a.node = default_agent_node(o.node, slurm_mode);
   a.exclude_steps = o.exclude_steps;
   a.match = o.match;
-  a.capture = capture_options_from(o.capture);
+  a.capture = live_capture_options(o.capture);
   a.timeout = std::chrono::milliseconds(o.timeout_ms);
   // The node name goes into every frame line: an unusable one is reported, not framed.
   const std::string frame_node = validate_host_name(a.node) ? a.node : std::string("invalid-node-name");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hangscan/result.h"
+#include "jobs/capture_flags.h"
 
 namespace hangscan::cli {
 
@@ -32,6 +33,12 @@ CLI::Validator process_id();
 CLI::Validator finite_number(const std::string& what, double lo, double hi);
 // "see 'hangscan SUB --help'" for the subcommand named on the command line.
 std::string help_hint(const CLI::App& app, int argc, char** argv);
+
+// The capture flags, parsed once into `flags` (jobs/capture_flags.h). Live targets (dump,
+// agent, --slurm-job, pdsh): --unwinder --native --locals --nonblocking --no-python. Cores:
+// --unwinder --no-python --python-only --locals.
+enum class CaptureFlagSet { live, core };
+void add_capture_flags(CLI::App* app, CaptureFlags& flags, CaptureFlagSet set = CaptureFlagSet::live);
 
 // The action chosen by parsing; returns the process exit code.
 using Action = std::function<int()>;

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "cli.h"
+#include "gcore_cmd.h"
 #include "group/analysis.h"
 
 namespace hangscan::cli {
@@ -31,7 +32,8 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 // --output DIR: one text file per node (like srun's trace-%N.out) and the merged report.
-bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o) {
+bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
+                      const FanoutCliOptions& o) {
   const std::string& dir = o.output_dir;
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     print_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
@@ -51,45 +53,16 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, con
   for (const auto& u : result.unreachable) {
     ok &= write_file(fmt::format("{}/{}.txt", dir, u.host), fmt::format("node {} unreachable: {}\n", u.host, u.reason));
   }
-  Analysis a = analyze(merged, *groups);
+  const Analysis& a = analysis;
   ok &= write_file(fmt::format("{}/report.txt", dir), render_report(merged, a, text));
-  std::string format = o.output.json ? "json" : o.output.format;
-  if (format == "json" || format == "dot" || format == "folded") {
-    ok &= write_file(fmt::format("{}/report.{}", dir, format), render_report(merged, a, o.output));
+  const std::string ext = report_extension(o.output);
+  if (!ext.empty() && ext != "txt") {
+    ok &= write_file(fmt::format("{}/report.{}", dir, ext), render_report(merged, a, o.output));
   }
   return ok;
 }
 
 }  // namespace
-
-void add_capture_flags(CLI::App* app, CaptureFlags& f) {
-  app->add_option("--unwinder", f.unwinder, "Native unwinder")
-      ->check(CLI::IsMember({"libdw", "libunwind"}))
-      ->capture_default_str();
-  app->add_flag("--native", f.native, "Interleave native and Python frames");
-  app->add_flag("--locals", f.locals, "Show Python local variables");
-  app->add_flag("--nonblocking", f.nonblocking, "Read Python frames without stopping the process (may be inconsistent)");
-  app->add_flag("--no-python", f.no_python, "Do not read Python frames");
-}
-
-std::vector<std::string> capture_flag_args(const CaptureFlags& f) {
-  std::vector<std::string> args{"--unwinder", f.unwinder};
-  if (f.native) args.emplace_back("--native");
-  if (f.locals) args.emplace_back("--locals");
-  if (f.nonblocking) args.emplace_back("--nonblocking");
-  if (f.no_python) args.emplace_back("--no-python");
-  return args;
-}
-
-CaptureOptions capture_options_from(const CaptureFlags& f) {
-  CaptureOptions c;
-  c.unwinder = f.unwinder == "libunwind" ? UnwinderKind::libunwind : UnwinderKind::libdw;
-  c.merge_native = f.native;
-  c.locals = f.locals;
-  c.nonblocking = f.nonblocking;
-  c.python = !f.no_python;
-  return c;
-}
 
 void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
   app->add_option("--timeout", o.timeout_s, "Seconds for every node to answer (all in parallel)")
@@ -123,7 +96,8 @@ ProgressFn tty_progress() {
   };
 }
 
-int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o) {
+int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
+                  const FanoutCliOptions& o) {
   if (o.verbose) {
     for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", line);
     fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(), result.requested.size(),
@@ -137,11 +111,30 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const F
                        "or raise --timeout\n",
                result.nodes.size(), result.requested.size());
   }
-  bool wrote = write_report(merged, o.output);
-  if (!o.output_dir.empty()) wrote &= write_output_dir(result, merged, o);
+  bool wrote = write_report(merged, analysis, o.output);
+  if (!o.output_dir.empty()) wrote &= write_output_dir(result, merged, analysis, o);
   if (result.nodes.empty()) return kExitNothing;
   if (!wrote) return kExitNothing;
   return exit_code_for(merged);
+}
+
+int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore) {
+  auto plan = launcher.plan();
+  if (!plan) {
+    print_error(plan.error());
+    return plan.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  }
+  if (o.verbose && !plan->description.empty()) fmt::print(stderr, "hangscan: {}\n", plan->description);
+  ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), tty_progress());
+  auto analysis = analyze_job(run.merged, o.output);
+  if (!analysis) return kExitNothing;
+  int rc = finish_fanout(run.result, run.merged, *analysis, o);
+  // The core round: the same launcher and deadline, on the nodes holding a chosen process,
+  // with a fresh --timeout (writing a core takes longer than a capture), no progress line.
+  return finish_cluster_cores(rc, run.result, run.merged, *analysis, o, gcore,
+                              [&launcher](const auto& nodes, const auto& args) {
+                                return launcher.run_agents(nodes, args, {});
+                              });
 }
 
 }  // namespace hangscan::cli

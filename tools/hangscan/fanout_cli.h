@@ -10,32 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
+#include "jobs/capture_flags.h"
 #include "fanout/collector.h"
+#include "fanout/launcher.h"
 #include "output.h"
 
 namespace hangscan::cli {
-
-// Capture flags, given to the front end and passed on to the agents.
-struct CaptureFlags {
-  std::string unwinder = "libdw";
-  bool native = false;
-  bool locals = false;
-  bool nonblocking = false;
-  bool no_python = false;
-};
-
-void add_capture_flags(CLI::App* app, CaptureFlags& f);
-// The same flags as agent arguments.
-std::vector<std::string> capture_flag_args(const CaptureFlags& f);
-CaptureOptions capture_options_from(const CaptureFlags& f);
 
 struct FanoutCliOptions {
   double timeout_s = 30;        // --timeout: for the whole fan-out
   std::string agent_path;       // --agent-path; default: this binary's own path
   std::string output_dir;       // --output DIR
   bool verbose = false;
-  CaptureFlags capture;
+  CaptureFlags capture;         // passed on to the agents (capture_flag_args)
   OutputOptions output;
 };
 
@@ -48,7 +35,16 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path);
 // "nodes answered 3/40" on stderr, rewritten in place, when stderr is a terminal; else empty.
 ProgressFn tty_progress();
 
-// Prints what went missing, writes the report (and --output DIR), returns the exit code.
-int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& o);
+// Prints what went missing, writes the report of `merged` grouped as `analysis` (and
+// --output DIR), returns the exit code.
+int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
+                  const FanoutCliOptions& o);
+
+struct GcoreDumpOptions;
+
+// The whole of a cluster mode after its flags: plan (-v says what), the capture round with
+// the capture flags, one analysis of the merged job, the report (finish_fanout), then the
+// --gcore core round through the same launcher. Returns the exit code.
+int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore);
 
 }  // namespace hangscan::cli

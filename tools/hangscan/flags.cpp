@@ -37,6 +37,23 @@ CLI::Validator finite_number(const std::string& what, double lo, double hi) {
   return CLI::Validator(check, fmt::format("{}-{}", lo, hi), "finite_number");
 }
 
+void add_capture_flags(CLI::App* app, CaptureFlags& f, CaptureFlagSet set) {
+  app->add_option("--unwinder", f.unwinder, "Native unwinder")
+      ->check(CLI::IsMember({"libdw", "libunwind"}))
+      ->capture_default_str();
+  if (set == CaptureFlagSet::core) {
+    app->add_flag("--no-python", f.no_python, "Do not read Python frames");
+    app->add_flag("--python-only", f.python_only,
+                  "Show Python frames only where a process runs Python (no native interleaving)");
+    app->add_flag("--locals", f.locals, "Show Python local variables");
+    return;
+  }
+  app->add_flag("--native", f.native, "Interleave native and Python frames");
+  app->add_flag("--locals", f.locals, "Show Python local variables");
+  app->add_flag("--nonblocking", f.nonblocking, "Read Python frames without stopping the process (may be inconsistent)");
+  app->add_flag("--no-python", f.no_python, "Do not read Python frames");
+}
+
 std::string help_hint(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

@@ -21,8 +21,8 @@
 #include "corewrite/core_pick.h"
 #include "corewrite/core_plan.h"
 #include "corewrite/core_writer.h"
+#include "corewrite/member_core.h"
 #include "corewrite/proc_facts.h"
-#include "fanout/agent.h"
 #include "group/analysis.h"
 #include "proc/proc_files.h"
 
@@ -154,46 +154,6 @@ Status check_gcore_options(const GcoreDumpOptions& o) {
   return Ok{};
 }
 
-CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std::uint64_t max_size,
-                              const Deadline& deadline) {
-  using namespace std::chrono_literals;
-  CoreOutcome c;
-  c.node = r.node;
-  c.pid = r.pid;
-  c.rank = r.rank;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    int err = errno;
-    c.error = fmt::format("cannot create {}: {}", dir, std::strerror(err));
-    c.hint = "choose a writable directory with --gcore-dir DIR";
-    return c;
-  }
-  CoreWriteOptions opts;
-  opts.dir = dir;
-  opts.max_size = max_size;
-  opts.rank = r.rank;
-  opts.host = r.node;
-  opts.freeze_timeout = std::clamp<std::chrono::milliseconds>(deadline.remaining(), 1ms, 3000ms);
-  auto w = write_core_detailed(r.pid, opts);
-  if (!w) {
-    c.error = w.error().what();
-    c.hint = w.error().hint;
-    // The writer's hints name `hangscan gcore`'s -o; here the directory is --gcore-dir.
-    if (w.error().message.starts_with("cannot create ") ||
-        w.error().message.starts_with("cannot name the core ")) {
-      c.hint = w.error().sys_errno == EEXIST
-                   ? "a core of this process is already there; move it away or choose another --gcore-dir"
-                   : "choose a writable directory with --gcore-dir DIR";
-    }
-    return c;
-  }
-  c.path = w->path;
-  c.file_size = w->file_size;
-  c.pause_us = w->pause_us;
-  c.warnings = w->warnings;
-  if (!c.rank) c.rank = w->rank;
-  return c;
-}
-
 namespace {
 
 // "rank 3 on n2 (pid 1234, suspect)" or "pid 1234 on n2 (representative)".
@@ -225,52 +185,33 @@ bool report_core(const CoreOutcome& c, const std::string& role) {
   return true;
 }
 
-struct PickedCores {
-  std::vector<std::size_t> members;   // indexes into the job's processes
-  std::vector<std::string> roles;
-};
-
-Result<PickedCores> pick_cores(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o) {
-  auto mode = parse_gcore_mode(o.mode.empty() ? "one-per-group" : o.mode);
-  auto groups = group_options(output);
-  if (!mode) return Error(Errc::usage, fmt::format("--gcore {}: not a mode", o.mode));
-  if (!groups) return groups.error();
-  Analysis analysis = analyze(job, *groups);
-  PickedCores picked;
-  picked.members = pick_core_members(analysis, *mode, job.processes.size());
-  for (std::size_t i : picked.members) picked.roles.emplace_back(core_role(analysis, i));
-  return picked;
-}
-
 }  // namespace
 
-bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
-                     const GcoreDumpOptions& o) {
-  auto picked = pick_cores(job, output, o);
+bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o) {
+  auto picked = pick_cores(analysis, o.mode, job.processes.size());
   auto max = parse_size_option(o.max_size, "--gcore-max-size");
   if (!picked || !max) {
     print_error(!max ? max.error() : picked.error());
     return false;
   }
+  auto outcomes = write_local_cores(job, *picked, o.dir, *max);
   bool ok = true;
-  for (std::size_t k = 0; k < picked->members.size(); ++k) {
-    const ProcessSnapshot& p = job.processes[picked->members[k]];
-    CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank, p.start_ticks};
-    // The agents check this in refuse_core_request(); here the capture was this process's.
-    if (auto reused = pid_reused(r.pid, r.start_ticks)) {
-      CoreOutcome refused{.node = r.node, .pid = r.pid, .rank = r.rank, .error = reused->what(), .hint = reused->hint};
-      ok &= report_core(refused, picked->roles[k]);
-      continue;
-    }
-    ok &= report_core(write_member_core(r, o.dir, *max, Deadline::never()), picked->roles[k]);
-  }
+  for (std::size_t k = 0; k < outcomes.size(); ++k) ok &= report_core(outcomes[k], picked->roles[k]);
   return ok;
 }
 
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& fanout,
-                         const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
+int finish_local_report(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o) {
+  auto analysis = analyze_job(job, output);
+  if (!analysis || !write_report(job, *analysis, output)) return kExitNothing;
+  int rc = exit_code_for(job);
+  if (o.requested() && !write_job_cores(job, *analysis, o)) rc = std::max(rc, kExitPartial);
+  return rc;
+}
+
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
+                         const FanoutCliOptions& fanout, const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
   if (!o.requested() || rc == kExitNothing) return rc;
-  auto picked = pick_cores(merged, fanout.output, o);
+  auto picked = pick_cores(analysis, o.mode, merged.processes.size());
   if (!picked) {
     print_error(picked.error());
     return std::max(rc, kExitPartial);

@@ -39,15 +39,12 @@ Result<std::uint64_t> parse_size_option(const std::string& text, const std::stri
 // Checks --gcore-max-size before any work is done (a bad value is a usage error, exit 64).
 Status check_gcore_options(const GcoreDumpOptions& o);
 
-// Writes the cores the mode asks for (grouping as the report did); prints one line per core
-// to stderr. Returns false when a core could not be written.
-bool write_job_cores(const JobSnapshot& job, const OutputOptions& output,
-                     const GcoreDumpOptions& o);
+// Writes the cores the mode asks for, chosen from the report's own analysis; prints one line
+// per core to stderr. Returns false when a core could not be written.
+bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o);
 
-// One core of a chosen process, named after request.node, .rank and .pid, in `dir` (created
-// 0700 when missing). The per-pid code of `dump --gcore` and of the agent's core round.
-CoreOutcome write_member_core(const CoreRequest& request, const std::string& dir, std::uint64_t max_size,
-                              const Deadline& deadline);
+// The end of `dump`: the report, then (--gcore) the cores; returns the exit code.
+int finish_local_report(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o);
 
 // Runs one core round of agents on `nodes` with `agent_args` (srun or pdsh, with the
 // fan-out's deadline) and returns what they sent.
@@ -55,10 +52,10 @@ using CoreRoundFn =
     std::function<AgentAnswers(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args)>;
 
 // The end of --slurm-job and pdsh with --gcore: when something was captured (`rc` is the
-// report's exit code), picks members of the merged job like write_job_cores, runs one core
+// report's exit code), picks members of the merged job from its analysis like write_job_cores, runs one core
 // round on the nodes that hold them, prints one line per core (and per core not written,
 // with the reason). Returns the exit code: `rc`, or 1 when a core could not be written.
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const FanoutCliOptions& fanout,
-                         const GcoreDumpOptions& o, const CoreRoundFn& run_round);
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
+                         const FanoutCliOptions& fanout, const GcoreDumpOptions& o, const CoreRoundFn& run_round);
 
 }  // namespace hangscan::cli

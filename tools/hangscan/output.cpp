@@ -15,9 +15,7 @@
 #include <fmt/core.h>
 
 #include "cli.h"
-#include "report/graph_writers.h"
-#include "report/json_writer.h"
-#include "report/text_writer.h"
+#include "report/report_writers.h"
 
 namespace hangscan::cli {
 
@@ -32,7 +30,7 @@ bool output_wants_color() {
 void add_output_options(CLI::App* sub, OutputOptions& o) {
   sub->add_flag("--json", o.json, "Write JSON (docs/output-schema.md)");
   sub->add_option("--format", o.format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "dot", "svg", "folded"}))
+      ->check(CLI::IsMember(report_format_names()))
       ->capture_default_str();
   sub->add_option("--threads", o.group_threads, "Threads that identify a rank when grouping")
       ->check(CLI::IsMember({"main", "all", "gil", "matching"}))
@@ -60,31 +58,35 @@ Result<GroupOptions> group_options(const OutputOptions& o) {
   return g;
 }
 
-std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
-  std::string format = o.json ? "json" : o.format;
-  if (format == "json") return write_json(job, &analysis);
-  if (format == "dot") return write_dot(job, analysis);
-  if (format == "folded") return write_folded(job, analysis.options);
-  TextOptions t;
-  t.color = o.color;
-  t.all_threads = !o.main_only;
-  t.width = o.width;
-  return write_text(job, &analysis, t);
-}
-
 namespace {
 
-// Graphviz renders the DOT tree; absent Graphviz is a clear error, not an empty file.
-bool write_svg(const std::string& dot_text) {
-  auto dot = bp::search_path("dot");
-  if (dot.empty()) {
-    print_error("--format svg needs Graphviz's 'dot', which is not installed",
-                "apt-get install graphviz, or use --format dot and render it elsewhere");
+// --json is --format json.
+ReportWriter chosen_writer(const OutputOptions& o) {
+  auto w = find_report_writer(o.json ? "json" : o.format);
+  return w ? *w : *find_report_writer("text");   // --format is checked against the registry
+}
+
+RenderOptions render_options(const OutputOptions& o) {
+  RenderOptions r;
+  r.color = o.color;
+  r.all_threads = !o.main_only;
+  r.width = o.width;
+  return r;
+}
+
+// Pipes `rendered` through the writer's filter program (Graphviz for svg) to stdout; a missing
+// program is a clear error, not an empty file.
+bool write_filtered(const ReportWriter& w, const std::string& rendered) {
+  auto program = bp::search_path(w.filter.front());
+  if (program.empty()) {
+    print_error(fmt::format("--format {} needs {}, which is not installed", w.name, w.filter_name), w.filter_hint);
     return false;
   }
+  std::fflush(stdout);
   bp::opstream in;
-  bp::child c(dot, "-Tsvg", bp::std_in < in, bp::std_out > stdout);
-  in << dot_text;
+  bp::child c(program, bp::args(std::vector<std::string>(w.filter.begin() + 1, w.filter.end())), bp::std_in < in,
+              bp::std_out > stdout);
+  in << rendered;
   in.flush();
   in.pipe().close();
   c.wait();
@@ -93,17 +95,27 @@ bool write_svg(const std::string& dot_text) {
 
 }  // namespace
 
-bool write_report(const JobSnapshot& job, const OutputOptions& o) {
+std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
+  return chosen_writer(o).render(job, analysis, render_options(o));
+}
+
+std::string report_extension(const OutputOptions& o) {
+  ReportWriter w = chosen_writer(o);
+  return w.filter.empty() ? w.extension : std::string();
+}
+
+Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
   auto g = group_options(o);
   if (!g) {
     print_error(g.error());
-    return false;
+    return g.error();
   }
-  Analysis analysis = analyze(job, *g);
-  if (o.format == "svg" && !o.json) {
-    std::fflush(stdout);
-    return write_svg(write_dot(job, analysis));
-  }
+  return analyze(job, *g);
+}
+
+bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
+  ReportWriter w = chosen_writer(o);
+  if (!w.filter.empty()) return write_filtered(w, w.render(job, analysis, render_options(o)));
   OutputOptions shown = o;
   shown.width = stdout_terminal_width();
   std::string text = render_report(job, analysis, shown);

@@ -14,7 +14,7 @@
 namespace hangscan::cli {
 
 struct OutputOptions {
-  std::string format = "text";      // text | json | dot | svg | folded
+  std::string format = "text";      // a name of report_writers() (report/report_writers.h)
   bool json = false;                // --json, same as --format json
   bool color = false;
   bool main_only = false;           // text: only the main thread of each process
@@ -37,10 +37,15 @@ Result<GroupOptions> group_options(const OutputOptions& o);
 // Columns of the terminal on stdout (TIOCGWINSZ), or 0 when stdout is a file or a pipe.
 int stdout_terminal_width();
 
-// Groups the job and writes the report to stdout, text cut to the terminal's width when
-// stdout is one. Returns false (with one line printed on stderr) when the report could not be
-// produced or could not be written (a full disk, /dev/full, a closed stdout, `dot` missing).
-bool write_report(const JobSnapshot& job, const OutputOptions& o);
+// Groups the job as the flags ask, once per run: the report, --output DIR and --gcore all use
+// this one analysis. Prints the error (a bad --thread-regex) when it fails.
+Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o);
+
+// Writes the report of `job` grouped as `analysis` to stdout, text cut to the terminal's width
+// when stdout is one. Returns false (with one line printed on stderr) when the report could
+// not be produced or could not be written (a full disk, /dev/full, a closed stdout, `dot`
+// missing).
+bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);
 
 // Writes `text` to stdout and flushes; false, with "cannot write the report: REASON" on
 // stderr, when that fails. Why one function: exit 0 must mean the report reached its reader.
@@ -51,8 +56,11 @@ bool write_stdout(const std::string& text);
 void reserve_standard_fds();
 
 
-// The report as a string (for --output DIR files).
+// The report as a string in the chosen format (for --output DIR files).
 std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);
+// The file extension of the chosen format for --output DIR's report.EXT; "" for a format
+// that is piped through another program (svg).
+std::string report_extension(const OutputOptions& o);
 
 // Exit code for a finished run: 2 nothing captured, 1 something missing, 0 complete.
 int exit_code_for(const JobSnapshot& job);

@@ -88,21 +88,10 @@ int run_pdsh(const PdshCliOptions& o) {
   p.remote_setup = o.remote_setup;
   p.rcmd = o.rcmd;
   p.agent_path = *agent;
-  p.agent_args = capture_flag_args(o.common.capture);
   p.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
-  p.progress = tty_progress();
-  FanoutResult result = read_job_answers(run_pdsh_agents(p));
-  JobSnapshot merged = result.merged();
-  int rc = finish_fanout(result, merged, o.common);
-  // The core round: pdsh again, only to the hosts holding a chosen process; the agents get
-  // the same --match, which is how they check that a pid is still one of the job's.
-  PdshOptions round = p;
-  round.progress = {};
-  return finish_cluster_cores(rc, result, merged, o.common, o.gcore, [&round](const auto& nodes, const auto& args) {
-    round.hosts = nodes;
-    round.agent_args = args;
-    return run_pdsh_agents(round);
-  });
+  // The core round runs pdsh again, only to the hosts holding a chosen process; the agents
+  // get the same --match, which is how they check that a pid is still one of the job's.
+  return run_cluster_mode(*make_pdsh_launcher(std::move(p)), o.common, o.gcore);
 }
 
 }  // namespace

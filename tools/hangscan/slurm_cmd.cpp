@@ -41,31 +41,9 @@ int run_slurm(const SlurmCliOptions& o) {
   SlurmOptions s;
   s.job_id = o.job_id;
   s.agent_path = *agent;
-  s.agent_args = capture_flag_args(o.fanout.capture);
   s.timeout = std::chrono::milliseconds(static_cast<long long>(o.fanout.timeout_s * 1000));
   s.context = slurm_context_from_environment();
-  s.progress = tty_progress();
-
-  auto job = resolve_slurm_job(s, Deadline::after(s.timeout));
-  if (!job) {
-    print_error(job.error());
-    return job.error().code == Errc::usage ? kExitUsage : kExitNothing;
-  }
-  if (o.fanout.verbose) {
-    fmt::print(stderr, "hangscan: job {} {} on {} node(s) {}, {} task(s)\n", job->id, job->state, job->nodes.size(),
-               job->nodelist, job->num_tasks ? std::to_string(*job->num_tasks) : "unknown");
-  }
-  FanoutResult result = read_job_answers(run_slurm_agents(s, job->nodes));
-  JobSnapshot merged = result.merged(job->id, job->num_tasks);
-  int rc = finish_fanout(result, merged, o.fanout);
-  // The core round: the same srun, deadline and collector, on the nodes holding a chosen
-  // process, with a fresh --timeout (writing a core takes longer than a capture).
-  SlurmOptions round = s;
-  round.progress = {};
-  return finish_cluster_cores(rc, result, merged, o.fanout, o.gcore, [&round](const auto& nodes, const auto& args) {
-    round.agent_args = args;
-    return run_slurm_agents(round, nodes);
-  });
+  return run_cluster_mode(*make_slurm_launcher(std::move(s)), o.fanout, o.gcore);
 }
 
 }  // namespace

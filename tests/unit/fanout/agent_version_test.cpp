@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "fanout/agent_framing.h"
 #include "fanout/agent_version.h"
 #include "fanout/collector.h"
-#include "fanout/frames.h"
 #include "report/agent_format.h"
 #include "util/version.h"
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "fanout/agent.h"
+#include "fanout/agent_framing.h"
 #include "fanout/collector.h"
 #include "fanout/core_round.h"
-#include "fanout/frames.h"
 #include "report/agent_format.h"
 
 namespace hangscan {

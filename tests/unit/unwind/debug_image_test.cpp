@@ -2,7 +2,7 @@
 // and zlib-gnu (.zdebug_*) debug sections, and survive damaged files. The test binary itself
 // is the module: it is built with -g; objcopy makes the compressed copies.
 #include "unwind/debug_image.h"
-#include "unwind/line_table.h"
+#include "unwind/dwarf_lines.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -230,7 +230,7 @@ TEST_F(DebugImageTest, FindsTheDebuglinkFileWithTheSameBuildId) {
 namespace hangscan {
 namespace {
 
-// LineTable must give libdw's answers: the row for an address (also between rows and past a
+// DwarfLines must give libdw's answers: the row for an address (also between rows and past a
 // sequence's end) and every name of the file table.
 void expect_line_tables_like_libdw(Dwarf* dbg) {
   std::size_t cus = 0;
@@ -243,7 +243,7 @@ void expect_line_tables_like_libdw(Dwarf* dbg) {
     Dwarf_Lines* lines = nullptr;
     std::size_t n = 0;
     if (dwarf_offdie(dbg, off + header, &cu) != nullptr && dwarf_getsrclines(&cu, &lines, &n) == 0 && n > 0) {
-      auto table = LineTable::parse(dbg, &cu);
+      auto table = DwarfLines::parse(dbg, &cu);
       ASSERT_TRUE(table) << dwarf_diename(&cu);   // gcc 12 writes DWARF 5
       ++cus;
       Dwarf_Files* files = nullptr;

@@ -1,4 +1,4 @@
-#include "python/line_table.h"
+#include "python/code_positions.h"
 
 namespace hangscan::python {
 namespace {

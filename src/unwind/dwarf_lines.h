@@ -1,4 +1,4 @@
-// LineTable: file:line of an address from one CU's DWARF line program, without building the
+// DwarfLines: file:line of an address from one CU's DWARF line program, without building the
 // whole table.
 //
 // Why: libdw's dwarf_getsrc_die() (and, in elfutils 0.188, dwarf_getsrcfiles()) decode a
@@ -22,11 +22,11 @@
 
 namespace hangscan {
 
-class LineTable {
+class DwarfLines {
  public:
   // The line program of `cudie` (DW_AT_stmt_list into .debug_line of `dbg`); nullopt when
   // absent or in a shape this does not read.
-  static std::optional<LineTable> parse(Dwarf* dbg, Dwarf_Die* cudie);
+  static std::optional<DwarfLines> parse(Dwarf* dbg, Dwarf_Die* cudie);
 
   struct Row {
     std::string file;

@@ -1,4 +1,4 @@
-#include "capture/crash_explainer.h"
+#include "crash/crash_explainer.h"
 
 #include <csignal>
 #include <cstring>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/crash_facts.h"
+#include "crash/crash_facts.h"
 #include "hangscan/model.h"
 #include "target/target.h"
 

@@ -1,5 +1,5 @@
 // The crash rules on fabricated snapshots, and the C++ exception decoder on fabricated memory.
-#include "capture/crash_explainer.h"
+#include "crash/crash_explainer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "capture/crash_facts.h"
+#include "crash/crash_facts.h"
 
 #include <cxxabi.h>
 

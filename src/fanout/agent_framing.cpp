@@ -1,4 +1,4 @@
-#include "fanout/frames.h"
+#include "fanout/agent_framing.h"
 
 #include <fmt/core.h>
 

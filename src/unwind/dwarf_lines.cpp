@@ -1,4 +1,4 @@
-#include "unwind/line_table.h"
+#include "unwind/dwarf_lines.h"
 
 #include <dwarf.h>
 #include <gelf.h>
@@ -133,7 +133,7 @@ bool read_entries(Cursor& c, const std::vector<std::pair<std::uint64_t, std::uin
 
 }  // namespace
 
-std::optional<LineTable> LineTable::parse(Dwarf* dbg, Dwarf_Die* cudie) {
+std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
   Dwarf_Attribute attr;
   Dwarf_Word stmt_list = 0;
   if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &stmt_list) != 0) return std::nullopt;
@@ -150,7 +150,7 @@ std::optional<LineTable> LineTable::parse(Dwarf* dbg, Dwarf_Die* cudie) {
   }
   if (!c.ok || unit_length > static_cast<std::uint64_t>(c.end - c.p)) return std::nullopt;
   c.end = c.p + unit_length;
-  LineTable t;
+  DwarfLines t;
   t.version_ = static_cast<int>(c.fixed(2));
   // DWARF 2-4 line tables are left to libdw (their file numbering differs; not seen on the
   // distributions this is tuned for, which use DWARF 5).
@@ -203,11 +203,11 @@ std::optional<LineTable> LineTable::parse(Dwarf* dbg, Dwarf_Die* cudie) {
   return t;
 }
 
-const std::string* LineTable::file(std::uint64_t index) const {
+const std::string* DwarfLines::file(std::uint64_t index) const {
   return index < files_.size() ? &files_[index] : nullptr;
 }
 
-std::optional<LineTable::Row> LineTable::lookup(std::uint64_t addr) const {
+std::optional<DwarfLines::Row> DwarfLines::lookup(std::uint64_t addr) const {
   struct State {
     std::uint64_t address = 0;
     std::uint64_t file = 1;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "python/line_table.h"
+#include "python/code_positions.h"
 
 namespace hangscan::python {
 namespace {

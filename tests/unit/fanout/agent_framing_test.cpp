@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fanout/agent_framing.h"
 #include "fanout/collector.h"
-#include "fanout/frames.h"
 #include "report/agent_format.h"
 
 namespace hangscan {

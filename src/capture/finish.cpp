@@ -1,0 +1,206 @@
+#include "capture/finish.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "capture/python_capture.h"
+#include "unwind/dwfl_session.h"
+#include "unwind/unwinder.h"
+#include "util/contain.h"
+
+namespace hangscan {
+
+namespace {
+
+Diagnostic make_diag(Diagnostic::Severity sev, int pid, std::string msg, std::string hint = {}) {
+  Diagnostic d;
+  d.severity = sev;
+  d.message = std::move(msg);
+  d.hint = std::move(hint);
+  d.pid = pid;
+  return d;
+}
+
+// A process that died while stopped: what was copied before is exact, the rest is missing.
+// It is reported dead (the suspects name it) with an error, so the run does not end in 0.
+void report_death(const ProcessCopy& copy, ProcessSnapshot& snap) {
+  snap.state = 'X';
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::error, copy.pid,
+      fmt::format("pid {} {} while it was being captured: its stacks may be incomplete", copy.pid,
+                  copy.death),
+      "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it"));
+}
+
+// Threads in D state were not stopped: their user stacks are missing (each has a note and its
+// kernel stack); one warning per process says so, so the run ends in 1, not 0.
+void report_uninterruptible(const ProcessCopy& copy, ProcessSnapshot& snap) {
+  std::vector<std::string> tids;
+  for (const auto& c : copy.threads) {
+    if (c.uninterruptible) tids.push_back(std::to_string(c.tid));
+  }
+  if (tids.empty()) return;
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::warning, copy.pid,
+      fmt::format("{} in uninterruptible sleep (D state) could not be stopped: {}{}",
+                  tids.size() == 1 ? "thread " + tids[0] : fmt::format("threads {}", fmt::join(tids, ", ")),
+                  tids.size() == 1 ? "its user stack is not shown" : "their user stacks are not shown",
+                  tids.size() < copy.threads.size() ? "; the other threads were captured" : ""),
+      "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it returns"));
+}
+
+// --verbose: the pause, split by phase, so a slow one can be pinned on its phase.
+std::string pause_line(const ProcessCopy& copy, const PauseTimes& p) {
+  return fmt::format(
+      "pid {}: paused {} us: {} threads stopped and registers read in {} us, {} KiB of "
+      "stacks copied in {} us, Python frames walked in {} us ({} reads), resumed in {} us",
+      copy.pid, p.pause_us, copy.threads.size(), p.stopped_us, p.stack_bytes / 1024, p.stacks_us,
+      p.python_us, p.python_reads,
+      std::max<std::int64_t>(0, p.pause_us - p.stopped_us - (p.stacks_us + p.python_us)));
+}
+
+// The unwinder over the source's modules; null (and a warning) when it cannot be made.
+struct NativeUnwinding {
+  std::unique_ptr<DwflSession> session;
+  std::unique_ptr<Unwinder> unwinder;
+};
+
+NativeUnwinding make_native(ModuleSource& source, const CaptureOptions& options, int pid,
+                            ProcessSnapshot& snap) {
+  NativeUnwinding out;
+  auto s = DwflSession::create(source);
+  if (!s) {
+    snap.diagnostics.push_back(make_diag(Diagnostic::Severity::warning, pid, s.error().what()));
+    return out;
+  }
+  out.session = std::move(*s);
+  auto u = make_unwinder(options.unwinder, source, *out.session);
+  if (u) out.unwinder = std::move(*u);
+  else snap.diagnostics.push_back(make_diag(Diagnostic::Severity::warning, pid, u.error().what()));
+  return out;
+}
+
+// Symbolizes one thread's unwound frames into `t`, drops frames past its entry point and
+// says when the stack is cut short.
+void attach_native(const UnwindResult& u, DwflSession& session, SymbolCache& symbols,
+                   ThreadSnapshot& t) {
+  for (const auto& raw : u.frames) {
+    auto frames = session.symbolize(raw, symbols);
+    t.frames.insert(t.frames.end(), frames.begin(), frames.end());
+  }
+  // Nothing is above a thread's entry point: frames past it are garbage read beyond the
+  // end of the stack (seen for threads caught right after clone3).
+  auto root = std::find_if(t.frames.begin(), t.frames.end(), [](const Frame& f) {
+    return f.function == "__clone3" || f.function == "__clone" || f.function == "clone3" ||
+           f.function == "clone" || f.function == "_start";
+  });
+  if (root != t.frames.end()) t.frames.erase(root + 1, t.frames.end());
+  t.incomplete = root == t.frames.end() && !u.stop_reason.empty() && !t.frames.empty();
+  if (t.incomplete && u.frames.size() >= 2) {
+    t.notes.push_back(fmt::format("stack incomplete: unwinding stopped after {} ({})",
+                                  t.frames.back().function, u.stop_reason));
+  }
+  if (!u.stop_reason.empty() && u.frames.size() < 2) {
+    t.notes.push_back("unwind stopped: " + u.stop_reason);
+  } else if (u.frames.size() == 1 && !t.frames.empty() && t.frames.back().function != "_start") {
+    // A lone frame is a stack cut short (e.g. a pc in code without unwind info, such as
+    // clone3's syscall instruction), not a thread with one function: say so.
+    t.notes.push_back(fmt::format("stack may be incomplete: unwinding stopped after {}",
+                                  t.frames.back().function));
+  }
+}
+
+ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
+                                 const CaptureOptions& options, SymbolCache& symbols) {
+  ProcessSnapshot snap = copy.process;
+  for (auto& d : copy.diagnostics) snap.diagnostics.push_back(std::move(d));
+  if (copy.pause) snap.pause_us = copy.pause->pause_us;
+  if (!copy.death.empty()) report_death(copy, snap);
+  report_uninterruptible(copy, snap);
+  if (options.log != nullptr && copy.pause) options.log->push_back(pause_line(copy, *copy.pause));
+
+  NativeUnwinding native;
+  if (options.native && copy.registers_copied && !copy.threads.empty())
+    native = make_native(source, options, copy.pid, snap);
+
+  // Unwind every copy (raw addresses only).
+  std::map<int, UnwindResult> unwound;
+  std::map<int, std::string> unwind_errors;
+  std::vector<int> tids;
+  std::map<int, std::uint64_t> fs_bases;
+  // Stack mappings by thread: from the registers, or (--nonblocking, no registers) from the
+  // stack pointer the kernel shows for a thread blocked in a system call.
+  std::map<int, std::pair<std::uint64_t, std::uint64_t>> stack_ranges;
+  auto note_stack = [&](int tid, std::uint64_t sp) {
+    for (const auto& m : source.mappings()) {
+      if (m.contains(sp)) stack_ranges[tid] = {m.start, m.end};
+    }
+  };
+  for (const auto& c : copy.threads) {
+    tids.push_back(c.tid);
+    if (c.regs) {
+      fs_bases[c.tid] = c.regs->fs_base();
+      note_stack(c.tid, c.regs->sp());
+    } else if (!copy.registers_copied && c.described.stack_pointer) {
+      note_stack(c.tid, *c.described.stack_pointer);
+    }
+    if (!c.regs || !native.unwinder) continue;
+    auto res = native.unwinder->unwind(*c.regs, c.stack, c.tid);
+    if (res) unwound[c.tid] = std::move(*res);
+    else unwind_errors[c.tid] = res.error().what();
+  }
+  PythonByThread python;
+  if (copy.python) python = decode_python(*copy.python, source, tids, fs_bases, stack_ranges);
+
+  // Python-only output needs no native symbols for threads that run Python code.
+  auto needs_native = [&](int tid) { return options.merge_native || !has_python_frames(python, tid); };
+  if (native.session) {
+    std::vector<const RawFrame*> to_name;
+    for (const auto& [tid, u] : unwound) {
+      if (!needs_native(tid)) continue;
+      for (const auto& raw : u.frames) to_name.push_back(&raw);
+    }
+    native.session->prepare(to_name, symbols);
+  }
+
+  for (auto& c : copy.threads) {
+    ThreadSnapshot t = std::move(c.described);
+    t.tid = c.tid;
+    t.is_main = t.tid == copy.pid;
+    if (!c.error.empty()) t.notes.push_back(c.error);
+    if (auto e = unwind_errors.find(c.tid); e != unwind_errors.end()) t.notes.push_back(e->second);
+    auto u = unwound.find(c.tid);
+    if (needs_native(c.tid) && native.session && u != unwound.end())
+      attach_native(u->second, *native.session, symbols, t);
+    snap.threads.push_back(std::move(t));
+  }
+
+  if (copy.python) attach_python(*copy.python, python, source, options, snap);
+
+  std::sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
+    if (a.is_main != b.is_main) return a.is_main;
+    return a.tid < b.tid;
+  });
+  return snap;
+}
+
+}  // namespace
+
+ProcessSnapshot finish_process(ProcessCopy copy, ModuleSource& source,
+                               const CaptureOptions& options, SymbolCache& symbols) {
+  ProcessSnapshot snap;
+  auto failure = failure_of([&] { snap = finish_unguarded(copy, source, options, symbols); });
+  if (!failure) return snap;
+  // Keep what describes the process.
+  snap = std::move(copy.process);
+  snap.threads.clear();
+  snap.diagnostics.push_back(make_diag(Diagnostic::Severity::error, copy.pid,
+                                       fmt::format("{}: capture failed: {}", copy.what, *failure),
+                                       internal_error_hint()));
+  return snap;
+}
+
+}  // namespace hangscan

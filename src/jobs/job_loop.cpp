@@ -1,0 +1,143 @@
+#include "jobs/job_loop.h"
+
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "crash/crash_explainer.h"
+#include "group/progress.h"
+#include "proc/deaths.h"
+#include "proc/environ_memory.h"
+#include "target/live_target.h"
+#include "util/contain.h"
+#include "util/diagnostic.h"
+#include "util/hints.h"
+#include "util/parse_number.h"
+
+namespace hangscan {
+
+namespace {
+
+void lap(const JobOptions& o, PhaseClock::Phase phase) {
+  if (o.clock != nullptr) o.clock->lap(phase);
+}
+
+// One live process: open (unless open already), capture, rank from the environment it sees now.
+ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& symbols) {
+  const DiscoveredProcess& dp = m.process;
+  if (o.deadline.expired()) {
+    return unopened_snapshot(dp, Error(Errc::timeout,
+                                       fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
+                                       hints::raise_timeout()));
+  }
+  ProcessSnapshot snap;
+  auto failure = failure_of([&] {
+    std::unique_ptr<Target> target = std::move(m.opened);
+    if (!target) {
+      auto opened = open_live_target(dp.pid, o.capture.nonblocking);
+      if (!opened) {
+        snap = unopened_snapshot(dp, opened.error());
+        return;
+      }
+      target = std::move(*opened);
+    }
+    CaptureOptions copt = o.capture;
+    copt.freeze_timeout =
+        std::min(copt.freeze_timeout, std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
+    snap = capture_process(*target, copt, symbols);
+    apply_rank_info(snap, dp.environment.empty() ? read_environment(*target) : dp.environment, &dp);
+  });
+  if (failure) {
+    snap = unopened_snapshot(dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure), 0,
+                                       hints::internal_error()));
+  }
+  return snap;
+}
+
+// One core: open, capture, rank (environment, else the file name), explain the crash.
+void capture_core(const JobMember& m, const JobOptions& o, SymbolCache& symbols, JobSnapshot& job) {
+  auto failure = failure_of([&] {
+    auto target = open_core_target(m.core_file, o.core);
+    lap(o, PhaseClock::open);
+    if (!target) {
+      job.diagnostics.push_back(error_diagnostic(target.error()));
+      return;
+    }
+    ProcessSnapshot snap = capture_process(**target, o.capture, symbols);
+    lap(o, PhaseClock::capture);
+    apply_rank_info(snap, read_environment(**target));
+    if (!snap.rank) {
+      if (auto r = rank_from_file_name(m.core_file)) {
+        snap.rank = r;
+        snap.role = "rank";
+      }
+    }
+    lap(o, PhaseClock::environ);
+    if (snap.core) snap.core->annotations = explain_crash(**target, snap);
+    if (snap.world_size) {
+      job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
+    }
+    job.processes.push_back(std::move(snap));
+    target->reset();   // the core's mapping and files are released before the next one
+    lap(o, PhaseClock::crash);
+  });
+  if (failure) {
+    job.diagnostics.push_back(error_diagnostic(
+        Error(Errc::internal, fmt::format("core {}: {}", m.core_file, *failure), 0, hints::internal_error())));
+  }
+}
+
+JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols) {
+  JobSnapshot job;
+  for (auto& m : members) {
+    if (m.is_core()) {
+      capture_core(m, o, symbols, job);
+    } else {
+      job.processes.push_back(capture_live(m, o, symbols));
+    }
+  }
+  return job;
+}
+
+}  // namespace
+
+JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols,
+                    std::vector<Diagnostic> found) {
+  const int count = std::max(1, o.samples);
+  std::vector<JobSnapshot> samples;
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
+    samples.push_back(capture_once(members, o, symbols));
+  }
+  // Progress reads every sample, the last included: computed before the last is moved out.
+  std::vector<ProcessProgress> progress;
+  if (count > 1) progress = compute_progress(samples, o.interval_s, sysconf(_SC_CLK_TCK));
+  JobSnapshot job = std::move(samples.back());
+  if (count > 1) apply_progress(job, progress);
+  for (auto& d : found) job.diagnostics.push_back(std::move(d));
+  if (!o.host.empty()) {
+    for (auto& p : job.processes) {
+      p.host = o.host;
+      for (auto& d : p.diagnostics) d.host = o.host;
+    }
+    for (auto& d : job.diagnostics) d.host = o.host;
+  }
+  if (o.explain_deaths) explain_deaths(job, o.host);
+  return job;
+}
+
+std::optional<int> rank_from_file_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(base, m, kRank)) return parse_int<int>(m[1].str());
+  return std::nullopt;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,56 @@
+// ModuleSource: what turning copied stacks into frames needs of the process they came from.
+//
+// Why: unwinding and symbolizing a copy (capture/finish.h) needs the process's mappings, the
+// file behind each one (symbols, CFI) and a reader for the few bytes outside the copies (the
+// [vdso] image, unwind tables of modules without a file, Python code objects); it needs none
+// of the rest of a Target (freeze, descriptions, environment). A live process and a core are
+// ModuleSources through their Target; the eBPF recorder is one over a live pid's maps, with
+// its sampled stacks as the copies; a unit test is one over fabricated memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "target/memory_reader.h"
+
+namespace hangscan {
+
+// One line of /proc/PID/maps or one NT_FILE entry.
+struct Mapping {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint64_t offset = 0;     // file offset of `start`
+  std::string perms;            // "r-xp"
+  std::string path;             // "" anonymous, "[stack]", "/usr/lib/..."
+  std::uint64_t inode = 0;
+  bool deleted = false;         // "(deleted)" suffix stripped from path
+  bool readable() const { return !perms.empty() && perms[0] == 'r'; }
+  bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
+  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
+  bool is_file() const { return !path.empty() && path[0] == '/'; }
+  bool contains(std::uint64_t a) const { return a >= start && a < end; }
+};
+
+class ModuleSource {
+ public:
+  virtual ~ModuleSource() = default;
+
+  // The process id (messages, libdw's attach, /proc/PID/cwd for relative source names).
+  virtual int pid() const = 0;
+  // True for a process running on this machine (its relative file names resolve through
+  // /proc/PID/cwd); false for a core.
+  virtual bool is_live() const = 0;
+
+  // Memory outside the copies. A source without one returns a reader that reads nothing: frames
+  // whose unwinding needs such bytes then end the stack (an incomplete stack, not a wrong one).
+  virtual MemoryReader& memory() = 0;
+  virtual const std::vector<Mapping>& mappings() const = 0;
+
+  // Where to open the file behind a mapping on this machine (sysroot remapping for cores,
+  // /proc/PID/map_files for deleted files of live processes). nullopt: not available.
+  virtual std::optional<std::string> local_path(const Mapping& m) const = 0;
+};
+
+}  // namespace hangscan

@@ -1,0 +1,35 @@
+#include "util/hints.h"
+
+namespace hangscan::hints {
+
+const char* ptrace_permission() {
+  return "run as the process's user or as root; on hardened kernels set "
+         "'sysctl kernel.yama.ptrace_scope=0' (or 1 with the same user); in a container "
+         "add CAP_SYS_PTRACE (docker run --cap-add=SYS_PTRACE)";
+}
+
+const char* internal_error() {
+  return "this is a hangscan bug triggered by this target's data; the other targets are reported; "
+         "please report it with the output of -v";
+}
+
+const char* raise_timeout() { return "raise --timeout"; }
+
+const char* fresh_report() { return "run hangscan again for a fresh report"; }
+
+const char* unknown_slurm_job() {
+  return "check the id with 'squeue -u $USER'; a finished job has no ranks to capture";
+}
+
+std::string writable_core_dir(const std::string& option) {
+  return "choose a writable directory with " + option + " DIR";
+}
+
+std::string core_already_there(const std::string& option) {
+  return "a core of this process is already there; move it away or " +
+         std::string(option == "-o" ? "use -o DIR" : "choose another " + option);
+}
+
+const char* check_pid() { return "check the pid with 'ps -p PID'; the process may have exited"; }
+
+}  // namespace hangscan::hints
