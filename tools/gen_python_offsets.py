@@ -45,6 +45,7 @@ SOURCE_HEADER = {
 OLD_FRAME = {  # 3.6-3.10: PyFrameObject chain from tstate->frame
     "tstate_frame": "offsetof(PyThreadState, frame)",
     "cframe_current_frame": "-1",
+    "cframe_previous": "-1",
     "frame_previous": "offsetof(PyFrameObject, f_back)",
     "frame_code": "offsetof(PyFrameObject, f_code)",
     "frame_instr": "offsetof(PyFrameObject, f_lasti)",
@@ -60,6 +61,7 @@ OLD_FRAME = {  # 3.6-3.10: PyFrameObject chain from tstate->frame
 NEW_FRAME = {  # 3.11-3.12: _PyInterpreterFrame chain from tstate->cframe->current_frame
     "tstate_frame": "offsetof(PyThreadState, cframe)",
     "cframe_current_frame": "offsetof(_PyCFrame, current_frame)",
+    "cframe_previous": "offsetof(_PyCFrame, previous)",
     "frame_previous": "offsetof(_PyInterpreterFrame, previous)",
     "frame_code": "offsetof(_PyInterpreterFrame, f_code)",
     "frame_instr": "offsetof(_PyInterpreterFrame, prev_instr)",
@@ -188,7 +190,7 @@ ORDER = [
     "runtime_interpreters_head", "runtime_gil", "interp_next", "interp_threads_head",
     "interp_gil_ptr", "gil_locked", "gil_last_holder", "tstate_next", "tstate_interp",
     "tstate_frame", "tstate_thread_id", "tstate_native_thread_id", "cframe_current_frame",
-    "frame_previous", "frame_code", "frame_instr", "frame_localsplus", "frame_owner",
+    "cframe_previous", "frame_previous", "frame_code", "frame_instr", "frame_localsplus", "frame_owner",
     "frame_is_entry", "code_filename", "code_name", "code_qualname", "code_firstlineno",
     "code_linetable", "code_adaptive", "code_varnames", "code_localspluskinds", "code_nlocals",
     "object_type", "type_name", "unicode_length", "unicode_state", "unicode_ascii_size",

@@ -32,6 +32,7 @@ struct Frame {
   std::string module;                // path of the ELF module (native), empty for python
   std::uint64_t pc = 0;              // absolute address (native); 0 for python
   std::uint64_t offset = 0;          // pc relative to the module's load bias
+  std::uint64_t sp = 0;              // native: the frame's stack pointer, 0 unknown (not written out)
   std::string build_id;              // hex, empty when unknown
   std::vector<Local> locals;         // python frames with --locals
   // Python 3.11+: the expression running, from the code object's location table. Columns are
@@ -109,6 +110,18 @@ struct PythonInfo {
   bool gc_collecting = false; // a cycle collection is running
 };
 
+// One asyncio task of a process's event loop (docs/output-schema.md, "asyncio_tasks").
+struct AsyncioTask {
+  std::string name;                    // Task.get_name()
+  std::uint64_t address = 0;           // the Task object
+  // Where its coroutines are suspended: the task's own coroutine last, the one it awaits
+  // (and so on) before it, innermost first like a stack. Empty: not started.
+  std::vector<Frame> coroutines;
+  std::optional<std::string> awaits_task;   // the task whose completion it waits for
+  std::string awaits;                  // type of the awaited future ("_asyncio.Future"), "" none
+  bool operator==(const AsyncioTask&) const = default;
+};
+
 struct SignalInfo {
   int number = 0;
   std::string name;           // "SIGSEGV"
@@ -173,6 +186,7 @@ struct ProcessSnapshot {
   char state = '?';
   double cpu_percent = -1;                 // over --samples interval; <0 unknown
   std::optional<PythonInfo> python;
+  std::vector<AsyncioTask> asyncio_tasks;   // pending tasks of Python event loops, by name
   std::vector<ThreadSnapshot> threads;
   std::int64_t pause_us = 0;
   std::optional<CoreInfo> core;

@@ -134,6 +134,9 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
   snap.python = info;
   if (options.log != nullptr && !py.reader->names_missing().empty())
     options.log->push_back("python thread names: " + py.reader->names_missing());
+  snap.asyncio_tasks = py.reader->asyncio_tasks(py.raw, *py.pages);
+  if (options.log != nullptr && !py.reader->asyncio_missing().empty())
+    options.log->push_back("asyncio tasks: " + py.reader->asyncio_missing());
   for (const auto& msg : py.raw.diagnostics) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::warning;

@@ -43,6 +43,7 @@ struct PyOffsets {
   std::int64_t tstate_thread_id = -1;           // pthread_t
   std::int64_t tstate_native_thread_id = -1;    // kernel tid (3.11+)
   std::int64_t cframe_current_frame = -1;       // _PyCFrame.current_frame (3.11-3.12)
+  std::int64_t cframe_previous = -1;            // _PyCFrame.previous (3.11-3.12)
   std::int64_t frame_previous = -1;             // f_back / previous
   std::int64_t frame_code = -1;                 // f_code / f_executable
   std::int64_t frame_instr = -1;                // f_lasti (int) / prev_instr / instr_ptr

@@ -41,33 +41,71 @@ std::vector<std::vector<PythonFrame>> eval_groups(const std::vector<PythonFrame>
   return groups;
 }
 
-Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
-                                        const std::vector<PythonFrame>& python) {
-  auto groups = eval_groups(python);
-  bool has_default = false;
-  for (const auto& f : native)
-    if (f.kind == FrameKind::native && same_function(f.function, kEvalDefault)) has_default = true;
-  std::size_t evals = 0;
-  for (const auto& f : native)
-    if (counts_as_eval(f, has_default)) ++evals;
-  if (evals != groups.size()) {
-    return Error(Errc::bad_data,
-                 fmt::format("cannot merge: {} Python eval-loop calls ({} Python frames) but {} "
-                             "native eval-loop frames",
-                             groups.size(), python.size(), evals));
-  }
+namespace {
+
+// Interleaves: the native frame at each index of `evals` (innermost first) becomes its group.
+std::vector<Frame> interleave(const std::vector<Frame>& native,
+                              const std::vector<std::vector<PythonFrame>>& groups,
+                              const std::vector<std::size_t>& evals) {
   std::vector<Frame> out;
-  out.reserve(native.size() + python.size());
   std::size_t g = 0;
-  for (const auto& f : native) {
-    if (counts_as_eval(f, has_default)) {
+  for (std::size_t i = 0; i < native.size(); ++i) {
+    if (g < evals.size() && evals[g] == i) {
       for (const auto& p : groups[g]) out.push_back(p.frame);
       ++g;
     } else {
-      out.push_back(f);
+      out.push_back(native[i]);
     }
   }
   return out;
+}
+
+// The eval-loop frames found by address: the physical frame whose stack range [sp, caller's
+// sp) holds the group's marker. Empty when a marker is missing or not inside one frame each,
+// in call order.
+std::vector<std::size_t> evals_by_marker(const std::vector<Frame>& native,
+                                         const std::vector<std::vector<PythonFrame>>& groups) {
+  std::vector<std::size_t> physical;
+  for (std::size_t i = 0; i < native.size(); ++i)
+    if (native[i].kind == FrameKind::native) physical.push_back(i);
+  std::vector<std::size_t> evals;
+  std::size_t from = 0;   // groups run innermost first, so their frames do too
+  for (const auto& group : groups) {
+    std::uint64_t marker = group.back().eval_marker;
+    if (marker == 0) return {};
+    std::optional<std::size_t> found;
+    for (std::size_t j = from; j + 1 < physical.size() && !found; ++j) {
+      std::uint64_t lo = native[physical[j]].sp;
+      std::uint64_t hi = native[physical[j + 1]].sp;
+      if (lo != 0 && lo <= marker && marker < hi) found = j;
+    }
+    if (!found) return {};
+    evals.push_back(physical[*found]);
+    from = *found + 1;
+  }
+  return evals;
+}
+
+}  // namespace
+
+Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
+                                        const std::vector<PythonFrame>& python) {
+  auto groups = eval_groups(python);
+  if (auto by_marker = evals_by_marker(native, groups); !by_marker.empty())
+    return interleave(native, groups, by_marker);
+  bool has_default = false;
+  for (const auto& f : native)
+    if (f.kind == FrameKind::native && same_function(f.function, kEvalDefault)) has_default = true;
+  std::vector<std::size_t> evals;
+  for (std::size_t i = 0; i < native.size(); ++i)
+    if (counts_as_eval(native[i], has_default)) evals.push_back(i);
+  if (evals.size() != groups.size()) {
+    return Error(Errc::bad_data,
+                 fmt::format("cannot merge: {} Python eval-loop calls ({} Python frames) but {} "
+                             "native eval-loop frames",
+                             groups.size(), python.size(), evals.size()));
+  }
+  return interleave(native, groups, evals);
 }
 
 std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks,

@@ -137,6 +137,29 @@ std::optional<std::vector<DictItem>> ObjectReader::dict_items(std::uint64_t dict
   return scan(mem_, *k, 0, max);
 }
 
+std::optional<std::vector<std::uint64_t>> ObjectReader::set_items(std::uint64_t set,
+                                                                  std::size_t max,
+                                                                  std::size_t* total) {
+  const PyOffsets& o = layout_.off;
+  if (o.set_table < 0) return std::nullopt;
+  auto used = read_word(set + o.set_used);
+  auto mask = read_word(set + o.set_mask);
+  auto table = read_word(set + o.set_table);
+  if (!used || !mask || !table || *mask >= (1u << 24) || *used > *mask + 1 || *table == 0)
+    return std::nullopt;
+  if (total != nullptr) *total = static_cast<std::size_t>(*used);
+  std::vector<std::uint64_t> keys;
+  if (*used == 0) return keys;
+  std::vector<std::uint64_t> raw(static_cast<std::size_t>(*mask + 1) * 2);   // {key, hash}
+  if (!read_words(*table, raw)) return std::nullopt;
+  for (std::size_t i = 0; i + 1 < raw.size() && keys.size() < max; i += 2) {
+    // A free slot has no key; a deleted one keeps the dummy key with hash -1.
+    if (raw[i] == 0 || static_cast<std::int64_t>(raw[i + 1]) == -1) continue;
+    keys.push_back(raw[i]);
+  }
+  return keys;
+}
+
 std::optional<std::vector<DictItem>> ObjectReader::split_items(std::uint64_t keys,
                                                                std::uint64_t values,
                                                                std::size_t max) {

@@ -68,6 +68,10 @@ class ObjectReader {
   // nullopt when the dict or its keys are unreadable or implausible.
   std::optional<std::vector<DictItem>> dict_items(std::uint64_t dict, std::size_t max,
                                                   std::size_t* total = nullptr);
+  // The keys of a set or frozenset in table order, at most `max`; `total` receives its size.
+  // nullopt when the set or its table is unreadable or implausible.
+  std::optional<std::vector<std::uint64_t>> set_items(std::uint64_t set, std::size_t max,
+                                                      std::size_t* total = nullptr);
   // The value stored under the str key `key`, nullopt when absent or unreadable.
   std::optional<std::uint64_t> dict_get(std::uint64_t dict, std::string_view key);
   // An attribute stored in an instance's __dict__ (or its inline values, 3.11+).

@@ -218,7 +218,10 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
       auto owner = load<std::int8_t>(buf, o.frame_owner);
       if (owner >= l.shim_owner) {
         // A C-stack shim: not Python code, but the boundary of one eval-loop call.
-        if (owner == l.shim_owner && !out.frames.empty()) out.frames.back().is_entry = true;
+        if (owner == l.shim_owner && !out.frames.empty()) {
+          out.frames.back().is_entry = true;
+          out.frames.back().eval_marker = frame;   // the shim lives on the eval loop's C stack
+        }
         frame = prev;
         continue;
       }
@@ -239,7 +242,28 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
     }
     frame = prev;
   }
+  if (o.cframe_previous >= 0 && l.shim_owner < 0)
+    mark_cframes(mem, load<std::uint64_t>(ts, o.tstate_frame), out);
   return next;
+}
+
+void PythonReader::mark_cframes(MemoryReader& mem, std::uint64_t cframe, RawPythonThread& out) {
+  // Every eval-loop call links one _PyCFrame (a local of the call) in front of the thread's
+  // chain; the chain ends at the thread state's root _PyCFrame, whose previous is null.
+  std::vector<std::uint64_t> calls;
+  while (cframe != 0 && calls.size() <= out.frames.size()) {
+    std::uint64_t previous = 0;
+    if (!mem.read_obj(cframe + where_.layout.off.cframe_previous, previous)) return;
+    if (previous == 0) break;
+    calls.push_back(cframe);
+    cframe = previous;
+  }
+  std::size_t entries = 0;
+  for (const auto& f : out.frames) entries += f.is_entry ? 1 : 0;
+  if (entries != calls.size() || !out.error.empty()) return;   // no sure pairing: names decide
+  std::size_t k = 0;
+  for (auto& f : out.frames)
+    if (f.is_entry) f.eval_marker = calls[k++];
 }
 
 void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
@@ -368,11 +392,15 @@ std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
       if (!info.valid) {
         s.notes.push_back(info.error);
         // Keep the count of eval-loop calls right for the merge: the inner frame inherits it.
-        if (f.is_entry && !s.frames.empty()) s.frames.back().entry = true;
+        if (f.is_entry && !s.frames.empty()) {
+          s.frames.back().entry = true;
+          s.frames.back().eval_marker = f.eval_marker;
+        }
         continue;
       }
       PythonFrame pf;
       pf.entry = f.is_entry;
+      pf.eval_marker = f.eval_marker;
       pf.frame.kind = FrameKind::python;
       pf.frame.function = info.function;
       pf.frame.file = info.file;

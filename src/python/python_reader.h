@@ -36,6 +36,10 @@ struct RawPythonFrame {
   std::uint64_t code_addr = 0;
   std::uint64_t instr = 0;   // f_lasti (3.6-3.10, as unsigned bits of the int) or instr pointer
   bool is_entry = false;     // first Python frame of one eval-loop call (innermost first order)
+  // On an entry frame (3.11+): an address inside its eval-loop call's C stack frame (the
+  // _PyCFrame on 3.11, the entry shim on 3.12+), 0 unknown. It names the native eval-loop
+  // frame without symbols (merge.h).
+  std::uint64_t eval_marker = 0;
   std::vector<Local> locals;
 };
 
@@ -60,6 +64,7 @@ struct RawPythonState {
 struct PythonFrame {
   Frame frame;          // frame.kind == FrameKind::python
   bool entry = false;   // see RawPythonFrame::is_entry
+  std::uint64_t eval_marker = 0;   // see RawPythonFrame::eval_marker
 };
 
 struct PythonThreadStack {
@@ -108,6 +113,11 @@ class PythonReader {
   std::vector<PythonThreadStack> decode(const RawPythonState& raw, MemoryReader& mem);
   // Why the thread names are missing from the last decode(), empty when they were read.
   const std::string& names_missing() const { return names_missing_; }
+  // After resume: the pending asyncio tasks of every interpreter of `raw`, by name, each with
+  // where its coroutines are suspended (asyncio_tasks.h). Empty when there are none.
+  std::vector<AsyncioTask> asyncio_tasks(const RawPythonState& raw, MemoryReader& mem);
+  // Why the last asyncio_tasks() found none, or left some out ("" when it did not).
+  const std::string& asyncio_missing() const { return asyncio_missing_; }
 
  private:
   struct CodeInfo {
@@ -128,6 +138,8 @@ class PythonReader {
   // Walks one thread's frames; returns the next thread state, nullopt when unreadable.
   std::optional<std::uint64_t> walk_thread(MemoryReader& mem, ObjectReader* objects,
                                            std::uint64_t tstate, RawPythonThread& out);
+  // 3.11: pairs the entry frames with the _PyCFrame chain (their eval_marker).
+  void mark_cframes(MemoryReader& mem, std::uint64_t cframe, RawPythonThread& out);
   void read_locals(MemoryReader& mem, ObjectReader& objects, std::uint64_t frame,
                    std::uint64_t code, RawPythonFrame& out);
   const CodeInfo& code_info(MemoryReader& mem, std::uint64_t code);
@@ -138,6 +150,7 @@ class PythonReader {
   std::map<std::uint64_t, CodeInfo> code_cache_;
   std::size_t walk_budget_ = 0;   // frames (and non-code frames) left for the current walk
   std::string names_missing_;
+  std::string asyncio_missing_;
 };
 
 }  // namespace hangscan::python

@@ -266,34 +266,23 @@ void ValueRenderer::dict(std::uint64_t obj, std::size_t depth, std::string& out)
 
 void ValueRenderer::set(std::uint64_t obj, const std::string& t, std::size_t depth,
                         std::string& out) {
-  const PyOffsets& o = layout_.off;
-  auto used = objects_.read_word(obj + o.set_used);
-  auto mask = objects_.read_word(obj + o.set_mask);
-  auto table = objects_.read_word(obj + o.set_table);
-  if (o.set_table < 0 || !used || !mask || !table || *mask >= (1u << 24) ||
-      *used > *mask + 1 || *table == 0) {
+  std::size_t used = 0;
+  auto keys = objects_.set_items(obj, limits_.items, &used);
+  if (!keys) {
     out += "<unreadable " + t + ">";
     return;
   }
   bool frozen = t == "frozenset";
-  if (*used == 0) {
+  if (used == 0) {
     out += frozen ? "frozenset()" : "set()";
     return;
   }
-  std::vector<std::uint64_t> raw(static_cast<std::size_t>(*mask + 1) * 2);   // {key, hash}
-  if (!objects_.read_words(*table, raw)) {
-    out += "<unreadable " + t + ">";
-    return;
-  }
   out += frozen ? "frozenset({" : "{";
-  std::size_t shown = 0;
-  for (std::size_t i = 0; i + 1 < raw.size() && shown < limits_.items; i += 2) {
-    // A free slot has no key; a deleted one keeps the dummy key with hash -1.
-    if (raw[i] == 0 || static_cast<std::int64_t>(raw[i + 1]) == -1) continue;
-    if (shown++ != 0) out += ", ";
-    value(raw[i], depth + 1, out);
+  for (std::size_t i = 0; i < keys->size(); ++i) {
+    if (i != 0) out += ", ";
+    value((*keys)[i], depth + 1, out);
   }
-  if (*used > shown) out += fmt::format(", ... {} more", *used - shown);
+  if (used > keys->size()) out += fmt::format(", ... {} more", used - keys->size());
   out += frozen ? "})" : "}";
 }
 

@@ -518,6 +518,19 @@ class Converter {
                             opt_bool(po, "finalizing", pp).value_or(false),
                             opt_bool(po, "gc_collecting", pp).value_or(false)};
     }
+    const json& tasks = array(o, "asyncio_tasks", path, lim_.max_list, false);
+    const Path tasks_path = at(path, "asyncio_tasks");
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Path tp = at(tasks_path, i);
+      const json& to = object(tasks[i], tp);
+      AsyncioTask t;
+      t.name = str(to, "name", tp);
+      t.address = hex(to, "address", tp);
+      t.awaits_task = opt_str(to, "awaits_task", tp);
+      t.awaits = opt_str(to, "awaits", tp).value_or("");
+      if (const json* c = member(to, "coroutines")) t.coroutines = frame_list(*c, at(tp, "coroutines"));
+      p.asyncio_tasks.push_back(std::move(t));
+    }
     if (auto core = opt_str(o, "core", path)) {
       CoreInfo ci;
       ci.path = *core;

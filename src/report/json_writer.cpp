@@ -189,6 +189,14 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
               {"locator", p.python->locator}, {"finalizing", p.python->finalizing},
               {"gc_collecting", p.python->gc_collecting}};
   }
+  json tasks = json::array();
+  for (const AsyncioTask& t : p.asyncio_tasks) {
+    tasks.push_back({{"name", t.name},
+                     {"address", hex_string(t.address)},
+                     {"awaits_task", opt(t.awaits_task)},
+                     {"awaits", string_or_null(t.awaits)},
+                     {"coroutines", frames_to_json(t.coroutines)}});
+  }
   json core = nullptr, signal = nullptr, crashed_tid = nullptr;
   json annotations = json::array(), omitted = json::array();
   if (p.core) {
@@ -224,6 +232,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"death", p.death ? death_json(*p.death) : json(nullptr)},
           {"tcp_connections", p.tcp_connections},
           {"python", std::move(python)},
+          {"asyncio_tasks", std::move(tasks)},
           {"core", std::move(core)},
           {"signal", std::move(signal)},
           {"crashed_tid", std::move(crashed_tid)},

@@ -305,7 +305,22 @@ class TextWriter {
       thread_block(t, ind);
     }
     if (p.threads.empty()) line(ind + "(no threads captured)");
+    asyncio_block(p, ind);
     for (const Diagnostic& d : p.diagnostics) diagnostic(d, ind);
+  }
+
+  // "Task "consumer" awaits task "producer"", then where its coroutines are suspended.
+  void asyncio_block(const ProcessSnapshot& p, const std::string& ind) {
+    if (p.asyncio_tasks.empty()) return;
+    if (ind.empty()) out_ += "\n";
+    line(kBold, fmt::format("{}asyncio tasks ({}):", ind, p.asyncio_tasks.size()));
+    for (const AsyncioTask& t : p.asyncio_tasks) {
+      std::string waits = t.awaits_task ? " awaits task \"" + *t.awaits_task + "\""
+                          : t.awaits.empty() ? "" : " awaits a " + t.awaits;
+      line(fmt::format("{}  Task \"{}\"{}", ind, t.name, waits));
+      for (const Frame& f : t.coroutines) frame(f, ind + "      ");
+      if (t.coroutines.empty()) line(ind + "      (not started)");
+    }
   }
 
   void core_lines(const ProcessSnapshot& p, const std::string& ind) {

@@ -124,6 +124,7 @@ Frame DwflSession::unknown_frame(const RawFrame& raw) const {
   f.kind = FrameKind::native;
   f.function = "??";
   f.pc = raw.pc;
+  f.sp = raw.sp;
   for (const auto& m : source_.mappings()) {
     if (m.contains(raw.pc)) {
       f.module = m.path;
@@ -201,6 +202,7 @@ std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cach
   auto fill = [&](std::vector<Frame> frames) {
     for (auto& f : frames) {
       f.pc = raw.pc;
+      f.sp = raw.sp;
       f.offset = offset;
       f.module = module;
       f.build_id = build_id;

@@ -18,6 +18,7 @@ namespace hangscan {
 namespace {
 
 constexpr std::size_t kMaxFrames = 512;
+constexpr unsigned kDwarfSp = 7;   // rsp in the DWARF register numbering of x86-64
 
 class LibdwUnwinder : public Unwinder {
  public:
@@ -104,7 +105,9 @@ class LibdwUnwinder : public Unwinder {
     bool activation = false;
     if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
     if (pc == 0) return DWARF_CB_ABORT;
-    self->frames_->push_back(RawFrame{pc, activation});
+    Dwarf_Word sp = 0;
+    if (dwfl_frame_reg(state, kDwarfSp, &sp) != 0) sp = 0;
+    self->frames_->push_back(RawFrame{pc, activation, sp});
     return self->frames_->size() >= kMaxFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
   }
 

@@ -69,7 +69,9 @@ class LibunwindUnwinder : public Unwinder {
       unw_word_t ip = 0;
       if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
       bool exact = out.frames.empty() || unw_is_signal_frame(&cursor) > 0;
-      out.frames.push_back(RawFrame{ip, exact});
+      unw_word_t sp = 0;
+      if (unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0) sp = 0;
+      out.frames.push_back(RawFrame{ip, exact, sp});
       if (out.frames.size() >= kMaxFrames) {
         out.stop_reason = fmt::format("stopped after {} frames", kMaxFrames);
         break;

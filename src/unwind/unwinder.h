@@ -21,6 +21,9 @@ struct RawFrame {
   // True when pc is exact (innermost frame, or a signal frame); false for return addresses,
   // which are symbolized at pc - 1 so a call at the end of a function is attributed right.
   bool exact = false;
+  // The frame's stack pointer (its caller's is this frame's CFA): the frame's locals lie in
+  // [sp, caller's sp). 0 when the unwinder could not tell. Finds eval-loop calls by address.
+  std::uint64_t sp = 0;
 };
 
 struct UnwindResult {

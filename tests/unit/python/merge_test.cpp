@@ -63,6 +63,55 @@ TEST(Merge, SeveralPythonFramesPerEvalCallOn311) {
                                       "Py_RunMain"}));
 }
 
+Frame at_sp(Frame f, std::uint64_t sp) {
+  f.sp = sp;
+  return f;
+}
+
+PythonFrame marked(PythonFrame p, std::uint64_t marker) {
+  p.eval_marker = marker;
+  return p;
+}
+
+TEST(Merge, StrippedEvalFramesAreFoundByTheirEntryMarkers) {
+  // No symbols: the frame whose [sp, caller's sp) holds a call's marker is its eval loop.
+  std::vector<Frame> n = {at_sp(native("??"), 0x1000),   // clock_nanosleep
+                          at_sp(native("??"), 0x1040),   // time_sleep
+                          at_sp(native("??"), 0x1100),   // eval loop (marker 0x1180)
+                          at_sp(native("??"), 0x1400),   // thread_run
+                          at_sp(native("??"), 0x1480),   // eval loop (marker 0x1490)
+                          at_sp(native("??"), 0x1800)};  // Py_RunMain
+  std::vector<PythonFrame> p = {py("sleeper", 63, false), marked(py("Thread.run", 975, true), 0x1180),
+                                py("outer", 10, false), marked(py("<module>", 1, true), 0x1490)};
+  auto merged = merge_stacks(n, p);
+  ASSERT_TRUE(merged.ok()) << merged.error().what();
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{"??", "??", "sleeper", "Thread.run", "??",
+                                                      "outer", "<module>", "??"}));
+  EXPECT_EQ((*merged)[4].sp, 0x1400U);
+}
+
+TEST(Merge, MarkersWinOverNamesAndInlineFramesShareTheirFrame) {
+  // The marker names the physical frame; the inline frames at its pc stay above the calls.
+  std::vector<Frame> n = {at_sp(native("select"), 0x100),
+                          at_sp(native("inlined", FrameKind::inline_frame), 0x200),
+                          at_sp(native("_PyEval_EvalFrameDefault"), 0x200),
+                          at_sp(native("main"), 0x300)};
+  auto merged = merge_stacks(n, {marked(py("f", 1, true), 0x2f8)});
+  ASSERT_TRUE(merged.ok()) << merged.error().what();
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{"select", "inlined", "f", "main"}));
+}
+
+TEST(Merge, AMarkerOutsideEveryFrameFallsBackToNames) {
+  std::vector<Frame> n = {at_sp(native("??"), 0x100), at_sp(native("main"), 0x300)};
+  auto merged = merge_stacks(n, {marked(py("f", 1, true), 0x900)});
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.error().what().find("0 native eval-loop frames"), std::string::npos);
+  // Out of call order (the outer call's marker below the inner one's): refused as well.
+  std::vector<Frame> m = {at_sp(native("??"), 0x100), at_sp(native("??"), 0x200),
+                          at_sp(native("main"), 0x300)};
+  EXPECT_FALSE(merge_stacks(m, {marked(py("g", 1, true), 0x210), marked(py("f", 1, true), 0x110)}).ok());
+}
+
 TEST(Merge, CountMismatchIsAnErrorThatSaysWhy) {
   std::vector<Frame> n = {native("poll"), native("_PyEval_EvalFrameDefault"), native("main")};
   std::vector<PythonFrame> p = {py("a", 1, true), py("b", 2, true)};

@@ -62,6 +62,14 @@ TEST_P(WalkDecode, ThreadsFramesLinesGilAndIdle) {
   EXPECT_EQ(a.frames[0].is_entry, per_frame);
   EXPECT_TRUE(a.frames[1].is_entry);
   EXPECT_TRUE(a.frames[2].is_entry);
+  // From 3.12 an entry frame carries the address of the shim below it: its eval-loop call's
+  // record on the C stack, which names the native eval-loop frame without symbols.
+  if (l.shim_owner >= 0) {
+    EXPECT_EQ(a.frames[0].eval_marker, 0u);
+    std::uint64_t shim = py.get_as<std::uint64_t>(a.frames[1].frame_addr + l.off.frame_previous);
+    EXPECT_NE(shim, a.frames[2].frame_addr);
+    EXPECT_EQ(a.frames[1].eval_marker, shim);
+  }
 
   auto stacks = reader.decode(raw, *mem);
   ASSERT_EQ(stacks.size(), 2u);

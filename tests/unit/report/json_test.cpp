@@ -66,6 +66,15 @@ JobSnapshot rich_job() {
     helper.frames = in_all_reduce();
     p.threads.push_back(helper);
     p.diagnostics.push_back({Diagnostic::Severity::info, "python read nonblocking", "", "n1", 100 + r, std::nullopt});
+    if (r == 0) {
+      AsyncioTask task;
+      task.name = "consumer";
+      task.address = 0x7f3c19a0b4c0ULL;
+      task.awaits_task = "producer";
+      task.awaits = "_asyncio.Task";
+      task.coroutines = {p.threads[0].frames[1]};
+      p.asyncio_tasks = {task, AsyncioTask{"Task-7", 0x10, {}, std::nullopt, ""}};
+    }
     job.processes.push_back(std::move(p));
   }
   ProcessSnapshot crashed;
@@ -104,6 +113,15 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(p2["python"], json({{"version", "3.11.2"}, {"nonblocking", false}, {"locator", "elf-symbol"},
                                 {"finalizing", false}, {"gc_collecting", false}}));
   EXPECT_EQ(doc["processes"][0]["python"]["finalizing"], true);
+  const json& task = doc["processes"][0]["asyncio_tasks"][0];
+  EXPECT_EQ(task["name"], "consumer");
+  EXPECT_EQ(task["address"], "0x7f3c19a0b4c0");
+  EXPECT_EQ(task["awaits_task"], "producer");
+  EXPECT_EQ(task["awaits"], "_asyncio.Task");
+  EXPECT_EQ(task["coroutines"][0]["line"], 20);
+  EXPECT_EQ(doc["processes"][0]["asyncio_tasks"][1]["awaits"], nullptr);
+  EXPECT_EQ(doc["processes"][0]["asyncio_tasks"][1]["coroutines"], json::array());
+  EXPECT_EQ(p2["asyncio_tasks"], json::array());
   EXPECT_EQ(doc["processes"][0]["threads"][0]["python_name"], "MainThread");
   EXPECT_EQ(doc["processes"][0]["threads"][0]["gc_collecting"], true);
   EXPECT_EQ(p2["threads"][0]["python_name"], nullptr);

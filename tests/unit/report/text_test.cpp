@@ -177,6 +177,43 @@ warning: no debuginfo for libfoo.so.1
 )");
 }
 
+TEST(TextWriter, AsyncioTasksSayWhoWaitsOnWhom) {
+  JobSnapshot job;
+  ProcessSnapshot p;
+  p.pid = 4321;
+  p.state = 'S';
+  p.python = PythonInfo{"3.12.1", false, ""};
+  ThreadSnapshot main;
+  main.tid = 4321;
+  main.is_main = true;
+  main.frames = {py("run_forever", "/usr/lib/python3.12/asyncio/base_events.py", 641)};
+  p.threads = {main};
+  AsyncioTask consumer{"consumer", 0x10, {py("consumer", "/srv/app.py", 32)}, "producer",
+                       "_asyncio.Task"};
+  AsyncioTask producer{"producer", 0x20,
+                       {py("Event.wait", "/usr/lib/python3.12/asyncio/locks.py", 212),
+                        py("producer", "/srv/app.py", 27)},
+                       std::nullopt, "_asyncio.Future"};
+  AsyncioTask fresh{"Task-9", 0x30, {}, std::nullopt, ""};
+  p.asyncio_tasks = {consumer, producer, fresh};
+  job.processes.push_back(p);
+  EXPECT_EQ(write_text(job, nullptr, TextOptions{}), R"(Process 4321
+state S, Python 3.12.1
+
+Thread 4321 (main)
+    run_forever (/usr/lib/python3.12/asyncio/base_events.py:641)
+
+asyncio tasks (3):
+  Task "consumer" awaits task "producer"
+      consumer (/srv/app.py:32)
+  Task "producer" awaits a _asyncio.Future
+      Event.wait (/usr/lib/python3.12/asyncio/locks.py:212)
+      producer (/srv/app.py:27)
+  Task "Task-9"
+      (not started)
+)");
+}
+
 TEST(GraphWriters, DotHasRankSetsOnEdgesAndRedSuspects) {
   JobSnapshot job = gloo_job();
   job.job_id = "7";

@@ -1,0 +1,63 @@
+// Reading asyncio tasks (name, coroutine chain, what each waits for) out of a target's memory.
+//
+// Why: a hung asyncio service has one thread parked in epoll_wait and all its real state in
+// Task objects: which task waits on which is the question, and no thread stack answers it.
+// Read after the target resumed (like thread names): a hung loop does not move, and a core
+// does not either. Neither py-spy nor PyStack shows this.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/asyncio_layout.h"
+#include "python/layout.h"
+#include "python/objects.h"
+
+namespace hangscan::python {
+
+inline constexpr std::size_t kMaxTasks = 4096;
+inline constexpr std::size_t kMaxAwaitDepth = 64;
+
+// A suspended coroutine's frame, before its code object is decoded.
+struct RawCoroutine {
+  std::uint64_t frame = 0;   // frame address (PyFrameObject, or the embedded _PyInterpreterFrame)
+  std::uint64_t code = 0;
+  std::uint64_t instr = 0;   // f_lasti / instruction pointer, as the thread walk reads it
+};
+
+struct RawAsyncioTask {
+  std::uint64_t address = 0;
+  std::string name;
+  std::vector<RawCoroutine> coroutines;   // innermost (most deeply awaited) first
+  std::uint64_t fut_waiter = 0;           // what the task waits on, 0 nothing
+  std::string awaits;                     // its type name
+  std::optional<std::string> awaits_task; // its name when it is a task
+};
+
+class AsyncioReader {
+ public:
+  AsyncioReader(ObjectReader& objects, const PyLayout& layout, const AsyncioLayout& async)
+      : objects_(objects), layout_(layout), async_(async) {}
+
+  // The pending C tasks asyncio registered in interpreter `interp` (asyncio.tasks' _all_tasks,
+  // or _scheduled_tasks and _eager_tasks from 3.12), sorted by name. Empty with `why` set when
+  // there are none or they cannot be read.
+  std::vector<RawAsyncioTask> read(std::uint64_t interp, std::string* why);
+
+ private:
+  // The objects of asyncio.tasks' registries, nullopt when asyncio.tasks is not imported.
+  std::optional<std::vector<std::uint64_t>> registered(std::uint64_t interp, std::string* why);
+  std::optional<RawAsyncioTask> task(std::uint64_t obj);
+  // The coroutine chain from `coro` on, each frame where it is suspended.
+  std::vector<RawCoroutine> chain(std::uint64_t coro);
+  // The top of a suspended frame's value stack: what it awaits (0 unknown).
+  std::uint64_t awaited(std::uint64_t frame);
+
+  ObjectReader& objects_;
+  const PyLayout& layout_;
+  const AsyncioLayout& async_;
+};
+
+}  // namespace hangscan::python

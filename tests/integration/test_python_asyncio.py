@@ -1,0 +1,75 @@
+"""asyncio tasks of a hung service, read from memory: names, coroutine chains, who waits on whom.
+
+tests/programs/py_asyncio.py runs five tasks (a producer waiting on an Event through a helper
+coroutine, a consumer awaiting the producer task, a lock holder asleep, a lock waiter, the main
+coroutine) and writes the interpreter's own view of every task (asyncio.all_tasks(), cr_await,
+cr_frame.f_lineno, Task._fut_waiter). For every interpreter 3.8-3.13 here (Debian's
+python3.11 and pyenv's) hangscan's `asyncio_tasks` must equal that view exactly, live and from
+a core written by `hangscan gcore`; the text names "Task "consumer" awaits task "producer"".
+"""
+
+import json
+import os
+
+import pytest
+
+import core_testlib as ct
+import hs_testlib as lib
+import test_python as tp
+
+PROGRAM = lib.program_source("py_asyncio.py")
+INTERPRETERS = [i for i in tp.INTERPRETERS
+                if i[0].startswith("debian") or i[0].split("-")[1].split(".")[1] in
+                ("8", "9", "10", "11", "12", "13")]
+
+
+def expected(view_path):
+    with open(view_path) as fh:
+        view = json.load(fh)
+    return [{"name": v["name"], "awaits_task": v["awaits_task"], "awaits": v["awaits"],
+             "coroutines": [list(c) for c in reversed(v["coroutines"])]} for v in view]
+
+
+def got(proc):
+    return [{"name": t["name"], "awaits_task": t["awaits_task"], "awaits": t["awaits"],
+             "coroutines": [[f["function"], f["file"], f["line"]] for f in t["coroutines"]]}
+            for t in proc["asyncio_tasks"]]
+
+
+@pytest.fixture(scope="module", params=INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def service(request, tmp_path_factory):
+    python = tp.present_or_skip(request.param, [])
+    tmp = tmp_path_factory.mktemp(request.param[0])
+    view = os.path.join(str(tmp), "view.json")
+    with lib.TargetPool() as pool:
+        target = pool.start([python, str(PROGRAM), lib.READY, view], timeout=90)
+        yield target, expected(view), tmp
+
+
+def test_tasks_equal_the_interpreters_own_view(service):
+    target, want, _ = service
+    assert [t["name"] for t in want] == ["Task-1", "consumer", "lock-holder", "lock-waiter",
+                                         "producer"]
+    run = lib.dump(target.pid, timeout=180)
+    assert run.rc == 0, run.describe()
+    assert got(lib.process_of(run.doc, target.pid)) == want
+
+
+def test_text_says_which_task_waits_on_which(service):
+    target, _, _ = service
+    run = lib.dump(target.pid, as_json=False, timeout=180)
+    assert run.rc == 0, run.describe()
+    assert "asyncio tasks (5):" in run.stdout, run.stdout
+    assert 'Task "consumer" awaits task "producer"' in run.stdout, run.stdout
+    assert 'Task "lock-waiter" awaits a _asyncio.Future' in run.stdout, run.stdout
+
+
+def test_tasks_from_a_core(service):
+    target, want, tmp = service
+    run = lib.run_hangscan(["gcore", "--pid", str(target.pid), "-o", str(tmp), "--json"],
+                           timeout=300)
+    assert run.rc == 0, run.describe()
+    core = ct.hangscan_core([run.doc["path"]], timeout=180)
+    assert core.rc == 0, core.describe()
+    assert got(ct.only_process(core.doc)) == want
+    os.unlink(run.doc["path"])
