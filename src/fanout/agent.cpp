@@ -11,7 +11,7 @@
 #include "proc/deaths.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "proc/rank_info.h"

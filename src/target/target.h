@@ -17,26 +17,11 @@
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "proc/mapping.h"
 #include "target/memory_reader.h"
 #include "util/deadline.h"
 
 namespace hangscan {
-
-// One line of /proc/PID/maps or one NT_FILE entry.
-struct Mapping {
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  std::uint64_t offset = 0;     // file offset of `start`
-  std::string perms;            // "r-xp"
-  std::string path;             // "" anonymous, "[stack]", "/usr/lib/..."
-  std::uint64_t inode = 0;
-  bool deleted = false;         // "(deleted)" suffix stripped from path
-  bool readable() const { return !perms.empty() && perms[0] == 'r'; }
-  bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
-  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
-  bool is_file() const { return !path.empty() && path[0] == '/'; }
-  bool contains(std::uint64_t a) const { return a >= start && a < end; }
-};
 
 // x86-64 general registers as the kernel reports them (PTRACE_GETREGS, NT_PRSTATUS).
 struct Registers {
@@ -112,7 +97,8 @@ class Target {
 
   // The environment the process started with (live: /proc/PID/environ; core: the initial
   // stack). Empty when unreadable. The environment as the process sees it now (libc's
-  // `environ` in memory) is read_environment() in proc/environ_memory.h, which callers prefer.
+  // `environ` in memory) is read_environment() in discovery/environ_memory.h, which callers
+  // prefer.
   virtual std::vector<std::string> environment() = 0;
 };
 

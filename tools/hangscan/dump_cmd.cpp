@@ -19,7 +19,7 @@
 #include "group/progress.h"
 #include "gcore_cmd.h"
 #include "output.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "target/live_target.h"
 
 namespace hangscan::cli {
