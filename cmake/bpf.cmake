@@ -42,7 +42,7 @@ else()
 endif()
 
 # hs_watch: with the recorder when available; the readiness check and the ptrace fallback always.
-set(HS_WATCH_DEPS hs_capture hs_proc hs_report Threads::Threads)
+set(HS_WATCH_DEPS hs_capture hs_discovery hs_proc hs_report Threads::Threads)
 if(HANGSCAN_HAVE_BPF)
   list(APPEND HS_WATCH_DEPS PkgConfig::LIBBPF)
 endif()

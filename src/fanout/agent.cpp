@@ -10,7 +10,7 @@
 
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "proc/rank_info.h"

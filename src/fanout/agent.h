@@ -23,7 +23,7 @@
 #include "fanout/core_round.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "util/deadline.h"
 
 namespace hangscan {

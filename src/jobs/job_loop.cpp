@@ -14,7 +14,7 @@
 #include "proc/deaths.h"
 #include "proc/socket_waits.h"
 #include "proc/socket_waits.h"
-#include "proc/environ_memory.h"
+#include "discovery/environ_memory.h"
 #include "target/live_target.h"
 #include "util/contain.h"
 #include "util/diagnostic.h"

@@ -17,7 +17,7 @@
 #include "capture/capture.h"
 #include "hangscan/model.h"
 #include "jobs/phase_clock.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "target/core_target.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"

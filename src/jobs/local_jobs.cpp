@@ -5,7 +5,7 @@
 #include <map>
 #include <memory>
 
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "target/live_target.h"
 #include "util/diagnostic.h"
 

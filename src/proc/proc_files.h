@@ -13,7 +13,7 @@
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
-#include "target/target.h"
+#include "proc/mapping.h"
 
 namespace hangscan {
 

@@ -305,7 +305,7 @@ class CoreTarget : public Target {
   }
 
   // The environment the process started with. Callers wanting what it sees now (setenv,
-  // os.environ) use read_environment() from proc/environ_memory.h, which reads libc's
+  // os.environ) use read_environment() from discovery/environ_memory.h, which reads libc's
   // `environ` through memory() and falls back to this.
   std::vector<std::string> environment() override {
     load_initial_stack();

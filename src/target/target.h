@@ -17,6 +17,7 @@
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "proc/mapping.h"
 #include "target/memory_reader.h"
 #include "target/module_source.h"
 #include "util/deadline.h"
@@ -87,7 +88,8 @@ class Target : public ModuleSource {
 
   // The environment the process started with (live: /proc/PID/environ; core: the initial
   // stack). Empty when unreadable. The environment as the process sees it now (libc's
-  // `environ` in memory) is read_environment() in proc/environ_memory.h, which callers prefer.
+  // `environ` in memory) is read_environment() in discovery/environ_memory.h, which callers
+  // prefer.
   virtual std::vector<std::string> environment() = 0;
 };
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hangscan/result.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "watch/kernel_symbols.h"
 #include "watch/recorder.h"
 #include "watch/sample_stacks.h"

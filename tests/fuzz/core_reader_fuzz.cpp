@@ -16,8 +16,8 @@
 
 #include "capture/capture.h"
 #include "crash/crash_explainer.h"
-#include "proc/discovery.h"
-#include "proc/environ_memory.h"
+#include "discovery/discovery.h"
+#include "discovery/environ_memory.h"
 #include "target/core_target.h"
 
 namespace {

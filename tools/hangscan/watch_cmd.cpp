@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "jobs/job_loop.h"
 #include "output.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 #include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
 #include "watch/watcher.h"

@@ -1,4 +1,4 @@
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "proc/environ_memory.h"
+#include "discovery/environ_memory.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "target/live_target.h"

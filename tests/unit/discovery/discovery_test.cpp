@@ -1,7 +1,7 @@
 // discover() on process trees captured from real jobs (torchrun, torch.multiprocessing.spawn,
 // Open MPI, MPICH hydra, a Popen launcher, multiprocessing fork), read from fixture
 // directories shaped like /proc; and apply_rank_info().
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proc/environ_memory.h"
+#include "discovery/environ_memory.h"
 
 #include <array>
 #include <string_view>

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
-#include "proc/discovery.h"
+#include "discovery/discovery.h"
 
 namespace hangscan {
 namespace {

@@ -2,7 +2,7 @@
 // bad pointers) and on live processes that changed their environment after they started
 // (a C child calling setenv, Debian's python3.11 writing os.environ: its `environ` is a
 // copy-relocated variable in the executable, not libc's own).
-#include "proc/environ_memory.h"
+#include "discovery/environ_memory.h"
 
 #include <unistd.h>
 
