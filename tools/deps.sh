@@ -17,9 +17,10 @@ package_pkgs=(file dpkg-dev)
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server
   openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 libbpf-dev
-  bpftool clang)
+  bpftool clang clang-format clang-tidy)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
+# clang-format, clang-tidy: the layout (.clang-format) and lint set (.clang-tidy) of the tree.
 
 pkgs=("${build_pkgs[@]}")
 case $what in
