@@ -17,9 +17,10 @@ package_pkgs=(file dpkg-dev libbpf-dev bpftool clang)
 # package has it); without them `watch` is built without eBPF support.
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge pdsh openssh-server
-  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0)
+  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
+# clang-format: the layout of the tree (.clang-format); clang-tidy (.clang-tidy) is optional.
 
 pkgs=("${build_pkgs[@]}")
 case $what in

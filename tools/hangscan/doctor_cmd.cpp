@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli.h"
-#include "corewrite/doctor.h"
+#include "doctor/doctor.h"
 #include "fanout/agent_version.h"
 #include "watch/ebpf_readiness.h"
 

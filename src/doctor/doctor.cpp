@@ -1,4 +1,4 @@
-#include "corewrite/doctor.h"
+#include "doctor/doctor.h"
 
 #include <elf.h>
 #include <fcntl.h>
