@@ -332,9 +332,9 @@ JobEvidence gather_evidence(const JobSnapshot& job, const std::string& host) {
   JobEvidence e;
   e.ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
   ProcessTree tree = ProcessTree::scan();
+  std::set<int> seen;
   auto add = [&](int pid, char state, std::uint64_t start) {
-    if (state == 'Z' || state == 'X') e.dead[pid] = start;
-    else e.living.insert(pid);
+    if (seen.insert(pid).second && (state == 'Z' || state == 'X')) e.dead[pid] = start;
   };
   for (const ProcessSnapshot& p : job.processes) {
     if ((!host.empty() && !p.host.empty() && p.host != host) || p.core) continue;
@@ -344,7 +344,7 @@ JobEvidence gather_evidence(const JobSnapshot& job, const std::string& host) {
       if (!cg.empty()) e.memory_cgroups.push_back(cg);
     }
     for (int d : tree.descendants(p.pid)) {
-      if (const ProcessEntry* pe = tree.find(d); pe && !e.dead.count(d) && !e.living.count(d)) {
+      if (const ProcessEntry* pe = tree.find(d)) {
         add(d, pe->state, pe->start_time);
       }
     }

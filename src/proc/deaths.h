@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,7 +42,6 @@ std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records)
 // window of a python job); a pid of the job's process tree or the job's memory cgroup are.
 struct JobEvidence {
   std::map<int, std::uint64_t> dead;    // dead processes of the tree: pid -> start ticks (0: unknown)
-  std::set<int> living;                 // living processes of the tree
   std::vector<std::string> memory_cgroups;   // the members' memory cgroups (hierarchy-relative)
   double ticks_per_s = 100;
 };

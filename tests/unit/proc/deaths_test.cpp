@@ -106,7 +106,6 @@ TEST(DeathLinks, OnlyTheTreeOrTheMemoryCgroupLinks) {
   EXPECT_EQ(deaths[2].oom_memcg, "");   // a global OOM kill names no limiting cgroup
   JobEvidence e;
   e.ticks_per_s = 100;
-  e.living = {4000, 4001};
   e.memory_cgroups = {"/process_api/96666f5a"};
   // Same command, same node, same window, nothing else: not the job's.
   for (const KernelDeath& k : deaths) EXPECT_EQ(link_kernel_death(k, e), DeathLink::none) << k.pid;
