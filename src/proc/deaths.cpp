@@ -16,6 +16,7 @@
 
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
+#include "proc/process_tree.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -194,6 +195,7 @@ std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records)
     } else if (auto k = oom_kill(t, r.boot_s)) {
       if (memcg_pid == k->pid && t.find("Memory cgroup") != std::string_view::npos) {
         k->death.cgroup = memcg;
+        k->oom_memcg = memcg;
         k->death.limit_bytes = limit;
       }
       out.push_back(std::move(*k));
@@ -283,49 +285,90 @@ void add_cgroup_oom_evidence(Death& d, int pid) {
 
 }  // namespace
 
-void explain_deaths(JobSnapshot& job, const std::string& host) {
-  std::uint64_t window_start = UINT64_MAX;
-  std::set<std::string> comms;
-  std::set<int> pids;
-  for (ProcessSnapshot& p : job.processes) {
-    if (!host.empty() && !p.host.empty() && p.host != host) continue;
-    if (p.core) continue;
-    pids.insert(p.pid);
-    if (p.start_ticks) window_start = std::min(window_start, p.start_ticks);
-    if (auto st = read_stat(p.pid)) comms.insert(st->comm);
-    if (p.state != 'Z' && p.state != 'X') continue;
-    if (auto text = read_text_file(fmt::format("/proc/{}/stat", p.pid), 4096)) {
-      if (auto status = parse_stat_exit_code(*text)) {
-        p.death = death_from_wait_status(*status);
-        p.death->pid = p.pid;
-        p.death->host = p.host;
+DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
+  if (auto d = e.dead.find(k.pid); d != e.dead.end()) {
+    // A dead process of the tree that started after this death has the pid of an earlier one.
+    if (d->second == 0 || static_cast<double>(d->second) / e.ticks_per_s <= k.boot_s) return DeathLink::tree_pid;
+  }
+  // The root has no limit: a memory cgroup OOM names a real cgroup; a global one names none.
+  if (k.oom_memcg.empty() || k.oom_memcg == "/") return DeathLink::none;
+  for (const std::string& cg : e.memory_cgroups) {
+    if (cg == k.oom_memcg || (cg.size() > k.oom_memcg.size() && cg.compare(0, k.oom_memcg.size(), k.oom_memcg) == 0 &&
+                              cg[k.oom_memcg.size()] == '/')) {
+      return DeathLink::memory_cgroup;
+    }
+  }
+  return DeathLink::none;
+}
+
+std::string memory_cgroup_of(std::string_view proc_cgroup_text) {
+  std::string v2;
+  for (const CgroupEntry& e : parse_proc_cgroup(proc_cgroup_text)) {
+    if (std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end()) return e.path;
+    if (e.controllers.empty()) v2 = e.path;
+  }
+  return v2;
+}
+
+std::string unlinked_deaths_note(const std::vector<KernelDeath>& unlinked) {
+  constexpr std::size_t kListed = 5;
+  std::string s = fmt::format("{} other process{} died on this node during the job's window (not linked to the job):",
+                              unlinked.size(), unlinked.size() == 1 ? "" : "es");
+  for (std::size_t i = 0; i < unlinked.size() && i < kListed; ++i) {
+    const KernelDeath& k = unlinked[i];
+    std::string how = k.death.how == "oom-kill" ? "the OOM killer"
+                      : k.death.signal_name.empty() ? "a trap" : k.death.signal_name;
+    s += fmt::format("{} pid {} ({}) by {}", i ? "," : "", k.pid, k.comm, how);
+  }
+  if (unlinked.size() > kListed) s += fmt::format(" and {} more", unlinked.size() - kListed);
+  return s;
+}
+
+namespace {
+
+// The job's tree on this node: its members and every descendant /proc shows now (a zombie is
+// listed until its parent reaps it), with the members' memory cgroups.
+JobEvidence gather_evidence(const JobSnapshot& job, const std::string& host) {
+  JobEvidence e;
+  e.ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  ProcessTree tree = ProcessTree::scan();
+  std::set<int> seen;
+  auto add = [&](int pid, char state, std::uint64_t start) {
+    if (seen.insert(pid).second && (state == 'Z' || state == 'X')) e.dead[pid] = start;
+  };
+  for (const ProcessSnapshot& p : job.processes) {
+    if ((!host.empty() && !p.host.empty() && p.host != host) || p.core) continue;
+    add(p.pid, p.state, p.start_ticks);
+    if (auto text = read_text_file(fmt::format("/proc/{}/cgroup", p.pid), 1 << 16)) {
+      std::string cg = memory_cgroup_of(*text);
+      if (!cg.empty()) e.memory_cgroups.push_back(cg);
+    }
+    for (int d : tree.descendants(p.pid)) {
+      if (const ProcessEntry* pe = tree.find(d)) {
+        add(d, pe->state, pe->start_time);
       }
     }
   }
-  if (window_start == UINT64_MAX) return;
-  double window_s = static_cast<double>(window_start) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return e;
+}
+
+// A death the kernel log tells of a process of the report: merged with its exit status.
+bool merge_into_member(JobSnapshot& job, const std::string& host, const KernelDeath& k) {
+  auto owner = std::find_if(job.processes.begin(), job.processes.end(), [&](const ProcessSnapshot& p) {
+    return p.pid == k.pid && !p.core && (host.empty() || p.host == host || p.host.empty()) && (p.state == 'Z' || p.state == 'X');
+  });
+  if (owner == job.processes.end()) return false;
+  Death merged = k.death;
+  if (owner->death) {
+    merged.core_dumped = owner->death->core_dumped;
+    for (const std::string& e : owner->death->evidence) merged.evidence.insert(merged.evidence.begin(), e);
+  }
+  owner->death = std::move(merged);
+  return true;
+}
+
+void name_cores(JobSnapshot& job) {
   auto pattern = read_text_file("/proc/sys/kernel/core_pattern", 4096);
-  for (KernelDeath& k : kernel_deaths(read_kernel_log())) {
-    if (k.boot_s < window_s) continue;
-    k.death.at = wall_from_boot(k.boot_s);
-    k.death.pid = k.pid;
-    k.death.comm = k.comm;
-    k.death.host = host;
-    auto owner = std::find_if(job.processes.begin(), job.processes.end(),
-                              [&](const ProcessSnapshot& p) { return p.pid == k.pid && !p.core && (host.empty() || p.host == host || p.host.empty()); });
-    if (owner != job.processes.end()) {
-      if (owner->state != 'Z' && owner->state != 'X') continue;   // a pid reused since
-      Death merged = k.death;
-      if (owner->death) {
-        merged.core_dumped = owner->death->core_dumped;
-        for (const std::string& e : owner->death->evidence) merged.evidence.insert(merged.evidence.begin(), e);
-      }
-      owner->death = std::move(merged);
-      continue;
-    }
-    if (!comms.count(k.comm)) continue;
-    job.deaths.push_back(std::move(k.death));
-  }
   auto uses_pid = read_text_file("/proc/sys/kernel/core_uses_pid", 64);
   for (ProcessSnapshot& p : job.processes) {
     if (!p.death) continue;
@@ -341,6 +384,52 @@ void explain_deaths(JobSnapshot& job, const std::string& host) {
     }
     add_cgroup_oom_evidence(*p.death, p.pid);
   }
+}
+
+}  // namespace
+
+void explain_deaths(JobSnapshot& job, const std::string& host) {
+  std::uint64_t window_start = UINT64_MAX;
+  for (ProcessSnapshot& p : job.processes) {
+    if (!host.empty() && !p.host.empty() && p.host != host) continue;
+    if (p.core) continue;
+    if (p.start_ticks) window_start = std::min(window_start, p.start_ticks);
+    if (p.state != 'Z' && p.state != 'X') continue;
+    if (auto text = read_text_file(fmt::format("/proc/{}/stat", p.pid), 4096)) {
+      if (auto status = parse_stat_exit_code(*text)) {
+        p.death = death_from_wait_status(*status);
+        p.death->pid = p.pid;
+        p.death->host = p.host;
+      }
+    }
+  }
+  if (window_start == UINT64_MAX) return;
+  JobEvidence evidence = gather_evidence(job, host);
+  double window_s = static_cast<double>(window_start) / evidence.ticks_per_s;
+  std::vector<KernelDeath> unlinked;
+  for (KernelDeath& k : kernel_deaths(read_kernel_log())) {
+    if (k.boot_s < window_s) continue;
+    k.death.at = wall_from_boot(k.boot_s);
+    k.death.pid = k.pid;
+    k.death.comm = k.comm;
+    k.death.host = host;
+    DeathLink link = link_kernel_death(k, evidence);
+    if (link == DeathLink::none) {
+      unlinked.push_back(std::move(k));
+    } else if (!merge_into_member(job, host, k)) {
+      job.deaths.push_back(std::move(k.death));
+    }
+  }
+  if (!unlinked.empty()) {
+    Diagnostic d;
+    d.severity = Diagnostic::Severity::info;
+    d.message = unlinked_deaths_note(unlinked);
+    d.hint = "a kernel-log death is the job's only when its pid is in the job's process tree or its OOM kill is "
+             "for a memory cgroup that holds the job (docs/troubleshooting.md)";
+    d.host = host;
+    job.diagnostics.push_back(std::move(d));
+  }
+  name_cores(job);
 }
 
 }  // namespace hangscan

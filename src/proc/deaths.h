@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,34 @@ struct KernelDeath {
   int pid = 0;
   std::string comm;
   double boot_s = 0;
+  std::string oom_memcg;   // the memory cgroup whose limit was hit (a memory cgroup OOM kill)
   Death death;
 };
 std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records);
+
+// What this node's dump saw of the job, against which a kernel-log death is linked. Why: a
+// command name and a time window are no evidence (any python3 on the node segfaults in the
+// window of a python job); a pid of the job's process tree or the job's memory cgroup are.
+struct JobEvidence {
+  std::map<int, std::uint64_t> dead;    // dead processes of the tree: pid -> start ticks (0: unknown)
+  std::vector<std::string> memory_cgroups;   // the members' memory cgroups (hierarchy-relative)
+  double ticks_per_s = 100;
+};
+
+// How a kernel-log death is linked to the job: its pid is a dead process of the job's tree
+// (a member or a zombie descendant, started before the death), or it was killed for the limit
+// of a memory cgroup that holds a member (the member's own cgroup or a parent of it). `none`:
+// nothing links it, it is not the job's.
+enum class DeathLink { none, tree_pid, memory_cgroup };
+DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e);
+
+// The memory cgroup of a /proc/PID/cgroup text: the v1 "memory" line, else the v2 "0::" line;
+// empty when neither is there.
+std::string memory_cgroup_of(std::string_view proc_cgroup_text);
+
+// The note for deaths in the job's window that nothing links to it: "2 other processes died on
+// this node during the job's window (not linked to the job): pid 7 (python3) by SIGSEGV, ...".
+std::string unlinked_deaths_note(const std::vector<KernelDeath>& unlinked);
 
 // A wait status (/proc/PID/stat field 52 of a zombie) as a death: killed by a signal (core
 // dumped or not) or exited with a code.
@@ -48,9 +74,10 @@ std::optional<int> parse_stat_exit_code(std::string_view stat_text);
 std::string core_destination(std::string_view core_pattern, int pid, const std::string& comm);
 
 // Fills `death` of this node's zombies and dead processes of `job` (host `host`), and adds to
-// job.deaths the kernel log's deaths since the job's oldest process started whose command
-// name is that of one of its processes and that no process of the report is. Reads
-// /proc/PID/stat, /dev/kmsg (root; else nothing from the log) and kernel.core_pattern.
+// job.deaths the kernel log's deaths since the job's oldest process started that
+// link_kernel_death links to the job and that no process of the report is; the others make one
+// info diagnostic (unlinked_deaths_note). Reads /proc/PID/stat, /proc/PID/cgroup, the process
+// tree, /dev/kmsg (root; else nothing from the log) and kernel.core_pattern.
 void explain_deaths(JobSnapshot& job, const std::string& host);
 
 }  // namespace hangscan

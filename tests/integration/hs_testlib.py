@@ -542,6 +542,11 @@ class MemoryCgroup:
         return int(open(os.path.join(self.path, self.usage_file)).read())
 
     def close(self):
+        try:  # whatever a target moved in itself (ring_allreduce.py --oom-cgroup) leaves too
+            with open(os.path.join(self.path, "cgroup.procs")) as fh:
+                self.pids += [int(x) for x in fh.read().split()]
+        except OSError:
+            pass
         for pid in self.pids:
             try:
                 with open(os.path.join(self.root, "cgroup.procs"), "w") as fh:

@@ -9,6 +9,9 @@ own "Killed process" line, read by the test.
 
 import os
 import re
+import resource
+import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,8 +28,8 @@ def start_ring(pool, *args):
     return pool.start([PYTHON, RING, hs.READY, "--world", 4, "--odd", -1, *args], ready="pipe", timeout=120)
 
 
-def kernel_kill_line(pid):
-    """The kernel log's own record of the OOM kill of `pid` (the oracle)."""
+def last_kernel_record(matches):
+    """The last message of the kernel log (/dev/kmsg) for which `matches` is true, else None."""
     fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
     found = None
     try:
@@ -38,11 +41,24 @@ def kernel_kill_line(pid):
             except BrokenPipeError:
                 continue
             msg = rec.split(";", 1)[-1]
-            if re.search(rf"Killed process {pid} \(", msg):
+            if matches(msg):
                 found = msg
     finally:
         os.close(fd)
+    return found
+
+
+def kernel_kill_line(pid):
+    """The kernel log's own record of the OOM kill of `pid` (the oracle)."""
+    found = last_kernel_record(lambda msg: re.search(rf"Killed process {pid} \(", msg))
     assert found, f"no OOM kill of {pid} in the kernel log"
+    return found
+
+
+def kernel_segfault_line(pid, comm):
+    """The kernel log's own segfault record of `pid` (the oracle), e.g. "python3[41]: segfault at 0 ..."."""
+    found = last_kernel_record(lambda msg: msg.startswith(f"{comm}[{pid}]: segfault at "))
+    assert found, f"no segfault of {comm}[{pid}] in the kernel log"
     return found
 
 
@@ -128,5 +144,37 @@ def test_segfaulted_zombie_names_its_crash_and_the_core_command(targets):
             rf"in \S+; read its core with: hangscan core {re.escape(str(core))} "
             rf"\(a zombie: not reaped by pid {job.pid}\); ranks 0,2-3 wait for it in wait_for_work "
             rf"\(ring_allreduce.py:{DONE}\)", reason), reason
+        for t in targets.targets:
+            t.kill()
+
+
+def test_unrelated_segfault_of_the_same_command_is_not_the_jobs(targets):
+    """A python3 outside the job's process tree segfaults on the node during the job's window while
+    the job's rank 2 is OOM-killed in the job's memory cgroup and reaped: only the OOM kill is the
+    job's death and its suspect; the stranger is one info note, never a death or a suspect."""
+    with hs.MemoryCgroup(LIMIT) as cg:
+        job = start_ring(targets, "--kill", 2, "--oom-cgroup", cg.path)
+        stranger = subprocess.Popen(
+            [PYTHON, "-c", "import ctypes; ctypes.string_at(0)"], stdin=subprocess.DEVNULL,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+        assert stranger.wait(timeout=60) == -signal.SIGSEGV
+        line = kernel_segfault_line(stranger.pid, "python3")   # the same command as the ranks
+        run = hs.dump(job.pid, "--subprocesses")
+        assert run.rc in (0, 1), run.describe()
+        assert run.doc["missing_ranks"] == [2]
+        assert len(run.doc["deaths"]) == 1, run.doc["deaths"]
+        death = run.doc["deaths"][0]
+        assert death["pid"] != stranger.pid and death["comm"] == "python3"
+        kill = kernel_kill_line(death["pid"])
+        assert death["how"] == "oom-kill" and death["cgroup"] == cg.rel
+        assert death["rss_bytes"] == rss_of_kill_line(kill)
+        assert run.doc["suspects"] == [2]
+        [reason] = run.doc["suspect_reasons"]
+        assert reason.startswith(f"rank 2 (pid {death['pid']}) was killed by the kernel OOM killer at "), reason
+        assert reason.endswith(f"; ranks 0-1,3 wait for it in wait_for_work (ring_allreduce.py:{DONE})"), reason
+        notes = [d for d in run.doc["diagnostics"] if "not linked to the job" in d["message"]]
+        assert len(notes) == 1 and notes[0]["severity"] == "info", run.doc["diagnostics"]
+        assert f"pid {stranger.pid} (python3) by SIGSEGV" in notes[0]["message"], (notes, line)
+        assert f"pid {death['pid']} (" not in notes[0]["message"]
         for t in targets.targets:
             t.kill()

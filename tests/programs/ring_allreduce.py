@@ -16,8 +16,8 @@ finishes the all-reduce and waits for work. --kill R: rank R is killed (and reap
 "ready", so it is missing. --zombie R: rank R is killed and left unreaped (a zombie).
 --segv (with --zombie R): rank R dies of a real segfault with RLIMIT_CORE raised, so the kernel
 writes its core by kernel.core_pattern.
---oom-cgroup DIR: the rank of --kill/--zombie is moved into the memory cgroup DIR and grows
-until that cgroup's OOM killer kills it (instead of a SIGKILL from the launcher).
+--oom-cgroup DIR: the launcher and the rank of --kill/--zombie are moved into the memory cgroup
+DIR and the rank grows until that cgroup's OOM killer kills it (instead of a SIGKILL from the launcher).
 """
 
 import argparse
@@ -207,9 +207,13 @@ def state_of(pid):
 
 
 def oom(pid, cgroup):
-    """Moves rank `pid` into memory cgroup `cgroup` and makes it outgrow the limit."""
-    with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
-        fh.write(str(pid))
+    """Moves rank `pid` and this launcher into memory cgroup `cgroup` (the job's cgroup, as a
+    batch system makes one) and makes the rank outgrow the limit. The launcher's presence is the
+    evidence that links a reaped rank's OOM kill to the job; it uses little memory, so the
+    kernel's choice of victim stays the growing rank."""
+    for p in (os.getpid(), pid):
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+            fh.write(str(p))
     os.kill(pid, signal.SIGUSR1)
 
 

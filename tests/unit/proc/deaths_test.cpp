@@ -84,5 +84,67 @@ TEST(Deaths, CoreDestination) {
   EXPECT_EQ(core_destination("/c/%t.core", 42, "x"), "'/c/%t.core' (kernel.core_pattern)");
 }
 
+
+// Linking a kernel-log death to the job: by the job's process tree or memory cgroup, never by
+// the command name (records as this machine's kernel writes them; the Slurm one as a v2 node
+// with task cgroups under the step's limit writes it).
+constexpr const char* kStrangerLog =
+    "3,2001,4000000000,-;python3[5001]: segfault at 0 ip 00007f1c2a3b4c5d sp 00007ffd1e2f3a40 error 4 in "
+    "libc.so.6[7f1c2a300000+195000] likely on CPU 0 (core 0, socket 0)\n"
+    "6,2002,4100000000,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+    "oom_memcg=/slurm/uid_1000/job_42/step_0,task_memcg=/slurm/uid_1000/job_42/step_0/task_2,task=python3,pid=5002,uid=1000\n"
+    "3,2003,4100000100,-;Memory cgroup out of memory: Killed process 5002 (python3) total-vm:231540kB, "
+    "anon-rss:98304kB, file-rss:4096kB, shmem-rss:0kB, UID:1000 pgtables:500kB oom_score_adj:0\n"
+    "6,2004,4200000000,-;oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+    "task_memcg=/process_api/96666f5a,task=python3,pid=5003,uid=0\n"
+    "3,2005,4200000100,-;Out of memory: Killed process 5003 (python3) total-vm:1kB, anon-rss:2048kB, file-rss:0kB, shmem-rss:0kB\n";
+
+TEST(DeathLinks, OnlyTheTreeOrTheMemoryCgroupLinks) {
+  auto deaths = kernel_deaths(parse_kmsg(kStrangerLog));
+  ASSERT_EQ(deaths.size(), 3u);
+  EXPECT_EQ(deaths[1].oom_memcg, "/slurm/uid_1000/job_42/step_0");
+  EXPECT_EQ(deaths[2].oom_memcg, "");   // a global OOM kill names no limiting cgroup
+  JobEvidence e;
+  e.ticks_per_s = 100;
+  e.memory_cgroups = {"/process_api/96666f5a"};
+  // Same command, same node, same window, nothing else: not the job's.
+  for (const KernelDeath& k : deaths) EXPECT_EQ(link_kernel_death(k, e), DeathLink::none) << k.pid;
+  // A zombie of the tree that started before the segfault (4000 s at 100 ticks/s) is its pid.
+  e.dead = {{5001, 390000}};
+  EXPECT_EQ(link_kernel_death(deaths[0], e), DeathLink::tree_pid);
+  // A zombie that started after it has a reused pid: the segfault was an earlier process's.
+  e.dead = {{5001, 410000}};
+  EXPECT_EQ(link_kernel_death(deaths[0], e), DeathLink::none);
+  // The step's limit is a parent of a member's task cgroup: the job's; a sibling job's is not.
+  e.memory_cgroups = {"/slurm/uid_1000/job_42/step_0/task_0"};
+  EXPECT_EQ(link_kernel_death(deaths[1], e), DeathLink::memory_cgroup);
+  e.memory_cgroups = {"/slurm/uid_1000/job_42/step_00/task_0", "/slurm/uid_1000/job_42"};
+  EXPECT_EQ(link_kernel_death(deaths[1], e), DeathLink::none);
+  e.memory_cgroups = {"/slurm/uid_1000/job_42/step_0"};
+  EXPECT_EQ(link_kernel_death(deaths[1], e), DeathLink::memory_cgroup);
+  // A global OOM kill of a process in a member's cgroup: only its pid could link it.
+  e.memory_cgroups = {"/process_api/96666f5a"};
+  EXPECT_EQ(link_kernel_death(deaths[2], e), DeathLink::none);
+}
+
+TEST(DeathLinks, MemoryCgroupOfProcCgroup) {
+  EXPECT_EQ(memory_cgroup_of("9:name=systemd:/\n4:memory:/process_api/9666\n1:cpu:/\n0::/\n"), "/process_api/9666");
+  EXPECT_EQ(memory_cgroup_of("0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1\n"),
+            "/system.slice/slurmstepd.scope/job_42/step_0/user/task_1");
+  EXPECT_EQ(memory_cgroup_of("garbage"), "");
+}
+
+TEST(DeathLinks, UnlinkedNoteNamesEachDeath) {
+  auto deaths = kernel_deaths(parse_kmsg(kStrangerLog));
+  EXPECT_EQ(unlinked_deaths_note({deaths[0]}),
+            "1 other process died on this node during the job's window (not linked to the job): "
+            "pid 5001 (python3) by SIGSEGV");
+  EXPECT_EQ(unlinked_deaths_note(deaths),
+            "3 other processes died on this node during the job's window (not linked to the job): "
+            "pid 5001 (python3) by SIGSEGV, pid 5002 (python3) by the OOM killer, pid 5003 (python3) by the OOM killer");
+  std::vector<KernelDeath> many(7, deaths[0]);
+  EXPECT_EQ(unlinked_deaths_note(many).substr(unlinked_deaths_note(many).size() - 11), " and 2 more");
+}
+
 }  // namespace
 }  // namespace hangscan
