@@ -11,18 +11,14 @@
 #include "unwind/dwfl_session.h"
 #include "unwind/unwinder.h"
 #include "util/contain.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
 namespace {
 
 Diagnostic make_diag(Diagnostic::Severity sev, int pid, std::string msg, std::string hint = {}) {
-  Diagnostic d;
-  d.severity = sev;
-  d.message = std::move(msg);
-  d.hint = std::move(hint);
-  d.pid = pid;
-  return d;
+  return make_diagnostic(sev, std::move(msg), std::move(hint), pid);
 }
 
 // A process that died while stopped: what was copied before is exact, the rest is missing.
