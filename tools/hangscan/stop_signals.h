@@ -13,10 +13,12 @@ namespace hangscan::cli {
 
 class StopSignals {
  public:
-  StopSignals() {
+  // `extra`: one more stop signal (0: none), e.g. SIGUSR1, which srun forwards to its tasks.
+  explicit StopSignals(int extra = 0) {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    if (extra != 0) sigaddset(&set_, extra);
     pthread_sigmask(SIG_BLOCK, &set_, &old_);
     fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
   }

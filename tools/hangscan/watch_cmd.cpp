@@ -203,7 +203,9 @@ int run_watch(const WatchCmdOptions& given) {
   fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
              fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
   std::fflush(stderr);
-  StopSignals stop;
+  // Node-local: the front end ends the window through srun, which forwards SIGUSR1 to its
+  // tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  StopSignals stop(o.node_local ? SIGUSR1 : 0);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
   while (!stop.pending()) {

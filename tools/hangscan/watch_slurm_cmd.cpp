@@ -91,9 +91,10 @@ int run_watch_slurm(const WatchSlurmRequest& r) {
     pollfd p{stop.fd(), POLLIN, 0};
     ::poll(&p, 1, 200);
     if (!stop.pending()) continue;
-    // srun forwards SIGTERM to its tasks (a first SIGINT would only print their status); each
-    // node-local watch ends its window on it and still sends its report.
-    for (int pid : children_named("srun")) ::kill(pid, SIGTERM);
+    // srun forwards SIGUSR1 to its tasks (SIGINT would only print their status, SIGTERM
+    // cancels the step and its output); each node-local watch ends its window on it and
+    // still sends its report.
+    for (int pid : children_named("srun")) ::kill(pid, SIGUSR1);
   }
   fanout.join();
 
