@@ -21,7 +21,7 @@ import pytest
 import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
-from slurm_testlib import SlurmCluster  # noqa: E402
+from slurm_testlib import SlurmCluster, end_job  # noqa: E402
 from test_watch import bpf_ids, ebpf  # noqa: E402,F401  (the fixture skips without eBPF)
 
 WORLD = 6
@@ -62,17 +62,7 @@ class IdleJob:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.job_id:
-            self.cluster.run(["scancel", self.job_id], check=False)
-            end = time.monotonic() + 30
-            while self.cluster.job_state(self.job_id) and time.monotonic() < end:
-                time.sleep(0.2)
-        for pid in self.pids.values():
-            try:
-                if b"task.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, FileNotFoundError):
-                pass
+        end_job(self.cluster, self.job_id, self.pids.values(), b"task.py")
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @staticmethod
