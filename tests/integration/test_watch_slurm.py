@@ -106,7 +106,45 @@ def test_watch_for_3_s_reports_every_node_s_ranks(ebpf, cluster):
             assert p["waits"][0]["syscall"] == "clock_nanosleep", p
             assert p["waits"][0]["ongoing"] is True
         assert doc["timeline"] == []
+        text = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--for", "1"], env=cluster.env, timeout=90)
+        assert text.rc == 0, text.describe()
+        for r in range(WORLD):
+            assert f"rank {r} (pid {job.pids[r]}, python3) on {job.node_of(r)}: on CPU 0% (0 samples)\n" in text.stdout
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def node_local_watches(job_id: str) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError, PermissionError):
+            continue
+        # Not srun's own argv, which holds the same words.
+        if argv[0].endswith(b"hangscan") and b"--node-local" in argv and job_id.encode() in argv:
+            out.append(int(d.name))
+    return out
+
+
+def test_sigkill_of_the_front_end_leaves_no_bpf_program_or_node_watch(ebpf, cluster):
+    with IdleJob(cluster) as job:
+        progs0 = bpf_ids("prog")
+        hsp = subprocess.Popen([hs.hangscan_bin(), "watch", "--slurm-job", job.job_id, "--for", "120"],
+                               env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+        try:
+            hs.wait_for(lambda: set(job.pids.values()) <= watched_pids(), 60, "every node to record its ranks")
+            assert len(node_local_watches(job.job_id)) == 3
+            os.kill(hsp.pid, signal.SIGKILL)
+            hsp.wait(timeout=10)
+        finally:
+            if hsp.poll() is None:
+                os.killpg(hsp.pid, signal.SIGKILL)
+                hsp.wait()
+        # srun gets SIGTERM when the front end dies (PR_SET_PDEATHSIG) and cancels the step.
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 60, "the node-local watches to end")
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+        assert all(Path(f"/proc/{pid}").exists() for pid in job.pids.values())
 
 
 def test_a_rank_killed_during_the_window_is_in_the_merged_timeline(ebpf, cluster):
