@@ -153,6 +153,10 @@ int run_watch(const WatchCmdOptions& given) {
     return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json});
   }
   WatchCmdOptions o = given;
+  // Blocked from the start, so a stop during start-up ends the window at once instead of
+  // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
+  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  StopSignals stop(o.node_local ? SIGUSR1 : 0);
   const std::string node = o.node_local ? default_agent_node("", true) : std::string();
   if (o.node_local) {
     if (o.slurm_job.empty() || !validate_host_name(node)) {
@@ -203,9 +207,6 @@ int run_watch(const WatchCmdOptions& given) {
   fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
              fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
   std::fflush(stderr);
-  // Node-local: the front end ends the window through srun, which forwards SIGUSR1 to its
-  // tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
-  StopSignals stop(o.node_local ? SIGUSR1 : 0);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
   while (!stop.pending()) {

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <dirent.h>
@@ -87,14 +88,21 @@ int run_watch_slurm(const WatchSlurmRequest& r) {
     answers = run_slurm_agents(s, job->nodes);
     done = true;
   });
+  bool stopping = false;
+  std::vector<int> told;
   while (!done) {
     pollfd p{stop.fd(), POLLIN, 0};
     ::poll(&p, 1, 200);
-    if (!stop.pending()) continue;
+    if (stop.pending()) stopping = true;
+    if (!stopping) continue;
     // srun forwards SIGUSR1 to its tasks (SIGINT would only print their status, SIGTERM
     // cancels the step and its output); each node-local watch ends its window on it and
-    // still sends its report.
-    for (int pid : children_named("srun")) ::kill(pid, SIGUSR1);
+    // still sends its report. Once per srun, also one started after the signal came.
+    for (int pid : children_named("srun")) {
+      if (std::find(told.begin(), told.end(), pid) != told.end()) continue;
+      ::kill(pid, SIGUSR1);
+      told.push_back(pid);
+    }
   }
   fanout.join();
 
