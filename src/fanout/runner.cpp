@@ -227,6 +227,9 @@ Result<CommandResult> run_command(const CommandSpec& spec, const Deadline& deadl
       bp::extend::on_exec_setup =
           [child_out, child_err, parent](auto&) {
             ::setpgid(0, 0);
+            sigset_t none;   // a caller reading signals through a signalfd blocks them: not the child
+            sigemptyset(&none);
+            ::sigprocmask(SIG_SETMASK, &none, nullptr);
             ::prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (::getppid() != parent) ::_exit(127);   // hangscan already died
             ::dup2(child_out, STDOUT_FILENO);

@@ -178,7 +178,7 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& o, const std::vecto
       "--label",                   // lines are keyed by task; see agent_framing.h
       "--quiet",
       "--input=none",
-      o.agent_path, "agent",
+      o.agent_path, o.agent_subcommand,
       "--slurm-job", o.job_id,
       "--timeout-ms", std::to_string(agent_timeout.count()),
   };

@@ -44,6 +44,7 @@ SlurmContext slurm_context_from_environment();
 struct SlurmOptions {
   std::string job_id;
   std::string agent_path;                   // absolute path of the hangscan binary on the nodes
+  std::string agent_subcommand = "agent";   // `watch` runs its node-local recorder instead
   std::vector<std::string> agent_args;      // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000}; // for the whole fan-out (every node in parallel)
   SlurmContext context;                     // to exclude our own step from the capture

@@ -62,6 +62,7 @@ struct ProcessWatch {
 struct WatchReport {
   std::string recorder;           // "ebpf" or "ptrace"
   double window_s = 0;
+  std::int64_t start_ns = 0;      // CLOCK_MONOTONIC of the window's start (the timeline's zero)
   int sample_hz = 0;
   std::uint64_t wait_threshold_ns = 0;
   std::vector<ProcessWatch> processes;   // ranks by rank, then the rest by pid

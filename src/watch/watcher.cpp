@@ -310,6 +310,7 @@ WatchReport Watcher::report() {
   WatchReport r;
   r.recorder = "ebpf";
   r.window_s = since_start(now);
+  r.start_ns = start_ns_;
   r.sample_hz = options_.recorder.sample_hz;
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.counters = recorder_->counters();

@@ -82,6 +82,23 @@ class SlurmCluster:
         return p.stdout.strip()
 
 
+def end_job(cluster: SlurmCluster, job_id: str, pids, marker: bytes) -> None:
+    """scancel and wait (deadline) until the job is gone; then SIGKILL what is left of `pids`
+    whose command line holds `marker` (ranks on a node whose slurmd was stopped are not cleaned
+    up by Slurm)."""
+    if job_id:
+        cluster.run(["scancel", job_id], check=False)
+        end = time.monotonic() + 30
+        while cluster.job_state(job_id) and time.monotonic() < end:
+            time.sleep(0.2)
+    for pid in pids:
+        try:
+            if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, FileNotFoundError):
+            pass
+
+
 class RingJob:
     """sbatch -N NODES --ntasks-per-node=PER ring all-reduce; rank ODD waits elsewhere.
 
@@ -122,18 +139,7 @@ class RingJob:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.job_id:
-            self.cluster.run(["scancel", self.job_id], check=False)
-            end = time.monotonic() + 30
-            while self.cluster.job_state(self.job_id) and time.monotonic() < end:
-                time.sleep(0.2)
-        # Ranks on a node whose slurmd was stopped are not cleaned up by Slurm.
-        for pid in self.pids.values():
-            try:
-                if b"slurm_ring.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, FileNotFoundError):
-                pass
+        end_job(self.cluster, self.job_id, self.pids.values(), b"slurm_ring.py")
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def node_of(self, rank: int) -> str:

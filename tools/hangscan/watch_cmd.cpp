@@ -1,7 +1,5 @@
 // `hangscan watch`: record what the processes do for a window (eBPF), or watch them until they
 // stall and capture by themselves (--stall). See docs/watch.md.
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,9 +14,15 @@
 #include <vector>
 
 #include "cli.h"
+#include "stop_signals.h"
+#include "watch_slurm.h"
+#include "discovery/discovery.h"
+#include "fanout/agent.h"
+#include "fanout/agent_framing.h"
+#include "fanout/hostlist.h"
 #include "jobs/job_loop.h"
 #include "output.h"
-#include "discovery/discovery.h"
+#include "watch/cluster_watch.h"
 #include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
 #include "watch/watcher.h"
@@ -40,32 +44,10 @@ struct WatchCmdOptions {
   std::string output_dir;
   bool once = false;
   bool ptrace = false;   // --ptrace: the fallback sampler even where eBPF works
-};
-
-// SIGINT/SIGTERM end the window (the report is still printed): read through a signalfd, so no
-// handler and no global flag.
-class StopSignals {
- public:
-  StopSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set_, &old_);
-    fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
-  }
-  ~StopSignals() {
-    if (fd_ >= 0) ::close(fd_);
-    sigprocmask(SIG_SETMASK, &old_, nullptr);
-  }
-  bool pending() {
-    signalfd_siginfo si{};
-    return fd_ >= 0 && ::read(fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si));
-  }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-  int fd_ = -1;
+  std::string slurm_job;                    // --slurm-job: every node of the job (watch_slurm.h)
+  bool node_local = false;                  // --node-local: one node's part of --slurm-job
+  std::vector<std::string> exclude_steps;   // node-local: the front end's own step
+  long long timeout_ms = 0;                 // node-local: the front end's deadline for this node
 };
 
 // Seconds since `path` was last written; nullopt when it cannot be read.
@@ -134,7 +116,57 @@ Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std
   return dir.string();
 }
 
-int run_watch(const WatchCmdOptions& o) {
+// The node-local part of `watch --slurm-job`: prints the agent's begin line and picks this
+// node's processes of the job (as `hangscan agent` does). nullopt: go on watching `o.pids`;
+// else the exit code (nothing to watch here: an empty report was already sent).
+std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node) {
+  if (!write_stdout(frame_begin(node))) return kExitNothing;
+  AgentOptions a;
+  a.job_id = o.slurm_job;
+  a.node = node;
+  a.exclude_steps = o.exclude_steps;
+  std::vector<Diagnostic> diags;
+  auto procs = discover_job_processes(a, diags);
+  if (!procs) {
+    print_error(procs.error());
+    write_stdout(frame_failure(node, procs.error().what()));
+    return kExitNothing;
+  }
+  for (const auto& dp : *procs) o.pids.push_back(dp.pid);
+  // The report must reach the front end before its deadline for this node.
+  if (o.timeout_ms > 0) o.seconds = std::max(0.1, std::min(o.seconds, (o.timeout_ms - 5000) / 1000.0));
+  if (!o.pids.empty()) return std::nullopt;
+  WatchReport empty;
+  empty.recorder = "none";
+  empty.diagnostics = std::move(diags);
+  nlohmann::json j = watch_json(empty);
+  stamp_node_watch(j, node, monotonic_ns(), read_node_clock());
+  write_stdout(frame_document(node, j.dump()));
+  return kExitNothing;
+}
+
+int run_watch(const WatchCmdOptions& given) {
+  if (!given.slurm_job.empty() && !given.node_local) {
+    if (given.stall > 0 || !given.pids.empty() || !given.match.empty() || given.ptrace) {
+      print_error("--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --stall do not go with it",
+                  "the watchdog across nodes is not done yet: run 'watch --stall' per node (slurm/watchdog.sbatch)");
+      return kExitUsage;
+    }
+    return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json});
+  }
+  WatchCmdOptions o = given;
+  // Blocked from the start, so a stop during start-up ends the window at once instead of
+  // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
+  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  StopSignals stop(o.node_local ? SIGUSR1 : 0);
+  const std::string node = o.node_local ? default_agent_node("", true) : std::string();
+  if (o.node_local) {
+    if (o.slurm_job.empty() || !validate_host_name(node)) {
+      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME", "it is started by 'watch --slurm-job'");
+      return kExitUsage;
+    }
+    if (auto rc = start_node_local(o, node)) return *rc;
+  }
   if (o.pids.empty() && o.match.empty()) {
     print_error("watch needs --pid PID or --match REGEX", "see 'hangscan watch --help'");
     return kExitUsage;
@@ -169,6 +201,7 @@ int run_watch(const WatchCmdOptions& o) {
   auto watcher = Watcher::start(wopt, std::move(recorder), diags);
   if (!watcher) {
     print_error(watcher.error());
+    if (o.node_local) write_stdout(frame_failure(node, watcher.error().what()));
     return watcher.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
   Watcher& w = **watcher;
@@ -176,7 +209,6 @@ int run_watch(const WatchCmdOptions& o) {
   fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
              fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
   std::fflush(stderr);
-  StopSignals stop;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
   while (!stop.pending()) {
@@ -213,6 +245,11 @@ int run_watch(const WatchCmdOptions& o) {
   if (fallback) report.recorder = "ptrace";
   for (auto& d : diags) report.diagnostics.push_back(std::move(d));
   if (o.stall > 0) return kExitComplete;
+  if (o.node_local) {
+    nlohmann::json j = watch_json(report);
+    stamp_node_watch(j, node, report.start_ns, read_node_clock());
+    return write_stdout(frame_document(node, j.dump())) ? kExitComplete : kExitNothing;
+  }
   std::string text = o.json ? watch_json(report).dump(2) + "\n" : watch_text(report);
   if (!write_stdout(text)) return kExitNothing;
   return report.processes.empty() ? kExitNothing : kExitComplete;
@@ -242,6 +279,12 @@ void add_watch_command(CLI::App& app, Action& action) {
   sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
   sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
   sub->add_flag("--ptrace", opts->ptrace, "Sample with ptrace (the fallback when eBPF is not allowed)");
+  sub->add_option("--slurm-job", opts->slurm_job, "Every rank of this Slurm job, on every node (one srun step)");
+  sub->add_flag("--node-local", opts->node_local, "Internal: one node's part of --slurm-job (started by srun)")->group("");
+  sub->add_option("--exclude-step", opts->exclude_steps, "Internal (--node-local): leave out this step of the job")->group("");
+  sub->add_option("--timeout-ms", opts->timeout_ms, "Internal (--node-local): the front end's deadline for this node")
+      ->check(whole_number("a number of milliseconds", 1, 86400000))
+      ->group("");
   sub->callback([opts, &action] { action = [opts] { return run_watch(*opts); }; });
 }
 

@@ -1,0 +1,183 @@
+"""`hangscan watch --slurm-job ID`: the recorder on every node of a real 3-node Slurm cluster.
+
+Real BPF and real Slurm (tests/fanout/cluster.sh): a job of 6 idle tasks, 2 per node, each
+writing its pid to rank-N when it runs. The recorder's own "watched" map (bpftool) says when
+every node records its ranks, so the test kills a rank only once it is watched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import hs_testlib as hs
+
+sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
+from slurm_testlib import SlurmCluster, end_job  # noqa: E402
+from test_watch import bpf_ids, ebpf  # noqa: E402,F401  (the fixture skips without eBPF)
+
+WORLD = 6
+PER_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with SlurmCluster() as c:
+        yield c
+
+
+class IdleJob:
+    """sbatch -N 3 --ntasks-per-node=2 of sleeping Python tasks; a killed task does not end it."""
+
+    def __init__(self, cluster: SlurmCluster):
+        self.cluster = cluster
+        self.dir = Path(tempfile.mkdtemp(prefix="hs-watch-job-"))
+        self.job_id = ""
+        self.pids: dict[int, int] = {}
+
+    def __enter__(self) -> "IdleJob":
+        task = ("import os, time\n"
+                f"p = '{self.dir}/rank-' + os.environ['SLURM_PROCID']\n"
+                "open(p + '.tmp', 'w').write(str(os.getpid()))\n"
+                "os.rename(p + '.tmp', p)\n"
+                "time.sleep(600)\n")
+        (self.dir / "task.py").write_text(task)
+        script = self.dir / "job.sh"
+        script.write_text(f"#!/bin/sh\nexec srun --kill-on-bad-exit=0 /usr/bin/python3 {self.dir / 'task.py'}\n")
+        script.chmod(0o755)
+        p = self.cluster.run(["sbatch", "--parsable", "-N", "3", f"--ntasks-per-node={PER_NODE}",
+                              "-o", self.dir / "job.out", "-D", self.dir, script])
+        self.job_id = p.stdout.strip().split(";")[0]
+        hs.wait_for(lambda: all((self.dir / f"rank-{r}").exists() for r in range(WORLD)), 90,
+                    f"the {WORLD} tasks of job {self.job_id}")
+        self.pids = {r: int((self.dir / f"rank-{r}").read_text()) for r in range(WORLD)}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end_job(self.cluster, self.job_id, self.pids.values(), b"task.py")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @staticmethod
+    def node_of(rank: int) -> str:
+        return f"n{rank // PER_NODE + 1}"
+
+
+def watched_pids() -> set[int]:
+    """The pids in every loaded recorder's "watched" map."""
+    maps = json.loads(subprocess.run(["bpftool", "map", "show", "--json"], capture_output=True, text=True,
+                                     check=True).stdout)
+    pids: set[int] = set()
+    for m in maps:
+        if m.get("name") != "watched":
+            continue
+        dump = subprocess.run(["bpftool", "map", "dump", "id", str(m["id"]), "--json"], capture_output=True, text=True)
+        if dump.returncode == 0:
+            pids |= {e["formatted"]["key"] for e in json.loads(dump.stdout) if "formatted" in e}
+    return pids
+
+
+def check_ranks(doc: dict, job: IdleJob, alive: set[int]) -> None:
+    assert sorted(n["node"] for n in doc["nodes"]) == ["n1", "n2", "n3"]
+    assert doc["unreachable"] == []
+    assert all(n["recorder"] == "ebpf" and n["lost"] == 0 for n in doc["nodes"])
+    ranks = [(p["rank"], p["node"], p["pid"]) for p in doc["processes"] if p["role"] == "rank"]
+    assert ranks == [(r, job.node_of(r), job.pids[r]) for r in sorted(alive)]
+
+
+def test_watch_for_3_s_reports_every_node_s_ranks(ebpf, cluster):
+    with IdleJob(cluster) as job:
+        progs0 = bpf_ids("prog")
+        run = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--for", "3", "--json"], env=cluster.env,
+                              timeout=90)
+        assert run.rc == 0, run.describe()
+        doc = json.loads(run.stdout)
+        check_ranks(doc, job, set(range(WORLD)))
+        assert all(2.9 <= n["window_s"] < 10 for n in doc["nodes"]), doc["nodes"]
+        # Idle tasks: each waits in clock_nanosleep (time.sleep) the whole window.
+        for p in doc["processes"]:
+            assert p["waits"][0]["syscall"] == "clock_nanosleep", p
+            assert p["waits"][0]["ongoing"] is True
+        assert doc["timeline"] == []
+        text = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--for", "1"], env=cluster.env, timeout=90)
+        assert text.rc == 0, text.describe()
+        for r in range(WORLD):
+            assert f"rank {r} (pid {job.pids[r]}, python3) on {job.node_of(r)}: on CPU 0% (0 samples)\n" in text.stdout
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def node_local_watches(job_id: str) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError, PermissionError):
+            continue
+        # Not srun's own argv, which holds the same words.
+        if argv[0].endswith(b"hangscan") and b"--node-local" in argv and job_id.encode() in argv:
+            out.append(int(d.name))
+    return out
+
+
+def test_sigkill_of_the_front_end_leaves_no_bpf_program_or_node_watch(ebpf, cluster):
+    with IdleJob(cluster) as job:
+        progs0 = bpf_ids("prog")
+        hsp = subprocess.Popen([hs.hangscan_bin(), "watch", "--slurm-job", job.job_id, "--for", "120"],
+                               env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+        try:
+            hs.wait_for(lambda: set(job.pids.values()) <= watched_pids(), 60, "every node to record its ranks")
+            assert len(node_local_watches(job.job_id)) == 3
+            os.kill(hsp.pid, signal.SIGKILL)
+            hsp.wait(timeout=10)
+        finally:
+            if hsp.poll() is None:
+                os.killpg(hsp.pid, signal.SIGKILL)
+                hsp.wait()
+        # srun gets SIGTERM when the front end dies (PR_SET_PDEATHSIG) and cancels the step.
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 60, "the node-local watches to end")
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+        assert all(Path(f"/proc/{pid}").exists() for pid in job.pids.values())
+
+
+def test_a_rank_killed_during_the_window_is_in_the_merged_timeline(ebpf, cluster):
+    with IdleJob(cluster) as job:
+        progs0 = bpf_ids("prog")
+        hsp = subprocess.Popen([hs.hangscan_bin(), "watch", "--slurm-job", job.job_id, "--for", "120", "--json"],
+                               env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+        try:
+            hs.wait_for(lambda: set(job.pids.values()) <= watched_pids(), 60, "every node to record its ranks")
+            victim = 3
+            os.kill(job.pids[victim], signal.SIGKILL)
+            hs.wait_for(lambda: not Path(f"/proc/{job.pids[victim]}").exists(), 10, "the victim to be gone")
+            sent = time.monotonic()
+            hsp.send_signal(signal.SIGINT)   # ends every node's window; each still reports
+            out, err = hsp.communicate(timeout=60)
+            ended = time.monotonic()
+        finally:
+            if hsp.poll() is None:
+                os.killpg(hsp.pid, signal.SIGKILL)
+                hsp.wait()
+        assert hsp.returncode == 0, err.decode()
+        assert ended - sent < 30
+        doc = json.loads(out)
+        check_ranks(doc, job, set(range(WORLD)))
+        assert all(n["window_s"] < 60 for n in doc["nodes"]), doc["nodes"]
+        victim_proc = next(p for p in doc["processes"] if p["rank"] == victim)
+        assert victim_proc["exit"] == "killed by SIGKILL"
+        events = [(t["kind"], t["node"], t["pid"], t["rank"]) for t in doc["timeline"]]
+        assert events == [("signal", "n2", job.pids[victim], victim), ("exit", "n2", job.pids[victim], victim)]
+        sig = doc["timeline"][0]
+        assert sig["signal"] == 9 and sig["sender"]["pid"] == os.getpid()
+        assert doc["timeline"][0]["t_s"] <= doc["timeline"][1]["t_s"]
+        start = min(n["window_start_unix_s"] for n in doc["nodes"])
+        assert abs(sig["time_unix_s"] - (start + sig["t_s"])) < 1e-6
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
