@@ -6,13 +6,37 @@ Either way every process group started is killed at teardown, even when a test f
 """
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import hs_testlib  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmpdir():
+    """Every temporary file of this test file's run (the targets' run directories, sockets,
+    test clusters) goes under one directory, removed at the end: test programs are killed with
+    SIGKILL and cannot remove their own. Mode 1777 like /tmp, so daemons that drop privileges
+    (munged) and targets run as other users reach it as before."""
+    base = tempfile.mkdtemp(prefix="hs-tests-")
+    os.chmod(base, 0o1777)
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = base
+    tempfile.tempdir = None  # gettempdir() caches; let it see TMPDIR
+    try:
+        yield base
+    finally:
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
+        tempfile.tempdir = None
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _pool():
