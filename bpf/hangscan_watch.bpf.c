@@ -155,8 +155,23 @@ int BPF_PROG(on_sys_enter, struct pt_regs* regs, long nr) {
  * above 0 moved data, which is progress (docs/watch.md, "Stall"). */
 static __always_inline bool moves_data(long nr) {
   switch (nr) {
-    case 0: case 1: case 17: case 18: case 19: case 20: case 40: case 44: case 45: case 46:
-    case 47: case 275: case 295: case 296: case 299: case 307: case 326:
+    case 0:
+    case 1:
+    case 17:
+    case 18:
+    case 19:
+    case 20:
+    case 40:
+    case 44:
+    case 45:
+    case 46:
+    case 47:
+    case 275:
+    case 295:
+    case 296:
+    case 299:
+    case 307:
+    case 326:
       return true;
   }
   return false;

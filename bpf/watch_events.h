@@ -32,12 +32,12 @@ typedef __s64 hs_s64;
 #define HS_KSTACK_DEPTH 24
 
 enum hs_event_kind {
-  HS_EV_SAMPLE = 1,   /* an on-CPU sample (perf_event cpu-clock) */
-  HS_EV_WAIT = 2,     /* a system call that took at least wait_threshold_ns, at its return */
-  HS_EV_OFFCPU = 3,   /* a long off-CPU interval outside a system call (page fault, ...) */
-  HS_EV_EXIT = 4,     /* a thread group leader exited (sched_process_exit) */
-  HS_EV_SIGNAL = 5,   /* a signal was generated for a watched process (signal_generate) */
-  HS_EV_OOM = 6,      /* the OOM killer chose a watched process (oom:mark_victim) */
+  HS_EV_SAMPLE = 1, /* an on-CPU sample (perf_event cpu-clock) */
+  HS_EV_WAIT = 2,   /* a system call that took at least wait_threshold_ns, at its return */
+  HS_EV_OFFCPU = 3, /* a long off-CPU interval outside a system call (page fault, ...) */
+  HS_EV_EXIT = 4,   /* a thread group leader exited (sched_process_exit) */
+  HS_EV_SIGNAL = 5, /* a signal was generated for a watched process (signal_generate) */
+  HS_EV_OOM = 6,    /* the OOM killer chose a watched process (oom:mark_victim) */
 };
 
 struct hs_header {
@@ -51,14 +51,14 @@ struct hs_header {
 
 /* x86-64 user registers in struct pt_regs order (the kernel's, not user_regs_struct's). */
 struct hs_regs {
-  hs_u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
-      flags, sp, ss;
+  hs_u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags,
+      sp, ss;
 };
 
 struct hs_user_stack {
   struct hs_regs regs;
   hs_u64 fs_base;
-  hs_u32 stack_len; /* bytes of stack valid from regs.sp */
+  hs_u32 stack_len;  /* bytes of stack valid from regs.sp */
   hs_u32 kstack_len; /* bytes of kstack valid */
   hs_u64 kstack[HS_KSTACK_DEPTH];
   hs_u8 stack[HS_STACK_BYTES];
@@ -66,7 +66,7 @@ struct hs_user_stack {
 
 struct hs_sample {
   struct hs_header h;
-  hs_u32 in_kernel; /* the sample interrupted kernel code (a system call, a fault) */
+  hs_u32 in_kernel;  /* the sample interrupted kernel code (a system call, a fault) */
   hs_s32 syscall_nr; /* the system call the thread is in, -1 if none */
   struct hs_user_stack u;
 };
@@ -104,7 +104,7 @@ struct hs_signal {
   hs_u32 target_pid, target_tid;
   hs_s32 sig;
   hs_s32 result; /* TRACE_SIGNAL_* : 0 delivered, 1 ignored, 2 already pending, ... */
-  hs_s32 code; /* si_code: SI_USER 0, SI_KERNEL 0x80, SI_TKILL -6, ... */
+  hs_s32 code;   /* si_code: SI_USER 0, SI_KERNEL 0x80, SI_TKILL -6, ... */
   hs_u32 group;
   char target_comm[HS_COMM_LEN];
 };

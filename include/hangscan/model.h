@@ -26,15 +26,15 @@ struct Local {
 
 struct Frame {
   FrameKind kind = FrameKind::native;
-  std::string function;              // demangled; "??" when unknown
-  std::optional<std::string> file;   // source file, when DWARF / code object says
+  std::string function;             // demangled; "??" when unknown
+  std::optional<std::string> file;  // source file, when DWARF / code object says
   std::optional<int> line;
-  std::string module;                // path of the ELF module (native), empty for python
-  std::uint64_t pc = 0;              // absolute address (native); 0 for python
-  std::uint64_t offset = 0;          // pc relative to the module's load bias
-  std::uint64_t sp = 0;              // native: the frame's stack pointer, 0 unknown (not written out)
-  std::string build_id;              // hex, empty when unknown
-  std::vector<Local> locals;         // python frames with --locals
+  std::string module;         // path of the ELF module (native), empty for python
+  std::uint64_t pc = 0;       // absolute address (native); 0 for python
+  std::uint64_t offset = 0;   // pc relative to the module's load bias
+  std::uint64_t sp = 0;       // native: the frame's stack pointer, 0 unknown (not written out)
+  std::string build_id;       // hex, empty when unknown
+  std::vector<Local> locals;  // python frames with --locals
   // Python 3.11+: the expression running, from the code object's location table. Columns are
   // 0-based UTF-8 byte offsets into the line, as CPython keeps them.
   std::optional<int> column;
@@ -51,7 +51,7 @@ struct Diagnostic {
   Severity severity = Severity::warning;
   std::string message;
   std::string hint;
-  std::string host;              // empty: local / not host specific
+  std::string host;  // empty: local / not host specific
   std::optional<int> pid;
   std::optional<int> tid;
   bool operator==(const Diagnostic&) const = default;
@@ -62,38 +62,38 @@ const char* severity_name(Diagnostic::Severity s);
 // One thing a blocked thread waits on (docs/output-schema.md, "waits_on"): the process at the
 // other end of the socket it reads, when that is known, and the transport in words.
 struct WaitEdge {
-  std::string host;                  // node of the process at the other end; "" unknown
-  std::optional<int> pid;            // nullopt: no process known (pipe with several writers,
-                                     // a listening socket, an RDMA device, another node not asked)
+  std::string host;        // node of the process at the other end; "" unknown
+  std::optional<int> pid;  // nullopt: no process known (pipe with several writers,
+                           // a listening socket, an RDMA device, another node not asked)
   std::optional<int> rank;
-  std::string via;                   // "tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "unix 12 -> 13",
-                                     // "pipe:[77]", "tcp listening on 0.0.0.0:29500", ...
+  std::string via;  // "tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "unix 12 -> 13",
+                    // "pipe:[77]", "tcp listening on 0.0.0.0:29500", ...
   bool operator==(const WaitEdge&) const = default;
 };
 
 struct ThreadSnapshot {
   int tid = 0;
   std::string name;
-  char state = '?';                          // R S D T t Z X I, '?' unknown
+  char state = '?';  // R S D T t Z X I, '?' unknown
   std::optional<std::string> wchan;
-  std::optional<std::string> syscall;        // e.g. "futex" or "running"
-  std::vector<Frame> frames;                 // merged native+python, innermost first
-  std::vector<Frame> native_frames;          // native stack when a merge was not possible
-  std::vector<Frame> kernel_frames;          // /proc/TID/stack where readable
-  std::optional<bool> gil;                   // python targets: holds the GIL
-  std::optional<bool> python_idle;           // python thread state exists but no frame
-  std::optional<std::string> python_name;    // threading.Thread name, read from memory
-  bool gc_collecting = false;                // runs Python's cycle collector
-  bool finalizing = false;                   // runs Py_Finalize (the interpreter shuts down)
-  bool is_main = false;                      // tid == pid
-  bool crashed = false;                      // cores: the thread that took the signal
+  std::optional<std::string> syscall;      // e.g. "futex" or "running"
+  std::vector<Frame> frames;               // merged native+python, innermost first
+  std::vector<Frame> native_frames;        // native stack when a merge was not possible
+  std::vector<Frame> kernel_frames;        // /proc/TID/stack where readable
+  std::optional<bool> gil;                 // python targets: holds the GIL
+  std::optional<bool> python_idle;         // python thread state exists but no frame
+  std::optional<std::string> python_name;  // threading.Thread name, read from memory
+  bool gc_collecting = false;              // runs Python's cycle collector
+  bool finalizing = false;                 // runs Py_Finalize (the interpreter shuts down)
+  bool is_main = false;                    // tid == pid
+  bool crashed = false;                    // cores: the thread that took the signal
   // The native unwind stopped with an error before reaching the thread's entry point
   // (_start, clone): the outer frames are missing, so where the stack "starts" means nothing.
   bool incomplete = false;
-  std::uint64_t cpu_ticks = 0;               // utime+stime from /proc/TID/stat
-  std::optional<std::uint64_t> stack_pointer; // from /proc/TID/syscall (not written out)
-  std::vector<std::uint64_t> syscall_args;   // from /proc/TID/syscall (not written out)
-  std::vector<std::string> notes;            // per-thread problems ("unwind stopped: ...")
+  std::uint64_t cpu_ticks = 0;                 // utime+stime from /proc/TID/stat
+  std::optional<std::uint64_t> stack_pointer;  // from /proc/TID/syscall (not written out)
+  std::vector<std::uint64_t> syscall_args;     // from /proc/TID/syscall (not written out)
+  std::vector<std::string> notes;              // per-thread problems ("unwind stopped: ...")
   // Seconds the thread had been off the CPU when it was described (before the freeze), from
   // the scheduler's record; nullopt when running or unknown (cores).
   std::optional<double> blocked_s;
@@ -103,38 +103,38 @@ struct ThreadSnapshot {
 };
 
 struct PythonInfo {
-  std::string version;        // "3.11.2"
-  bool nonblocking = false;   // read without stopping: possibly inconsistent
-  std::string locator;        // strategy that found the interpreter (for --verbose)
-  bool finalizing = false;    // the interpreter is shutting down (Py_Finalize runs)
-  bool gc_collecting = false; // a cycle collection is running
+  std::string version;         // "3.11.2"
+  bool nonblocking = false;    // read without stopping: possibly inconsistent
+  std::string locator;         // strategy that found the interpreter (for --verbose)
+  bool finalizing = false;     // the interpreter is shutting down (Py_Finalize runs)
+  bool gc_collecting = false;  // a cycle collection is running
 };
 
 // One asyncio task of a process's event loop (docs/output-schema.md, "asyncio_tasks").
 struct AsyncioTask {
-  std::string name;                    // Task.get_name()
-  std::uint64_t address = 0;           // the Task object
+  std::string name;           // Task.get_name()
+  std::uint64_t address = 0;  // the Task object
   // Where its coroutines are suspended: the task's own coroutine last, the one it awaits
   // (and so on) before it, innermost first like a stack. Empty: not started.
   std::vector<Frame> coroutines;
-  std::optional<std::string> awaits_task;   // the task whose completion it waits for
-  std::string awaits;                  // type of the awaited future ("_asyncio.Future"), "" none
+  std::optional<std::string> awaits_task;  // the task whose completion it waits for
+  std::string awaits;  // type of the awaited future ("_asyncio.Future"), "" none
   bool operator==(const AsyncioTask&) const = default;
 };
 
 struct SignalInfo {
   int number = 0;
-  std::string name;           // "SIGSEGV"
+  std::string name;  // "SIGSEGV"
   std::optional<std::uint64_t> address;
-  int code = 0;               // si_code
-  std::optional<int> sender_pid;   // sent by kill()/tgkill() (si_code <= 0): who sent it
+  int code = 0;                   // si_code
+  std::optional<int> sender_pid;  // sent by kill()/tgkill() (si_code <= 0): who sent it
 };
 
 // Memory of a live process and the memory cgroup that bounds it (docs/output-schema.md).
 struct MemoryUsage {
-  std::optional<std::uint64_t> rss_bytes;        // VmRSS
-  std::optional<std::uint64_t> peak_rss_bytes;   // VmHWM
-  std::string cgroup;                            // memory cgroup path ("" unknown)
+  std::optional<std::uint64_t> rss_bytes;       // VmRSS
+  std::optional<std::uint64_t> peak_rss_bytes;  // VmHWM
+  std::string cgroup;                           // memory cgroup path ("" unknown)
   std::optional<std::uint64_t> cgroup_usage_bytes;
   std::optional<std::uint64_t> cgroup_limit_bytes;  // nullopt: no limit
   bool operator==(const MemoryUsage&) const = default;
@@ -142,22 +142,22 @@ struct MemoryUsage {
 
 // How a rank died, from what its node still knew (docs/output-schema.md, "death").
 struct Death {
-  std::string how;                       // "killed" (a signal), "exited", "oom-kill", "segfault"
-  std::optional<int> signal;             // terminating signal
-  std::string signal_name;               // "SIGKILL"
-  std::optional<int> exit_code;          // normal exit
+  std::string how;               // "killed" (a signal), "exited", "oom-kill", "segfault"
+  std::optional<int> signal;     // terminating signal
+  std::string signal_name;       // "SIGKILL"
+  std::optional<int> exit_code;  // normal exit
   bool core_dumped = false;
-  std::optional<double> at;              // Unix seconds (from the kernel log's clock)
-  std::string cgroup;                    // OOM kills in a memory cgroup
+  std::optional<double> at;  // Unix seconds (from the kernel log's clock)
+  std::string cgroup;        // OOM kills in a memory cgroup
   std::optional<std::uint64_t> limit_bytes;
   std::optional<std::uint64_t> rss_bytes;  // anon + file + shmem RSS when killed
-  std::string detail;                    // segfault: "at 0 ip 7f.. in libc.so.6"
-  std::string core;                      // where its core went, when it dumped one
-  std::vector<std::string> evidence;     // "exit status (/proc/PID/stat)", "kernel log"
+  std::string detail;                      // segfault: "at 0 ip 7f.. in libc.so.6"
+  std::string core;                        // where its core went, when it dumped one
+  std::vector<std::string> evidence;       // "exit status (/proc/PID/stat)", "kernel log"
   std::optional<int> pid;
   std::string comm;
   std::string host;
-  std::optional<int> rank;               // linked to a rank (see docs/ranks.md)
+  std::optional<int> rank;  // linked to a rank (see docs/ranks.md)
   bool operator==(const Death&) const = default;
 };
 
@@ -165,8 +165,8 @@ struct CoreInfo {
   std::string path;
   std::optional<SignalInfo> signal;
   std::optional<int> crashed_tid;
-  std::vector<std::string> annotations;   // crash explained in words
-  std::vector<std::string> omitted;       // memory the core writer left out
+  std::vector<std::string> annotations;  // crash explained in words
+  std::vector<std::string> omitted;      // memory the core writer left out
 };
 
 struct ProcessSnapshot {
@@ -179,23 +179,23 @@ struct ProcessSnapshot {
   std::optional<int> rank;
   std::optional<int> world_size;
   std::optional<int> local_rank;
-  std::string launcher;                    // "torchrun", "mpirun", ... empty if unknown
-  std::string role;                        // "rank", "launcher", "helper", "process"
+  std::string launcher;  // "torchrun", "mpirun", ... empty if unknown
+  std::string role;      // "rank", "launcher", "helper", "process"
   std::vector<std::string> cmdline;
   std::string exe;
   char state = '?';
-  double cpu_percent = -1;                 // over --samples interval; <0 unknown
+  double cpu_percent = -1;  // over --samples interval; <0 unknown
   std::optional<PythonInfo> python;
-  std::vector<AsyncioTask> asyncio_tasks;   // pending tasks of Python event loops, by name
+  std::vector<AsyncioTask> asyncio_tasks;  // pending tasks of Python event loops, by name
   std::vector<ThreadSnapshot> threads;
   std::int64_t pause_us = 0;
   std::optional<CoreInfo> core;
-  std::optional<std::string> progress;     // "stuck" | "progressing" with --samples
+  std::optional<std::string> progress;  // "stuck" | "progressing" with --samples
   // Wall-clock time (Unix seconds) when the process was described; blocked_s of its threads
   // counts back from it. nullopt for cores.
   std::optional<double> captured_at;
   std::optional<MemoryUsage> memory;
-  std::optional<Death> death;              // zombies and processes that died while captured
+  std::optional<Death> death;  // zombies and processes that died while captured
   // Its established TCP connections as "local -> remote" ("10.0.0.2:29502 -> 10.0.0.1:40312"):
   // the node's socket table, by which the front end finds the other end of a wait on another node.
   std::vector<std::string> tcp_connections;
@@ -213,7 +213,7 @@ struct JobSnapshot {
   std::vector<Diagnostic> diagnostics;
   std::vector<UnreachableNode> unreachable;
   std::optional<int> expected_world_size;
-  std::string job_id;                      // slurm job id when known
+  std::string job_id;  // slurm job id when known
   // Deaths in the job's time window that belong to no process of the report (reaped ranks),
   // from the nodes' kernel logs.
   std::vector<Death> deaths;

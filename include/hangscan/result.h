@@ -15,16 +15,16 @@ namespace hangscan {
 
 // Why: the CLI maps error codes to hints and exit codes without parsing messages.
 enum class Errc {
-  not_found,       // pid, file, symbol absent
-  permission,      // ptrace or file access refused
-  no_such_process, // process vanished
+  not_found,        // pid, file, symbol absent
+  permission,       // ptrace or file access refused
+  no_such_process,  // process vanished
   zombie,
   kernel_thread,
   already_traced,
   timeout,
   io,
-  bad_data,        // corrupt core, torn read, hostile JSON
-  unsupported,     // a version or architecture we cannot read
+  bad_data,     // corrupt core, torn read, hostile JSON
+  unsupported,  // a version or architecture we cannot read
   usage,
   internal,
 };
@@ -64,8 +64,8 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT(implicit)
-  Result(Error error) : v_(std::move(error)) {}       // NOLINT(implicit)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(implicit)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(implicit)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

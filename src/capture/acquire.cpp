@@ -15,7 +15,8 @@ namespace {
 // mapping, at most `max_bytes`.
 std::size_t stack_extent(const Target& target, std::uint64_t sp, std::size_t max_bytes) {
   for (const auto& m : target.mappings()) {
-    if (m.contains(sp)) return static_cast<std::size_t>(std::min<std::uint64_t>(m.end - sp, max_bytes));
+    if (m.contains(sp))
+      return static_cast<std::size_t>(std::min<std::uint64_t>(m.end - sp, max_bytes));
   }
   return 0;
 }
@@ -26,14 +27,17 @@ constexpr std::size_t kPythonPagesPerThread = 8;
 // How much a freeze of this target will write, so that it is prefaulted before the stop (see
 // target/frozen_memory.h): each stack from the stack pointer /proc showed (threads in a system
 // call; a guess for the others) and a few pages per thread for the Python walk.
-std::size_t freeze_buffer_bytes(const Target& target, const std::map<int, ThreadSnapshot>& described,
+std::size_t freeze_buffer_bytes(const Target& target,
+                                const std::map<int, ThreadSnapshot>& described,
                                 const CaptureOptions& options, bool python) {
   std::size_t bytes = 0;
   for (const auto& [tid, t] : described) {
     if (options.native) {
-      std::size_t known = t.stack_pointer ? stack_extent(target, *t.stack_pointer, options.max_stack_bytes) : 0;
+      std::size_t known =
+          t.stack_pointer ? stack_extent(target, *t.stack_pointer, options.max_stack_bytes) : 0;
       // A thread seen in a system call may have returned and called deeper by the stop.
-      bytes += known != 0 ? known + 16 * 1024 : std::min(kUnknownStackGuess, options.max_stack_bytes);
+      bytes +=
+          known != 0 ? known + 16 * 1024 : std::min(kUnknownStackGuess, options.max_stack_bytes);
     }
     if (python) bytes += kPythonPagesPerThread * PageCacheMemory::kPageSize;
   }

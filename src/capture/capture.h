@@ -22,15 +22,15 @@ namespace hangscan {
 
 struct CaptureOptions {
   UnwinderKind unwinder = UnwinderKind::libdw;
-  bool native = true;            // unwind native stacks
-  bool python = true;            // read Python frames when the target is Python
-  bool merge_native = false;     // --native: interleave native and Python frames
-  bool locals = false;           // --locals
-  bool nonblocking = false;      // --nonblocking: Python frames without stopping
-  bool kernel_stacks = true;     // /proc/TID/stack (live, root only)
-  std::size_t max_stack_bytes = 512 * 1024;   // per thread, bounded by the stack mapping
+  bool native = true;                        // unwind native stacks
+  bool python = true;                        // read Python frames when the target is Python
+  bool merge_native = false;                 // --native: interleave native and Python frames
+  bool locals = false;                       // --locals
+  bool nonblocking = false;                  // --nonblocking: Python frames without stopping
+  bool kernel_stacks = true;                 // /proc/TID/stack (live, root only)
+  std::size_t max_stack_bytes = 512 * 1024;  // per thread, bounded by the stack mapping
   std::chrono::milliseconds freeze_timeout{3000};
-  std::vector<std::string>* log = nullptr;    // --verbose lines, when not null
+  std::vector<std::string>* log = nullptr;  // --verbose lines, when not null
   // Called while the target is stopped, after the copies. Tests only: they kill the target
   // there to check that a death during the capture is reported.
   std::function<void()> while_frozen;

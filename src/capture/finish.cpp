@@ -42,11 +42,13 @@ void report_uninterruptible(const ProcessCopy& copy, ProcessSnapshot& snap) {
   if (tids.empty()) return;
   snap.diagnostics.push_back(make_diag(
       Diagnostic::Severity::warning, copy.pid,
-      fmt::format("{} in uninterruptible sleep (D state) could not be stopped: {}{}",
-                  tids.size() == 1 ? "thread " + tids[0] : fmt::format("threads {}", fmt::join(tids, ", ")),
-                  tids.size() == 1 ? "its user stack is not shown" : "their user stacks are not shown",
-                  tids.size() < copy.threads.size() ? "; the other threads were captured" : ""),
-      "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it returns"));
+      fmt::format(
+          "{} in uninterruptible sleep (D state) could not be stopped: {}{}",
+          tids.size() == 1 ? "thread " + tids[0] : fmt::format("threads {}", fmt::join(tids, ", ")),
+          tids.size() == 1 ? "its user stack is not shown" : "their user stacks are not shown",
+          tids.size() < copy.threads.size() ? "; the other threads were captured" : ""),
+      "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it "
+      "returns"));
 }
 
 // --verbose: the pause, split by phase, so a slow one can be pinned on its phase.
@@ -154,7 +156,9 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   if (copy.python) python = decode_python(*copy.python, source, tids, fs_bases, stack_ranges);
 
   // Python-only output needs no native symbols for threads that run Python code.
-  auto needs_native = [&](int tid) { return options.merge_native || !has_python_frames(python, tid); };
+  auto needs_native = [&](int tid) {
+    return options.merge_native || !has_python_frames(python, tid);
+  };
   if (native.session) {
     std::vector<const RawFrame*> to_name;
     for (std::size_t i = 0; i < unwound.size(); ++i) {

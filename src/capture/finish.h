@@ -35,8 +35,8 @@ struct ThreadCopy {
   // The top of the stack, from the stack pointer up (empty: not copied). Reads the unwinder
   // makes outside it go to ModuleSource::memory().
   StackCopy stack;
-  std::string error;              // why the registers are missing: a note on the thread
-  bool uninterruptible = false;   // in D state, so not stopped: its user stack is missing
+  std::string error;             // why the registers are missing: a note on the thread
+  bool uninterruptible = false;  // in D state, so not stopped: its user stack is missing
   // The thread's description (state, wchan, syscall, kernel stack...), taken before the stop
   // when the source could. `described.tid` may be 0: the snapshot then has just `tid`.
   ThreadSnapshot described;
@@ -44,12 +44,12 @@ struct ThreadCopy {
 
 // How long the process was stopped, and on what (for --verbose).
 struct PauseTimes {
-  std::int64_t pause_us = 0;       // first stop to last resume
-  std::int64_t stopped_us = 0;     // stopping every thread and reading registers
-  std::int64_t stacks_us = 0;      // copying the stacks
-  std::int64_t python_us = 0;      // walking the Python frame chains
-  std::size_t stack_bytes = 0;     // bytes of stacks copied
-  std::size_t python_reads = 0;    // reads of the target's memory the Python walk made
+  std::int64_t pause_us = 0;     // first stop to last resume
+  std::int64_t stopped_us = 0;   // stopping every thread and reading registers
+  std::int64_t stacks_us = 0;    // copying the stacks
+  std::int64_t python_us = 0;    // walking the Python frame chains
+  std::size_t stack_bytes = 0;   // bytes of stacks copied
+  std::size_t python_reads = 0;  // reads of the target's memory the Python walk made
 };
 
 // The Python half of a copy: where the interpreter is, the frame chains as raw pointers, and
@@ -59,17 +59,17 @@ struct PythonCopy;
 // Everything one capture copied out of a process, as plain values.
 struct ProcessCopy {
   int pid = 0;
-  std::string what;                 // "pid 1234" / "core core.1234": for messages
-  ProcessSnapshot process;          // process-level description (threads empty)
+  std::string what;         // "pid 1234" / "core core.1234": for messages
+  ProcessSnapshot process;  // process-level description (threads empty)
   // The threads the snapshot will have, in this order for equal tids: several samples of one
   // thread may share a tid (a Python frame chain is matched to a tid, so only to one of them).
   std::vector<ThreadCopy> threads;
   // True when `threads` carry registers and stacks to unwind (a freeze, a core, a sample);
   // false when they are descriptions only (--nonblocking, or a freeze that failed).
   bool registers_copied = true;
-  std::optional<PauseTimes> pause;  // nullopt: nothing was stopped
-  std::string death;                // how the process ended while stopped; empty: it lives
-  std::vector<Diagnostic> diagnostics;   // problems of the acquisition (a failed freeze)
+  std::optional<PauseTimes> pause;      // nullopt: nothing was stopped
+  std::string death;                    // how the process ended while stopped; empty: it lives
+  std::vector<Diagnostic> diagnostics;  // problems of the acquisition (a failed freeze)
   // Null when there was no Python walk. Shared, so a copied ProcessCopy shares it.
   std::shared_ptr<PythonCopy> python;
 };

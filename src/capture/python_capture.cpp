@@ -160,7 +160,7 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
     std::vector<Frame> frames;
     frames.reserve(st.frames.size());
     for (const auto& pf : st.frames) frames.push_back(pf.frame);
-    if (frames.empty()) continue;   // no Python frames: the native stack stays
+    if (frames.empty()) continue;  // no Python frames: the native stack stays
     if (options.merge_native && !t->frames.empty()) {
       auto merged = python::merge_stacks(t->frames, st.frames);
       if (merged) {

@@ -28,11 +28,11 @@ struct PythonCopy {
   // The pages the walk read (and the stack copies, for 3.11's _PyCFrame on the C stack);
   // finish_process() rebases them on its ModuleSource's memory for the pages decoding adds.
   std::unique_ptr<PageCacheMemory> pages;
-  std::unique_ptr<python::PythonReader> reader;   // null: not Python (or not readable)
+  std::unique_ptr<python::PythonReader> reader;  // null: not Python (or not readable)
   python::RawPythonState raw;
   bool walked = false;
-  bool nonblocking = false;               // walked without a stop (possibly inconsistent)
-  std::vector<Diagnostic> diagnostics;    // why the interpreter could not be read
+  bool nonblocking = false;             // walked without a stop (possibly inconsistent)
+  std::vector<Diagnostic> diagnostics;  // why the interpreter could not be read
   // --nonblocking: descriptions of threads the walk names (native ids) that were not among the
   // threads described before it (they started in between).
   std::map<int, ThreadSnapshot> late_threads;

@@ -46,7 +46,8 @@ const char* core_role(const Analysis& analysis, std::size_t i) {
   return "member";
 }
 
-Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode_text, std::size_t process_count) {
+Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode_text,
+                               std::size_t process_count) {
   auto mode = parse_gcore_mode(mode_text.empty() ? "one-per-group" : mode_text);
   if (!mode) return Error(Errc::usage, fmt::format("--gcore {}: not a mode", mode_text));
   PickedCores picked;

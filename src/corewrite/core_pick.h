@@ -32,10 +32,11 @@ const char* core_role(const Analysis& analysis, std::size_t process_index);
 // The processes a --gcore mode picks from an analysis, with the role of each ("suspect",
 // "representative", "member") for the line that reports its core.
 struct PickedCores {
-  std::vector<std::size_t> members;   // indexes into the job's processes
+  std::vector<std::size_t> members;  // indexes into the job's processes
   std::vector<std::string> roles;
 };
 // `mode` as given to --gcore ("" = one-per-group); Errc::usage when it is not a mode.
-Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode, std::size_t process_count);
+Result<PickedCores> pick_cores(const Analysis& analysis, const std::string& mode,
+                               std::size_t process_count);
 
 }  // namespace hangscan

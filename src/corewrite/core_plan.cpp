@@ -86,7 +86,9 @@ class Planner {
   void add_whole(const Mapping& m, KeepReason k, bool must) {
     add(m, m.start, m.end, m.end - m.start, k, must);
   }
-  void add_left_out(const Mapping& m, std::string why) { add(m, m.start, m.end, 0, KeepReason::none, false, std::move(why)); }
+  void add_left_out(const Mapping& m, std::string why) {
+    add(m, m.start, m.end, 0, KeepReason::none, false, std::move(why));
+  }
 
   void plan_mapping(std::size_t i) {
     const Mapping& m = in_.mappings[i];
@@ -99,7 +101,7 @@ class Planner {
       return;
     }
     if (m.path == "[vdso]" || m.contains(in_.vdso)) {
-      add_whole(m, KeepReason::vdso, true);   // unwinders need it; the kernel always dumps it
+      add_whole(m, KeepReason::vdso, true);  // unwinders need it; the kernel always dumps it
       return;
     }
     if (f.dontdump) {
@@ -139,13 +141,13 @@ class Planner {
       return;
     }
     if (m.is_file() && !shared) {
-      add_whole(m, KeepReason::module_data, true);   // .data, .got: interpreter state
+      add_whole(m, KeepReason::module_data, true);  // .data, .got: interpreter state
       return;
     }
     if (anon && !shared && i > 0 && m.writable() && m.path.empty()) {
       const Mapping& prev = in_.mappings[i - 1];
       if (prev.is_file() && prev.end == m.start && prev.writable()) {
-        add_whole(m, KeepReason::module_data, true);   // the module's .bss
+        add_whole(m, KeepReason::module_data, true);  // the module's .bss
         return;
       }
     }

@@ -20,23 +20,23 @@ namespace hangscan {
 
 // What /proc/PID/smaps (and a look at the first bytes) says about one mapping.
 struct MappingFacts {
-  bool known = false;        // smaps was readable for this mapping
-  bool dontdump = false;     // VmFlags "dd": madvise(MADV_DONTDUMP)
-  bool io = false;           // VmFlags "io" or "pf": device memory, never read it
-  bool hugetlb = false;      // VmFlags "ht"
-  bool anon_pages = false;   // "Anonymous:" > 0: a private file mapping that was written
-  bool elf_magic = false;    // the mapping starts with "\x7fELF" (file offset 0)
+  bool known = false;       // smaps was readable for this mapping
+  bool dontdump = false;    // VmFlags "dd": madvise(MADV_DONTDUMP)
+  bool io = false;          // VmFlags "io" or "pf": device memory, never read it
+  bool hugetlb = false;     // VmFlags "ht"
+  bool anon_pages = false;  // "Anonymous:" > 0: a private file mapping that was written
+  bool elf_magic = false;   // the mapping starts with "\x7fELF" (file offset 0)
 };
 
 struct PlanInput {
-  std::vector<Mapping> mappings;            // /proc/PID/maps order (sorted by address)
-  std::vector<MappingFacts> facts;          // parallel to mappings (may be empty: unknown)
+  std::vector<Mapping> mappings;    // /proc/PID/maps order (sorted by address)
+  std::vector<MappingFacts> facts;  // parallel to mappings (may be empty: unknown)
   std::vector<std::uint64_t> stack_pointers;
   // Address ranges [first, second) a reader of the core will need: what the Python walk and
   // the environment reader touched, thread control blocks (fs_base).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> keep_ranges;
-  std::uint64_t vdso = 0;                   // AT_SYSINFO_EHDR
-  std::uint32_t coredump_filter = 0x33;     // /proc/PID/coredump_filter (kernel default)
+  std::uint64_t vdso = 0;                // AT_SYSINFO_EHDR
+  std::uint32_t coredump_filter = 0x33;  // /proc/PID/coredump_filter (kernel default)
   std::uint64_t max_size = 256ull << 20;
   std::uint64_t page_size = 4096;
 };
@@ -48,18 +48,18 @@ enum class KeepReason { none, stack, module_data, python, vdso, elf_header, othe
 struct CorePiece {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
-  std::uint64_t dump = 0;       // bytes from `start` written to the core (0 .. end-start)
-  std::string perms;            // "rw-p"
+  std::uint64_t dump = 0;  // bytes from `start` written to the core (0 .. end-start)
+  std::string perms;       // "rw-p"
   KeepReason keep = KeepReason::none;
-  bool must = false;            // never left out for size
-  std::string omitted;          // why it was left out; listed in the HANGSCAN note
+  bool must = false;    // never left out for size
+  std::string omitted;  // why it was left out; listed in the HANGSCAN note
   std::uint64_t size() const { return end - start; }
 };
 
 struct CorePlan {
-  std::vector<CorePiece> pieces;     // by address
-  std::uint64_t dump_bytes = 0;      // sum of CorePiece::dump
-  std::uint64_t must_bytes = 0;      // of which never left out
+  std::vector<CorePiece> pieces;  // by address
+  std::uint64_t dump_bytes = 0;   // sum of CorePiece::dump
+  std::uint64_t must_bytes = 0;   // of which never left out
   std::vector<std::string> warnings;
 };
 

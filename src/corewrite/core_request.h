@@ -18,8 +18,8 @@ namespace hangscan {
 struct CoreRequest {
   std::string node;
   int pid = 0;
-  std::optional<int> rank;   // from the report: names the core, and must still be the pid's rank
-  std::uint64_t start_ticks = 0;   // from the report: must still be the pid's; 0 unchecked
+  std::optional<int> rank;  // from the report: names the core, and must still be the pid's rank
+  std::uint64_t start_ticks = 0;  // from the report: must still be the pid's; 0 unchecked
   bool operator==(const CoreRequest&) const = default;
 };
 
@@ -28,11 +28,11 @@ struct CoreOutcome {
   std::string node;
   int pid = 0;
   std::optional<int> rank;
-  std::string path;                    // the core, when written
+  std::string path;  // the core, when written
   std::uint64_t file_size = 0;
-  std::int64_t pause_us = 0;           // how long the process was stopped
-  std::vector<std::string> warnings;   // a core written but incomplete (over the cap ...)
-  std::string error;                   // set when no core was written
+  std::int64_t pause_us = 0;          // how long the process was stopped
+  std::vector<std::string> warnings;  // a core written but incomplete (over the cap ...)
+  std::string error;                  // set when no core was written
   std::string hint;
   bool written() const { return error.empty(); }
 };

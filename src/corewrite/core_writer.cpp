@@ -26,8 +26,8 @@
 #include "proc/proc_files.h"
 #include "python/python_reader.h"
 #include "target/live_target.h"
-#include "util/parse_number.h"
 #include "util/hints.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {
@@ -97,7 +97,8 @@ std::uint64_t auxv_value(const std::vector<std::uint8_t>& auxv, std::uint64_t ty
 
 // The memory map as it is while stopped, with smaps facts (read before the freeze: smaps
 // walks the page tables, tens of milliseconds for GiBs) and ELF magic of file images.
-void read_layout(Target& target, const std::map<std::uint64_t, MappingFacts>& smaps, PlanInput& in) {
+void read_layout(Target& target, const std::map<std::uint64_t, MappingFacts>& smaps,
+                 PlanInput& in) {
   const int pid = target.pid();
   in.mappings = parse_maps(read_or_empty(proc_path(pid, "maps"), 1 << 26));
   in.facts.resize(in.mappings.size());
@@ -209,7 +210,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
                  hints::writable_core_dir("-o"));
   }
   FileGuard file(fd, partial);
-  ::fchmod(fd, 0600);   // whatever the umask
+  ::fchmod(fd, 0600);  // whatever the umask
 
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
@@ -249,9 +250,10 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   // Memory read after a death is missing: such a core would look complete to every reader
   // but hold holes where stacks should be. It never gets a core's name (the guard removes it).
   if (!died.empty()) {
-    return Error(Errc::no_such_process,
-                 fmt::format("pid {} {} while its core was being written: no core was written", pid, died),
-                 0, "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it");
+    return Error(
+        Errc::no_such_process,
+        fmt::format("pid {} {} while its core was being written: no core was written", pid, died),
+        0, "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it");
   }
   if (!stats) return std::move(stats).error();
 
@@ -270,9 +272,10 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   res.omitted = stats->omitted;
   for (auto& w : plan.warnings) res.warnings.push_back(std::move(w));
   if (stats->unreadable_bytes > 0) {
-    res.warnings.push_back(fmt::format("{} of memory to keep could not be read: the core has holes there "
-                                       "(listed as unreadable in its HANGSCAN note)",
-                                       human_size(stats->unreadable_bytes)));
+    res.warnings.push_back(
+        fmt::format("{} of memory to keep could not be read: the core has holes there "
+                    "(listed as unreadable in its HANGSCAN note)",
+                    human_size(stats->unreadable_bytes)));
   }
   auto published = publish(partial, res.path);
   if (!published) return std::move(published).error();

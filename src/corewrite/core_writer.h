@@ -18,27 +18,27 @@
 namespace hangscan {
 
 struct CoreWriteOptions {
-  std::string dir = ".";                    // where the core goes
-  std::uint64_t max_size = 256ull << 20;    // --max-size
-  std::optional<int> rank;                  // in the file name; found from the environment if unset
-  std::string host;                         // in the file name; this host if empty
-  bool python = true;                       // keep the memory the Python stacks need
+  std::string dir = ".";                  // where the core goes
+  std::uint64_t max_size = 256ull << 20;  // --max-size
+  std::optional<int> rank;                // in the file name; found from the environment if unset
+  std::string host;                       // in the file name; this host if empty
+  bool python = true;                     // keep the memory the Python stacks need
   std::chrono::milliseconds freeze_timeout{3000};
 };
 
 struct CoreWriteResult {
   std::string path;
-  std::int64_t pause_us = 0;                // the target was stopped this long
-  std::uint64_t file_size = 0;              // st_size
-  std::uint64_t disk_bytes = 0;             // blocks on disk (zero pages are holes)
-  std::uint64_t kept_bytes = 0;             // memory read into PT_LOAD segments
-  std::uint64_t unreadable_bytes = 0;       // memory to keep that could not be read (holes)
-  std::uint64_t omitted_bytes = 0;          // memory listed in the HANGSCAN note
+  std::int64_t pause_us = 0;           // the target was stopped this long
+  std::uint64_t file_size = 0;         // st_size
+  std::uint64_t disk_bytes = 0;        // blocks on disk (zero pages are holes)
+  std::uint64_t kept_bytes = 0;        // memory read into PT_LOAD segments
+  std::uint64_t unreadable_bytes = 0;  // memory to keep that could not be read (holes)
+  std::uint64_t omitted_bytes = 0;     // memory listed in the HANGSCAN note
   std::size_t threads = 0;
   std::optional<int> rank;
-  std::string python_version;               // empty: not Python (or not readable)
-  std::vector<std::string> omitted;         // the HANGSCAN note's lines
-  std::vector<std::string> warnings;        // threads without registers, over the cap ...
+  std::string python_version;         // empty: not Python (or not readable)
+  std::vector<std::string> omitted;   // the HANGSCAN note's lines
+  std::vector<std::string> warnings;  // threads without registers, over the cap ...
 };
 
 // "core.<host>.<pid>", or "core.<host>.rank<rank>.<pid>" when the rank is known.

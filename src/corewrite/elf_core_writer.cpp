@@ -15,7 +15,7 @@ namespace hangscan {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
-constexpr std::uint32_t kNtFile = 0x46494c45;   // "FILE"
+constexpr std::uint32_t kNtFile = 0x46494c45;  // "FILE"
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -162,7 +162,7 @@ class Writer {
           stats.zero_bytes += n;
           continue;
         }
-        std::size_t run = n;   // extend over following non-zero pages: fewer writes
+        std::size_t run = n;  // extend over following non-zero pages: fewer writes
         while (p + run < got) {
           auto m = static_cast<std::size_t>(std::min<std::uint64_t>(page, got - p - run));
           if (all_zero(buf_.data() + p + run, m)) break;
@@ -207,7 +207,7 @@ Result<CoreWriteStats> write_elf_core(int fd, const CoreProcessInfo& info, const
     if (t.fpregs) notes.add("CORE", NT_FPREGSET, &*t.fpregs, sizeof(*t.fpregs));
   }
 
-  const std::uint64_t phnum = 2 + plan.pieces.size();   // notes, HANGSCAN note, memory
+  const std::uint64_t phnum = 2 + plan.pieces.size();  // notes, HANGSCAN note, memory
   const bool extnum = phnum >= PN_XNUM;
   std::uint64_t header = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
   const std::uint64_t shoff = header;

@@ -47,18 +47,18 @@ struct CoreProcessInfo {
   char state = 'S';
   int nice = 0;
   std::string comm;
-  std::string psargs;                       // command line, spaces between arguments
-  std::vector<std::uint8_t> auxv;           // /proc/PID/auxv as is
-  std::vector<Mapping> mappings;            // NT_FILE: the file-backed ones are listed
-  std::vector<CoreThreadState> threads;     // the first one is the "current" thread for gdb
+  std::string psargs;                    // command line, spaces between arguments
+  std::vector<std::uint8_t> auxv;        // /proc/PID/auxv as is
+  std::vector<Mapping> mappings;         // NT_FILE: the file-backed ones are listed
+  std::vector<CoreThreadState> threads;  // the first one is the "current" thread for gdb
 };
 
 struct CoreWriteStats {
-  std::uint64_t file_size = 0;              // st_size
-  std::uint64_t data_bytes = 0;             // memory bytes actually written (not holes)
-  std::uint64_t zero_bytes = 0;             // all-zero pages left as holes
-  std::uint64_t unreadable_bytes = 0;       // planned memory that could not be read (holes too)
-  std::vector<std::string> omitted;         // the HANGSCAN note's lines
+  std::uint64_t file_size = 0;         // st_size
+  std::uint64_t data_bytes = 0;        // memory bytes actually written (not holes)
+  std::uint64_t zero_bytes = 0;        // all-zero pages left as holes
+  std::uint64_t unreadable_bytes = 0;  // planned memory that could not be read (holes too)
+  std::vector<std::string> omitted;    // the HANGSCAN note's lines
 };
 
 // Writes the core to `fd` (a new, empty regular file). Errors are I/O errors (disk full).

@@ -40,7 +40,8 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
     c.error = w.error().what();
     c.hint = w.error().hint;
     // The writer's hints name `hangscan gcore`'s -o; here the directory is `dir_option`.
-    if (w.error().message.starts_with("cannot create ") || w.error().message.starts_with("cannot name the core ")) {
+    if (w.error().message.starts_with("cannot create ") ||
+        w.error().message.starts_with("cannot name the core ")) {
       c.hint = w.error().sys_errno == EEXIST ? hints::core_already_there(dir_option)
                                              : hints::writable_core_dir(dir_option);
     }
@@ -58,23 +59,28 @@ std::optional<Error> pid_reused(int pid, std::uint64_t start_ticks, const std::s
   if (start_ticks == 0) return std::nullopt;
   auto stat_text = read_text_file(fmt::format("{}/{}/stat", proc_root, pid), 4096);
   auto stat = stat_text ? parse_stat(*stat_text) : std::nullopt;
-  if (!stat || stat->start_time == start_ticks) return std::nullopt;   // gone: the writer says so
-  return Error(Errc::not_found,
-               fmt::format("pid {} is another process now (started at tick {}, the captured one at tick {}): "
-                           "not dumped (the pid was reused)",
-                           pid, stat->start_time, start_ticks),
-               0, hints::fresh_report());
+  if (!stat || stat->start_time == start_ticks) return std::nullopt;  // gone: the writer says so
+  return Error(
+      Errc::not_found,
+      fmt::format(
+          "pid {} is another process now (started at tick {}, the captured one at tick {}): "
+          "not dumped (the pid was reused)",
+          pid, stat->start_time, start_ticks),
+      0, hints::fresh_report());
 }
 
-std::vector<CoreOutcome> write_local_cores(const JobSnapshot& job, const PickedCores& picked, const std::string& dir,
-                                           std::uint64_t max_size) {
+std::vector<CoreOutcome> write_local_cores(const JobSnapshot& job, const PickedCores& picked,
+                                           const std::string& dir, std::uint64_t max_size) {
   std::vector<CoreOutcome> out;
   for (std::size_t i : picked.members) {
     const ProcessSnapshot& p = job.processes[i];
     CoreRequest r{p.host.empty() ? local_host_name() : p.host, p.pid, p.rank, p.start_ticks};
     // The agents check this in refuse_core_request(); here the capture was this process's.
     if (auto reused = pid_reused(r.pid, r.start_ticks)) {
-      out.push_back(CoreOutcome{.node = r.node, .pid = r.pid, .rank = r.rank, .error = reused->what(),
+      out.push_back(CoreOutcome{.node = r.node,
+                                .pid = r.pid,
+                                .rank = r.rank,
+                                .error = reused->what(),
                                 .hint = reused->hint});
       continue;
     }

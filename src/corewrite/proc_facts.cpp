@@ -125,13 +125,16 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::string s(text);
   std::uint64_t mult = 1;
   char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
-  if (last == 'B' && s.size() > 1) {   // "256MB" / "256MiB"
+  if (last == 'B' && s.size() > 1) {  // "256MB" / "256MiB"
     s.pop_back();
     if (s.size() > 1 && (s.back() == 'i' || s.back() == 'I')) s.pop_back();
     last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
   }
   if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-    mult = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : last == 'G' ? 1ull << 30 : 1ull << 40;
+    mult = last == 'K'   ? 1ull << 10
+           : last == 'M' ? 1ull << 20
+           : last == 'G' ? 1ull << 30
+                         : 1ull << 40;
     s.pop_back();
   }
   if (s.empty()) return std::nullopt;

@@ -8,7 +8,7 @@ std::size_t RecordingMemory::read(std::uint64_t addr, void* buf, std::size_t len
   // same way on the core only if that memory is absent there too.
   if (len > 0 && addr + len > addr) {
     if (!ranges_.empty() && ranges_.back().first <= addr && addr + len <= ranges_.back().second) {
-      return got;   // the walker reads one object in several small pieces
+      return got;  // the walker reads one object in several small pieces
     }
     ranges_.emplace_back(addr, addr + len);
   }

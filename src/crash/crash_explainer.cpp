@@ -56,7 +56,9 @@ std::string at_address(const CrashView& v) {
   return v.signal->address ? " at address " + hex(*v.signal->address) : std::string();
 }
 
-bool is_signal(const CrashView& v, int sig) { return v.signal != nullptr && v.signal->number == sig; }
+bool is_signal(const CrashView& v, int sig) {
+  return v.signal != nullptr && v.signal->number == sig;
+}
 
 bool sent_by_someone(const CrashView& v) {
   return v.signal != nullptr && v.signal->code <= 0 && v.signal->sender_pid &&
@@ -104,41 +106,59 @@ bool near_stack_limit(const CrashView& v) {
   std::uint64_t a = *v.signal->address;
   const auto& f = v.facts;
   if (f.sp && a + kNearStack >= *f.sp && a <= *f.sp + kNearStack) return true;
-  if (f.stack && a + kNearStack * 16 >= f.stack->start && a < f.stack->start + kNullPage) return true;
+  if (f.stack && a + kNearStack * 16 >= f.stack->start && a < f.stack->start + kNullPage)
+    return true;
   return most_repeated(v).second >= kRecursionRepeats;
 }
 
 std::string segv_reason(int code) {
   switch (code) {
-    case 1: return "no memory is mapped there";
-    case 2: return "the memory there does not allow this access (a write to read-only data, "
-                   "or a jump into non-executable memory)";
-    case 3: return "a bounds check failed";
-    case 4: return "a memory protection key denied it";
-    case 0x80: return "a general protection fault (a non-canonical address: usually a "
-                      "corrupted pointer)";
-    default: return "invalid memory access";
+    case 1:
+      return "no memory is mapped there";
+    case 2:
+      return "the memory there does not allow this access (a write to read-only data, "
+             "or a jump into non-executable memory)";
+    case 3:
+      return "a bounds check failed";
+    case 4:
+      return "a memory protection key denied it";
+    case 0x80:
+      return "a general protection fault (a non-canonical address: usually a "
+             "corrupted pointer)";
+    default:
+      return "invalid memory access";
   }
 }
 
 std::string fpe_reason(int code) {
   switch (code) {
-    case 1: return "integer division by zero";
-    case 2: return "integer overflow (e.g. INT_MIN / -1)";
-    case 3: return "floating-point division by zero (with FP exceptions enabled)";
-    case 4: return "floating-point overflow (with FP exceptions enabled)";
-    case 7: return "invalid floating-point operation (with FP exceptions enabled)";
-    default: return "arithmetic exception";
+    case 1:
+      return "integer division by zero";
+    case 2:
+      return "integer overflow (e.g. INT_MIN / -1)";
+    case 3:
+      return "floating-point division by zero (with FP exceptions enabled)";
+    case 4:
+      return "floating-point overflow (with FP exceptions enabled)";
+    case 7:
+      return "invalid floating-point operation (with FP exceptions enabled)";
+    default:
+      return "arithmetic exception";
   }
 }
 
 std::string bus_reason(int code) {
   switch (code) {
-    case 1: return "a misaligned access";
-    case 2: return "memory mapped from a file past its end (the file was truncated, or "
-                   "/dev/shm filled up under shared memory)";
-    case 4: case 5: return "a hardware memory error";
-    default: return "a bus error";
+    case 1:
+      return "a misaligned access";
+    case 2:
+      return "memory mapped from a file past its end (the file was truncated, or "
+             "/dev/shm filled up under shared memory)";
+    case 4:
+    case 5:
+      return "a hardware memory error";
+    default:
+      return "a bus error";
   }
 }
 
@@ -147,19 +167,24 @@ std::vector<CrashRule> make_rules() {
   return {
       {"sent-signal", true, [](const CrashView& v) { return sent_by_someone(v); },
        [](const CrashView& v) {
-         return fmt::format("{} was sent by another process (pid {}) with kill(): the program "
-                            "did not fault, it was killed",
-                            v.signal->name, *v.signal->sender_pid);
+         return fmt::format(
+             "{} was sent by another process (pid {}) with kill(): the program "
+             "did not fault, it was killed",
+             v.signal->name, *v.signal->sender_pid);
        }},
       {"uncaught-exception", true,
-       [](const CrashView& v) { return is_signal(v, SIGABRT) && in_terminate(v) && v.facts.exception; },
+       [](const CrashView& v) {
+         return is_signal(v, SIGABRT) && in_terminate(v) && v.facts.exception;
+       },
        [](const CrashView& v) {
          const CxxException& e = *v.facts.exception;
-         return fmt::format("std::terminate was called after an uncaught C++ exception of type "
-                            "{}{}; abort() raised SIGABRT",
-                            e.type, e.what ? fmt::format(" (what(): \"{}\")", *e.what) : "");
+         return fmt::format(
+             "std::terminate was called after an uncaught C++ exception of type "
+             "{}{}; abort() raised SIGABRT",
+             e.type, e.what ? fmt::format(" (what(): \"{}\")", *e.what) : "");
        }},
-      {"terminate", true, [](const CrashView& v) { return is_signal(v, SIGABRT) && in_terminate(v); },
+      {"terminate", true,
+       [](const CrashView& v) { return is_signal(v, SIGABRT) && in_terminate(v); },
        [](const CrashView& v) {
          bool thrown = v.has_frame({"__cxa_throw", "__cxa_rethrow", "_Unwind_RaiseException",
                                     "_Unwind_Resume_or_Rethrow"});
@@ -177,14 +202,15 @@ std::vector<CrashRule> make_rules() {
        [](const CrashView& v) {
          const Frame* c = caller_of(v, "_Py_FatalErrorFunc");
          if (c == nullptr) c = caller_of(v, "Py_FatalError");
-         return fmt::format("the Python interpreter stopped with a fatal error (Py_FatalError{}); "
-                            "its message (\"Fatal Python error: ...\") went to the process's stderr",
-                            c != nullptr ? ", called from " + describe_frame(*c) : "");
+         return fmt::format(
+             "the Python interpreter stopped with a fatal error (Py_FatalError{}); "
+             "its message (\"Fatal Python error: ...\") went to the process's stderr",
+             c != nullptr ? ", called from " + describe_frame(*c) : "");
        }},
       {"assertion", true,
        [](const CrashView& v) {
-         return is_signal(v, SIGABRT) && v.has_frame({"__assert_fail", "__assert_fail_base",
-                                                      "__assert_perror_fail"});
+         return is_signal(v, SIGABRT) &&
+                v.has_frame({"__assert_fail", "__assert_fail_base", "__assert_perror_fail"});
        },
        [](const CrashView& v) {
          return v.facts.abort_message
@@ -206,7 +232,8 @@ std::vector<CrashRule> make_rules() {
                                  : "a buffer overflow or a corrupted stack",
                             *v.facts.abort_message);
        }},
-      {"abort", true, [](const CrashView& v) { return is_signal(v, SIGABRT) && v.has_frame({"abort"}); },
+      {"abort", true,
+       [](const CrashView& v) { return is_signal(v, SIGABRT) && v.has_frame({"abort"}); },
        [](const CrashView& v) {
          const Frame* c = caller_of(v, "abort");
          return fmt::format("abort() was called{} and raised SIGABRT",
@@ -215,10 +242,10 @@ std::vector<CrashRule> make_rules() {
       {"stack-overflow", true, near_stack_limit,
        [](const CrashView& v) {
          auto [f, n] = most_repeated(v);
-         std::string rec = f != nullptr && n >= kRecursionRepeats
-                               ? fmt::format(" ({} appears {} times: endless recursion?)",
-                                             describe_frame(*f), n)
-                               : "";
+         std::string rec =
+             f != nullptr && n >= kRecursionRepeats
+                 ? fmt::format(" ({} appears {} times: endless recursion?)", describe_frame(*f), n)
+                 : "";
          return fmt::format("SIGSEGV{}: stack overflow: the thread ran out of stack{}",
                             at_address(v), rec);
        }},
@@ -235,7 +262,8 @@ std::vector<CrashRule> make_rules() {
        }},
       {"segv", true, [](const CrashView& v) { return is_signal(v, SIGSEGV); },
        [](const CrashView& v) {
-         return fmt::format("SIGSEGV{}: {}{}", at_address(v), segv_reason(v.signal->code), where(v));
+         return fmt::format("SIGSEGV{}: {}{}", at_address(v), segv_reason(v.signal->code),
+                            where(v));
        }},
       {"sigbus", true, [](const CrashView& v) { return is_signal(v, SIGBUS); },
        [](const CrashView& v) {
@@ -247,10 +275,11 @@ std::vector<CrashRule> make_rules() {
        }},
       {"sigill", true, [](const CrashView& v) { return is_signal(v, SIGILL); },
        [](const CrashView& v) {
-         return fmt::format("SIGILL{}: illegal instruction{}: code built for a newer CPU than "
-                            "this one (e.g. AVX-512), a jump through a corrupted function "
-                            "pointer, or a deliberate trap (__builtin_trap, ud2)",
-                            at_address(v), where(v));
+         return fmt::format(
+             "SIGILL{}: illegal instruction{}: code built for a newer CPU than "
+             "this one (e.g. AVX-512), a jump through a corrupted function "
+             "pointer, or a deliberate trap (__builtin_trap, ud2)",
+             at_address(v), where(v));
        }},
       {"other-signal", true, [](const CrashView& v) { return v.signal != nullptr; },
        [](const CrashView& v) {
@@ -260,8 +289,8 @@ std::vector<CrashRule> make_rules() {
       {"nccl-watchdog", false,
        [](const CrashView& v) {
          return v.has_frame({"ncclCommWatchdog", "ncclCommWatchdogInternal", "handleNCCLGuard",
-                             "workCleanupLoop", "watchdogHandler", "ProcessGroupNCCL::Watchdog::",
-                             "WorkNCCL::handleException"});
+                             "workCleanupLoop", "watchdogHandler",
+                             "ProcessGroupNCCL::Watchdog::", "WorkNCCL::handleException"});
        },
        [](const CrashView&) {
          return std::string(
@@ -283,25 +312,32 @@ std::vector<CrashRule> make_rules() {
              "to see the failing kernel");
        }},
       {"gloo-error", false,
-       [](const CrashView& v) { return v.has_frame({"gloo::"}) && (in_terminate(v) || v.has_frame({"abort"})); },
+       [](const CrashView& v) {
+         return v.has_frame({"gloo::"}) && (in_terminate(v) || v.has_frame({"abort"}));
+       },
        [](const CrashView&) {
          return std::string(
              "a gloo collective failed (gloo::EnforceNotMet or a peer closed its connection): "
              "another rank probably died or timed out first");
        }},
       {"c10d-store", false,
-       [](const CrashView& v) { return v.has_frame({"c10d::TCPStore::", "c10d::detail::TCPClient::"}); },
+       [](const CrashView& v) {
+         return v.has_frame({"c10d::TCPStore::", "c10d::detail::TCPClient::"});
+       },
        [](const CrashView&) {
          return std::string(
              "the crash involves the c10d TCPStore (rendezvous): the store's host (rank 0 or "
              "the launcher) may be gone or unreachable");
        }},
       {"torch-error", false,
-       [](const CrashView& v) { return v.facts.exception && v.facts.exception->type.starts_with("c10::"); },
        [](const CrashView& v) {
-         return fmt::format("the uncaught exception is a PyTorch error ({}); its message went "
-                            "to the process's stderr",
-                            v.facts.exception->type);
+         return v.facts.exception && v.facts.exception->type.starts_with("c10::");
+       },
+       [](const CrashView& v) {
+         return fmt::format(
+             "the uncaught exception is a PyTorch error ({}); its message went "
+             "to the process's stderr",
+             v.facts.exception->type);
        }},
       {"out-of-memory", false,
        [](const CrashView& v) {
@@ -309,8 +345,9 @@ std::vector<CrashRule> make_rules() {
                 (v.facts.exception && v.facts.exception->type == "std::bad_alloc");
        },
        [](const CrashView&) {
-         return std::string("a memory allocation failed (std::bad_alloc): the process ran out "
-                            "of memory or hit a limit (ulimit -v, cgroup)");
+         return std::string(
+             "a memory allocation failed (std::bad_alloc): the process ran out "
+             "of memory or hit a limit (ulimit -v, cgroup)");
        }},
       {"python-exception", false,
        [](const CrashView& v) {
@@ -326,7 +363,8 @@ std::vector<CrashRule> make_rules() {
       {"ctypes-call", false,
        [](const CrashView& v) {
          return v.python_frame() != nullptr &&
-                v.has_frame({"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
+                v.has_frame(
+                    {"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
        },
        [](const CrashView& v) {
          return fmt::format("the native code was called from Python through ctypes, by {}",
@@ -335,12 +373,14 @@ std::vector<CrashRule> make_rules() {
       {"python-code", false,
        [](const CrashView& v) {
          return v.python_frame() != nullptr &&
-                !v.has_frame({"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
+                !v.has_frame(
+                    {"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
        },
        [](const CrashView& v) {
-         return fmt::format("the crashing thread was running Python code; innermost Python "
-                            "frame: {}",
-                            describe_frame(*v.python_frame()));
+         return fmt::format(
+             "the crashing thread was running Python code; innermost Python "
+             "frame: {}",
+             describe_frame(*v.python_frame()));
        }},
   };
 }
@@ -385,11 +425,13 @@ std::string describe_frame(const Frame& f) {
   std::string name = f.function.empty() || f.function == "??" ? hex(f.pc) : f.function;
   if (f.file && f.line) {
     auto slash = f.file->rfind('/');
-    return fmt::format("{} ({}:{})", name, slash == std::string::npos ? *f.file : f.file->substr(slash + 1), *f.line);
+    return fmt::format("{} ({}:{})", name,
+                       slash == std::string::npos ? *f.file : f.file->substr(slash + 1), *f.line);
   }
   if (!f.module.empty()) {
     auto slash = f.module.rfind('/');
-    return fmt::format("{} ({})", name, slash == std::string::npos ? f.module : f.module.substr(slash + 1));
+    return fmt::format("{} ({})", name,
+                       slash == std::string::npos ? f.module : f.module.substr(slash + 1));
   }
   return name;
 }

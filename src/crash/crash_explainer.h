@@ -19,7 +19,7 @@ namespace hangscan {
 // What a rule sees.
 struct CrashView {
   const ProcessSnapshot& process;
-  const ThreadSnapshot* crashed = nullptr;    // the thread that took the signal, if known
+  const ThreadSnapshot* crashed = nullptr;  // the thread that took the signal, if known
   const SignalInfo* signal = nullptr;
   const CrashFacts& facts;
 

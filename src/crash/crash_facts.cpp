@@ -16,17 +16,17 @@ namespace {
 // bytes of bookkeeping followed by the 32-byte _Unwind_Exception; the thrown object follows.
 constexpr std::uint64_t kUnwindHeaderAt = 80;
 constexpr std::uint64_t kHeaderSize = 112;
-constexpr std::uint64_t kPrimaryClass = 0x474e5543432b2b00ULL;     // "GNUCC++\0", G first
-constexpr std::uint64_t kDependentClass = 0x474e5543432b2b01ULL;   // "GNUCC++\x01"
+constexpr std::uint64_t kPrimaryClass = 0x474e5543432b2b00ULL;    // "GNUCC++\0", G first
+constexpr std::uint64_t kDependentClass = 0x474e5543432b2b01ULL;  // "GNUCC++\x01"
 constexpr std::uint64_t kStackScanBytes = 64 * 1024;
 constexpr std::size_t kMaxWhat = 1024;
 
 // Standard exceptions that keep their message as the first member after the vptr
 // (a COW string: one pointer to the characters).
 constexpr const char* kMessageTypes[] = {
-    "St13runtime_error", "St11logic_error",   "St12out_of_range", "St16invalid_argument",
-    "St12length_error",  "St11range_error",   "St14overflow_error", "St15underflow_error",
-    "St12domain_error",
+    "St13runtime_error",    "St11logic_error",     "St12out_of_range",
+    "St16invalid_argument", "St12length_error",    "St11range_error",
+    "St14overflow_error",   "St15underflow_error", "St12domain_error",
 };
 
 bool is_mangled_name(const std::string& s) {
@@ -53,7 +53,7 @@ std::optional<std::string> type_name(MemoryReader& mem, std::uint64_t type_info)
   if (!name_ptr) return std::nullopt;
   auto name = mem.read_cstring(*name_ptr, 512);
   if (!name) return std::nullopt;
-  if (!name->empty() && (*name)[0] == '*') name->erase(0, 1);   // local-linkage marker
+  if (!name->empty() && (*name)[0] == '*') name->erase(0, 1);  // local-linkage marker
   if (!is_mangled_name(*name)) return std::nullopt;
   return name;
 }
@@ -66,7 +66,7 @@ bool has_message_member(MemoryReader& mem, std::uint64_t type_info) {
     for (const char* t : kMessageTypes) {
       if (*name == t) return true;
     }
-    auto base = mem.read_u64(type_info + 16);   // __si_class_type_info::__base_type
+    auto base = mem.read_u64(type_info + 16);  // __si_class_type_info::__base_type
     if (!base) return false;
     type_info = *base;
   }
@@ -97,7 +97,7 @@ std::optional<std::uint64_t> eh_globals_address(Target& target, std::uint64_t fs
       }
       auto modid = mem.read_u64(tls_index);
       auto offset = mem.read_u64(tls_index + 8);
-      auto dtv = mem.read_u64(fs_base + 8);   // tcbhead_t::dtv
+      auto dtv = mem.read_u64(fs_base + 8);  // tcbhead_t::dtv
       if (!modid || !offset || !dtv || *modid == 0 || *modid > 65536) return std::nullopt;
       auto block = mem.read_u64(*dtv + 16 * *modid);
       if (!block || *block == 0 || *block == ~std::uint64_t{0}) return std::nullopt;
@@ -143,8 +143,8 @@ std::optional<CxxException> decode_cxa_exception(MemoryReader& mem, std::uint64_
 }
 
 std::optional<CxxException> current_cxx_exception(Target& target, std::uint64_t fs_base,
-                                                   std::optional<std::uint64_t> sp,
-                                                   std::optional<std::uint64_t> stack_end) {
+                                                  std::optional<std::uint64_t> sp,
+                                                  std::optional<std::uint64_t> stack_end) {
   MemoryReader& mem = target.memory();
   if (fs_base != 0) {
     if (auto globals = eh_globals_address(target, fs_base)) {

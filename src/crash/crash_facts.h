@@ -17,15 +17,15 @@
 namespace hangscan {
 
 struct CxxException {
-  std::string type;                  // demangled: "std::runtime_error"
-  std::optional<std::string> what;   // for std::runtime_error / std::logic_error families
+  std::string type;                 // demangled: "std::runtime_error"
+  std::optional<std::string> what;  // for std::runtime_error / std::logic_error families
 };
 
 struct CrashFacts {
-  std::optional<std::uint64_t> sp;             // the crashed thread's stack pointer
-  std::optional<Mapping> stack;                // the mapping holding it
-  std::optional<std::string> abort_message;    // glibc's __abort_msg
-  std::optional<CxxException> exception;       // the exception std::terminate saw
+  std::optional<std::uint64_t> sp;           // the crashed thread's stack pointer
+  std::optional<Mapping> stack;              // the mapping holding it
+  std::optional<std::string> abort_message;  // glibc's __abort_msg
+  std::optional<CxxException> exception;     // the exception std::terminate saw
 };
 
 // Reads the facts for the thread recorded as crashed in `snap.core`; empty when the snapshot
@@ -36,8 +36,8 @@ CrashFacts gather_crash_facts(Target& target, const ProcessSnapshot& snap);
 // through libstdc++'s per-thread __cxa_eh_globals, else by scanning [sp, sp + 64 KiB) for
 // an exception header. Exposed for tests.
 std::optional<CxxException> current_cxx_exception(Target& target, std::uint64_t fs_base,
-                                                   std::optional<std::uint64_t> sp,
-                                                   std::optional<std::uint64_t> stack_end);
+                                                  std::optional<std::uint64_t> sp,
+                                                  std::optional<std::uint64_t> stack_end);
 
 // Decodes a libstdc++ exception header at `header` (the __cxa_exception, whose unwind
 // header sits 80 bytes in); nullopt when the magic "GNUCC++" class is not there.

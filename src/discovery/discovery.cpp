@@ -45,13 +45,13 @@ class Selection {
     if (e == nullptr) {
       if (explicit_pid)
         diags_.push_back(skipped(Diagnostic::Severity::error, pid,
-                                 fmt::format("pid {}: no such process", pid),
-                                 hints::check_pid()));
+                                 fmt::format("pid {}: no such process", pid), hints::check_pid()));
       return;
     }
     if (e->kernel_thread) {
-      diags_.push_back(skipped(Diagnostic::Severity::info, pid,
-                               fmt::format("pid {} ({}) is a kernel thread: skipped", pid, e->comm)));
+      diags_.push_back(
+          skipped(Diagnostic::Severity::info, pid,
+                  fmt::format("pid {} ({}) is a kernel thread: skipped", pid, e->comm)));
       return;
     }
     if (hangscan_.count(pid) != 0) {
@@ -76,8 +76,8 @@ class Selection {
 
 // torch.multiprocessing.spawn starts its ranks exactly like multiprocessing's spawn does; the
 // difference is that the launcher has libtorch loaded. Naming it saves the reader a guess.
-void name_torch_spawn_launchers(const std::vector<ProcessFacts>& facts, std::vector<RoleDecision>& roles,
-                                const std::string& proc_root) {
+void name_torch_spawn_launchers(const std::vector<ProcessFacts>& facts,
+                                std::vector<RoleDecision>& roles, const std::string& proc_root) {
   constexpr std::string_view kSpawn = "multiprocessing.spawn";
   std::set<int> torch_launchers;
   for (std::size_t i = 0; i < facts.size(); ++i) {
@@ -107,7 +107,7 @@ void name_torch_spawn_launchers(const std::vector<ProcessFacts>& facts, std::vec
 }  // namespace
 
 std::vector<std::string> live_environment(int pid) {
-  auto target = open_live_target(pid, true);   // only memory is read
+  auto target = open_live_target(pid, true);  // only memory is read
   if (target) return read_environment(**target);
   return process_environ_file(pid);
 }
@@ -137,9 +137,9 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
     for (int pid : *matched) sel.add(pid, false);
   }
   if (sel.pids().empty()) {
-    return Error(Errc::not_found, "no process to capture", 0,
-                 options.match.empty() ? hints::check_pid()
-                                       : "check the pattern with 'pgrep -af PATTERN'");
+    return Error(
+        Errc::not_found, "no process to capture", 0,
+        options.match.empty() ? hints::check_pid() : "check the pattern with 'pgrep -af PATTERN'");
   }
 
   // Facts for the selection plus its ancestors: a rank's launcher is often not selected
@@ -156,8 +156,8 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
     f.ppid = e->ppid;
     f.comm = e->comm;
     f.cmdline = process_cmdline(pid, options.proc_root);
-    f.environment = selected && live ? live_environment(pid)
-                                     : process_environ_file(pid, options.proc_root);
+    f.environment =
+        selected && live ? live_environment(pid) : process_environ_file(pid, options.proc_root);
     if (selected) selected_index[pid] = facts.size();
     facts.push_back(std::move(f));
   };
@@ -183,12 +183,13 @@ Result<std::vector<DiscoveredProcess>> discover(const DiscoveryOptions& options,
     d.environment = std::move(facts[i].environment);
     out.push_back(std::move(d));
   }
-  std::stable_sort(out.begin(), out.end(), [](const DiscoveredProcess& a, const DiscoveredProcess& b) {
-    bool ra = a.rank.has_value(), rb = b.rank.has_value();
-    if (ra != rb) return ra;
-    if (ra && *a.rank != *b.rank) return *a.rank < *b.rank;
-    return a.pid < b.pid;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DiscoveredProcess& a, const DiscoveredProcess& b) {
+                     bool ra = a.rank.has_value(), rb = b.rank.has_value();
+                     if (ra != rb) return ra;
+                     if (ra && *a.rank != *b.rank) return *a.rank < *b.rank;
+                     return a.pid < b.pid;
+                   });
   return out;
 }
 

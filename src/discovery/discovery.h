@@ -17,24 +17,24 @@
 namespace hangscan {
 
 struct DiscoveryOptions {
-  std::vector<int> pids;        // --pid (repeatable)
-  bool subprocesses = false;    // --subprocesses: each pid's descendants too
-  std::string match;            // --match REGEX over command lines ("" = none)
+  std::vector<int> pids;      // --pid (repeatable)
+  bool subprocesses = false;  // --subprocesses: each pid's descendants too
+  std::string match;          // --match REGEX over command lines ("" = none)
   std::string proc_root = "/proc";
-  int self_pid = 0;             // 0: getpid(); tests pass another to play hangscan
+  int self_pid = 0;  // 0: getpid(); tests pass another to play hangscan
 };
 
 struct DiscoveredProcess {
   int pid = 0;
   int ppid = 0;
-  std::string role;                 // kRoleRank, kRoleLauncher, kRoleHelper, kRoleProcess
-  std::string launcher;             // "torchrun", "mpirun", ... "" if unknown
+  std::string role;      // kRoleRank, kRoleLauncher, kRoleHelper, kRoleProcess
+  std::string launcher;  // "torchrun", "mpirun", ... "" if unknown
   std::optional<int> rank;
   std::optional<int> local_rank;
   std::optional<int> world_size;
-  std::optional<int> owner;         // helpers: the rank or launcher they belong to
-  std::string reason;               // why this role, for --verbose
-  std::vector<std::string> environment;   // as read (memory first); reused by apply_rank_info
+  std::optional<int> owner;              // helpers: the rank or launcher they belong to
+  std::string reason;                    // why this role, for --verbose
+  std::vector<std::string> environment;  // as read (memory first); reused by apply_rank_info
 };
 
 // Selects processes and assigns roles. Processes come out sorted: ranks by rank, then the

@@ -47,7 +47,8 @@ Result<std::vector<std::string>> read_environ_array(MemoryReader& mem, std::uint
     std::uint64_t addr = array_addr + base * sizeof(std::uint64_t);
     std::size_t got = mem.read(addr, ptrs.data(), sizeof(ptrs)) / sizeof(std::uint64_t);
     if (got == 0)
-      return Error(Errc::bad_data, fmt::format("environ entry {} at {:#x} is unreadable", base, addr));
+      return Error(Errc::bad_data,
+                   fmt::format("environ entry {} at {:#x} is unreadable", base, addr));
     for (std::size_t i = 0; i < got; ++i) {
       if (ptrs[i] == 0) return out;
       if (base + i >= limits.max_entries) break;
@@ -61,8 +62,8 @@ Result<std::vector<std::string>> read_environ_array(MemoryReader& mem, std::uint
       out.push_back(std::move(*s));
     }
   }
-  return Error(Errc::bad_data,
-               fmt::format("environ has more than {} entries: not an environment", limits.max_entries));
+  return Error(Errc::bad_data, fmt::format("environ has more than {} entries: not an environment",
+                                           limits.max_entries));
 }
 
 Result<std::vector<std::string>> read_environment_from_memory(Target& t) {
@@ -81,7 +82,8 @@ Result<std::vector<std::string>> read_environment_from_memory(Target& t) {
     std::uint64_t var = sym->value + *bias;
     auto value = t.memory().read_u64(var);
     if (!value) {
-      last = Error(Errc::bad_data, fmt::format("environ in {} at {:#x} is unreadable", module, var));
+      last =
+          Error(Errc::bad_data, fmt::format("environ in {} at {:#x} is unreadable", module, var));
       continue;
     }
     // A NULL here is libc's unused copy when the executable holds the copy-relocated one.

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -74,7 +74,8 @@ class Doctor {
     std::string where = container ? " (in a container)" : "";
     if (scope == 3) {
       add(Level::fail, "ptrace", "kernel.yama.ptrace_scope=3: ptrace is disabled for everyone",
-          "only a reboot lifts scope 3; set kernel.yama.ptrace_scope=1 in /etc/sysctl.d and reboot");
+          "only a reboot lifts scope 3; set kernel.yama.ptrace_scope=1 in /etc/sysctl.d and "
+          "reboot");
       return;
     }
     if ((scope == 1 || scope == 2) && !cap) {
@@ -99,7 +100,8 @@ class Doctor {
     }
     if (!o_.pid) {
       add(Level::ok, "ptrace",
-          fmt::format("{}{}{}", scope < 0 ? "no Yama LSM" : fmt::format("kernel.yama.ptrace_scope={}", scope),
+          fmt::format("{}{}{}",
+                      scope < 0 ? "no Yama LSM" : fmt::format("kernel.yama.ptrace_scope={}", scope),
                       cap ? ", CAP_SYS_PTRACE held" : ", same-user processes only", where));
       return;
     }
@@ -113,7 +115,8 @@ class Doctor {
     int tracer = parse_int<int>(status_field(target, "TracerPid").value_or("0")).value_or(0);
     if (tracer != 0) {
       add(Level::fail, "ptrace",
-          fmt::format("pid {} is already traced by pid {} ({})", pid, tracer, read_comm(tracer, tracer)),
+          fmt::format("pid {} is already traced by pid {} ({})", pid, tracer,
+                      read_comm(tracer, tracer)),
           "detach the other tracer (gdb, strace, py-spy); a process has one tracer at a time");
       return;
     }
@@ -128,16 +131,17 @@ class Doctor {
     ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
     bool refused = n < 0 && (errno == EPERM || errno == EACCES);
     if (refused || (!cap && me != owner)) {
-      std::string why = !cap && me != owner
-                            ? fmt::format("hangscan runs as uid {} and pid {} belongs to uid {}", me, pid, owner)
-                            : "the kernel refuses access";
+      std::string why =
+          !cap && me != owner
+              ? fmt::format("hangscan runs as uid {} and pid {} belongs to uid {}", me, pid, owner)
+              : "the kernel refuses access";
       add(Level::fail, "ptrace", fmt::format("pid {} cannot be traced: {}", pid, why),
           fmt::format("run hangscan as uid {} (the process's user) or as root (sudo){}", owner,
                       container_fix));
       return;
     }
-    add(Level::ok, "ptrace", fmt::format("pid {} can be traced (uid {}{})", pid, me,
-                                         cap ? ", CAP_SYS_PTRACE" : ""));
+    add(Level::ok, "ptrace",
+        fmt::format("pid {} can be traced (uid {}{})", pid, me, cap ? ", CAP_SYS_PTRACE" : ""));
   }
 
   // Where the kernel's cores go; for a path, whether that directory takes them.
@@ -156,7 +160,8 @@ class Doctor {
         for (std::string line; std::getline(in, line);) {
           if (line.starts_with("ProcessSizeMax=")) max = line.substr(15);
           if (line.starts_with("Storage=none")) {
-            add(Level::fail, "core pattern", "cores go to systemd-coredump with Storage=none: none are kept",
+            add(Level::fail, "core pattern",
+                "cores go to systemd-coredump with Storage=none: none are kept",
                 "set Storage=external in /etc/systemd/coredump.conf, or use 'hangscan gcore'");
             return;
           }
@@ -193,16 +198,20 @@ class Doctor {
       return;
     }
     if (!exists(dir)) {
-      add(Level::fail, "core pattern", fmt::format("cores go to {} ({}), which does not exist", dir, pattern),
-          fmt::format("mkdir -p {} (world-writable with sticky bit), or change kernel.core_pattern", dir));
+      add(Level::fail, "core pattern",
+          fmt::format("cores go to {} ({}), which does not exist", dir, pattern),
+          fmt::format("mkdir -p {} (world-writable with sticky bit), or change kernel.core_pattern",
+                      dir));
       return;
     }
     if (access(dir.c_str(), W_OK) != 0) {
-      add(Level::fail, "core pattern", fmt::format("cores go to {} ({}), which is not writable", dir, pattern),
+      add(Level::fail, "core pattern",
+          fmt::format("cores go to {} ({}), which is not writable", dir, pattern),
           "sysctl -w kernel.core_pattern=/var/tmp/core.%e.%p (a writable directory)");
       return;
     }
-    add(Level::ok, "core pattern", fmt::format("kernel cores are written to {} as '{}'", dir, pattern));
+    add(Level::ok, "core pattern",
+        fmt::format("kernel cores are written to {} as '{}'", dir, pattern));
   }
 
   void check_core_limit() {
@@ -214,7 +223,9 @@ class Doctor {
     }
     if (*limit == 0) {
       add(o_.pid ? Level::fail : Level::warn, "core limit",
-          fmt::format("{} has 'Max core file size' 0 (ulimit -c 0): the kernel writes no core on a crash", who),
+          fmt::format(
+              "{} has 'Max core file size' 0 (ulimit -c 0): the kernel writes no core on a crash",
+              who),
           o_.pid ? fmt::format("prlimit --pid {} --core=unlimited (or 'ulimit -c unlimited' before "
                                "starting the job); 'hangscan gcore' needs no limit",
                                *o_.pid)
@@ -222,7 +233,8 @@ class Doctor {
       return;
     }
     add(Level::ok, "core limit",
-        fmt::format("{}: core size limit {}", who, *limit == UINT64_MAX ? "unlimited" : human_size(*limit)));
+        fmt::format("{}: core size limit {}", who,
+                    *limit == UINT64_MAX ? "unlimited" : human_size(*limit)));
   }
 
   void check_coredump_filter() {
@@ -238,21 +250,25 @@ class Doctor {
       return;
     }
     add(Level::ok, "coredump_filter",
-        fmt::format("{:#x}{}", *f, *f == 0x33 ? " (the default: anonymous memory and ELF headers)" : ""));
+        fmt::format("{:#x}{}", *f,
+                    *f == 0x33 ? " (the default: anonymous memory and ELF headers)" : ""));
   }
 
   void check_disk() {
     std::uint64_t rss = 0;
     if (o_.pid) {
-      if (auto v = status_field(slurp(proc("status")), "VmRSS")) rss = parse_int<std::uint64_t>(*v).value_or(0) * 1024;
+      if (auto v = status_field(slurp(proc("status")), "VmRSS"))
+        rss = parse_int<std::uint64_t>(*v).value_or(0) * 1024;
     }
-    for (const auto& [what, dir] : {std::pair<std::string, std::string>{"hangscan gcore", o_.core_dir},
-                                    {"kernel cores", core_dir_}}) {
+    for (const auto& [what, dir] :
+         {std::pair<std::string, std::string>{"hangscan gcore", o_.core_dir},
+          {"kernel cores", core_dir_}}) {
       if (dir.empty()) continue;
       struct statvfs vs {};
       if (statvfs(dir.c_str(), &vs) != 0) continue;
       std::uint64_t free_bytes = static_cast<std::uint64_t>(vs.f_bavail) * vs.f_frsize;
-      std::uint64_t need = what == "hangscan gcore" ? std::min<std::uint64_t>(rss, 256ull << 20) : rss;
+      std::uint64_t need =
+          what == "hangscan gcore" ? std::min<std::uint64_t>(rss, 256ull << 20) : rss;
       std::string finding = fmt::format("{} free in {} ({})", human_size(free_bytes), dir, what);
       if (rss > 0) finding += fmt::format("; the target's RSS is {}", human_size(rss));
       if (need > 0 && free_bytes < need) {
@@ -273,8 +289,8 @@ class Doctor {
     auto base = exe.substr(exe.rfind('/') + 1);
     if (!base.starts_with("python")) return;
     std::string id = build_id(exe);
-    bool have = !id.empty() &&
-                exists(fmt::format("/usr/lib/debug/.build-id/{}/{}.debug", id.substr(0, 2), id.substr(2)));
+    bool have = !id.empty() && exists(fmt::format("/usr/lib/debug/.build-id/{}/{}.debug",
+                                                  id.substr(0, 2), id.substr(2)));
     std::string version = base.size() > 6 ? base.substr(6) : "3";
     if (have) {
       add(Level::ok, "python symbols", fmt::format("debug symbols for {} are installed", exe));
@@ -283,7 +299,8 @@ class Doctor {
           fmt::format("no debug symbols for {}: hangscan reads Python frames without them, "
                       "but gdb's py-bt and native frame names inside the interpreter need them",
                       exe),
-          fmt::format("apt install python{}-dbg (Debian/Ubuntu) or dnf debuginfo-install python3", version));
+          fmt::format("apt install python{}-dbg (Debian/Ubuntu) or dnf debuginfo-install python3",
+                      version));
     }
   }
 
@@ -291,7 +308,9 @@ class Doctor {
   static std::string build_id(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     Elf64_Ehdr eh{};
-    if (!f.read(reinterpret_cast<char*>(&eh), sizeof(eh)) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return {};
+    if (!f.read(reinterpret_cast<char*>(&eh), sizeof(eh)) ||
+        std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+      return {};
     for (unsigned i = 0; i < eh.e_phnum && i < 256; ++i) {
       Elf64_Phdr ph{};
       f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof(ph)));
@@ -309,7 +328,8 @@ class Doctor {
         if (desc + dsz > notes.size()) break;
         if (type == NT_GNU_BUILD_ID && nsz == 4 && notes.compare(at + 12, 3, "GNU") == 0) {
           std::string hex;
-          for (std::size_t k = 0; k < dsz; ++k) hex += fmt::format("{:02x}", static_cast<unsigned char>(notes[desc + k]));
+          for (std::size_t k = 0; k < dsz; ++k)
+            hex += fmt::format("{:02x}", static_cast<unsigned char>(notes[desc + k]));
           return hex;
         }
         at = desc + ((dsz + 3) & ~3u);
@@ -329,9 +349,12 @@ std::vector<DoctorCheck> run_doctor(const DoctorOptions& opts) { return Doctor(o
 
 const char* doctor_level_name(DoctorCheck::Level level) {
   switch (level) {
-    case DoctorCheck::Level::ok: return "ok  ";
-    case DoctorCheck::Level::warn: return "WARN";
-    case DoctorCheck::Level::fail: return "FAIL";
+    case DoctorCheck::Level::ok:
+      return "ok  ";
+    case DoctorCheck::Level::warn:
+      return "WARN";
+    case DoctorCheck::Level::fail:
+      return "FAIL";
   }
   return "?";
 }

@@ -16,14 +16,14 @@ namespace hangscan {
 struct DoctorCheck {
   enum class Level { ok, warn, fail };
   Level level = Level::ok;
-  std::string name;      // "ptrace", "core limit", ...
+  std::string name;  // "ptrace", "core limit", ...
   std::string finding;
-  std::string fix;       // empty when nothing to do
+  std::string fix;  // empty when nothing to do
 };
 
 struct DoctorOptions {
   std::optional<int> pid;
-  std::string core_dir = ".";   // where `hangscan gcore` would write
+  std::string core_dir = ".";  // where `hangscan gcore` would write
 };
 
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& opts);

@@ -8,17 +8,17 @@
 #include <climits>
 #include <cstdlib>
 
+#include "corewrite/member_core.h"
+#include "discovery/discovery.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
-#include "discovery/discovery.h"
+#include "jobs/job_loop.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
 #include "proc/rank_info.h"
-#include "corewrite/member_core.h"
-#include "jobs/job_loop.h"
+#include "util/deadline.h"
 #include "util/diagnostic.h"
 #include "util/hints.h"
-#include "util/deadline.h"
 
 namespace hangscan {
 
@@ -50,13 +50,14 @@ bool carries_agent_command(const std::string& proc_root, int pid, const std::str
   if (!text) return false;
   std::string joined;
   for (const auto& a : split_nul(*text)) joined += a + " ";
-  return joined.find(" agent --match ") != std::string::npos || joined.find("'agent' '--match'") != std::string::npos;
+  return joined.find(" agent --match ") != std::string::npos ||
+         joined.find("'agent' '--match'") != std::string::npos;
 }
 
 }  // namespace
 
-SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env, const std::string& job_id,
-                                          const std::string& node,
+SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env,
+                                          const std::string& job_id, const std::string& node,
                                           const std::vector<std::string>& exclude_steps) {
   if (!job_matches(env, job_id)) return SlurmTaskMatch::other;
   auto nodename = env_value(env, "SLURMD_NODENAME");
@@ -71,8 +72,8 @@ SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env, c
 }
 
 SlurmTasks find_slurm_tasks(const std::string& job_id, const std::string& node,
-                            const std::vector<std::string>& exclude_steps, const std::string& proc_root,
-                            int self_pid) {
+                            const std::vector<std::string>& exclude_steps,
+                            const std::string& proc_root, int self_pid) {
   const int self = self_pid != 0 ? self_pid : static_cast<int>(::getpid());
   const std::string self_exe = exe_of(proc_root, self);
   SlurmTasks out;
@@ -84,14 +85,23 @@ SlurmTasks find_slurm_tasks(const std::string& job_id, const std::string& node,
     if (!text) continue;
     auto match = classify_slurm_environment(split_nul(*text), job_id, node, exclude_steps);
     if (match == SlurmTaskMatch::other) continue;
-    if (match != SlurmTaskMatch::excluded && !self_exe.empty() && exe_of(proc_root, e.pid) == self_exe) {
-      match = SlurmTaskMatch::excluded;   // another hangscan (an agent of an earlier run, a front end)
+    if (match != SlurmTaskMatch::excluded && !self_exe.empty() &&
+        exe_of(proc_root, e.pid) == self_exe) {
+      match =
+          SlurmTaskMatch::excluded;  // another hangscan (an agent of an earlier run, a front end)
     }
     switch (match) {
-      case SlurmTaskMatch::task: out.pids.push_back(e.pid); break;
-      case SlurmTaskMatch::batch: batch.push_back(e.pid); break;
-      case SlurmTaskMatch::excluded: ++out.excluded; break;
-      case SlurmTaskMatch::other: break;
+      case SlurmTaskMatch::task:
+        out.pids.push_back(e.pid);
+        break;
+      case SlurmTaskMatch::batch:
+        batch.push_back(e.pid);
+        break;
+      case SlurmTaskMatch::excluded:
+        ++out.excluded;
+        break;
+      case SlurmTaskMatch::other:
+        break;
     }
   }
   out.batch = batch.size();
@@ -127,8 +137,8 @@ Status validate_agent_options(const AgentOptions& o) {
 
 }  // namespace
 
-Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& o,
-                                                               std::vector<Diagnostic>& diagnostics) {
+Result<std::vector<DiscoveredProcess>> discover_job_processes(
+    const AgentOptions& o, std::vector<Diagnostic>& diagnostics) {
   if (auto st = validate_agent_options(o); !st) return st.error();
   const bool slurm_mode = !o.job_id.empty();
   DiscoveryOptions dopt;
@@ -139,8 +149,10 @@ Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions
     SlurmTasks tasks = find_slurm_tasks(o.job_id, o.node, exclude);
     if (tasks.pids.empty()) {
       diagnostics.push_back(make_diagnostic(
-          Diagnostic::Severity::warning, fmt::format("no process of Slurm job {} runs on node {}", o.job_id, o.node),
-          "the ranks of this node may have exited; 'scontrol listpids JOB NODE' lists what Slurm tracks"));
+          Diagnostic::Severity::warning,
+          fmt::format("no process of Slurm job {} runs on node {}", o.job_id, o.node),
+          "the ranks of this node may have exited; 'scontrol listpids JOB NODE' lists what Slurm "
+          "tracks"));
       return std::vector<DiscoveredProcess>{};
     }
     dopt.pids = std::move(tasks.pids);
@@ -155,14 +167,16 @@ Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions
   }
   if (!procs) {
     if (procs.error().code == Errc::usage) return procs.error();
-    diagnostics.push_back(make_diagnostic(Diagnostic::Severity::warning,
-                                          fmt::format("on node {}: {}", o.node, procs.error().what()),
-                                          procs.error().hint));
+    diagnostics.push_back(make_diagnostic(
+        Diagnostic::Severity::warning, fmt::format("on node {}: {}", o.node, procs.error().what()),
+        procs.error().hint));
     return std::vector<DiscoveredProcess>{};
   }
   if (!slurm_mode) {
     const std::string self_exe = exe_of("/proc", static_cast<int>(::getpid()));
-    std::erase_if(*procs, [&](const DiscoveredProcess& dp) { return carries_agent_command("/proc", dp.pid, self_exe); });
+    std::erase_if(*procs, [&](const DiscoveredProcess& dp) {
+      return carries_agent_command("/proc", dp.pid, self_exe);
+    });
   }
   return std::move(*procs);
 }
@@ -185,7 +199,8 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   return job;
 }
 
-std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector<DiscoveredProcess>& job_processes,
+std::optional<Error> refuse_core_request(const CoreRequest& r,
+                                         const std::vector<DiscoveredProcess>& job_processes,
                                          const AgentOptions& o, const std::string& proc_root) {
   auto it = std::find_if(job_processes.begin(), job_processes.end(),
                          [&](const DiscoveredProcess& dp) { return dp.pid == r.pid; });
@@ -193,30 +208,38 @@ std::optional<Error> refuse_core_request(const CoreRequest& r, const std::vector
     auto stat_text = read_text_file(fmt::format("{}/{}/stat", proc_root, r.pid), 4096);
     auto stat = stat_text ? parse_stat(*stat_text) : std::nullopt;
     if (!stat || stat->state == 'Z' || stat->state == 'X') {
-      return Error(Errc::no_such_process,
-                   fmt::format("pid {} {}: it exited after the capture", r.pid, stat ? "is a zombie" : "is gone"), 0,
-                   "the report above shows where it was; its rank may have crashed or the job ended");
+      return Error(
+          Errc::no_such_process,
+          fmt::format("pid {} {}: it exited after the capture", r.pid,
+                      stat ? "is a zombie" : "is gone"),
+          0, "the report above shows where it was; its rank may have crashed or the job ended");
     }
-    std::string owner = o.job_id.empty() ? fmt::format("a process matching --match '{}' on {}", o.match, o.node)
-                                         : fmt::format("a process of Slurm job {} on node {}", o.job_id, o.node);
-    return Error(Errc::not_found, fmt::format("pid {} is no longer {}: not dumped (the pid was reused?)", r.pid, owner),
-                 0, hints::fresh_report());
+    std::string owner = o.job_id.empty()
+                            ? fmt::format("a process matching --match '{}' on {}", o.match, o.node)
+                            : fmt::format("a process of Slurm job {} on node {}", o.job_id, o.node);
+    return Error(
+        Errc::not_found,
+        fmt::format("pid {} is no longer {}: not dumped (the pid was reused?)", r.pid, owner), 0,
+        hints::fresh_report());
   }
   if (auto reused = pid_reused(r.pid, r.start_ticks, proc_root)) return reused;
   if (r.rank) {
     ProcessSnapshot now;
-    apply_rank_info(now, it->environment.empty() ? live_environment(it->pid) : it->environment, &*it);
+    apply_rank_info(now, it->environment.empty() ? live_environment(it->pid) : it->environment,
+                    &*it);
     if (now.rank && *now.rank != *r.rank) {
-      return Error(Errc::not_found,
-                   fmt::format("pid {} is rank {} now, not rank {}: not dumped (the pid was reused?)", r.pid, *now.rank,
-                               *r.rank),
-                   0, hints::fresh_report());
+      return Error(
+          Errc::not_found,
+          fmt::format("pid {} is rank {} now, not rank {}: not dumped (the pid was reused?)", r.pid,
+                      *now.rank, *r.rank),
+          0, hints::fresh_report());
     }
   }
   return std::nullopt;
 }
 
-Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o, const std::vector<CoreRequest>& requests,
+Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& o,
+                                                const std::vector<CoreRequest>& requests,
                                                 const CoreWriterFn& write) {
   if (auto st = validate_agent_options(o); !st) return st.error();
   Deadline deadline = Deadline::after(o.timeout);

@@ -19,31 +19,31 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "corewrite/member_core.h"   // pid_reused()
+#include "corewrite/member_core.h"  // pid_reused()
+#include "discovery/discovery.h"
 #include "fanout/core_round.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
-#include "discovery/discovery.h"
 #include "util/deadline.h"
 
 namespace hangscan {
 
 // How a process's environment relates to a Slurm job on a node.
 enum class SlurmTaskMatch {
-  other,      // another job, another node, or no Slurm environment
-  task,       // a task of a job step on this node (ranks and their children)
-  batch,      // the batch step (the job script and the srun it runs): no SLURM_STEP_ID
-  excluded,   // a step of hangscan's own
+  other,     // another job, another node, or no Slurm environment
+  task,      // a task of a job step on this node (ranks and their children)
+  batch,     // the batch step (the job script and the srun it runs): no SLURM_STEP_ID
+  excluded,  // a step of hangscan's own
 };
 
-SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env, const std::string& job_id,
-                                          const std::string& node,
+SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env,
+                                          const std::string& job_id, const std::string& node,
                                           const std::vector<std::string>& exclude_steps);
 
 struct SlurmTasks {
-  std::vector<int> pids;          // tasks, ascending; the batch step only when no task exists
-  std::size_t batch = 0;          // batch-step processes seen
-  std::size_t excluded = 0;       // processes of hangscan's own steps
+  std::vector<int> pids;     // tasks, ascending; the batch step only when no task exists
+  std::size_t batch = 0;     // batch-step processes seen
+  std::size_t excluded = 0;  // processes of hangscan's own steps
 };
 
 // Scans `proc_root` for the job's processes on `node`. Processes running the same executable
@@ -58,7 +58,7 @@ struct AgentOptions {
   std::vector<std::string> exclude_steps;  // --exclude-step, plus the agent's own step
   std::string match;                       // --match REGEX (pdsh mode)
   CaptureOptions capture;
-  std::chrono::milliseconds timeout{25000};   // for the whole node
+  std::chrono::milliseconds timeout{25000};  // for the whole node
 };
 
 // The node name to use: --node, else SLURMD_NODENAME (Slurm mode), else the host name.
@@ -69,11 +69,12 @@ std::string default_agent_node(const std::string& explicit_node, bool slurm_mode
 // round captures these, the core round writes cores only of pids among them. Errors only for
 // bad options; finding nothing is an empty list with a warning in `diagnostics`.
 Result<std::vector<DiscoveredProcess>> discover_job_processes(const AgentOptions& options,
-                                                               std::vector<Diagnostic>& diagnostics);
+                                                              std::vector<Diagnostic>& diagnostics);
 
 // Finds and captures (jobs/job_loop.h: one snapshot per process, a process that cannot be
-// captured is its own diagnostic, the deadline bounds the node). Errors only for bad options (Errc::usage); a node with no process of
-// the job is a snapshot with a warning, so the front end can report the ranks as missing.
+// captured is its own diagnostic, the deadline bounds the node). Errors only for bad options
+// (Errc::usage); a node with no process of the job is a snapshot with a warning, so the front end
+// can report the ranks as missing.
 Result<JobSnapshot> run_agent(const AgentOptions& options);
 
 // Why a core request must not be carried out here, or nullopt when it may. Between the
@@ -83,17 +84,20 @@ Result<JobSnapshot> run_agent(const AgentOptions& options);
 // front end gave a rank, still has that rank. `proc_root` tells "gone" from "reused".
 std::optional<Error> refuse_core_request(const CoreRequest& request,
                                          const std::vector<DiscoveredProcess>& job_processes,
-                                         const AgentOptions& options, const std::string& proc_root = "/proc");
+                                         const AgentOptions& options,
+                                         const std::string& proc_root = "/proc");
 
 // Writes one core that passed the check. The CLI gives write_member_core()
 // (corewrite/member_core.h), the code `dump --gcore` uses; tests give a fake.
-using CoreWriterFn = std::function<CoreOutcome(const CoreRequest& request, const Deadline& deadline)>;
+using CoreWriterFn =
+    std::function<CoreOutcome(const CoreRequest& request, const Deadline& deadline)>;
 
 // The core round on this node: the requests for `options.node` (the others are for other
 // nodes and ignored), each checked with refuse_core_request, then written one after the
 // other until `options.timeout`; one outcome per request of this node. Errors only for bad
 // options.
-Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& options, const std::vector<CoreRequest>& requests,
+Result<std::vector<CoreOutcome>> run_core_agent(const AgentOptions& options,
+                                                const std::vector<CoreRequest>& requests,
                                                 const CoreWriterFn& write);
 
 }  // namespace hangscan

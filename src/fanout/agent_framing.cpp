@@ -17,7 +17,8 @@ constexpr std::size_t kMaxReasonChars = 500;
 
 std::string printable(std::string_view s, std::size_t max) {
   std::string out;
-  for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) ? c : '?';
+  for (char c : s.substr(0, max))
+    out += (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) ? c : '?';
   if (s.size() > max) out += "...";
   return out;
 }
@@ -43,11 +44,14 @@ std::string frame_hash(std::string_view data) {
   return fmt::format("{:016x}", h);
 }
 
-std::string frame_begin(std::string_view node) { return fmt::format("{} begin {}\n", kFrameTag, node); }
+std::string frame_begin(std::string_view node) {
+  return fmt::format("{} begin {}\n", kFrameTag, node);
+}
 
 std::string frame_document(std::string_view node, std::string_view document) {
   std::string doc(document);
-  std::replace_if(doc.begin(), doc.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  std::replace_if(
+      doc.begin(), doc.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   std::string out;
   out.reserve(doc.size() + doc.size() / kFrameChunk * 16 + 100);
   std::size_t pos = 0;
@@ -115,7 +119,8 @@ bool split_pdsh_label(std::string_view line, std::string_view& host, std::string
   return true;
 }
 
-FrameCollector::FrameCollector(std::size_t max_document_bytes) : max_document_bytes_(max_document_bytes) {}
+FrameCollector::FrameCollector(std::size_t max_document_bytes)
+    : max_document_bytes_(max_document_bytes) {}
 
 NodeOutput& FrameCollector::stream(std::string_view key) {
   auto it = index_.find(key);
@@ -128,7 +133,8 @@ NodeOutput& FrameCollector::stream(std::string_view key) {
 }
 
 void FrameCollector::fail(NodeOutput& out, std::string reason) {
-  if (out.state != NodeOutput::State::failed && out.state != NodeOutput::State::complete) ++finished_;
+  if (out.state != NodeOutput::State::failed && out.state != NodeOutput::State::complete)
+    ++finished_;
   out.state = NodeOutput::State::failed;
   out.document.clear();
   out.document.shrink_to_fit();
@@ -155,19 +161,22 @@ void FrameCollector::add_line(std::string_view key, std::string_view payload) {
   }
   std::string_view rest = payload.substr(kFrameTag.size() + 1);
   std::string_view verb = next_word(rest);
-  if (out.state == State::complete || out.state == State::failed) return;   // first verdict stands
+  if (out.state == State::complete || out.state == State::failed) return;  // first verdict stands
 
   if (verb == "d") {
     if (out.state != State::begun) return fail(out, "agent data before its begin line");
     if (out.document.size() + rest.size() > max_document_bytes_) {
-      return fail(out, fmt::format("agent document larger than the limit of {} bytes", max_document_bytes_));
+      return fail(out, fmt::format("agent document larger than the limit of {} bytes",
+                                   max_document_bytes_));
     }
     out.document.append(rest);
     return;
   }
   if (verb == "begin") {
-    if (out.state == State::begun) return fail(out, "agent started a second document before ending the first");
-    if (!validate_host_name(rest)) return fail(out, fmt::format("agent sent an invalid node name '{}'", printable(rest, 80)));
+    if (out.state == State::begun)
+      return fail(out, "agent started a second document before ending the first");
+    if (!validate_host_name(rest))
+      return fail(out, fmt::format("agent sent an invalid node name '{}'", printable(rest, 80)));
     out.node = std::string(rest);
     out.state = State::begun;
     return;
@@ -187,9 +196,11 @@ void FrameCollector::add_line(std::string_view key, std::string_view payload) {
       return fail(out, fmt::format("malformed agent end line '{}'", printable(payload, 120)));
     }
     if (*bytes != out.document.size()) {
-      return fail(out, fmt::format("agent document damaged on the way: {} of {} bytes arrived", out.document.size(), *bytes));
+      return fail(out, fmt::format("agent document damaged on the way: {} of {} bytes arrived",
+                                   out.document.size(), *bytes));
     }
-    if (hash != frame_hash(out.document)) return fail(out, "agent document damaged on the way: checksum mismatch");
+    if (hash != frame_hash(out.document))
+      return fail(out, "agent document damaged on the way: checksum mismatch");
     out.state = State::complete;
     ++finished_;
     return;

@@ -20,7 +20,7 @@
 namespace hangscan {
 
 inline constexpr std::string_view kFrameTag = "HSAGENT1";
-inline constexpr std::size_t kFrameChunk = 900;   // payload bytes per data line
+inline constexpr std::size_t kFrameChunk = 900;  // payload bytes per data line
 
 // The lines an agent prints (each ends with '\n'). `node` must be a valid host name.
 std::string frame_begin(std::string_view node);
@@ -34,12 +34,12 @@ std::string frame_hash(std::string_view data);
 // What one source (srun task, pdsh host) delivered.
 struct NodeOutput {
   enum class State { silent, begun, complete, failed };
-  std::string stream;                // srun task id or pdsh host
-  std::string node;                  // from the begin line; "" if none came
+  std::string stream;  // srun task id or pdsh host
+  std::string node;    // from the begin line; "" if none came
   State state = State::silent;
-  std::string document;              // complete: the reassembled document
-  std::string reason;                // failed: why (agent's own reason or a framing error)
-  std::vector<std::string> noise;    // other lines of this source (bounded)
+  std::string document;            // complete: the reassembled document
+  std::string reason;              // failed: why (agent's own reason or a framing error)
+  std::vector<std::string> noise;  // other lines of this source (bounded)
 };
 
 // Collects framed lines from the merged output of many agents.

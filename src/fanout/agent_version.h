@@ -23,7 +23,7 @@ struct AgentBinaryCheck {
   enum class Level { ok, warn, fail };
   Level level = Level::fail;
   std::string finding;
-  std::string fix;   // empty when ok
+  std::string fix;  // empty when ok
 };
 
 // Runs `path --version` (bounded by `timeout`) and compares it with this build: fail when it

@@ -42,7 +42,7 @@ std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, 
   for (const auto& out : outputs) {
     NodeVerdict v;
     v.node = key == NodeKey::stream ? out.stream : out.node;
-    if (v.node.empty()) continue;   // srun: a task that never said which node it is on
+    if (v.node.empty()) continue;  // srun: a task that never said which node it is on
     v.agent_node = out.node.empty() ? v.node : out.node;
     v.started = out.state != NodeOutput::State::silent;
     switch (out.state) {
@@ -86,7 +86,8 @@ FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
     }
     auto job = read_job_json(doc.text, limits);
     if (!job) {
-      r.unreachable.push_back(UnreachableNode{doc.node, fmt::format("bad agent document: {}", job.error().what())});
+      r.unreachable.push_back(
+          UnreachableNode{doc.node, fmt::format("bad agent document: {}", job.error().what())});
       continue;
     }
     if (!mismatch.empty()) {
@@ -102,11 +103,14 @@ FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
     return std::find(r.requested.begin(), r.requested.end(), node) - r.requested.begin();
   };
   std::stable_sort(r.unreachable.begin(), r.unreachable.end(),
-                   [&](const UnreachableNode& a, const UnreachableNode& b) { return position(a.host) < position(b.host); });
+                   [&](const UnreachableNode& a, const UnreachableNode& b) {
+                     return position(a.host) < position(b.host);
+                   });
   return r;
 }
 
-JobSnapshot FanoutResult::merged(const std::string& job_id, std::optional<int> expected_world_size) const {
+JobSnapshot FanoutResult::merged(const std::string& job_id,
+                                 std::optional<int> expected_world_size) const {
   std::vector<JobSnapshot> parts;
   parts.reserve(nodes.size());
   for (const auto& [node, snap] : nodes) parts.push_back(snap);
@@ -125,12 +129,13 @@ void VerdictBook::record(std::vector<NodeVerdict> verdicts) {
     if (std::find(requested_.begin(), requested_.end(), v.node) == requested_.end()) {
       Diagnostic d;
       d.severity = Diagnostic::Severity::warning;
-      d.message = fmt::format("an answer came from node '{}', which was not asked: ignored", v.node);
+      d.message =
+          fmt::format("an answer came from node '{}', which was not asked: ignored", v.node);
       diagnostics_.push_back(std::move(d));
       continue;
     }
     auto it = verdicts_.find(v.node);
-    if (it != verdicts_.end() && it->second.document) continue;   // already answered
+    if (it != verdicts_.end() && it->second.document) continue;  // already answered
     if (v.document) {
       ++answered_;
       failures_.erase(v.node);
@@ -167,11 +172,13 @@ AgentAnswers VerdictBook::finish(const std::string& default_reason) && {
   for (const auto& n : requested_) {
     auto it = verdicts_.find(n);
     if (it != verdicts_.end() && it->second.document) {
-      r.documents.push_back(NodeDocument{n, it->second.agent_node, std::move(*it->second.document)});
+      r.documents.push_back(
+          NodeDocument{n, it->second.agent_node, std::move(*it->second.document)});
       continue;
     }
     std::string reason;
-    const bool has_soft_reason = it != verdicts_.end() && !it->second.definite && it->second.reason != "no answer";
+    const bool has_soft_reason =
+        it != verdicts_.end() && !it->second.definite && it->second.reason != "no answer";
     if (auto f = failures_.find(n); f != failures_.end()) {
       reason = f->second;
       // The node's own words (a remote shell error) say more than "exited with code 2".
@@ -190,14 +197,17 @@ AgentAnswers VerdictBook::finish(const std::string& default_reason) && {
   return r;
 }
 
-AgentAnswers VerdictBook::finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
+AgentAnswers VerdictBook::finish(bool timed_out, std::chrono::milliseconds timeout,
+                                 std::vector<std::string> log,
                                  std::chrono::steady_clock::time_point started) && {
   std::string default_reason =
-      timed_out ? fmt::format("no answer within {} s", std::chrono::duration<double>(timeout).count()) : "no answer";
+      timed_out
+          ? fmt::format("no answer within {} s", std::chrono::duration<double>(timeout).count())
+          : "no answer";
   AgentAnswers result = std::move(*this).finish(default_reason);
   result.log = std::move(log);
-  result.elapsed =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
   return result;
 }
 

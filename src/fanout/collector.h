@@ -33,11 +33,11 @@ std::chrono::milliseconds agent_timeout_for(std::chrono::milliseconds total);
 // core round (hangscan --gcore) send different documents through the same relays.
 struct NodeVerdict {
   std::string node;
-  std::string agent_node;                // the name the agent gave itself (its begin line)
-  std::optional<std::string> document;   // set when a complete, checksummed document arrived
-  std::string reason;                    // otherwise: why not
-  bool started = false;                  // the agent printed its begin line
-  bool definite = false;                 // answered or failed for good: asking again is useless
+  std::string agent_node;               // the name the agent gave itself (its begin line)
+  std::optional<std::string> document;  // set when a complete, checksummed document arrived
+  std::string reason;                   // otherwise: why not
+  bool started = false;                 // the agent printed its begin line
+  bool definite = false;                // answered or failed for good: asking again is useless
 };
 
 // How a source is tied to a node: srun labels are task numbers, so the node is the one the
@@ -49,8 +49,8 @@ std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, 
 
 // One node's complete document, still unread.
 struct NodeDocument {
-  std::string node;         // as asked (Slurm node name, pdsh host)
-  std::string agent_node;   // as the agent named itself: differs over ssh (pdsh -w 10.0.0.7)
+  std::string node;        // as asked (Slurm node name, pdsh host)
+  std::string agent_node;  // as the agent named itself: differs over ssh (pdsh -w 10.0.0.7)
   std::string text;
 };
 
@@ -60,8 +60,8 @@ struct AgentAnswers {
   std::vector<std::string> requested;
   std::vector<NodeDocument> documents;
   std::vector<UnreachableNode> unreachable;
-  std::vector<Diagnostic> diagnostics;     // answers from nodes nobody asked, run problems
-  std::vector<std::string> log;            // commands run and their timing, for --verbose
+  std::vector<Diagnostic> diagnostics;  // answers from nodes nobody asked, run problems
+  std::vector<std::string> log;         // commands run and their timing, for --verbose
   std::chrono::milliseconds elapsed{0};
 };
 
@@ -69,14 +69,15 @@ struct AgentAnswers {
 struct FanoutResult {
   std::vector<std::string> requested;
   std::vector<std::pair<std::string, JobSnapshot>> nodes;
-  std::map<std::string, std::string> agent_nodes;   // node as asked -> the agent's own name
+  std::map<std::string, std::string> agent_nodes;  // node as asked -> the agent's own name
   std::vector<UnreachableNode> unreachable;
-  std::vector<Diagnostic> diagnostics;     // answers from nodes nobody asked, run problems
-  std::vector<std::string> log;            // commands run and their timing, for --verbose
+  std::vector<Diagnostic> diagnostics;  // answers from nodes nobody asked, run problems
+  std::vector<std::string> log;         // commands run and their timing, for --verbose
   std::chrono::milliseconds elapsed{0};
 
   // One job over every answered node, with the unreachable nodes and diagnostics added.
-  JobSnapshot merged(const std::string& job_id = {}, std::optional<int> expected_world_size = {}) const;
+  JobSnapshot merged(const std::string& job_id = {},
+                     std::optional<int> expected_world_size = {}) const;
 };
 
 // Reads capture documents: processes and diagnostics get `host` = the node as asked; a
@@ -100,13 +101,14 @@ class VerdictBook {
   // Nodes without an answer become unreachable with their reason, or `default_reason`.
   AgentAnswers finish(const std::string& default_reason) &&;
   // The same at the end of a fan-out: the default reason says whether the deadline passed.
-  AgentAnswers finish(bool timed_out, std::chrono::milliseconds timeout, std::vector<std::string> log,
+  AgentAnswers finish(bool timed_out, std::chrono::milliseconds timeout,
+                      std::vector<std::string> log,
                       std::chrono::steady_clock::time_point started) &&;
 
  private:
   std::vector<std::string> requested_;
   std::map<std::string, NodeVerdict> verdicts_;
-  std::map<std::string, std::string> failures_;   // definite: do not ask again
+  std::map<std::string, std::string> failures_;  // definite: do not ask again
   std::vector<Diagnostic> diagnostics_;
   std::size_t answered_ = 0;
 };

@@ -28,31 +28,38 @@ std::optional<long long> parse_number(std::string_view text) {
   return parse_int<long long>(text);
 }
 
-Error bad(const std::string& what) { return Error(Errc::bad_data, fmt::format("core answer: {}", what)); }
+Error bad(const std::string& what) {
+  return Error(Errc::bad_data, fmt::format("core answer: {}", what));
+}
 
 // Reads a string member; absent is empty, anything else than a bounded string is an error.
 Result<std::string> string_member(const json& o, const char* key, std::size_t i) {
   auto it = o.find(key);
   if (it == o.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return bad(fmt::format("cores[{}].{} is {}, expected a string", i, key, it->type_name()));
+  if (!it->is_string())
+    return bad(fmt::format("cores[{}].{} is {}, expected a string", i, key, it->type_name()));
   const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > kMaxString) return bad(fmt::format("cores[{}].{} is longer than {} bytes", i, key, kMaxString));
+  if (s.size() > kMaxString)
+    return bad(fmt::format("cores[{}].{} is longer than {} bytes", i, key, kMaxString));
   return s;
 }
 
-Result<long long> integer_member(const json& o, const char* key, std::size_t i, long long lo, long long hi) {
+Result<long long> integer_member(const json& o, const char* key, std::size_t i, long long lo,
+                                 long long hi) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_number_integer()) {
     return bad(fmt::format("cores[{}].{} is missing or not an integer", i, key));
   }
-  const bool too_big = it->is_number_unsigned() && it->get<unsigned long long>() > static_cast<unsigned long long>(hi);
+  const bool too_big = it->is_number_unsigned() &&
+                       it->get<unsigned long long>() > static_cast<unsigned long long>(hi);
   const long long v = too_big ? hi : it->get<long long>();
   if (too_big || v < lo || v > hi) return bad(fmt::format("cores[{}].{} is out of range", i, key));
   return v;
 }
 
 Result<CoreOutcome> read_outcome(const json& o, std::size_t i) {
-  if (!o.is_object()) return bad(fmt::format("cores[{}] is {}, expected an object", i, o.type_name()));
+  if (!o.is_object())
+    return bad(fmt::format("cores[{}] is {}, expected an object", i, o.type_name()));
   CoreOutcome c;
   auto node = string_member(o, "node", i);
   if (!node) return node.error();
@@ -81,7 +88,8 @@ Result<CoreOutcome> read_outcome(const json& o, std::size_t i) {
     c.pause_us = *pause;
   }
   if (auto it = o.find("warnings"); it != o.end()) {
-    if (!it->is_array() || it->size() > kMaxWarnings) return bad(fmt::format("cores[{}].warnings is not a short list", i));
+    if (!it->is_array() || it->size() > kMaxWarnings)
+      return bad(fmt::format("cores[{}].warnings is not a short list", i));
     for (const auto& w : *it) {
       if (!w.is_string() || w.get_ref<const std::string&>().size() > kMaxString) {
         return bad(fmt::format("cores[{}].warnings holds something else than a short string", i));
@@ -104,7 +112,8 @@ CoreOutcome unanswered(const CoreRequest& r, std::string why) {
 }  // namespace
 
 std::string format_core_request(const CoreRequest& r) {
-  std::string out = r.rank ? fmt::format("{}:{}:{}", r.node, r.pid, *r.rank) : fmt::format("{}:{}", r.node, r.pid);
+  std::string out = r.rank ? fmt::format("{}:{}:{}", r.node, r.pid, *r.rank)
+                           : fmt::format("{}:{}", r.node, r.pid);
   if (r.start_ticks != 0) out += fmt::format("@{}", r.start_ticks);
   return out;
 }
@@ -127,17 +136,20 @@ Result<CoreRequest> parse_core_request(std::string_view text) {
   r.node = std::string(text.substr(0, a));
   if (auto st = validate_host_name(r.node); !st) return usage(st.error().what());
   auto pid = parse_number(text.substr(a + 1, b == std::string_view::npos ? text.npos : b - a - 1));
-  if (!pid || *pid <= 0 || *pid > std::numeric_limits<int>::max()) return usage("the pid is not a positive number");
+  if (!pid || *pid <= 0 || *pid > std::numeric_limits<int>::max())
+    return usage("the pid is not a positive number");
   r.pid = static_cast<int>(*pid);
   if (b != std::string_view::npos) {
     auto rank = parse_number(text.substr(b + 1));
-    if (!rank || *rank < 0 || *rank > std::numeric_limits<int>::max()) return usage("the rank is not a number >= 0");
+    if (!rank || *rank < 0 || *rank > std::numeric_limits<int>::max())
+      return usage("the rank is not a number >= 0");
     r.rank = static_cast<int>(*rank);
   }
   return r;
 }
 
-std::string write_core_outcomes_json(const std::string& node, const std::vector<CoreOutcome>& outcomes) {
+std::string write_core_outcomes_json(const std::string& node,
+                                     const std::vector<CoreOutcome>& outcomes) {
   json cores = json::array();
   for (const auto& c : outcomes) {
     json o = {{"node", c.node}, {"pid", c.pid}, {"rank", c.rank ? json(*c.rank) : json(nullptr)}};
@@ -178,7 +190,8 @@ Result<std::vector<CoreOutcome>> read_core_outcomes_json(std::string_view text) 
   return out;
 }
 
-std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests, const std::string& dir,
+std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests,
+                                               const std::string& dir,
                                                const std::string& max_size) {
   std::vector<std::string> args{"--gcore-dir", dir, "--gcore-max-size", max_size};
   for (const auto& r : requests) {
@@ -202,22 +215,27 @@ std::vector<CoreOutcome> pair_core_outcomes(const std::vector<CoreRequest>& requ
     if (doc == by_host.end()) {
       auto u = std::find_if(answers.unreachable.begin(), answers.unreachable.end(),
                             [&](const UnreachableNode& n) { return n.host == host; });
-      out.push_back(unanswered(r, fmt::format("node {} did not answer: {}", host,
-                                              u != answers.unreachable.end() ? u->reason : "no answer")));
+      out.push_back(
+          unanswered(r, fmt::format("node {} did not answer: {}", host,
+                                    u != answers.unreachable.end() ? u->reason : "no answer")));
       continue;
     }
     if (!doc->second) {
-      out.push_back(unanswered(r, fmt::format("node {} answered badly: {}", host, doc->second.error().what())));
+      out.push_back(unanswered(
+          r, fmt::format("node {} answered badly: {}", host, doc->second.error().what())));
       continue;
     }
     const auto& got = *doc->second;
-    auto it = std::find_if(got.begin(), got.end(), [&](const CoreOutcome& c) { return c.pid == r.pid && c.node == r.node; });
+    auto it = std::find_if(got.begin(), got.end(), [&](const CoreOutcome& c) {
+      return c.pid == r.pid && c.node == r.node;
+    });
     if (it == got.end()) {
-      out.push_back(unanswered(r, fmt::format("the agent on {} did not mention pid {} of node {}", host, r.pid, r.node)));
+      out.push_back(unanswered(r, fmt::format("the agent on {} did not mention pid {} of node {}",
+                                              host, r.pid, r.node)));
       continue;
     }
     CoreOutcome c = *it;
-    c.node = host;   // report it under the name the report uses
+    c.node = host;  // report it under the name the report uses
     if (!c.rank) c.rank = r.rank;
     out.push_back(std::move(c));
   }

@@ -30,12 +30,13 @@ Result<CoreRequest> parse_core_request(std::string_view text);
 
 // The agent's answer document ("hangscan-cores/1"), and its defensive reader (Errc::bad_data
 // for anything malformed or out of bounds; never an exception).
-std::string write_core_outcomes_json(const std::string& node, const std::vector<CoreOutcome>& outcomes);
+std::string write_core_outcomes_json(const std::string& node,
+                                     const std::vector<CoreOutcome>& outcomes);
 Result<std::vector<CoreOutcome>> read_core_outcomes_json(std::string_view text);
 
 // The agent arguments of a core round: the requests, then where and how big.
-std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests, const std::string& dir,
-                                               const std::string& max_size);
+std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests,
+                                               const std::string& dir, const std::string& max_size);
 
 // One outcome per request, in request order. `request_hosts[i]` is the node request i was
 // sent to as the round asked it (a Slurm node or pdsh host; its document is looked up by

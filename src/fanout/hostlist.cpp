@@ -36,7 +36,7 @@ constexpr std::size_t kMaxDigits = 9;
 struct Range {
   long lo = 0;
   long hi = 0;
-  int width = 0;   // zero padding, 0 = natural
+  int width = 0;  // zero padding, 0 = natural
 };
 
 Result<long> parse_number(std::string_view digits, std::string_view item) {
@@ -45,7 +45,8 @@ Result<long> parse_number(std::string_view digits, std::string_view item) {
     return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
   }
   auto v = parse_int<long>(digits);
-  if (!v) return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
+  if (!v)
+    return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
   return *v;
 }
 
@@ -56,7 +57,8 @@ Result<std::vector<Range>> parse_bracket(std::string_view body, std::string_view
   std::size_t pos = 0;
   while (pos <= body.size()) {
     std::size_t comma = body.find(',', pos);
-    std::string_view part = body.substr(pos, comma == std::string_view::npos ? body.npos : comma - pos);
+    std::string_view part =
+        body.substr(pos, comma == std::string_view::npos ? body.npos : comma - pos);
     std::size_t dash = part.find('-');
     std::string_view lo_text = part.substr(0, dash);
     std::string_view hi_text = dash == std::string_view::npos ? lo_text : part.substr(dash + 1);
@@ -65,7 +67,8 @@ Result<std::vector<Range>> parse_bracket(std::string_view body, std::string_view
     auto hi = parse_number(hi_text, item);
     if (!hi) return hi.error();
     if (*hi < *lo) {
-      return usage(fmt::format("reversed range '{}' in host list item '{}'", shown(part), shown(item)));
+      return usage(
+          fmt::format("reversed range '{}' in host list item '{}'", shown(part), shown(item)));
     }
     Range r{*lo, *hi, 0};
     if (lo_text.size() > 1 && lo_text[0] == '0') r.width = static_cast<int>(lo_text.size());
@@ -85,7 +88,8 @@ Status expand_item(std::string_view item, std::size_t max_hosts, std::vector<std
   std::size_t pos = 0;
   while (pos < item.size()) {
     std::size_t open = item.find('[', pos);
-    std::string_view literal = item.substr(pos, open == std::string_view::npos ? item.npos : open - pos);
+    std::string_view literal =
+        item.substr(pos, open == std::string_view::npos ? item.npos : open - pos);
     if (literal.find(']') != std::string_view::npos) {
       return usage(fmt::format("unbalanced ']' in host list item '{}'", shown(item)));
     }
@@ -104,7 +108,8 @@ Status expand_item(std::string_view item, std::size_t max_hosts, std::vector<std
     std::size_t count = 0;
     for (const auto& r : *ranges) count += static_cast<std::size_t>(r.hi - r.lo + 1);
     if (count > max_hosts || partial.size() * count > max_hosts) {
-      return usage(fmt::format("host list item '{}' names more than {} hosts", shown(item), max_hosts));
+      return usage(
+          fmt::format("host list item '{}' names more than {} hosts", shown(item), max_hosts));
     }
     std::vector<std::string> next;
     next.reserve(partial.size() * count);
@@ -121,7 +126,8 @@ Status expand_item(std::string_view item, std::size_t max_hosts, std::vector<std
       return st.error().with_context(fmt::format("host list item '{}'", shown(item)));
     }
     if (seen.insert(name).second) {
-      if (out.size() >= max_hosts) return usage(fmt::format("host list names more than {} hosts", max_hosts));
+      if (out.size() >= max_hosts)
+        return usage(fmt::format("host list names more than {} hosts", max_hosts));
       out.push_back(std::move(name));
     }
   }
@@ -133,15 +139,17 @@ Status expand_item(std::string_view item, std::size_t max_hosts, std::vector<std
 Status validate_host_name(std::string_view name) {
   if (name.empty()) return usage("empty host name");
   if (name.size() > kMaxHostNameLength) {
-    return usage(fmt::format("host name '{}' is longer than {} characters", shown(name), kMaxHostNameLength));
+    return usage(fmt::format("host name '{}' is longer than {} characters", shown(name),
+                             kMaxHostNameLength));
   }
   if (name[0] == '-' || name[0] == '.') {
     return usage(fmt::format("host name '{}' must not start with '{}'", shown(name), name[0]));
   }
   for (char c : name) {
     if (!is_name_char(c)) {
-      return usage(fmt::format("host name '{}' contains '{}': only letters, digits, '.', '-', '_' are allowed",
-                               shown(name), shown(std::string_view(&c, 1))));
+      return usage(fmt::format(
+          "host name '{}' contains '{}': only letters, digits, '.', '-', '_' are allowed",
+          shown(name), shown(std::string_view(&c, 1))));
     }
   }
   return Ok{};
@@ -158,8 +166,8 @@ Status validate_job_id(std::string_view id) {
          std::all_of(id.begin() + static_cast<std::ptrdiff_t>(i) + 1, id.end(), is_digit);
   }
   if (!ok) {
-    return usage(fmt::format("bad job id '{}': expected digits, '123_4' (array task) or '123+1' (het job)",
-                             shown(id)));
+    return usage(fmt::format(
+        "bad job id '{}': expected digits, '123_4' (array task) or '123+1' (het job)", shown(id)));
   }
   return Ok{};
 }
@@ -175,7 +183,8 @@ Result<std::vector<std::string>> parse_hostlist(std::string_view text, std::size
     if (c == '[') ++depth;
     if (c == ']') --depth;
     if (depth < 0) return usage(fmt::format("unbalanced ']' in host list '{}'", shown(text)));
-    if (end && depth > 0) return usage(fmt::format("unbalanced '[' in host list '{}'", shown(text)));
+    if (end && depth > 0)
+      return usage(fmt::format("unbalanced '[' in host list '{}'", shown(text)));
     if (depth == 0 && (c == ',' || is_space(c))) {
       std::string_view item = text.substr(start, i - start);
       start = i + 1;
@@ -196,8 +205,8 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
   };
   std::vector<Group> groups;
   std::map<std::pair<std::string, int>, std::size_t> index;
-  std::vector<std::string> plain;   // names without a trailing number, in order
-  std::vector<std::pair<bool, std::size_t>> order;   // (is_group, index) by first appearance
+  std::vector<std::string> plain;                   // names without a trailing number, in order
+  std::vector<std::pair<bool, std::size_t>> order;  // (is_group, index) by first appearance
   std::unordered_set<std::string> plain_seen;
   for (const auto& h : hosts) {
     std::size_t d = h.size();
@@ -274,8 +283,8 @@ Result<std::vector<HostEntry>> parse_hostfile(std::string_view text, std::size_t
     for (std::size_t w = 1; w < words.size(); ++w) {
       std::size_t eq = words[w].find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        return usage(fmt::format("{}: unexpected word '{}' (expected 'host' or 'host slots=N')", where(),
-                                 shown(words[w])));
+        return usage(fmt::format("{}: unexpected word '{}' (expected 'host' or 'host slots=N')",
+                                 where(), shown(words[w])));
       }
       if (words[w].substr(0, eq) == "slots") {
         std::string_view v = words[w].substr(eq + 1);
@@ -290,7 +299,8 @@ Result<std::vector<HostEntry>> parse_hostfile(std::string_view text, std::size_t
     if (!names) return names.error().with_context(where());
     for (auto& n : *names) {
       if (!seen.insert(n).second) continue;
-      if (out.size() >= max_hosts) return usage(fmt::format("hostfile names more than {} hosts", max_hosts));
+      if (out.size() >= max_hosts)
+        return usage(fmt::format("hostfile names more than {} hosts", max_hosts));
       out.push_back(HostEntry{std::move(n), slots});
     }
   }

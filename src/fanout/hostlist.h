@@ -17,8 +17,8 @@
 
 namespace hangscan {
 
-inline constexpr std::size_t kMaxHostNameLength = 253;   // DNS name limit
-inline constexpr std::size_t kMaxHosts = 1u << 20;       // guards `n[0-999999999]`
+inline constexpr std::size_t kMaxHostNameLength = 253;  // DNS name limit
+inline constexpr std::size_t kMaxHosts = 1u << 20;      // guards `n[0-999999999]`
 inline constexpr std::size_t kMaxJobIdLength = 64;
 
 // A host name safe to pass as an argument and to quote into a shell line.
@@ -42,7 +42,7 @@ std::string compress_hostlist(const std::vector<std::string>& hosts);
 
 struct HostEntry {
   std::string name;
-  std::optional<int> slots;   // DeepSpeed / Open MPI `slots=N`
+  std::optional<int> slots;  // DeepSpeed / Open MPI `slots=N`
 };
 
 // A hostfile: one host (or host-list expression) per line, '#' starts a comment, blank lines

@@ -21,10 +21,10 @@ namespace hangscan {
 
 // What a launcher will run on.
 struct LaunchPlan {
-  std::string job_id;                 // the scheduler's job id; "" when there is none (pdsh)
-  std::optional<int> world_size;      // the job's task count, when the scheduler knows it
-  std::vector<std::string> nodes;     // every node of the capture round
-  std::string description;            // one line for -v ("" when there is nothing to say)
+  std::string job_id;              // the scheduler's job id; "" when there is none (pdsh)
+  std::optional<int> world_size;   // the job's task count, when the scheduler knows it
+  std::vector<std::string> nodes;  // every node of the capture round
+  std::string description;         // one line for -v ("" when there is nothing to say)
 };
 
 class Launcher {
@@ -36,7 +36,8 @@ class Launcher {
   // Runs `hangscan agent` with `agent_args` once on each of `nodes`, within the launcher's
   // own deadline, and collects what they sent; a node without a usable answer is unreachable.
   // `progress` (may be empty) is told how many nodes have answered.
-  virtual AgentAnswers run_agents(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args,
+  virtual AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                                  const std::vector<std::string>& agent_args,
                                   const ProgressFn& progress) const = 0;
 };
 
@@ -48,7 +49,7 @@ struct ClusterRun {
 
 // Runs the agents with `capture_args` on every node of `plan`, reads and merges their answers
 // (as the plan's job, with its world size).
-ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan, const std::vector<std::string>& capture_args,
-                       const ProgressFn& progress);
+ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
+                       const std::vector<std::string>& capture_args, const ProgressFn& progress);
 
 }  // namespace hangscan

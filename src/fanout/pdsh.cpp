@@ -17,10 +17,11 @@ std::string effective_rcmd(const PdshOptions& o) {
   return {};
 }
 
-std::vector<std::string> pdsh_agent_argv(const PdshOptions& o, std::chrono::milliseconds agent_timeout,
-                                         bool exec_rcmd) {
-  std::vector<std::string> argv{o.agent_path, "agent", "--match", o.match, "--timeout-ms",
-                                std::to_string(agent_timeout.count())};
+std::vector<std::string> pdsh_agent_argv(const PdshOptions& o,
+                                         std::chrono::milliseconds agent_timeout, bool exec_rcmd) {
+  std::vector<std::string> argv{o.agent_path,   "agent",
+                                "--match",      o.match,
+                                "--timeout-ms", std::to_string(agent_timeout.count())};
   // With exec every "host" may be this machine: the host name pdsh substitutes is the only
   // thing that tells the agents apart. Over ssh the agent names itself.
   if (exec_rcmd) {
@@ -41,17 +42,20 @@ std::string pdsh_remote_line(const PdshOptions& o, const std::vector<std::string
   return line;
 }
 
-std::vector<std::string> build_pdsh_argv(const PdshOptions& o, std::chrono::milliseconds agent_timeout) {
+std::vector<std::string> build_pdsh_argv(const PdshOptions& o,
+                                         std::chrono::milliseconds agent_timeout) {
   const std::string rcmd = effective_rcmd(o);
   const bool exec_rcmd = rcmd == "exec";
-  auto secs = std::max<long long>(1, std::chrono::duration_cast<std::chrono::seconds>(o.timeout).count());
+  auto secs =
+      std::max<long long>(1, std::chrono::duration_cast<std::chrono::seconds>(o.timeout).count());
   std::vector<std::string> argv{o.pdsh};
   if (!o.rcmd.empty()) {
     argv.push_back("-R");
     argv.push_back(o.rcmd);
   }
-  argv.insert(argv.end(), {"-f", std::to_string(std::max(1, o.fanout)), "-t", std::to_string(std::min(10LL, secs)),
-                           "-u", std::to_string(secs), "-w", compress_hostlist(o.hosts)});
+  argv.insert(argv.end(), {"-f", std::to_string(std::max(1, o.fanout)), "-t",
+                           std::to_string(std::min(10LL, secs)), "-u", std::to_string(secs), "-w",
+                           compress_hostlist(o.hosts)});
   auto agent = pdsh_agent_argv(o, agent_timeout, exec_rcmd);
   if (exec_rcmd && o.remote_setup.empty()) {
     argv.insert(argv.end(), agent.begin(), agent.end());
@@ -102,7 +106,8 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
   } else {
     timed_out = r->timed_out;
     log.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
-                              r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code), r->elapsed.count()));
+                              r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                              r->elapsed.count()));
     // Remote stderr arrives as "host: line" too: the host's own words for its reason.
     std::vector<PdshHostError> errors = parse_pdsh_errors(r->err);
     for (auto line : output_lines(r->err)) {
@@ -111,7 +116,8 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
     book.record(decode_outputs(frames.outputs(), NodeKey::stream));
     std::string general;
     for (auto line : output_lines(r->err)) {
-      if (line.rfind("pdsh@", 0) == 0 && std::none_of(errors.begin(), errors.end(), [&](const PdshHostError& e) {
+      if (line.rfind("pdsh@", 0) == 0 &&
+          std::none_of(errors.begin(), errors.end(), [&](const PdshHostError& e) {
             return line.find(": " + e.host + ": ") != std::string_view::npos;
           })) {
         general = std::string(line.substr(0, 300));
@@ -119,7 +125,8 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
     }
     auto pending = book.pending();
     for (const auto& e : errors) {
-      if (std::find(pending.begin(), pending.end(), e.host) != pending.end()) book.note_failure(e.host, e.reason);
+      if (std::find(pending.begin(), pending.end(), e.host) != pending.end())
+        book.note_failure(e.host, e.reason);
     }
     if (!r->succeeded() && !general.empty()) {
       for (const auto& h : book.pending()) book.note_failure(h, general);
@@ -141,7 +148,8 @@ class PdshLauncher : public Launcher {
     return plan;
   }
 
-  AgentAnswers run_agents(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args,
+  AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                          const std::vector<std::string>& agent_args,
                           const ProgressFn& progress) const override {
     PdshOptions round = options_;
     round.hosts = nodes;

@@ -19,13 +19,13 @@
 namespace hangscan {
 
 struct PdshOptions {
-  std::vector<std::string> hosts;             // validated (parse_hostlist / parse_hostfile)
-  std::string match;                          // --match REGEX for the agent
-  int fanout = 32;                            // pdsh -f
-  std::string remote_setup;                   // --remote-setup FILE, sourced on each host first
-  std::string rcmd;                           // -R TYPE; "" = $PDSH_RCMD_TYPE or pdsh's default
-  std::string agent_path;                     // hangscan on the hosts
-  std::vector<std::string> agent_args;        // capture options forwarded to the agent
+  std::vector<std::string> hosts;       // validated (parse_hostlist / parse_hostfile)
+  std::string match;                    // --match REGEX for the agent
+  int fanout = 32;                      // pdsh -f
+  std::string remote_setup;             // --remote-setup FILE, sourced on each host first
+  std::string rcmd;                     // -R TYPE; "" = $PDSH_RCMD_TYPE or pdsh's default
+  std::string agent_path;               // hangscan on the hosts
+  std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::string pdsh = "pdsh";
   ProgressFn progress;
@@ -35,15 +35,17 @@ struct PdshOptions {
 std::string effective_rcmd(const PdshOptions& options);
 
 // The agent's argv on a host (before any quoting); `%h` is pdsh's host substitution (exec).
-std::vector<std::string> pdsh_agent_argv(const PdshOptions& options, std::chrono::milliseconds agent_timeout,
-                                         bool exec_rcmd);
+std::vector<std::string> pdsh_agent_argv(const PdshOptions& options,
+                                         std::chrono::milliseconds agent_timeout, bool exec_rcmd);
 
 // The single remote shell line for ssh/rsh: every word quoted; with --remote-setup,
 // `. 'FILE' && exec 'agent' ...`.
-std::string pdsh_remote_line(const PdshOptions& options, const std::vector<std::string>& agent_argv);
+std::string pdsh_remote_line(const PdshOptions& options,
+                             const std::vector<std::string>& agent_argv);
 
 // The full pdsh argv.
-std::vector<std::string> build_pdsh_argv(const PdshOptions& options, std::chrono::milliseconds agent_timeout);
+std::vector<std::string> build_pdsh_argv(const PdshOptions& options,
+                                         std::chrono::milliseconds agent_timeout);
 
 // pdsh's own complaints about hosts ("pdsh@login: n3: ssh exited with exit code 255").
 struct PdshHostError {

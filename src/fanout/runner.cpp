@@ -7,15 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/core.h>
+#include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
 #include <boost/process/env.hpp>
 #include <boost/process/environment.hpp>
 #include <boost/process/exe.hpp>
-#include <boost/process/args.hpp>
 #include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
 #include <boost/process/search_path.hpp>
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
@@ -58,7 +58,7 @@ struct Stream {
   std::size_t limit = 0;
   bool* truncated = nullptr;
   const LineHandler* lines = nullptr;
-  std::string partial;   // current incomplete line, for the line handler
+  std::string partial;  // current incomplete line, for the line handler
 
   bool open() const { return fd.get() >= 0; }
 
@@ -222,31 +222,36 @@ Result<CommandResult> run_command(const CommandSpec& spec, const Deadline& deadl
   auto started = std::chrono::steady_clock::now();
   std::error_code ec;
   bp::child child(
-      bp::exe = *program, bp::args = std::vector<std::string>(spec.argv.begin() + 1, spec.argv.end()), env,
+      bp::exe = *program,
+      bp::args = std::vector<std::string>(spec.argv.begin() + 1, spec.argv.end()), env,
       bp::std_in < bp::null,
       bp::extend::on_exec_setup =
           [child_out, child_err, parent](auto&) {
             ::setpgid(0, 0);
-            sigset_t none;   // a caller reading signals through a signalfd blocks them: not the child
+            sigset_t
+                none;  // a caller reading signals through a signalfd blocks them: not the child
             sigemptyset(&none);
             ::sigprocmask(SIG_SETMASK, &none, nullptr);
             ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if (::getppid() != parent) ::_exit(127);   // hangscan already died
+            if (::getppid() != parent) ::_exit(127);  // hangscan already died
             ::dup2(child_out, STDOUT_FILENO);
             ::dup2(child_err, STDERR_FILENO);
           },
       ec);
   if (ec) {
-    return Error(Errc::io, fmt::format("cannot start {}: {}", describe_argv(spec.argv), ec.message()), ec.value());
+    return Error(Errc::io,
+                 fmt::format("cannot start {}: {}", describe_argv(spec.argv), ec.message()),
+                 ec.value());
   }
   const pid_t pid = child.id();
-  child.detach();          // reaped below with waitpid, under our deadline
-  ::setpgid(pid, pid);     // also here, so a kill right after the fork reaches the group
+  child.detach();       // reaped below with waitpid, under our deadline
+  ::setpgid(pid, pid);  // also here, so a kill right after the fork reaches the group
   out_w.reset();
   err_w.reset();
 
   CommandResult result;
-  Stream out{std::move(out_r), &result.out, spec.max_stdout, &result.stdout_truncated, &on_stdout_line, {}};
+  Stream out{std::move(out_r),         &result.out,     spec.max_stdout,
+             &result.stdout_truncated, &on_stdout_line, {}};
   Stream err{std::move(err_r), &result.err, spec.max_stderr, &result.stderr_truncated, nullptr, {}};
   std::vector<Stream*> streams{&out, &err};
 
@@ -259,7 +264,8 @@ Result<CommandResult> run_command(const CommandSpec& spec, const Deadline& deadl
   if (exited) {
     // Helpers of the child (srun's, pdsh's ssh) may still hold the pipes for a moment.
     Deadline drain = Deadline::after(spec.drain_after_exit);
-    while (!all_closed(streams) && !drain.expired() && !deadline.expired()) pump(streams, drain.remaining());
+    while (!all_closed(streams) && !drain.expired() && !deadline.expired())
+      pump(streams, drain.remaining());
     if (!all_closed(streams)) ::kill(-pid, SIGKILL);
   } else {
     result.timed_out = true;
@@ -284,7 +290,8 @@ Result<CommandResult> run_command(const CommandSpec& spec, const Deadline& deadl
     }
     s->flush_partial();
   }
-  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
   return result;
 }
 

@@ -22,7 +22,7 @@
 namespace hangscan {
 
 struct CommandSpec {
-  std::vector<std::string> argv;                    // argv[0] is looked up in PATH unless it has '/'
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH unless it has '/'
   // Environment changes applied to a copy of ours: variables starting with one of
   // `unset_prefixes` are removed unless listed in `keep`; then `set` is applied.
   std::vector<std::string> unset_prefixes;
@@ -37,9 +37,9 @@ struct CommandSpec {
 };
 
 struct CommandResult {
-  int exit_code = -1;             // -1 when killed by a signal or not reaped
-  int term_signal = 0;            // the signal that ended it, 0 if it exited
-  bool timed_out = false;         // the deadline passed and the group was killed
+  int exit_code = -1;      // -1 when killed by a signal or not reaped
+  int term_signal = 0;     // the signal that ended it, 0 if it exited
+  bool timed_out = false;  // the deadline passed and the group was killed
   bool stdout_truncated = false;
   bool stderr_truncated = false;
   std::string out;

@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "fanout/hostlist.h"
-#include "util/parse_number.h"
 #include "util/hints.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -61,13 +61,14 @@ Result<SlurmJob> parse_squeue_line(std::string_view output, std::string_view job
     std::size_t a = line.find('|');
     std::size_t b = a == std::string_view::npos ? a : line.find('|', a + 1);
     if (b == std::string_view::npos) {
-      return Error(Errc::bad_data, fmt::format("unexpected squeue output '{}'", line.substr(0, 200)));
+      return Error(Errc::bad_data,
+                   fmt::format("unexpected squeue output '{}'", line.substr(0, 200)));
     }
     SlurmJob job;
     job.id = std::string(line.substr(0, a));
     job.state = std::string(line.substr(a + 1, b - a - 1));
     job.nodelist = std::string(trim(line.substr(b + 1)));
-    if (job.id != job_id) continue;   // array or het siblings printed alongside
+    if (job.id != job_id) continue;  // array or het siblings printed alongside
     return job;
   }
   return Error(Errc::not_found, fmt::format("Slurm job {} not found", job_id), 0,
@@ -77,7 +78,8 @@ Result<SlurmJob> parse_squeue_line(std::string_view output, std::string_view job
 std::optional<int> parse_num_tasks(std::string_view text) {
   std::size_t pos = 0;
   while ((pos = text.find("NumTasks=", pos)) != std::string_view::npos) {
-    bool word_start = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n' || text[pos - 1] == '\t';
+    bool word_start =
+        pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n' || text[pos - 1] == '\t';
     pos += 9;
     if (!word_start) continue;
     std::string_view rest = text.substr(pos);
@@ -93,26 +95,31 @@ Result<std::vector<std::string>> parse_hostnames(std::string_view output) {
   for (auto line : output_lines(output)) {
     line = trim(line);
     if (line.empty()) continue;
-    if (auto st = validate_host_name(line); !st) return st.error().with_context("scontrol show hostnames");
+    if (auto st = validate_host_name(line); !st)
+      return st.error().with_context("scontrol show hostnames");
     if (std::find(nodes.begin(), nodes.end(), line) == nodes.end()) nodes.emplace_back(line);
-    if (nodes.size() > kMaxHosts) return Error(Errc::bad_data, "scontrol show hostnames: too many nodes");
+    if (nodes.size() > kMaxHosts)
+      return Error(Errc::bad_data, "scontrol show hostnames: too many nodes");
   }
   if (nodes.empty()) return Error(Errc::bad_data, "scontrol show hostnames printed no node");
   return nodes;
 }
 
 std::vector<SrunNodeError> parse_srun_errors(std::string_view text) {
-  static const std::regex launch(R"(^srun: error: Task launch for \S+ failed on node ([^:\s]+): (.*)$)");
+  static const std::regex launch(
+      R"(^srun: error: Task launch for \S+ failed on node ([^:\s]+): (.*)$)");
   static const std::regex task(R"(^srun: error: ([^:\s]+): tasks? [0-9,\-]+: (.*)$)");
   std::vector<SrunNodeError> out;
   for (auto line : output_lines(text)) {
     std::string s(line.substr(0, 1000));
     std::smatch m;
     if (std::regex_match(s, m, launch) && validate_host_name(m[1].str())) {
-      out.push_back({m[1].str(), fmt::format("srun could not start the agent there: {}", m[2].str()), true});
+      out.push_back(
+          {m[1].str(), fmt::format("srun could not start the agent there: {}", m[2].str()), true});
     } else if (std::regex_match(s, m, task) && validate_host_name(m[1].str())) {
       std::string what = m[2].str();
-      if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+      if (!what.empty())
+        what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
       out.push_back({m[1].str(), fmt::format("agent {}", what), false});
     }
   }
@@ -148,7 +155,8 @@ Result<SlurmJob> resolve_slurm_job(const SlurmOptions& o, const Deadline& deadli
   auto job = parse_squeue_line(q->out, o.job_id);
   if (!job) return job.error();
   if (job->state == "PENDING" || job->nodelist.empty() || job->nodelist == "(null)") {
-    return Error(Errc::unsupported, fmt::format("Slurm job {} is {}: no rank runs yet", o.job_id, job->state), 0,
+    return Error(Errc::unsupported,
+                 fmt::format("Slurm job {} is {}: no rank runs yet", o.job_id, job->state), 0,
                  "wait until squeue shows it RUNNING");
   }
   std::vector<std::string> hostnames{o.scontrol, "show", "hostnames", job->nodelist};
@@ -164,23 +172,32 @@ Result<SlurmJob> resolve_slurm_job(const SlurmOptions& o, const Deadline& deadli
   return job;
 }
 
-std::vector<std::string> build_srun_argv(const SlurmOptions& o, const std::vector<std::string>& nodes,
+std::vector<std::string> build_srun_argv(const SlurmOptions& o,
+                                         const std::vector<std::string>& nodes,
                                          std::chrono::milliseconds agent_timeout) {
   const std::string n = std::to_string(nodes.size());
   std::vector<std::string> argv{
       o.srun,
       "--jobid=" + o.job_id,
-      "--overlap",                 // the ranks hold the allocation's CPUs
-      "--gres=gpu:0",              // and its GPUs: the agent needs none
-      "--mpi=none",                // no PMI set-up for the agent step
-      "-N", n, "-n", n, "--ntasks-per-node=1",
-      "-w", compress_hostlist(nodes),
-      "--label",                   // lines are keyed by task; see agent_framing.h
+      "--overlap",     // the ranks hold the allocation's CPUs
+      "--gres=gpu:0",  // and its GPUs: the agent needs none
+      "--mpi=none",    // no PMI set-up for the agent step
+      "-N",
+      n,
+      "-n",
+      n,
+      "--ntasks-per-node=1",
+      "-w",
+      compress_hostlist(nodes),
+      "--label",  // lines are keyed by task; see agent_framing.h
       "--quiet",
       "--input=none",
-      o.agent_path, o.agent_subcommand,
-      "--slurm-job", o.job_id,
-      "--timeout-ms", std::to_string(agent_timeout.count()),
+      o.agent_path,
+      o.agent_subcommand,
+      "--slurm-job",
+      o.job_id,
+      "--timeout-ms",
+      std::to_string(agent_timeout.count()),
   };
   if (!o.context.step_id.empty() && o.context.job_id == o.job_id) {
     argv.push_back("--exclude-step");
@@ -194,7 +211,7 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
   auto started = std::chrono::steady_clock::now();
   Deadline deadline = Deadline::after(o.timeout);
   VerdictBook book(nodes);
-  std::map<std::string, std::string> soft_reasons;   // srun's word on nodes still pending
+  std::map<std::string, std::string> soft_reasons;  // srun's word on nodes still pending
   std::vector<std::string> log;
   bool timed_out = false;
   const std::size_t total = nodes.size();
@@ -222,10 +239,11 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
       log.push_back(fmt::format("{}: {}", describe_argv(spec.argv), r.error().what()));
       break;
     }
-    log.push_back(fmt::format("round {}: {} -> {}{} in {} ms", round + 1, describe_argv(spec.argv),
-                              r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
-                              r->term_signal != 0 ? fmt::format(" (signal {})", r->term_signal) : "",
-                              r->elapsed.count()));
+    log.push_back(
+        fmt::format("round {}: {} -> {}{} in {} ms", round + 1, describe_argv(spec.argv),
+                    r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                    r->term_signal != 0 ? fmt::format(" (signal {})", r->term_signal) : "",
+                    r->elapsed.count()));
     // Labeled stderr lines are the agents' own messages: evidence for their task's reason.
     for (auto line : output_lines(r->err)) frames.add_srun_line(line);
     book.record(decode_outputs(frames.outputs(), NodeKey::begin_line));
@@ -257,7 +275,8 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
     auto it = soft_reasons.find(node);
     if (it != soft_reasons.end()) book.note_failure(node, it->second);
   }
-  return std::move(book).finish(timed_out || deadline.expired(), o.timeout, std::move(log), started);
+  return std::move(book).finish(timed_out || deadline.expired(), o.timeout, std::move(log),
+                                started);
 }
 
 namespace {
@@ -273,12 +292,14 @@ class SlurmLauncher : public Launcher {
     plan.job_id = job->id;
     plan.world_size = job->num_tasks;
     plan.nodes = job->nodes;
-    plan.description = fmt::format("job {} {} on {} node(s) {}, {} task(s)", job->id, job->state, job->nodes.size(),
-                                   job->nodelist, job->num_tasks ? std::to_string(*job->num_tasks) : "unknown");
+    plan.description = fmt::format("job {} {} on {} node(s) {}, {} task(s)", job->id, job->state,
+                                   job->nodes.size(), job->nodelist,
+                                   job->num_tasks ? std::to_string(*job->num_tasks) : "unknown");
     return plan;
   }
 
-  AgentAnswers run_agents(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args,
+  AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                          const std::vector<std::string>& agent_args,
                           const ProgressFn& progress) const override {
     SlurmOptions round = options_;
     round.agent_args = agent_args;

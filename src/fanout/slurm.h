@@ -28,30 +28,30 @@ namespace hangscan {
 
 struct SlurmJob {
   std::string id;
-  std::string state;                  // squeue %T: RUNNING, PENDING, COMPLETING ...
-  std::string nodelist;               // as squeue prints it: "n[1-3]"
-  std::vector<std::string> nodes;     // expanded by scontrol show hostnames, validated
-  std::optional<int> num_tasks;       // scontrol show job: NumTasks (the world size)
+  std::string state;               // squeue %T: RUNNING, PENDING, COMPLETING ...
+  std::string nodelist;            // as squeue prints it: "n[1-3]"
+  std::vector<std::string> nodes;  // expanded by scontrol show hostnames, validated
+  std::optional<int> num_tasks;    // scontrol show job: NumTasks (the world size)
 };
 
 // Where hangscan runs, from its own environment: inside a step of some job or not.
 struct SlurmContext {
-  std::string job_id;    // SLURM_JOB_ID, "" outside Slurm
-  std::string step_id;   // SLURM_STEP_ID, "" outside a step
+  std::string job_id;   // SLURM_JOB_ID, "" outside Slurm
+  std::string step_id;  // SLURM_STEP_ID, "" outside a step
 };
 SlurmContext slurm_context_from_environment();
 
 struct SlurmOptions {
   std::string job_id;
-  std::string agent_path;                   // absolute path of the hangscan binary on the nodes
-  std::string agent_subcommand = "agent";   // `watch` runs its node-local recorder instead
-  std::vector<std::string> agent_args;      // capture options forwarded to the agent
-  std::chrono::milliseconds timeout{30000}; // for the whole fan-out (every node in parallel)
-  SlurmContext context;                     // to exclude our own step from the capture
+  std::string agent_path;                    // absolute path of the hangscan binary on the nodes
+  std::string agent_subcommand = "agent";    // `watch` runs its node-local recorder instead
+  std::vector<std::string> agent_args;       // capture options forwarded to the agent
+  std::chrono::milliseconds timeout{30000};  // for the whole fan-out (every node in parallel)
+  SlurmContext context;                      // to exclude our own step from the capture
   std::string srun = "srun";
   std::string squeue = "squeue";
   std::string scontrol = "scontrol";
-  int max_rounds = 3;                       // srun attempts, each without nodes that failed
+  int max_rounds = 3;  // srun attempts, each without nodes that failed
   ProgressFn progress;
 };
 
@@ -67,7 +67,7 @@ Result<std::vector<std::string>> parse_hostnames(std::string_view output);
 struct SrunNodeError {
   std::string node;
   std::string reason;
-  bool launch_failed = false;   // the step never started there: do not ask that node again
+  bool launch_failed = false;  // the step never started there: do not ask that node again
 };
 std::vector<SrunNodeError> parse_srun_errors(std::string_view stderr_text);
 // srun's own error lines that are about no node ("Unable to create step ..."), last first.
@@ -78,7 +78,8 @@ std::vector<std::string> srun_general_errors(std::string_view stderr_text);
 Result<SlurmJob> resolve_slurm_job(const SlurmOptions& options, const Deadline& deadline);
 
 // srun argv that runs the agent once on each of `nodes` of the job.
-std::vector<std::string> build_srun_argv(const SlurmOptions& options, const std::vector<std::string>& nodes,
+std::vector<std::string> build_srun_argv(const SlurmOptions& options,
+                                         const std::vector<std::string>& nodes,
                                          std::chrono::milliseconds agent_timeout);
 
 // The environment changes for every Slurm command hangscan runs (see the header comment).

@@ -113,7 +113,8 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
                                [](const ProcessSnapshot& p) { return p.role == "rank"; });
   ThreadSelector selector(opts);
   if (!selector.regex_ok()) {
-    a.notes.push_back(fmt::format("thread regex \"{}\" is invalid: no thread selected", opts.thread_regex));
+    a.notes.push_back(
+        fmt::format("thread regex \"{}\" is invalid: no thread selected", opts.thread_regex));
   }
 
   // Key of each member: the trie nodes its selected threads end on (sorted for multi-thread
@@ -160,11 +161,13 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
     std::sort(grp.ranks.begin(), grp.ranks.end());
     grp.hosts.assign(hosts.begin(), hosts.end());
     std::vector<std::size_t> path = a.trie.path_to(grp.node);
-    for (auto it = path.rbegin(); it != path.rend(); ++it) grp.frames.push_back(a.trie.node(*it).frame);
+    for (auto it = path.rbegin(); it != path.rend(); ++it)
+      grp.frames.push_back(a.trie.node(*it).frame);
   }
   std::stable_sort(a.groups.begin(), a.groups.end(), [&](const Group& x, const Group& y) {
     if (x.members.size() != y.members.size()) return x.members.size() < y.members.size();
-    return member_order(job.processes[x.members.front()]) < member_order(job.processes[y.members.front()]);
+    return member_order(job.processes[x.members.front()]) <
+           member_order(job.processes[y.members.front()]);
   });
   for (std::size_t g = 0; g < a.groups.size(); ++g) {
     for (std::size_t m : a.groups[g].members) a.group_of[m] = g;

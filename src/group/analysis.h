@@ -19,14 +19,14 @@ namespace hangscan {
 
 // An equivalence class: processes whose selected threads have the same key.
 struct Group {
-  std::vector<int> ranks;              // sorted; members without rank are not listed here
-  std::vector<int> pids;               // in member order
-  std::vector<std::string> hosts;      // distinct, sorted
-  std::vector<std::size_t> members;    // indexes into JobSnapshot::processes, by (rank, host, pid)
+  std::vector<int> ranks;            // sorted; members without rank are not listed here
+  std::vector<int> pids;             // in member order
+  std::vector<std::string> hosts;    // distinct, sorted
+  std::vector<std::size_t> members;  // indexes into JobSnapshot::processes, by (rank, host, pid)
   bool suspect = false;
-  std::vector<Frame> frames;           // the key (first selected thread), innermost first
-  std::size_t node = StackTrie::kRoot; // trie node the key ends on
-  std::optional<WaitSpread> wait;      // since when the members wait (all blocked, >= 2)
+  std::vector<Frame> frames;            // the key (first selected thread), innermost first
+  std::size_t node = StackTrie::kRoot;  // trie node the key ends on
+  std::optional<WaitSpread> wait;       // since when the members wait (all blocked, >= 2)
 };
 
 struct Analysis {

@@ -24,7 +24,8 @@ bool dead(const ProcessSnapshot& p) { return p.state == 'Z' || p.state == 'X'; }
 std::string majority_words(const JobSnapshot& job, const Analysis& a, bool linked) {
   const Group* best = nullptr;
   for (const Group& g : a.groups) {
-    bool living = std::none_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return dead(job.processes[m]); });
+    bool living = std::none_of(g.members.begin(), g.members.end(),
+                               [&](std::size_t m) { return dead(job.processes[m]); });
     if (living && (!best || g.members.size() > best->members.size())) best = &g;
   }
   if (!best || best->frames.empty()) return {};
@@ -68,14 +69,17 @@ std::string death_words(const Death& d) {
     if (d.rss_bytes) facts.push_back("rss " + human(*d.rss_bytes));
     if (!facts.empty()) {
       s += " (" + facts[0];
-      for (std::size_t i = 1; i < facts.size(); ++i) s += (i == 1 && !d.cgroup.empty() ? ": " : ", ") + facts[i];
+      for (std::size_t i = 1; i < facts.size(); ++i)
+        s += (i == 1 && !d.cgroup.empty() ? ": " : ", ") + facts[i];
       s += ")";
     }
   } else if (d.how == "segfault") {
     s = "crashed" + when + ": " + (d.detail.empty() ? std::string("segfault") : d.detail);
   } else if (d.how == "killed") {
-    s = fmt::format("was killed by {}{}{}", d.signal_name.empty() ? fmt::format("signal {}", d.signal.value_or(0)) : d.signal_name,
-                    when, d.core_dumped ? " (core dumped)" : "");
+    s = fmt::format(
+        "was killed by {}{}{}",
+        d.signal_name.empty() ? fmt::format("signal {}", d.signal.value_or(0)) : d.signal_name,
+        when, d.core_dumped ? " (core dumped)" : "");
     if (!d.detail.empty()) s += " (" + d.detail + ")";
   } else if (d.how == "exited") {
     s = fmt::format("exited with code {}{}", d.exit_code.value_or(0), when);
@@ -94,8 +98,8 @@ std::string death_words(const Death& d) {
   return s;
 }
 
-
-DeathFindings death_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged) {
+DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
+                             std::vector<std::size_t>& flagged) {
   DeathFindings out;
   std::set<std::string> hosts;
   for (const ProcessSnapshot& p : job.processes) {
@@ -131,7 +135,9 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a, std::vector<st
     flagged.push_back(m);
   }
   for (Group& g : a.groups) {
-    if (std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return out.members.count(m) > 0; })) g.suspect = true;
+    if (std::all_of(g.members.begin(), g.members.end(),
+                    [&](std::size_t m) { return out.members.count(m) > 0; }))
+      g.suspect = true;
   }
   // Reaped deaths from the kernel log: linked when one death meets one missing rank.
   std::vector<int> unexplained;
@@ -144,7 +150,8 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a, std::vector<st
     if (job.deaths.size() == 1 && unexplained.size() == 1) rank = unexplained.front();
     std::string s = who(d, rank, multi_host) + " " + death_words(d);
     if (!rank) {
-      s += fmt::format(" while ranks {} went missing; which rank it was is not known", compress_ranges(unexplained));
+      s += fmt::format(" while ranks {} went missing; which rank it was is not known",
+                       compress_ranges(unexplained));
     } else {
       out.ranks.insert(*rank);
     }

@@ -17,13 +17,14 @@
 namespace hangscan {
 
 struct DeathFindings {
-  std::set<std::size_t> members;   // process indexes explained (no state/minority sentence)
-  std::set<int> ranks;             // missing ranks explained (no "is missing" sentence)
+  std::set<std::size_t> members;  // process indexes explained (no state/minority sentence)
+  std::set<int> ranks;            // missing ranks explained (no "is missing" sentence)
 };
 
 // Adds one sentence per death to a.suspect_reasons and the dead members to `flagged`.
 // a.missing_ranks must be known.
-DeathFindings death_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged);
+DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
+                             std::vector<std::size_t>& flagged);
 
 // "was killed by the kernel OOM killer at 21:03:11 (memory cgroup /x: limit 200 MiB, rss 208
 // MiB)", "was killed by SIGKILL", "exited with code 3", "crashed at ...: segfault at 0 ...".

@@ -44,7 +44,8 @@ bool same_place(const ThreadSnapshot& a, const ThreadSnapshot& b) {
   FrameRange rb = key_frames(b, 0);
   std::size_t common = 0;
   while (common < ra.size() && common < rb.size() &&
-         same_key_frame(*(ra.end - 1 - common), *(rb.end - 1 - common), GroupOptions::Granularity::function)) {
+         same_key_frame(*(ra.end - 1 - common), *(rb.end - 1 - common),
+                        GroupOptions::Granularity::function)) {
     ++common;
   }
   return ra.size() - common <= kInnerSlackFrames && rb.size() - common <= kInnerSlackFrames &&
@@ -90,7 +91,8 @@ std::vector<std::pair<int, double>> carried_blocked(const Appearances& apps) {
 }  // namespace
 
 std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& samples,
-                                              double interval_seconds, long clock_ticks_per_second) {
+                                              double interval_seconds,
+                                              long clock_ticks_per_second) {
   std::vector<ProcessProgress> out;
   if (samples.empty()) return out;
   // (host, pid) -> appearances in sample order
@@ -119,7 +121,8 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
         std::uint64_t before = ticks_of(first, t.tid);
         if (t.cpu_ticks > before) delta += t.cpu_ticks - before;
       }
-      pr.cpu_percent = 100.0 * static_cast<double>(delta) / static_cast<double>(clock_ticks_per_second) / elapsed;
+      pr.cpu_percent = 100.0 * static_cast<double>(delta) /
+                       static_cast<double>(clock_ticks_per_second) / elapsed;
     }
     pr.blocked = carried_blocked(apps);
     out.push_back(pr);

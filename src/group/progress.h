@@ -21,14 +21,15 @@ inline constexpr std::size_t kInnerSlackFrames = 3;
 struct ProcessProgress {
   std::string host;
   int pid = 0;
-  int samples = 0;           // samples the process appeared in
-  bool stuck = false;        // main stack did not change (see docs/output-schema.md)
-  double cpu_percent = -1;   // over first..last appearance; <0 unknown
+  int samples = 0;          // samples the process appeared in
+  bool stuck = false;       // main stack did not change (see docs/output-schema.md)
+  double cpu_percent = -1;  // over first..last appearance; <0 unknown
   bool spinning() const { return stuck && cpu_percent > kSpinningCpuPercent; }
   // Each capture stops and resumes every thread, which the scheduler records as the thread
   // running: later samples would count blocked time from the previous sample. A thread that sat
-  // at the same place, using no CPU beyond a tick per stop, in every sample keeps the first sample's figure, carried
-  // forward by the time between captures: (tid, blocked_s) for the last sample.
+  // at the same place, using no CPU beyond a tick per stop, in every sample keeps the first
+  // sample's figure, carried forward by the time between captures: (tid, blocked_s) for the last
+  // sample.
   std::vector<std::pair<int, double>> blocked;
 };
 

@@ -51,8 +51,8 @@ std::string compress_ranges(const std::vector<int>& sorted_unique) {
   std::size_t i = 0;
   while (i < sorted_unique.size()) {
     std::size_t j = i;
-    while (j + 1 < sorted_unique.size() &&
-           static_cast<long long>(sorted_unique[j + 1]) == static_cast<long long>(sorted_unique[j]) + 1) {
+    while (j + 1 < sorted_unique.size() && static_cast<long long>(sorted_unique[j + 1]) ==
+                                               static_cast<long long>(sorted_unique[j]) + 1) {
       ++j;
     }
     if (!out.empty()) out += ',';
@@ -101,19 +101,23 @@ Result<RankSet> RankSet::parse(std::string_view text, std::size_t max_size) {
     int hi = lo;
     if (!cursor.empty()) {
       if (cursor.front() != '-') {
-        return Error(Errc::usage, fmt::format("rank list \"{}\": \"{}\" is not a rank", text, item));
+        return Error(Errc::usage,
+                     fmt::format("rank list \"{}\": \"{}\" is not a rank", text, item));
       }
       cursor.remove_prefix(1);
       if (!read_int(cursor, hi) || !cursor.empty()) {
-        return Error(Errc::usage, fmt::format("rank list \"{}\": \"{}\" is not a range", text, item));
+        return Error(Errc::usage,
+                     fmt::format("rank list \"{}\": \"{}\" is not a range", text, item));
       }
       if (hi < lo) {
-        return Error(Errc::usage, fmt::format("rank list \"{}\": range \"{}\" is reversed", text, item));
+        return Error(Errc::usage,
+                     fmt::format("rank list \"{}\": range \"{}\" is reversed", text, item));
       }
     }
     std::size_t count = static_cast<std::size_t>(static_cast<long long>(hi) - lo) + 1;
     if (count > max_size || out.size() + count > max_size) {
-      return Error(Errc::usage, fmt::format("rank list \"{}\" has more than {} ranks", text, max_size));
+      return Error(Errc::usage,
+                   fmt::format("rank list \"{}\" has more than {} ranks", text, max_size));
     }
     for (long long r = lo; r <= hi; ++r) out.push_back(static_cast<int>(r));
     if (comma == std::string_view::npos) break;

@@ -8,7 +8,8 @@
 namespace hangscan {
 
 Status validate_group_options(const GroupOptions& opts) {
-  if (opts.top_n < 0) return Error(Errc::usage, fmt::format("top N must be >= 0, got {}", opts.top_n));
+  if (opts.top_n < 0)
+    return Error(Errc::usage, fmt::format("top N must be >= 0, got {}", opts.top_n));
   if (opts.threads == GroupOptions::Threads::matching) {
     if (opts.thread_regex.empty()) {
       return Error(Errc::usage, "thread selection 'matching' needs a regex on the thread name");
@@ -16,7 +17,8 @@ Status validate_group_options(const GroupOptions& opts) {
     try {
       std::regex re(opts.thread_regex);
     } catch (const std::regex_error& e) {
-      return Error(Errc::usage, fmt::format("bad thread regex \"{}\": {}", opts.thread_regex, e.what()));
+      return Error(Errc::usage,
+                   fmt::format("bad thread regex \"{}\": {}", opts.thread_regex, e.what()));
     }
   }
   return Ok{};
@@ -114,7 +116,8 @@ std::size_t key_frame_hash(const Frame& f, GroupOptions::Granularity g) {
   std::size_t h = std::hash<std::string_view>{}(f.function);
   h ^= std::hash<std::string_view>{}(where(f)) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   h ^= static_cast<std::size_t>(f.kind) * 0x100000001b3ULL;
-  if (g != GroupOptions::Granularity::function) h ^= static_cast<std::size_t>(f.line.value_or(-1)) * 31u;
+  if (g != GroupOptions::Granularity::function)
+    h ^= static_cast<std::size_t>(f.line.value_or(-1)) * 31u;
   if (g == GroupOptions::Granularity::pc) h ^= static_cast<std::size_t>(f.offset) * 0x9e3779b1u;
   return h;
 }

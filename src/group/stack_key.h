@@ -17,7 +17,12 @@
 namespace hangscan {
 
 struct GroupOptions {
-  enum class Threads { main, all, gil, matching /* regex on thread name */ } threads = Threads::main;
+  enum class Threads {
+    main,
+    all,
+    gil,
+    matching /* regex on thread name */
+  } threads = Threads::main;
   enum class Granularity { function, function_line, pc } granularity = Granularity::function;
   int top_n = 0;  // 0 = whole stack; otherwise keep only the N innermost frames
   std::string thread_regex;

@@ -68,7 +68,8 @@ void StackTrie::finish(const std::vector<ProcessSnapshot>& processes) {
   // Ranks gathered once: walking members of every node through ProcessSnapshot misses cache.
   constexpr int kNoRank = std::numeric_limits<int>::min();
   std::vector<int> rank_of(processes.size(), kNoRank);
-  for (std::size_t i = 0; i < processes.size(); ++i) rank_of[i] = processes[i].rank.value_or(kNoRank);
+  for (std::size_t i = 0; i < processes.size(); ++i)
+    rank_of[i] = processes[i].rank.value_or(kNoRank);
   std::vector<int> ranks;
   for (TrieNode& n : nodes_) {
     ranks.clear();

@@ -114,7 +114,8 @@ class MajorityFinder {
   }
 
   bool explained_by_death(const Group& g) const {
-    return std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) { return job_.processes[m].death.has_value(); });
+    return std::all_of(g.members.begin(), g.members.end(),
+                       [&](std::size_t m) { return job_.processes[m].death.has_value(); });
   }
 
   // Every member's key thread (the first selected) stopped unwinding before its entry point.
@@ -129,15 +130,16 @@ class MajorityFinder {
   void note_incomplete(const Group& g) {
     const ProcessSnapshot& p = job_.processes[g.members.front()];
     const ThreadSnapshot& t = p.threads[selector_.select(p).front()];
-    std::string last = t.frames.empty() ? std::string("no frame") : short_frame_label(t.frames.back());
+    std::string last =
+        t.frames.empty() ? std::string("no frame") : short_frame_label(t.frames.back());
     if (!t.frames.empty() && !t.frames.back().module.empty()) {
       const std::string& module = t.frames.back().module;
       last += " in " + module.substr(module.rfind('/') + 1);
     }
     bool plural = g.members.size() > 1;
-    a_.notes.push_back(fmt::format("{} {} an incomplete stack (unwinding stopped after {}); not named {}",
-                                   who(g.members), plural ? "have" : "has", last,
-                                   plural ? "suspects for it" : "a suspect for it"));
+    a_.notes.push_back(fmt::format(
+        "{} {} an incomplete stack (unwinding stopped after {}); not named {}", who(g.members),
+        plural ? "have" : "has", last, plural ? "suspects for it" : "a suspect for it"));
   }
 
   bool all_running(const Group& g) const {
@@ -174,7 +176,8 @@ class MajorityFinder {
   // first frame where it parted from the others when there is no Python frame.
   std::string majority_name(std::size_t node, const Part& majority) const {
     if (majority.ending) {
-      return node == StackTrie::kRoot ? std::string("an empty stack") : trie_.node(node).frame.function;
+      return node == StackTrie::kRoot ? std::string("an empty stack")
+                                      : trie_.node(node).frame.function;
     }
     std::size_t cur = majority.node;
     std::size_t python = StackTrie::kRoot;
@@ -197,9 +200,11 @@ class MajorityFinder {
   // "in worker (a.py:19) -> time.sleep", or "no stack" when the odd members have none.
   std::string odd_chain(const Group& g, std::size_t node, const Part& part) const {
     std::size_t m = g.members.front();
-    if (part.ending) return node == StackTrie::kRoot ? std::string("no stack") : "in " + label_at(m, node);
+    if (part.ending)
+      return node == StackTrie::kRoot ? std::string("no stack") : "in " + label_at(m, node);
     std::vector<std::size_t> path = trie_.path_to(g.node);
-    std::size_t start = static_cast<std::size_t>(trie_.node(node).depth);  // path[start] = first child
+    std::size_t start =
+        static_cast<std::size_t>(trie_.node(node).depth);  // path[start] = first child
     std::size_t deepest = path.size() - 1;
     for (std::size_t i = path.size(); i-- > start;) {
       if (trie_.node(path[i]).frame.kind == FrameKind::python) {
@@ -233,9 +238,9 @@ class MajorityFinder {
     std::string chain = odd_chain(g, node, part);
     std::string where = chain == "no stack" ? (plural ? "they have no stack" : "it has no stack")
                                             : (plural ? "they are " : "it is ") + chain;
-    a_.suspect_reasons.push_back(fmt::format(
-        "{} {} not in {} with {}: {}", who(g.members), plural ? "are" : "is",
-        majority_name(node, majority), describe_members(job_, members_of(majority)), where));
+    a_.suspect_reasons.push_back(fmt::format("{} {} not in {} with {}: {}", who(g.members),
+                                             plural ? "are" : "is", majority_name(node, majority),
+                                             describe_members(job_, members_of(majority)), where));
   }
 
   void note_no_majority(std::size_t node, const std::vector<Part>& parts) {
@@ -246,8 +251,9 @@ class MajorityFinder {
       std::vector<std::size_t> members = members_of(p);
       std::string where = p.ending ? fmt::format("{} (stack ends)", trie_.node(node).frame.function)
                                    : trie_.node(p.node).frame.function;
-      list += fmt::format("{}{} {} in {}", i ? (i + 1 == parts.size() ? " and " : ", ") : "",
-                          describe_members(job_, members), members.size() > 1 ? "are" : "is", where);
+      list +=
+          fmt::format("{}{} {} in {}", i ? (i + 1 == parts.size() ? " and " : ", ") : "",
+                      describe_members(job_, members), members.size() > 1 ? "are" : "is", where);
     }
     if (parts.size() > kShown) list += fmt::format(", and {} more branches", parts.size() - kShown);
     std::string below = node == StackTrie::kRoot
@@ -265,7 +271,8 @@ class MajorityFinder {
 };
 
 // Sentence for members sharing one bad state (and wchan).
-std::string state_sentence(const std::string& who, bool plural, char state, const std::string& wchan) {
+std::string state_sentence(const std::string& who, bool plural, char state,
+                           const std::string& wchan) {
   const char* verb = plural ? "are" : "is";
   switch (state) {
     case 'Z':
@@ -299,7 +306,8 @@ void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t
   }
   for (const auto& entry : by_state) {
     const auto& key = entry.first;
-    const std::vector<std::size_t>& members = entry.second;  // named: lambdas cannot capture bindings in clang 14
+    const std::vector<std::size_t>& members =
+        entry.second;  // named: lambdas cannot capture bindings in clang 14
     a.suspect_reasons.push_back(
         state_sentence(describe_members(job, members), members.size() > 1, key.first, key.second));
     flagged.insert(flagged.end(), members.begin(), members.end());
@@ -341,9 +349,9 @@ void missing_findings(Analysis& a, const std::set<int>& explained) {
   int ws = *a.world_size;
   std::string set = compress_ranges(missing);
   bool plural = missing.size() > 1;
-  a.suspect_reasons.push_back(fmt::format("{} {} {} missing: the world size is {} but no process with {} {} was found",
-                                          plural ? "ranks" : "rank", set, plural ? "are" : "is", ws,
-                                          plural ? "ranks" : "rank", set));
+  a.suspect_reasons.push_back(fmt::format(
+      "{} {} {} missing: the world size is {} but no process with {} {} was found",
+      plural ? "ranks" : "rank", set, plural ? "are" : "is", ws, plural ? "ranks" : "rank", set));
 }
 
 }  // namespace

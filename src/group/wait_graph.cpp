@@ -20,7 +20,8 @@ using Key = std::pair<std::string, int>;  // (host, pid)
 
 std::map<Key, std::size_t> process_index(const JobSnapshot& job) {
   std::map<Key, std::size_t> out;
-  for (std::size_t i = 0; i < job.processes.size(); ++i) out.emplace(Key{job.processes[i].host, job.processes[i].pid}, i);
+  for (std::size_t i = 0; i < job.processes.size(); ++i)
+    out.emplace(Key{job.processes[i].host, job.processes[i].pid}, i);
   return out;
 }
 
@@ -62,7 +63,8 @@ std::string where(const ProcessSnapshot& p) {
   if (!m) return {};
   for (FrameKind kind : {FrameKind::python, FrameKind::native, FrameKind::inline_frame}) {
     for (const Frame& f : m->frames) {
-      if (f.kind == kind && f.file && f.line) return fmt::format(" ({}:{})", base_name(*f.file), *f.line);
+      if (f.kind == kind && f.file && f.line)
+        return fmt::format(" ({}:{})", base_name(*f.file), *f.line);
     }
   }
   if (!m->frames.empty()) return fmt::format(" ({})", m->frames.front().function);
@@ -72,7 +74,8 @@ std::string where(const ProcessSnapshot& p) {
 std::string outside_words(const WaitEdge& e) {
   const std::string& v = e.via;
   std::string of = e.pid ? fmt::format(" of pid {}", *e.pid) : "";
-  if (v.rfind("pipe:[", 0) == 0) return "waits on a pipe" + (e.pid ? fmt::format(" written by pid {}", *e.pid) : "");
+  if (v.rfind("pipe:[", 0) == 0)
+    return "waits on a pipe" + (e.pid ? fmt::format(" written by pid {}", *e.pid) : "");
   if (v.rfind("tcp listening on ", 0) == 0) return "waits for a connection on " + v.substr(17);
   if (v.rfind("tcp ", 0) == 0) {
     std::string remote = v.substr(v.find(" -> ") == std::string::npos ? 4 : v.find(" -> ") + 4);
@@ -99,7 +102,8 @@ std::string root_words(const ProcessSnapshot& p) {
 }
 
 std::string names_in_order(const JobSnapshot& job, const std::vector<std::size_t>& path) {
-  bool ranked = std::all_of(path.begin(), path.end(), [&](std::size_t i) { return job.processes[i].rank.has_value(); });
+  bool ranked = std::all_of(path.begin(), path.end(),
+                            [&](std::size_t i) { return job.processes[i].rank.has_value(); });
   std::string out = ranked ? (path.size() == 1 ? "rank " : "ranks ") : "";
   for (std::size_t k = 0; k < path.size(); ++k) {
     if (k) out += " -> ";
@@ -147,7 +151,8 @@ std::vector<ProcessWait> process_waits(const JobSnapshot& job) {
     for (const WaitEdge* e : process_edges(job.processes[i])) {
       if (!e->pid) continue;
       auto q = index.find(Key{e->host, *e->pid});
-      if (q == index.end() || q->second == i || !is_groupable(job.processes[q->second], has_ranks)) continue;
+      if (q == index.end() || q->second == i || !is_groupable(job.processes[q->second], has_ranks))
+        continue;
       if (!seen.insert(q->second).second) continue;
       out.push_back({i, q->second, e->via});
     }
@@ -186,9 +191,10 @@ std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
     }
     reaches_a_root.insert(reach.begin(), reach.end());
     // A chain: everyone waits on exactly one process and is waited on by at most one.
-    bool chain = std::all_of(reach.begin(), reach.end(), [&](std::size_t n) {
-      return outs(n).size() == 1 && ins(n).size() <= 1;
-    }) && waiters.size() == 1;
+    bool chain =
+        std::all_of(reach.begin(), reach.end(),
+                    [&](std::size_t n) { return outs(n).size() == 1 && ins(n).size() <= 1; }) &&
+        waiters.size() == 1;
     std::string who;
     std::vector<std::size_t> members(reach.begin(), reach.end());
     if (chain) {
@@ -210,8 +216,9 @@ std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
     if (!reaches_a_root.count(n)) cycle.push_back(n);
   }
   if (!cycle.empty()) {
-    sentences.push_back(fmt::format("{} wait on each other in a cycle (none of them waits outside it)",
-                                    describe_members(job, cycle)));
+    sentences.push_back(
+        fmt::format("{} wait on each other in a cycle (none of them waits outside it)",
+                    describe_members(job, cycle)));
   }
   return sentences;
 }

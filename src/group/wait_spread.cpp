@@ -13,11 +13,11 @@ std::optional<WaitSpread> wait_spread(const JobSnapshot& job, const Analysis& a,
   if (g.members.size() < 2) return std::nullopt;
   ThreadSelector selector(a.options);
   struct Since {
-    double wall;   // when the member's key thread last ran, wall clock
+    double wall;  // when the member's key thread last ran, wall clock
     std::size_t member;
   };
   std::vector<Since> since;
-  double reference = 0;   // the latest capture moment among the members
+  double reference = 0;  // the latest capture moment among the members
   std::vector<std::string> hosts;
   for (std::size_t m : g.members) {
     const ProcessSnapshot& p = job.processes[m];
@@ -29,8 +29,8 @@ std::optional<WaitSpread> wait_spread(const JobSnapshot& job, const Analysis& a,
     reference = std::max(reference, *p.captured_at);
     if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
   }
-  auto [first, last] = std::minmax_element(since.begin(), since.end(),
-                                           [](const Since& x, const Since& y) { return x.wall < y.wall; });
+  auto [first, last] = std::minmax_element(
+      since.begin(), since.end(), [](const Since& x, const Since& y) { return x.wall < y.wall; });
   WaitSpread w;
   w.longest_s = std::max(0.0, reference - first->wall);
   w.shortest_s = std::max(0.0, reference - last->wall);
@@ -50,7 +50,8 @@ std::string seconds_words(double s) {
 }
 
 std::string wait_sentence(const JobSnapshot& job, const Group& g, const WaitSpread& w) {
-  std::string where = g.frames.empty() ? std::string("(no stack)") : short_frame_label(g.frames.front());
+  std::string where =
+      g.frames.empty() ? std::string("(no stack)") : short_frame_label(g.frames.front());
   std::string blocked = fmt::format("{:.1f}", w.shortest_s) == fmt::format("{:.1f}", w.longest_s)
                             ? seconds_words(w.longest_s)
                             : fmt::format("{:.1f}-{}", w.shortest_s, seconds_words(w.longest_s));
@@ -59,8 +60,10 @@ std::string wait_sentence(const JobSnapshot& job, const Group& g, const WaitSpre
                             ? fmt::format("arrived within {:.1f} s of each other", kSameArrival_s)
                             : fmt::format("arrived over {}, {} last", seconds_words(w.spread_s()),
                                           member_name(job.processes[w.last]));
-  std::string s = fmt::format("{} in {}: blocked {}, {}", describe_members(job, g.members), where, blocked, arrival);
-  if (w.hosts > 1) s += fmt::format(" (across {} hosts: the spread includes their clocks' skew)", w.hosts);
+  std::string s = fmt::format("{} in {}: blocked {}, {}", describe_members(job, g.members), where,
+                              blocked, arrival);
+  if (w.hosts > 1)
+    s += fmt::format(" (across {} hosts: the spread includes their clocks' skew)", w.hosts);
   return s;
 }
 

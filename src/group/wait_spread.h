@@ -22,10 +22,10 @@ inline constexpr double kSameArrival_s = 0.1;
 struct Analysis;
 
 struct WaitSpread {
-  double longest_s = 0;    // the member blocked longest, counted back from the latest capture
-  double shortest_s = 0;   // the member blocked shortest (it arrived last)
-  std::size_t last = 0;    // process index of the member that arrived last
-  std::size_t hosts = 1;   // distinct hosts among the members (clock skew applies when > 1)
+  double longest_s = 0;   // the member blocked longest, counted back from the latest capture
+  double shortest_s = 0;  // the member blocked shortest (it arrived last)
+  std::size_t last = 0;   // process index of the member that arrived last
+  std::size_t hosts = 1;  // distinct hosts among the members (clock skew applies when > 1)
   double spread_s() const { return longest_s - shortest_s; }
 };
 

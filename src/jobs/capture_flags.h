@@ -14,12 +14,12 @@
 namespace hangscan {
 
 struct CaptureFlags {
-  std::string unwinder = "libdw";   // --unwinder libdw | libunwind
-  bool native = false;              // --native: interleave native and Python frames (live)
-  bool python_only = false;         // --python-only: no interleaving (cores interleave by default)
-  bool locals = false;              // --locals
-  bool nonblocking = false;         // --nonblocking (live)
-  bool no_python = false;           // --no-python
+  std::string unwinder = "libdw";  // --unwinder libdw | libunwind
+  bool native = false;             // --native: interleave native and Python frames (live)
+  bool python_only = false;        // --python-only: no interleaving (cores interleave by default)
+  bool locals = false;             // --locals
+  bool nonblocking = false;        // --nonblocking (live)
+  bool no_python = false;          // --no-python
 };
 
 // Live processes (dump, agent): native frames are interleaved only with --native.

@@ -10,11 +10,10 @@
 #include <thread>
 
 #include "crash/crash_explainer.h"
+#include "discovery/environ_memory.h"
 #include "group/progress.h"
 #include "proc/deaths.h"
 #include "proc/socket_waits.h"
-#include "proc/socket_waits.h"
-#include "discovery/environ_memory.h"
 #include "target/live_target.h"
 #include "util/contain.h"
 #include "util/diagnostic.h"
@@ -33,9 +32,10 @@ void lap(const JobOptions& o, PhaseClock::Phase phase) {
 ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& symbols) {
   const DiscoveredProcess& dp = m.process;
   if (o.deadline.expired()) {
-    return unopened_snapshot(dp, Error(Errc::timeout,
-                                       fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
-                                       hints::raise_timeout()));
+    return unopened_snapshot(
+        dp, Error(Errc::timeout,
+                  fmt::format("pid {} not captured: the agent's deadline passed", dp.pid), 0,
+                  hints::raise_timeout()));
   }
   ProcessSnapshot snap;
   auto failure = failure_of([&] {
@@ -49,14 +49,15 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
       target = std::move(*opened);
     }
     CaptureOptions copt = o.capture;
-    copt.freeze_timeout =
-        std::min(copt.freeze_timeout, std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
+    copt.freeze_timeout = std::min(copt.freeze_timeout,
+                                   std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
     snap = capture_process(*target, copt, symbols);
     apply_rank_info(snap, dp.environment.empty() ? read_environment(*target) : dp.environment, &dp);
   });
   if (failure) {
-    snap = unopened_snapshot(dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure), 0,
-                                       hints::internal_error()));
+    snap = unopened_snapshot(
+        dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure), 0,
+                  hints::internal_error()));
   }
   return snap;
 }
@@ -85,16 +86,18 @@ void capture_core(const JobMember& m, const JobOptions& o, SymbolCache& symbols,
       job.expected_world_size = std::max(job.expected_world_size.value_or(0), *snap.world_size);
     }
     job.processes.push_back(std::move(snap));
-    target->reset();   // the core's mapping and files are released before the next one
+    target->reset();  // the core's mapping and files are released before the next one
     lap(o, PhaseClock::crash);
   });
   if (failure) {
-    job.diagnostics.push_back(error_diagnostic(
-        Error(Errc::internal, fmt::format("core {}: {}", m.core_file, *failure), 0, hints::internal_error())));
+    job.diagnostics.push_back(
+        error_diagnostic(Error(Errc::internal, fmt::format("core {}: {}", m.core_file, *failure), 0,
+                               hints::internal_error())));
   }
 }
 
-JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols) {
+JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o,
+                         SymbolCache& symbols) {
   JobSnapshot job;
   for (auto& m : members) {
     if (m.is_core()) {
@@ -137,7 +140,8 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
 std::optional<int> rank_from_file_name(const std::string& path) {
   auto slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))", std::regex::icase);
+  static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))",
+                                std::regex::icase);
   std::smatch m;
   if (std::regex_search(base, m, kRank)) return parse_int<int>(m[1].str());
   return std::nullopt;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "discovery/discovery.h"
 #include "hangscan/model.h"
 #include "jobs/phase_clock.h"
-#include "discovery/discovery.h"
 #include "target/core_target.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"
@@ -27,9 +27,9 @@ namespace hangscan {
 
 // One target of a job before it is captured: a live process or a core file.
 struct JobMember {
-  DiscoveredProcess process;        // live: as discovery found it (role, rank, environment)
-  std::string core_file;            // a core: its path (then `process` is not used)
-  std::unique_ptr<Target> opened;   // live: already open (an explicit --pid's check); used once
+  DiscoveredProcess process;       // live: as discovery found it (role, rank, environment)
+  std::string core_file;           // a core: its path (then `process` is not used)
+  std::unique_ptr<Target> opened;  // live: already open (an explicit --pid's check); used once
   bool is_core() const { return !core_file.empty(); }
 };
 
@@ -39,18 +39,18 @@ struct JobOptions {
   Deadline deadline = Deadline::never();  // members not reached by then are snapshots saying so
   std::string host;                       // node name for every snapshot and diagnostic ("": local)
   bool explain_deaths = false;            // live jobs: the node's record of processes that died
-  bool resolve_waits = false;             // live jobs: who waits on whom through sockets (proc/socket_waits.h)
-  int samples = 1;                        // snapshots of every member (progress when > 1)
-  double interval_s = 1.0;                // between samples
-  PhaseClock* clock = nullptr;            // lapped between the steps when given (core -v)
+  bool resolve_waits = false;  // live jobs: who waits on whom through sockets (proc/socket_waits.h)
+  int samples = 1;             // snapshots of every member (progress when > 1)
+  double interval_s = 1.0;     // between samples
+  PhaseClock* clock = nullptr;  // lapped between the steps when given (core -v)
 };
 
 // Captures every member (`samples` times), then enriches and merges: progress over the
 // samples, the node's deaths, `found` (diagnostics of discovery) in job.diagnostics, the host
 // on everything. Never throws. Live members that fail are snapshots with their error
 // diagnostic (the rank stays in the report); core files that fail are job diagnostics.
-JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& options, SymbolCache& symbols,
-                    std::vector<Diagnostic> found = {});
+JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& options,
+                    SymbolCache& symbols, std::vector<Diagnostic> found = {});
 
 // "core.rank3", "rank-12.core", "core_rank_0.zst": a rank in a core file's name, for cores
 // whose environment does not name one.

@@ -40,14 +40,15 @@ LocalJob run_local_job(const LocalJobRequest& req) {
   std::vector<JobMember> members;
   for (auto& dp : *procs) {
     if (log != nullptr) {
-      log->push_back(fmt::format("pid {}: {}{}", dp.pid, dp.role, dp.reason.empty() ? "" : " (" + dp.reason + ")"));
+      log->push_back(fmt::format("pid {}: {}{}", dp.pid, dp.role,
+                                 dp.reason.empty() ? "" : " (" + dp.reason + ")"));
     }
     JobMember m;
     if (auto it = opened.find(dp.pid); it != opened.end()) m.opened = std::move(it->second);
     m.process = std::move(dp);
     members.push_back(std::move(m));
   }
-  opened.clear();   // explicit pids discovery left out (hangscan itself) are released here
+  opened.clear();  // explicit pids discovery left out (hangscan itself) are released here
   for (const auto& r : out.rejected) found.push_back(error_diagnostic(r.error, r.pid));
   SymbolCache symbols;
   out.job = run_job(members, req.run, symbols, std::move(found));
@@ -62,7 +63,7 @@ JobSnapshot run_core_job(const std::vector<std::string>& files, const JobOptions
     m.core_file = f;
     members.push_back(std::move(m));
   }
-  SymbolCache symbols;   // shared by every core: same build-ids, symbolized once
+  SymbolCache symbols;  // shared by every core: same build-ids, symbolized once
   return run_job(members, options, symbols);
 }
 

@@ -16,10 +16,10 @@
 namespace hangscan {
 
 struct LocalJobRequest {
-  std::vector<int> pids;        // --pid
-  bool subprocesses = false;    // --subprocesses
-  std::string match;            // --match REGEX
-  JobOptions run;               // capture, samples; capture.log gets discovery's --verbose lines
+  std::vector<int> pids;      // --pid
+  bool subprocesses = false;  // --subprocesses
+  std::string match;          // --match REGEX
+  JobOptions run;             // capture, samples; capture.log gets discovery's --verbose lines
 };
 
 struct LocalJob {

@@ -26,7 +26,8 @@ void PhaseClock::lap(Phase p) {
 }
 
 std::string PhaseClock::summary() const {
-  static constexpr std::array<const char*, kCount> kNames = {"open", "capture", "environ", "crash", "report"};
+  static constexpr std::array<const char*, kCount> kNames = {"open", "capture", "environ", "crash",
+                                                             "report"};
   std::string out = "CPU time by phase:";
   for (int i = 0; i < kCount; ++i) out += fmt::format(" {} {:.3f} s", kNames[i], spent_[i]);
   return out;

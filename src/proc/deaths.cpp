@@ -66,7 +66,8 @@ const char* signal_name(int sig) {
 std::optional<KernelDeath> oom_kill(std::string_view text, double boot_s) {
   constexpr std::string_view kKilled = "Killed process ";
   auto at = text.find(kKilled);
-  bool oom = text.find("out of memory") != std::string_view::npos || text.find("Out of memory") != std::string_view::npos;
+  bool oom = text.find("out of memory") != std::string_view::npos ||
+             text.find("Out of memory") != std::string_view::npos;
   if (at == std::string_view::npos || !oom) return std::nullopt;
   std::string_view rest = text.substr(at + kKilled.size());
   auto sp = rest.find(' ');
@@ -103,7 +104,8 @@ std::optional<KernelDeath> crash(std::string_view text, double boot_s) {
   if (t.substr(0, 7) == "traps: ") t.remove_prefix(7);
   auto open = t.find('[');
   auto close = t.find("]", open == std::string_view::npos ? 0 : open);
-  if (open == std::string_view::npos || close == std::string_view::npos || open == 0) return std::nullopt;
+  if (open == std::string_view::npos || close == std::string_view::npos || open == 0)
+    return std::nullopt;
   auto pid = number<int>(t.substr(open + 1, close - open - 1));
   if (!pid) return std::nullopt;
   std::string_view what = t.substr(close + 1);
@@ -145,10 +147,10 @@ std::vector<KernelRecord> read_kernel_log() {
   std::string all;
   char buf[8192];
   while (all.size() < kMaxKmsgBytes) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));   // one record per read
-    if (n < 0 && errno == EPIPE) continue;        // overwritten while we read: skip on
+    ssize_t n = ::read(fd, buf, sizeof(buf));  // one record per read
+    if (n < 0 && errno == EPIPE) continue;     // overwritten while we read: skip on
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;                            // EAGAIN: the end
+    if (n <= 0) break;  // EAGAIN: the end
     all.append(buf, static_cast<std::size_t>(n));
     if (all.back() != '\n') all += '\n';
   }
@@ -164,15 +166,17 @@ std::vector<KernelRecord> parse_kmsg(std::string_view text) {
     auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (line.empty() || line.front() == ' ') continue;   // dictionary continuation lines
+    if (line.empty() || line.front() == ' ') continue;  // dictionary continuation lines
     auto semi = line.find(';');
     if (semi == std::string_view::npos) continue;
     std::string_view head = line.substr(0, semi);
     // PRI,SEQ,USEC,FLAGS[,...]
-    std::size_t c1 = head.find(','), c2 = c1 == std::string_view::npos ? c1 : head.find(',', c1 + 1);
+    std::size_t c1 = head.find(','),
+                c2 = c1 == std::string_view::npos ? c1 : head.find(',', c1 + 1);
     if (c2 == std::string_view::npos) continue;
     std::size_t c3 = head.find(',', c2 + 1);
-    auto usec = number<std::uint64_t>(head.substr(c2 + 1, c3 == std::string_view::npos ? std::string_view::npos : c3 - c2 - 1));
+    auto usec = number<std::uint64_t>(
+        head.substr(c2 + 1, c3 == std::string_view::npos ? std::string_view::npos : c3 - c2 - 1));
     if (!usec) continue;
     out.push_back({static_cast<double>(*usec) / 1e6, std::string(line.substr(semi + 1))});
   }
@@ -181,8 +185,8 @@ std::vector<KernelRecord> parse_kmsg(std::string_view text) {
 
 std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records) {
   std::vector<KernelDeath> out;
-  std::optional<std::uint64_t> limit;   // last "memory: usage ..., limit ..." of an OOM report
-  std::string memcg;                    // last "oom-kill:...oom_memcg=..."
+  std::optional<std::uint64_t> limit;  // last "memory: usage ..., limit ..." of an OOM report
+  std::string memcg;                   // last "oom-kill:...oom_memcg=..."
   int memcg_pid = 0;
   for (const KernelRecord& r : records) {
     std::string_view t = r.text;
@@ -244,13 +248,15 @@ std::optional<int> parse_stat_exit_code(std::string_view text) {
 }
 
 std::string core_destination(std::string_view pattern, int pid, const std::string& comm) {
-  while (!pattern.empty() && (pattern.back() == '\n' || pattern.back() == ' ')) pattern.remove_suffix(1);
+  while (!pattern.empty() && (pattern.back() == '\n' || pattern.back() == ' '))
+    pattern.remove_suffix(1);
   if (pattern.empty()) return {};
   if (pattern.front() == '|') {
     if (pattern.find("systemd-coredump") != std::string_view::npos) {
       return fmt::format("systemd-coredump (coredumpctl info {})", pid);
     }
-    return fmt::format("the program '{}' (kernel.core_pattern)", pattern.substr(1, pattern.find(' ') - 1));
+    return fmt::format("the program '{}' (kernel.core_pattern)",
+                       pattern.substr(1, pattern.find(' ') - 1));
   }
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
@@ -262,7 +268,7 @@ std::string core_destination(std::string_view pattern, int pid, const std::strin
     if (c == '%') out += '%';
     else if (c == 'p' || c == 'P') out += std::to_string(pid);
     else if (c == 'e') out += comm;
-    else return fmt::format("'{}' (kernel.core_pattern)", pattern);   // %t, %h, ...: cannot be named
+    else return fmt::format("'{}' (kernel.core_pattern)", pattern);  // %t, %h, ...: cannot be named
   }
   // The kernel adds ".PID" to a pattern without %p when core_uses_pid is set (the default
   // on many distributions); say so rather than guess.
@@ -278,8 +284,8 @@ void add_cgroup_oom_evidence(Death& d, int pid) {
   auto kills = read_cgroup_oom_kills(pid);
   if (!kills) return;
   d.cgroup = kills->cgroup;
-  d.detail = fmt::format("its memory cgroup {} counts {} OOM kill{} ({} oom_kill)", kills->cgroup, kills->count,
-                         kills->count == 1 ? "" : "s", kills->file);
+  d.detail = fmt::format("its memory cgroup {} counts {} OOM kill{} ({} oom_kill)", kills->cgroup,
+                         kills->count, kills->count == 1 ? "" : "s", kills->file);
   d.evidence.push_back(fmt::format("memory cgroup ({})", kills->file));
 }
 
@@ -288,13 +294,15 @@ void add_cgroup_oom_evidence(Death& d, int pid) {
 DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
   if (auto d = e.dead.find(k.pid); d != e.dead.end()) {
     // A dead process of the tree that started after this death has the pid of an earlier one.
-    if (d->second == 0 || static_cast<double>(d->second) / e.ticks_per_s <= k.boot_s) return DeathLink::tree_pid;
+    if (d->second == 0 || static_cast<double>(d->second) / e.ticks_per_s <= k.boot_s)
+      return DeathLink::tree_pid;
   }
   // The root has no limit: a memory cgroup OOM names a real cgroup; a global one names none.
   if (k.oom_memcg.empty() || k.oom_memcg == "/") return DeathLink::none;
   for (const std::string& cg : e.memory_cgroups) {
-    if (cg == k.oom_memcg || (cg.size() > k.oom_memcg.size() && cg.compare(0, k.oom_memcg.size(), k.oom_memcg) == 0 &&
-                              cg[k.oom_memcg.size()] == '/')) {
+    if (cg == k.oom_memcg ||
+        (cg.size() > k.oom_memcg.size() && cg.compare(0, k.oom_memcg.size(), k.oom_memcg) == 0 &&
+         cg[k.oom_memcg.size()] == '/')) {
       return DeathLink::memory_cgroup;
     }
   }
@@ -304,7 +312,8 @@ DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
 std::string memory_cgroup_of(std::string_view proc_cgroup_text) {
   std::string v2;
   for (const CgroupEntry& e : parse_proc_cgroup(proc_cgroup_text)) {
-    if (std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end()) return e.path;
+    if (std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end())
+      return e.path;
     if (e.controllers.empty()) v2 = e.path;
   }
   return v2;
@@ -312,12 +321,14 @@ std::string memory_cgroup_of(std::string_view proc_cgroup_text) {
 
 std::string unlinked_deaths_note(const std::vector<KernelDeath>& unlinked) {
   constexpr std::size_t kListed = 5;
-  std::string s = fmt::format("{} other process{} died on this node during the job's window (not linked to the job):",
-                              unlinked.size(), unlinked.size() == 1 ? "" : "es");
+  std::string s = fmt::format(
+      "{} other process{} died on this node during the job's window (not linked to the job):",
+      unlinked.size(), unlinked.size() == 1 ? "" : "es");
   for (std::size_t i = 0; i < unlinked.size() && i < kListed; ++i) {
     const KernelDeath& k = unlinked[i];
-    std::string how = k.death.how == "oom-kill" ? "the OOM killer"
-                      : k.death.signal_name.empty() ? "a trap" : k.death.signal_name;
+    std::string how = k.death.how == "oom-kill"     ? "the OOM killer"
+                      : k.death.signal_name.empty() ? "a trap"
+                                                    : k.death.signal_name;
     s += fmt::format("{} pid {} ({}) by {}", i ? "," : "", k.pid, k.comm, how);
   }
   if (unlinked.size() > kListed) s += fmt::format(" and {} more", unlinked.size() - kListed);
@@ -354,14 +365,17 @@ JobEvidence gather_evidence(const JobSnapshot& job, const std::string& host) {
 
 // A death the kernel log tells of a process of the report: merged with its exit status.
 bool merge_into_member(JobSnapshot& job, const std::string& host, const KernelDeath& k) {
-  auto owner = std::find_if(job.processes.begin(), job.processes.end(), [&](const ProcessSnapshot& p) {
-    return p.pid == k.pid && !p.core && (host.empty() || p.host == host || p.host.empty()) && (p.state == 'Z' || p.state == 'X');
-  });
+  auto owner =
+      std::find_if(job.processes.begin(), job.processes.end(), [&](const ProcessSnapshot& p) {
+        return p.pid == k.pid && !p.core && (host.empty() || p.host == host || p.host.empty()) &&
+               (p.state == 'Z' || p.state == 'X');
+      });
   if (owner == job.processes.end()) return false;
   Death merged = k.death;
   if (owner->death) {
     merged.core_dumped = owner->death->core_dumped;
-    for (const std::string& e : owner->death->evidence) merged.evidence.insert(merged.evidence.begin(), e);
+    for (const std::string& e : owner->death->evidence)
+      merged.evidence.insert(merged.evidence.begin(), e);
   }
   owner->death = std::move(merged);
   return true;
@@ -377,8 +391,8 @@ void name_cores(JobSnapshot& job) {
       p.death->core = core_destination(*pattern, p.pid, comm);
       // The kernel appends ".PID" to a file pattern without %p when core_uses_pid is 1.
       bool file = !p.death->core.empty() && p.death->core.find(' ') == std::string::npos;
-      if (file && pattern->find("%p") == std::string::npos && pattern->find("%P") == std::string::npos &&
-          uses_pid && parse_int<int>(*uses_pid) == 1) {
+      if (file && pattern->find("%p") == std::string::npos &&
+          pattern->find("%P") == std::string::npos && uses_pid && parse_int<int>(*uses_pid) == 1) {
         p.death->core += fmt::format(".{}", p.pid);
       }
     }
@@ -424,8 +438,10 @@ void explain_deaths(JobSnapshot& job, const std::string& host) {
     Diagnostic d;
     d.severity = Diagnostic::Severity::info;
     d.message = unlinked_deaths_note(unlinked);
-    d.hint = "a kernel-log death is the job's only when its pid is in the job's process tree or its OOM kill is "
-             "for a memory cgroup that holds the job (docs/troubleshooting.md)";
+    d.hint =
+        "a kernel-log death is the job's only when its pid is in the job's process tree or its OOM "
+        "kill is "
+        "for a memory cgroup that holds the job (docs/troubleshooting.md)";
     d.host = host;
     job.diagnostics.push_back(std::move(d));
   }

@@ -32,7 +32,7 @@ struct KernelDeath {
   int pid = 0;
   std::string comm;
   double boot_s = 0;
-  std::string oom_memcg;   // the memory cgroup whose limit was hit (a memory cgroup OOM kill)
+  std::string oom_memcg;  // the memory cgroup whose limit was hit (a memory cgroup OOM kill)
   Death death;
 };
 std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records);
@@ -41,8 +41,8 @@ std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records)
 // command name and a time window are no evidence (any python3 on the node segfaults in the
 // window of a python job); a pid of the job's process tree or the job's memory cgroup are.
 struct JobEvidence {
-  std::map<int, std::uint64_t> dead;    // dead processes of the tree: pid -> start ticks (0: unknown)
-  std::vector<std::string> memory_cgroups;   // the members' memory cgroups (hierarchy-relative)
+  std::map<int, std::uint64_t> dead;  // dead processes of the tree: pid -> start ticks (0: unknown)
+  std::vector<std::string> memory_cgroups;  // the members' memory cgroups (hierarchy-relative)
   double ticks_per_s = 100;
 };
 

@@ -12,11 +12,11 @@ namespace hangscan {
 struct Mapping {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
-  std::uint64_t offset = 0;     // file offset of `start`
-  std::string perms;            // "r-xp"
-  std::string path;             // "" anonymous, "[stack]", "/usr/lib/..."
+  std::uint64_t offset = 0;  // file offset of `start`
+  std::string perms;         // "r-xp"
+  std::string path;          // "" anonymous, "[stack]", "/usr/lib/..."
   std::uint64_t inode = 0;
-  bool deleted = false;         // "(deleted)" suffix stripped from path
+  bool deleted = false;  // "(deleted)" suffix stripped from path
   bool readable() const { return !perms.empty() && perms[0] == 'r'; }
   bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
   bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }

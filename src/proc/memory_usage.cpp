@@ -16,7 +16,9 @@ constexpr std::uint64_t kV1Unlimited = std::uint64_t{1} << 62;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -130,13 +132,14 @@ CgroupMounts parse_cgroup_mounts(std::string_view text) {
     std::string_view right = line.substr(dash + 3);
     auto sp1 = right.find(' ');
     std::string_view fstype = right.substr(0, sp1);
-    if (left.size() < 5 || left[3] != "/") return;   // a bind of a sub-tree: paths would not match
+    if (left.size() < 5 || left[3] != "/") return;  // a bind of a sub-tree: paths would not match
     std::string mount(left[4]);
     if (fstype == "cgroup2" && out.v2.empty()) {
       out.v2 = mount;
     } else if (fstype == "cgroup" && out.v1_memory.empty()) {
       auto sp2 = right.find(' ', sp1 == std::string_view::npos ? right.size() : sp1 + 1);
-      std::string_view super = sp2 == std::string_view::npos ? std::string_view() : right.substr(sp2 + 1);
+      std::string_view super =
+          sp2 == std::string_view::npos ? std::string_view() : right.substr(sp2 + 1);
       std::string opts = "," + std::string(trim(super)) + ",";
       if (opts.find(",memory,") != std::string::npos) out.v1_memory = mount;
     }
@@ -167,7 +170,8 @@ std::optional<CgroupOomKills> read_cgroup_oom_kills(int pid) {
   if (!cg || !mi) return std::nullopt;
   CgroupMounts mounts = parse_cgroup_mounts(*mi);
   for (const CgroupEntry& e : parse_proc_cgroup(*cg)) {
-    bool v1 = std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end();
+    bool v1 =
+        std::find(e.controllers.begin(), e.controllers.end(), "memory") != e.controllers.end();
     bool v2 = e.controllers.empty();
     const std::string& mount = v1 ? mounts.v1_memory : mounts.v2;
     if ((!v1 && !v2) || mount.empty()) continue;

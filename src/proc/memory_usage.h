@@ -25,7 +25,7 @@ StatusMemory parse_status_memory(std::string_view status_text);
 
 // One line of /proc/PID/cgroup: "ID:controllers:/path" (v2: "0::/path").
 struct CgroupEntry {
-  std::vector<std::string> controllers;   // empty for v2
+  std::vector<std::string> controllers;  // empty for v2
   std::string path;
 };
 std::vector<CgroupEntry> parse_proc_cgroup(std::string_view text);
@@ -33,8 +33,8 @@ std::vector<CgroupEntry> parse_proc_cgroup(std::string_view text);
 // Where a cgroup hierarchy is mounted (from /proc/self/mountinfo): v2 ("cgroup2") and the v1
 // hierarchy that carries the memory controller.
 struct CgroupMounts {
-  std::string v2;          // empty when not mounted
-  std::string v1_memory;   // empty when not mounted
+  std::string v2;         // empty when not mounted
+  std::string v1_memory;  // empty when not mounted
 };
 CgroupMounts parse_cgroup_mounts(std::string_view mountinfo_text);
 
@@ -51,11 +51,11 @@ std::optional<std::uint64_t> parse_oom_kill_count(std::string_view text);
 
 // OOM kills the memory cgroup of `pid` recorded (a zombie still names its cgroup); nullopt
 // when it counts none or cannot be read. Only the process's own cgroup: a parent's v2 counter
-// also counts its other children's kills (other jobs). Why: the kernel log is root-only on most nodes and a ring buffer forgets;
-// the cgroup's counter outlives both (while the cgroup exists).
+// also counts its other children's kills (other jobs). Why: the kernel log is root-only on most
+// nodes and a ring buffer forgets; the cgroup's counter outlives both (while the cgroup exists).
 struct CgroupOomKills {
-  std::string cgroup;      // path relative to the hierarchy's root
-  std::string file;        // "memory.events" or "memory.oom_control"
+  std::string cgroup;  // path relative to the hierarchy's root
+  std::string file;    // "memory.events" or "memory.oom_control"
   std::uint64_t count = 0;
 };
 std::optional<CgroupOomKills> read_cgroup_oom_kills(int pid);

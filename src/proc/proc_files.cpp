@@ -19,7 +19,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
 }
@@ -53,9 +54,9 @@ Result<std::string> read_text_file(const std::string& path, std::size_t max_byte
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    Errc code = err == ENOENT || err == ESRCH ? Errc::not_found
+    Errc code = err == ENOENT || err == ESRCH     ? Errc::not_found
                 : (err == EACCES || err == EPERM) ? Errc::permission
-                                                   : Errc::io;
+                                                  : Errc::io;
     return Error(code, fmt::format("cannot open {}: {}", path, std::strerror(err)), err);
   }
   std::string out;
@@ -93,7 +94,8 @@ std::vector<Mapping> parse_maps(std::string_view text) {
     parse_num(f[4], m.inode);
     if (f.size() >= 6) {
       // The path is everything after the inode field (it may contain spaces).
-      std::size_t pos = line.find(f[5], static_cast<std::size_t>(f[4].data() - line.data()) + f[4].size());
+      std::size_t pos =
+          line.find(f[5], static_cast<std::size_t>(f[4].data() - line.data()) + f[4].size());
       std::string_view path = trim(line.substr(pos));
       constexpr std::string_view kDeleted = " (deleted)";
       if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
@@ -222,7 +224,8 @@ std::vector<Frame> parse_kernel_stack(std::string_view text) {
       auto mod = line.substr(sp + 2);
       if (!mod.empty() && mod.back() == ']') mod.remove_suffix(1);
       fr.module = std::string(mod);
-      if (plus == std::string_view::npos || plus > sp) fr.function = std::string(line.substr(0, sp));
+      if (plus == std::string_view::npos || plus > sp)
+        fr.function = std::string(line.substr(0, sp));
     } else {
       fr.module = "[kernel]";
     }
@@ -247,9 +250,10 @@ Result<std::vector<int>> list_tasks(int pid) {
   DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) {
     int err = errno;
-    return Error(err == ENOENT ? Errc::no_such_process : Errc::io,
-                 fmt::format("pid {}: {}", pid, err == ENOENT ? "no such process" : std::strerror(err)),
-                 err);
+    return Error(
+        err == ENOENT ? Errc::no_such_process : Errc::io,
+        fmt::format("pid {}: {}", pid, err == ENOENT ? "no such process" : std::strerror(err)),
+        err);
   }
   std::vector<int> tids;
   while (dirent* ent = ::readdir(dir)) {

@@ -48,7 +48,7 @@ struct ProcStat {
   std::uint64_t stime = 0;
   std::uint64_t start_time = 0;
   long num_threads = 0;
-  int processor = -1;   // CPU the task last ran on (field 39); -1 unknown
+  int processor = -1;  // CPU the task last ran on (field 39); -1 unknown
   bool is_kernel_thread() const { return (flags & 0x00200000UL) != 0; }  // PF_KTHREAD
 };
 std::optional<ProcStat> parse_stat(std::string_view text);
@@ -60,7 +60,7 @@ struct ProcStatus {
   int tgid = 0;
   int ppid = 0;
   int tracer_pid = 0;
-  int uid = -1;     // real uid
+  int uid = -1;  // real uid
   int euid = -1;
 };
 std::optional<ProcStatus> parse_status(std::string_view text);

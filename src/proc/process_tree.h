@@ -23,7 +23,7 @@ struct ProcessEntry {
   std::string comm;
   char state = '?';
   bool kernel_thread = false;
-  std::uint64_t start_time = 0;   // clock ticks since boot: tells a reused pid apart
+  std::uint64_t start_time = 0;  // clock ticks since boot: tells a reused pid apart
 };
 
 class ProcessTree {
@@ -43,7 +43,7 @@ class ProcessTree {
   bool is_ancestor(int ancestor, int pid) const;
 
  private:
-  std::vector<ProcessEntry> entries_;   // sorted by pid
+  std::vector<ProcessEntry> entries_;  // sorted by pid
 };
 
 // argv of a process from /proc/PID/cmdline; empty for kernel threads, zombies and vanished

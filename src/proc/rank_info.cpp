@@ -19,8 +19,9 @@ std::optional<int> env_int(const std::optional<std::string>& s) {
 }
 
 bool has_prefix_var(const std::vector<std::string>& env, std::string_view prefix) {
-  return std::any_of(env.begin(), env.end(),
-                     [&](const std::string& kv) { return std::string_view(kv).starts_with(prefix); });
+  return std::any_of(env.begin(), env.end(), [&](const std::string& kv) {
+    return std::string_view(kv).starts_with(prefix);
+  });
 }
 
 // One family of variables a launcher sets: where the rank, the local rank and the size are.
@@ -35,7 +36,8 @@ struct EnvFamily {
 constexpr std::array<EnvFamily, 5> kFamilies = {{
     {"RANK", {"LOCAL_RANK", ""}, {"WORLD_SIZE", ""}},
     {"OMPI_COMM_WORLD_RANK", {"OMPI_COMM_WORLD_LOCAL_RANK", ""}, {"OMPI_COMM_WORLD_SIZE", ""}},
-    {"PMIX_RANK", {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"},
+    {"PMIX_RANK",
+     {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"},
      {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"}},
     {"PMI_RANK", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, {"PMI_SIZE", ""}},
     {"SLURM_PROCID", {"SLURM_LOCALID", ""}, {"SLURM_NTASKS", "SLURM_NPROCS"}},
@@ -89,7 +91,7 @@ std::pair<std::string, std::string> python_payload(const std::vector<std::string
 }
 
 struct LauncherName {
-  std::string_view name;     // program, script or module
+  std::string_view name;  // program, script or module
   std::string_view launcher;
 };
 
@@ -174,7 +176,8 @@ RankInfo rank_from_environment(const std::vector<std::string>& env) {
     return info;
   }
   // No rank variable: a local rank alone still tells which device the process drives.
-  for (auto key : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+  for (auto key :
+       {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
     if (!info.local_rank) info.local_rank = env_int(env_value(env, key));
   }
   return info;
@@ -328,7 +331,8 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
     }
     bool sibling_rank = false;
     for (std::size_t j = 0; j < n && p; ++j)
-      if (j != i && procs[j].ppid == procs[i].ppid && env_rank[j] && is_rank(j)) sibling_rank = true;
+      if (j != i && procs[j].ppid == procs[i].ppid && env_rank[j] && is_rank(j))
+        sibling_rank = true;
     if (p && cls[*p].kind == CmdlineKind::launcher) {
       out[i].role = kRoleRank;
       out[i].reason = "child of " + cls[*p].what;
@@ -348,12 +352,9 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
     if (!is_rank(i) || !p || out[*p].role != kRoleProcess) continue;
     out[*p].role = kRoleLauncher;
     out[*p].reason = "parent of ranks";
-    if (cls[i].kind == CmdlineKind::spawn_child)
-      out[*p].launcher = "multiprocessing.spawn";
-    else if (procs[i].cmdline == procs[*p].cmdline)
-      out[*p].launcher = "multiprocessing";
-    else if (out[*p].launcher.empty())
-      out[*p].launcher = cls[*p].what;
+    if (cls[i].kind == CmdlineKind::spawn_child) out[*p].launcher = "multiprocessing.spawn";
+    else if (procs[i].cmdline == procs[*p].cmdline) out[*p].launcher = "multiprocessing";
+    else if (out[*p].launcher.empty()) out[*p].launcher = cls[*p].what;
   }
   // Helpers by command line belong to the nearest rank or launcher.
   for (std::size_t i = 0; i < n; ++i) {

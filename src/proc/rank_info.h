@@ -26,8 +26,8 @@ struct RankInfo {
   std::optional<int> rank;
   std::optional<int> local_rank;
   std::optional<int> world_size;
-  std::string launcher;      // launcher implied by the variables ("torchrun", "srun" ...)
-  std::string rank_source;   // the variable the rank came from ("RANK", "SLURM_PROCID" ...)
+  std::string launcher;     // launcher implied by the variables ("torchrun", "srun" ...)
+  std::string rank_source;  // the variable the rank came from ("RANK", "SLURM_PROCID" ...)
   bool has_rank() const { return rank.has_value(); }
 };
 
@@ -42,16 +42,16 @@ RankInfo rank_from_environment(const std::vector<std::string>& env);
 
 // What a command line says a process is.
 enum class CmdlineKind {
-  plain,          // nothing recognized: a user program (possibly a rank)
-  launcher,       // torchrun, mpirun, srun, orted, hydra_pmi_proxy, slurmstepd, deepspeed ...
-  spawn_child,    // `python -c "from multiprocessing.spawn import spawn_main ..."`
-  helper,         // resource tracker, forkserver, compile worker
+  plain,        // nothing recognized: a user program (possibly a rank)
+  launcher,     // torchrun, mpirun, srun, orted, hydra_pmi_proxy, slurmstepd, deepspeed ...
+  spawn_child,  // `python -c "from multiprocessing.spawn import spawn_main ..."`
+  helper,       // resource tracker, forkserver, compile worker
 };
 
 struct CmdlineClass {
   CmdlineKind kind = CmdlineKind::plain;
-  std::string launcher;   // for kind launcher: "torchrun", "mpirun", "srun", ...
-  std::string what;       // short description for diagnostics ("resource tracker")
+  std::string launcher;  // for kind launcher: "torchrun", "mpirun", "srun", ...
+  std::string what;      // short description for diagnostics ("resource tracker")
 };
 
 // Classifies a process from its argv (and comm, used when argv is empty or rewritten, e.g.

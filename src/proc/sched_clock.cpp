@@ -61,11 +61,14 @@ std::optional<double> parse_exec_start_ms(std::string_view text) {
   std::size_t i = colon + 1;
   while (i < text.size() && text[i] == ' ') ++i;
   std::size_t end = i;
-  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
+    ++end;
   if (end == i || end - i > 32) return std::nullopt;
   double v = 0;
   auto res = std::from_chars(text.data() + i, text.data() + end, v);
-  if (res.ec != std::errc() || res.ptr != text.data() + end || !std::isfinite(v) || v < 0) return std::nullopt;
+  if (res.ec != std::errc() || res.ptr != text.data() + end || !std::isfinite(v) || v < 0)
+    return std::nullopt;
   return v;
 }
 
@@ -104,7 +107,8 @@ std::optional<double> RunQueueClock::seconds_since(double exec_start_ms, int cpu
   return std::max(0.0, ms) / 1e3;
 }
 
-std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state, int cpu) {
+std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state,
+                                             int cpu) {
   if (state == 'R' || state == '?' || state == 'Z' || state == 'X') return std::nullopt;
   auto text = read_text_file(fmt::format("/proc/{}/task/{}/sched", pid, tid), 1 << 14);
   double now = RunQueueClock::monotonic_ms();

@@ -41,6 +41,7 @@ class RunQueueClock {
 
 // Blocked seconds of thread `tid` of `pid` in state `state` (read just before), or nullopt when
 // it is running ('R') or its sched file cannot be read.
-std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state, int cpu);
+std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state,
+                                             int cpu);
 
 }  // namespace hangscan

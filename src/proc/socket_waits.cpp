@@ -22,10 +22,10 @@ namespace hangscan {
 
 namespace {
 
-constexpr std::size_t kMaxFdsPerWait = 4096;     // poll/select sets read at most
+constexpr std::size_t kMaxFdsPerWait = 4096;  // poll/select sets read at most
 constexpr std::size_t kMaxEdgesPerThread = 64;
-constexpr std::size_t kMaxConnections = 4096;   // tcp_connections per process
-constexpr std::size_t kMaxNodeFds = 1u << 21;   // fds scanned on the whole node
+constexpr std::size_t kMaxConnections = 4096;  // tcp_connections per process
+constexpr std::size_t kMaxNodeFds = 1u << 21;  // fds scanned on the whole node
 
 std::optional<std::string> read_link(const std::string& path) {
   char buf[PATH_MAX + 1] = {};
@@ -87,9 +87,11 @@ class NodeView {
     auto [it, fresh] = tcp_.try_emplace(ns);
     if (fresh) {
       for (bool v6 : {false, true}) {
-        auto text = read_text_file(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp"), 256u << 20);
+        auto text =
+            read_text_file(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp"), 256u << 20);
         if (!text) continue;
-        for (TcpSocket& s : parse_proc_net_tcp(*text, v6)) it->second.emplace(s.inode, std::move(s));
+        for (TcpSocket& s : parse_proc_net_tcp(*text, v6))
+          it->second.emplace(s.inode, std::move(s));
       }
     }
     return it->second;
@@ -131,9 +133,9 @@ class NodeView {
 };
 
 const std::set<std::string>& single_fd_calls() {
-  static const std::set<std::string> calls = {"read",   "readv",   "pread64", "recvfrom", "recvmsg", "recvmmsg",
-                                              "write",  "writev",  "sendto",  "sendmsg",  "accept",  "accept4",
-                                              "connect"};
+  static const std::set<std::string> calls = {
+      "read",   "readv",  "pread64", "recvfrom", "recvmsg", "recvmmsg", "write",
+      "writev", "sendto", "sendmsg", "accept",   "accept4", "connect"};
   return calls;
 }
 
@@ -161,7 +163,8 @@ std::vector<int> awaited_fds(int pid, const ThreadSnapshot& t) {
     std::size_t n = std::min<std::uint64_t>(a[0], kMaxFdsPerWait);
     std::vector<std::uint64_t> bits((n + 63) / 64);
     for (std::uint64_t set : {a[1], a[2]}) {
-      if (set == 0 || bits.empty() || !read_memory(pid, set, bits.data(), bits.size() * 8)) continue;
+      if (set == 0 || bits.empty() || !read_memory(pid, set, bits.data(), bits.size() * 8))
+        continue;
       for (std::size_t fd = 0; fd < n; ++fd) {
         if (bits[fd / 64] >> (fd % 64) & 1) fds.push_back(static_cast<int>(fd));
       }
@@ -181,7 +184,8 @@ std::vector<int> awaited_fds(int pid, const ThreadSnapshot& t) {
 
 class WaitResolver {
  public:
-  WaitResolver(JobSnapshot& job, std::string host) : job_(job), host_(std::move(host)), node_(job) {}
+  WaitResolver(JobSnapshot& job, std::string host)
+      : job_(job), host_(std::move(host)), node_(job) {}
 
   void run() {
     for (ProcessSnapshot& p : job_.processes) {
@@ -221,7 +225,8 @@ class WaitResolver {
   }
 
   // One edge per process holding `link` other than `self` (none: one edge without a pid).
-  void to_holders(std::vector<WaitEdge>& out, const std::string& link, int self, const std::string& via) {
+  void to_holders(std::vector<WaitEdge>& out, const std::string& link, int self,
+                  const std::string& via) {
     std::set<int> pids;
     for (const Holder& h : node_.holders(link)) {
       if (h.pid != self) pids.insert(h.pid);
@@ -230,7 +235,8 @@ class WaitResolver {
     for (int pid : pids) out.push_back({host_, pid, std::nullopt, via});
   }
 
-  void socket_edge(std::vector<WaitEdge>& out, std::vector<WaitEdge>& listening, int pid, const FdTarget& f) {
+  void socket_edge(std::vector<WaitEdge>& out, std::vector<WaitEdge>& listening, int pid,
+                   const FdTarget& f) {
     const auto& table = node_.tcp(pid);
     if (auto it = table.find(f.inode); it != table.end()) {
       const TcpSocket& s = it->second;
@@ -257,11 +263,13 @@ class WaitResolver {
     }
     std::string named = u->second.path.empty() ? "" : " (" + u->second.path + ")";
     if (u->second.peer == 0) {
-      listening.push_back({"", std::nullopt, std::nullopt, fmt::format("unix {}{} listening", f.inode, named)});
+      listening.push_back(
+          {"", std::nullopt, std::nullopt, fmt::format("unix {}{} listening", f.inode, named)});
       return;
     }
     auto peer = unix_table.find(u->second.peer);
-    if (named.empty() && peer != unix_table.end() && !peer->second.path.empty()) named = " (" + peer->second.path + ")";
+    if (named.empty() && peer != unix_table.end() && !peer->second.path.empty())
+      named = " (" + peer->second.path + ")";
     to_holders(out, fmt::format("socket:[{}]", u->second.peer), pid,
                fmt::format("unix {} -> {}{}", f.inode, u->second.peer, named));
   }
@@ -282,7 +290,8 @@ class WaitResolver {
     if (others.size() == 1) {
       out.push_back({host_, *others.begin(), std::nullopt, f.text});
     } else if (others.empty()) {
-      out.push_back({"", std::nullopt, std::nullopt, fmt::format("{} (no other process holds its {} end)", f.text, end)});
+      out.push_back({"", std::nullopt, std::nullopt,
+                     fmt::format("{} (no other process holds its {} end)", f.text, end)});
     } else {
       out.push_back({"", std::nullopt, std::nullopt,
                      fmt::format("{} ({} processes hold its {} end)", f.text, others.size(), end)});
@@ -298,12 +307,22 @@ class WaitResolver {
       if (it == table.end()) continue;
       FdTarget f = classify_fd_link(it->second);
       switch (f.kind) {
-        case FdTarget::Kind::socket: socket_edge(out, listening, pid, f); break;
-        case FdTarget::Kind::pipe: pipe_edge(out, pid, f, writing); break;
-        case FdTarget::Kind::rdma: out.push_back({"", {}, {}, "RDMA device " + f.text + " (not followed)"}); break;
-        case FdTarget::Kind::shm: out.push_back({"", {}, {}, "shared memory " + f.text + " (not followed)"}); break;
+        case FdTarget::Kind::socket:
+          socket_edge(out, listening, pid, f);
+          break;
+        case FdTarget::Kind::pipe:
+          pipe_edge(out, pid, f, writing);
+          break;
+        case FdTarget::Kind::rdma:
+          out.push_back({"", {}, {}, "RDMA device " + f.text + " (not followed)"});
+          break;
+        case FdTarget::Kind::shm:
+          out.push_back({"", {}, {}, "shared memory " + f.text + " (not followed)"});
+          break;
         case FdTarget::Kind::anon:
-        case FdTarget::Kind::file: out.push_back({"", {}, {}, f.text}); break;
+        case FdTarget::Kind::file:
+          out.push_back({"", {}, {}, f.text});
+          break;
       }
     }
     // A server loop (a set with a listening socket) waits on any client, not on one of them.

@@ -56,7 +56,8 @@ std::optional<std::string> tcp_address(std::string_view text, bool v6) {
 // The number inside "socket:[12]" / "pipe:[12]".
 std::uint64_t bracket_inode(std::string_view link, std::string_view prefix) {
   if (link.substr(0, prefix.size()) != prefix || link.back() != ']') return 0;
-  return parse_int<std::uint64_t>(link.substr(prefix.size(), link.size() - prefix.size() - 1)).value_or(0);
+  return parse_int<std::uint64_t>(link.substr(prefix.size(), link.size() - prefix.size() - 1))
+      .value_or(0);
 }
 
 }  // namespace
@@ -90,10 +91,13 @@ std::map<std::uint64_t, std::string> parse_proc_net_unix(std::string_view text) 
   return out;
 }
 
-void parse_unix_diag(const unsigned char* data, std::size_t size, std::map<std::uint64_t, UnixSocket>& out) {
+void parse_unix_diag(const unsigned char* data, std::size_t size,
+                     std::map<std::uint64_t, UnixSocket>& out) {
   auto len = static_cast<int>(size);
-  for (auto* h = reinterpret_cast<const nlmsghdr*>(data); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(unix_diag_msg))) continue;
+  for (auto* h = reinterpret_cast<const nlmsghdr*>(data); NLMSG_OK(h, len);
+       h = NLMSG_NEXT(h, len)) {
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(unix_diag_msg)))
+      continue;
     unix_diag_msg msg{};
     std::memcpy(&msg, NLMSG_DATA(h), sizeof msg);
     UnixSocket s;
@@ -108,7 +112,8 @@ void parse_unix_diag(const unsigned char* data, std::size_t size, std::map<std::
         std::memcpy(&peer, payload, sizeof peer);
         s.peer = peer;
       } else if (a->rta_type == UNIX_DIAG_NAME && n > 0) {
-        s.path = payload[0] == '\0' ? "@" + std::string(payload + 1, n - 1) : std::string(payload, strnlen(payload, n));
+        s.path = payload[0] == '\0' ? "@" + std::string(payload + 1, n - 1)
+                                    : std::string(payload, strnlen(payload, n));
       }
     }
     out[msg.udiag_ino] = std::move(s);
@@ -133,7 +138,8 @@ std::map<std::uint64_t, UnixSocket> read_unix_sockets() {
   request.req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd, &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
+  if (::sendto(fd, &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof kernel) < 0) {
     ::close(fd);
     return out;
   }
@@ -144,7 +150,8 @@ std::map<std::uint64_t, UnixSocket> read_unix_sockets() {
     if (n <= 0) break;
     bool done = false;
     auto len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); NLMSG_OK(h, len);
+         h = NLMSG_NEXT(h, len)) {
       if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) done = true;
     }
     parse_unix_diag(buf.data(), static_cast<std::size_t>(n), out);

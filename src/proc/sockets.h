@@ -22,7 +22,7 @@ namespace hangscan {
 struct TcpSocket {
   std::string local;
   std::string remote;
-  int state = 0;            // 1 ESTABLISHED, 10 LISTEN (include/net/tcp_states.h)
+  int state = 0;  // 1 ESTABLISHED, 10 LISTEN (include/net/tcp_states.h)
   std::uint64_t inode = 0;
 };
 inline constexpr int kTcpEstablished = 1;
@@ -42,15 +42,16 @@ struct UnixSocket {
 // sock_diag; empty when the kernel refuses (no CONFIG_UNIX_DIAG) or answers nothing in time.
 std::map<std::uint64_t, UnixSocket> read_unix_sockets();
 // The parser of sock_diag's answer (a run of netlink messages), for tests.
-void parse_unix_diag(const unsigned char* data, std::size_t size, std::map<std::uint64_t, UnixSocket>& out);
+void parse_unix_diag(const unsigned char* data, std::size_t size,
+                     std::map<std::uint64_t, UnixSocket>& out);
 
 // What a file descriptor is, from its /proc/PID/fd link: "socket:[12]", "pipe:[13]",
 // "anon_inode:[eventpoll]", "/dev/infiniband/uverbs0", "/dev/shm/x", "/path".
 struct FdTarget {
   enum class Kind { socket, pipe, anon, rdma, shm, file };
   Kind kind = Kind::file;
-  std::uint64_t inode = 0;    // socket and pipe
-  std::string text;           // the link as read
+  std::uint64_t inode = 0;  // socket and pipe
+  std::string text;         // the link as read
 };
 FdTarget classify_fd_link(std::string_view link);
 

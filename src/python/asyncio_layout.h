@@ -14,9 +14,9 @@ namespace hangscan::python {
 
 // How the top of a suspended frame's value stack is found (what the frame awaits).
 enum class StackModel {
-  pointer,   // 3.8-3.9: PyFrameObject.f_stacktop points past the top
-  depth,     // 3.10: f_valuestack[f_stackdepth - 1]
-  index,     // 3.11-3.13: localsplus[stacktop - 1] of the embedded _PyInterpreterFrame
+  pointer,  // 3.8-3.9: PyFrameObject.f_stacktop points past the top
+  depth,    // 3.10: f_valuestack[f_stackdepth - 1]
+  index,    // 3.11-3.13: localsplus[stacktop - 1] of the embedded _PyInterpreterFrame
 };
 
 struct AsyncioLayout {

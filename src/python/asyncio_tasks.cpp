@@ -9,7 +9,7 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::int64_t kWeakrefObject = 16;   // PyWeakReference.wr_object follows PyObject_HEAD
+constexpr std::int64_t kWeakrefObject = 16;  // PyWeakReference.wr_object follows PyObject_HEAD
 constexpr std::string_view kTaskType = "_asyncio.Task";
 // asyncio.tasks' registries: every task (3.8-3.11), or the scheduled ones and those started
 // eagerly (3.12+). A WeakSet holds weak references, a set the tasks themselves.
@@ -30,8 +30,8 @@ std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_
                                                                     std::string* why) {
   const PyOffsets& o = layout_.off;
   auto modules = objects_.read_word(interp + o.interp_modules);
-  auto module = modules && *modules != 0 ? objects_.dict_get(*modules, "asyncio.tasks")
-                                         : std::nullopt;
+  auto module =
+      modules && *modules != 0 ? objects_.dict_get(*modules, "asyncio.tasks") : std::nullopt;
   auto md = module ? objects_.read_word(*module + o.module_dict) : std::nullopt;
   if (!md || *md == 0) {
     *why = "asyncio not imported";
@@ -64,7 +64,7 @@ std::vector<RawAsyncioTask> AsyncioReader::read(std::uint64_t interp, std::strin
   std::size_t foreign = 0;
   for (std::uint64_t obj : *objs) {
     if (objects_.type_name(obj).value_or("") != kTaskType) {
-      ++foreign;   // a Python Task (or a subclass): its layout is not the C struct's
+      ++foreign;  // a Python Task (or a subclass): its layout is not the C struct's
       continue;
     }
     if (auto t = task(obj)) tasks.push_back(std::move(*t));
@@ -79,11 +79,11 @@ std::vector<RawAsyncioTask> AsyncioReader::read(std::uint64_t interp, std::strin
 
 std::optional<RawAsyncioTask> AsyncioReader::task(std::uint64_t obj) {
   auto state = objects_.read_word(obj + async_.task_state);
-  if (!state || low32(*state) != 0) return std::nullopt;   // done or cancelled: not pending
+  if (!state || low32(*state) != 0) return std::nullopt;  // done or cancelled: not pending
   auto task_name = [&](std::uint64_t t) -> std::string {
     auto name = objects_.read_word(t + async_.task_name);
     if (!name) return "?";
-    if (objects_.type_name(*name).value_or("") == "int") {   // 3.13: "Task-N" made lazily
+    if (objects_.type_name(*name).value_or("") == "int") {  // 3.13: "Task-N" made lazily
       auto n = objects_.read_long(*name);
       auto digits = n ? long_to_decimal(*n, 24) : std::nullopt;
       return digits ? "Task-" + *digits : "?";
@@ -112,15 +112,15 @@ std::vector<RawCoroutine> AsyncioReader::chain(std::uint64_t coro) {
     if (type != "coroutine" && type != "generator") break;
     RawCoroutine c;
     bool created = false;
-    if (async_.gen_frame_state >= 0) {   // 3.11+: the frame lives inside the coroutine
+    if (async_.gen_frame_state >= 0) {  // 3.11+: the frame lives inside the coroutine
       auto state = objects_.read_word(coro + async_.gen_frame_state);
       if (!state) break;
       created = low8(*state) == async_.gen_created;
-      if (!created && low8(*state) >= 0) break;   // running, finished or cleared
+      if (!created && low8(*state) >= 0) break;  // running, finished or cleared
       c.frame = coro + static_cast<std::uint64_t>(async_.gen_frame);
     } else {
       auto frame = objects_.read_word(coro + async_.gen_frame);
-      if (!frame || *frame == 0) break;   // finished
+      if (!frame || *frame == 0) break;  // finished
       c.frame = *frame;
     }
     auto code = objects_.read_word(c.frame + o.frame_code);
@@ -162,8 +162,7 @@ std::uint64_t AsyncioReader::awaited(std::uint64_t frame) {
   return value.value_or(0);
 }
 
-std::vector<AsyncioTask> PythonReader::asyncio_tasks(const RawPythonState& raw,
-                                                     MemoryReader& mem) {
+std::vector<AsyncioTask> PythonReader::asyncio_tasks(const RawPythonState& raw, MemoryReader& mem) {
   std::vector<AsyncioTask> out;
   asyncio_missing_.clear();
   auto async = asyncio_layout(where_.layout.minor);

@@ -22,18 +22,18 @@ inline constexpr std::size_t kMaxAwaitDepth = 64;
 
 // A suspended coroutine's frame, before its code object is decoded.
 struct RawCoroutine {
-  std::uint64_t frame = 0;   // frame address (PyFrameObject, or the embedded _PyInterpreterFrame)
+  std::uint64_t frame = 0;  // frame address (PyFrameObject, or the embedded _PyInterpreterFrame)
   std::uint64_t code = 0;
-  std::uint64_t instr = 0;   // f_lasti / instruction pointer, as the thread walk reads it
+  std::uint64_t instr = 0;  // f_lasti / instruction pointer, as the thread walk reads it
 };
 
 struct RawAsyncioTask {
   std::uint64_t address = 0;
   std::string name;
-  std::vector<RawCoroutine> coroutines;   // innermost (most deeply awaited) first
-  std::uint64_t fut_waiter = 0;           // what the task waits on, 0 nothing
-  std::string awaits;                     // its type name
-  std::optional<std::string> awaits_task; // its name when it is a task
+  std::vector<RawCoroutine> coroutines;    // innermost (most deeply awaited) first
+  std::uint64_t fut_waiter = 0;            // what the task waits on, 0 nothing
+  std::string awaits;                      // its type name
+  std::optional<std::string> awaits_task;  // its name when it is a task
 };
 
 class AsyncioReader {

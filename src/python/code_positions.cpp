@@ -67,13 +67,13 @@ std::optional<int> linetable310_line(std::string_view table, int firstlineno,
 
 std::optional<SourcePosition> location_table_position(std::string_view table, int firstlineno,
                                                       std::uint64_t offset) {
-  const std::uint64_t target = offset / 2;   // the table counts 2-byte code units
+  const std::uint64_t target = offset / 2;  // the table counts 2-byte code units
   std::int64_t line = firstlineno;
   std::uint64_t addr = 0;
   Bytes b{table};
   while (!b.at_end()) {
     std::uint8_t first = b.next();
-    if ((first & 0x80) == 0) return std::nullopt;   // not at an entry start: malformed
+    if ((first & 0x80) == 0) return std::nullopt;  // not at an entry start: malformed
     int code = (first >> 3) & 15;
     std::uint64_t length = (first & 7) + 1;
     bool no_line = false;
@@ -82,20 +82,20 @@ std::optional<SourcePosition> location_table_position(std::string_view table, in
     std::optional<std::int64_t> end_col;
     if (code == 15) {
       no_line = true;
-    } else if (code == 14) {   // long form: every field a varint, columns + 1 (0: none)
+    } else if (code == 14) {  // long form: every field a varint, columns + 1 (0: none)
       line += b.svarint();
       end_line_delta = static_cast<std::int64_t>(b.varint());
       std::uint64_t c = b.varint();
       std::uint64_t e = b.varint();
       if (c != 0) col = static_cast<std::int64_t>(c - 1);
       if (e != 0) end_col = static_cast<std::int64_t>(e - 1);
-    } else if (code == 13) {   // no column
+    } else if (code == 13) {  // no column
       line += b.svarint();
-    } else if (code >= 10) {   // one line: line delta in the code, two column bytes
+    } else if (code >= 10) {  // one line: line delta in the code, two column bytes
       line += code - 10;
       col = b.next();
       end_col = b.next();
-    } else {                   // short form: same line, column in code and byte
+    } else {  // short form: same line, column in code and byte
       std::uint8_t second = b.next();
       col = code * 8 + ((second >> 4) & 7);
       end_col = *col + (second & 15);
@@ -125,9 +125,12 @@ std::optional<int> location_table_line(std::string_view table, int firstlineno,
 std::optional<int> addr_to_line(LineTable format, std::string_view table, int firstlineno,
                                 std::uint64_t byte_offset) {
   switch (format) {
-    case LineTable::lnotab: return lnotab_line(table, firstlineno, byte_offset);
-    case LineTable::linetable310: return linetable310_line(table, firstlineno, byte_offset);
-    case LineTable::location311: return location_table_line(table, firstlineno, byte_offset);
+    case LineTable::lnotab:
+      return lnotab_line(table, firstlineno, byte_offset);
+    case LineTable::linetable310:
+      return linetable310_line(table, firstlineno, byte_offset);
+    case LineTable::location311:
+      return location_table_line(table, firstlineno, byte_offset);
   }
   return std::nullopt;
 }

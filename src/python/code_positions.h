@@ -20,8 +20,7 @@ std::optional<int> addr_to_line(LineTable format, std::string_view table, int fi
                                 std::uint64_t byte_offset);
 
 std::optional<int> lnotab_line(std::string_view table, int firstlineno, std::uint64_t offset);
-std::optional<int> linetable310_line(std::string_view table, int firstlineno,
-                                     std::uint64_t offset);
+std::optional<int> linetable310_line(std::string_view table, int firstlineno, std::uint64_t offset);
 std::optional<int> location_table_line(std::string_view table, int firstlineno,
                                        std::uint64_t offset);
 

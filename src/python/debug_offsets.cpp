@@ -13,34 +13,78 @@ namespace {
 // of 3.13.0 (pyenv build) and Include/internal/pycore_debug_offsets.h of 3.14.
 std::vector<std::string> fields_313() {
   return {
-      "version", "free_threaded",
-      "runtime_state.size", "runtime_state.finalizing", "runtime_state.interpreters_head",
-      "interpreter_state.size", "interpreter_state.id", "interpreter_state.next",
-      "interpreter_state.threads_head", "interpreter_state.gc",
-      "interpreter_state.imports_modules", "interpreter_state.sysdict",
-      "interpreter_state.builtins", "interpreter_state.ceval_gil",
-      "interpreter_state.gil_runtime_state", "interpreter_state.gil_runtime_state_enabled",
-      "interpreter_state.gil_runtime_state_locked", "interpreter_state.gil_runtime_state_holder",
-      "thread_state.size", "thread_state.prev", "thread_state.next", "thread_state.interp",
-      "thread_state.current_frame", "thread_state.thread_id", "thread_state.native_thread_id",
-      "thread_state.datastack_chunk", "thread_state.status",
-      "interpreter_frame.size", "interpreter_frame.previous", "interpreter_frame.executable",
-      "interpreter_frame.instr_ptr", "interpreter_frame.localsplus", "interpreter_frame.owner",
-      "code_object.size", "code_object.filename", "code_object.name", "code_object.qualname",
-      "code_object.linetable", "code_object.firstlineno", "code_object.argcount",
-      "code_object.localsplusnames", "code_object.localspluskinds",
+      "version",
+      "free_threaded",
+      "runtime_state.size",
+      "runtime_state.finalizing",
+      "runtime_state.interpreters_head",
+      "interpreter_state.size",
+      "interpreter_state.id",
+      "interpreter_state.next",
+      "interpreter_state.threads_head",
+      "interpreter_state.gc",
+      "interpreter_state.imports_modules",
+      "interpreter_state.sysdict",
+      "interpreter_state.builtins",
+      "interpreter_state.ceval_gil",
+      "interpreter_state.gil_runtime_state",
+      "interpreter_state.gil_runtime_state_enabled",
+      "interpreter_state.gil_runtime_state_locked",
+      "interpreter_state.gil_runtime_state_holder",
+      "thread_state.size",
+      "thread_state.prev",
+      "thread_state.next",
+      "thread_state.interp",
+      "thread_state.current_frame",
+      "thread_state.thread_id",
+      "thread_state.native_thread_id",
+      "thread_state.datastack_chunk",
+      "thread_state.status",
+      "interpreter_frame.size",
+      "interpreter_frame.previous",
+      "interpreter_frame.executable",
+      "interpreter_frame.instr_ptr",
+      "interpreter_frame.localsplus",
+      "interpreter_frame.owner",
+      "code_object.size",
+      "code_object.filename",
+      "code_object.name",
+      "code_object.qualname",
+      "code_object.linetable",
+      "code_object.firstlineno",
+      "code_object.argcount",
+      "code_object.localsplusnames",
+      "code_object.localspluskinds",
       "code_object.co_code_adaptive",
-      "pyobject.size", "pyobject.ob_type",
-      "type_object.size", "type_object.tp_name", "type_object.tp_repr", "type_object.tp_flags",
-      "tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
-      "list_object.size", "list_object.ob_item", "list_object.ob_size",
-      "dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
-      "float_object.size", "float_object.ob_fval",
-      "long_object.size", "long_object.lv_tag", "long_object.ob_digit",
-      "bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
-      "unicode_object.size", "unicode_object.state", "unicode_object.length",
+      "pyobject.size",
+      "pyobject.ob_type",
+      "type_object.size",
+      "type_object.tp_name",
+      "type_object.tp_repr",
+      "type_object.tp_flags",
+      "tuple_object.size",
+      "tuple_object.ob_item",
+      "tuple_object.ob_size",
+      "list_object.size",
+      "list_object.ob_item",
+      "list_object.ob_size",
+      "dict_object.size",
+      "dict_object.ma_keys",
+      "dict_object.ma_values",
+      "float_object.size",
+      "float_object.ob_fval",
+      "long_object.size",
+      "long_object.lv_tag",
+      "long_object.ob_digit",
+      "bytes_object.size",
+      "bytes_object.ob_size",
+      "bytes_object.ob_sval",
+      "unicode_object.size",
+      "unicode_object.state",
+      "unicode_object.length",
       "unicode_object.asciiobject_size",
-      "gc.size", "gc.collecting",
+      "gc.size",
+      "gc.collecting",
   };
 }
 
@@ -59,14 +103,12 @@ std::vector<std::string> fields_314() {
   insert_after("code_object.co_code_adaptive", {"code_object.co_tlbc"});
   insert_after("list_object.ob_size",
                {"set_object.size", "set_object.used", "set_object.table", "set_object.mask"});
-  for (const char* n : {"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
-                        "gen_object.gi_frame_state", "llist_node.next", "llist_node.prev",
-                        "debugger_support.eval_breaker",
-                        "debugger_support.remote_debugger_support",
-                        "debugger_support.remote_debugging_enabled",
-                        "debugger_support.debugger_pending_call",
-                        "debugger_support.debugger_script_path",
-                        "debugger_support.debugger_script_path_size"})
+  for (const char* n :
+       {"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
+        "gen_object.gi_frame_state", "llist_node.next", "llist_node.prev",
+        "debugger_support.eval_breaker", "debugger_support.remote_debugger_support",
+        "debugger_support.remote_debugging_enabled", "debugger_support.debugger_pending_call",
+        "debugger_support.debugger_script_path", "debugger_support.debugger_script_path_size"})
     f.emplace_back(n);
   return f;
 }
@@ -123,8 +165,7 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
                  fmt::format("CPython {}: _Py_DebugOffsets layout of this version is not known "
                              "(hangscan reads {})",
                              version_from_hex(hex), supported_versions()));
-  if (len < 8 + names.size() * 8)
-    return Error(Errc::bad_data, "_Py_DebugOffsets: short read");
+  if (len < 8 + names.size() * 8) return Error(Errc::bad_data, "_Py_DebugOffsets: short read");
 
   std::map<std::string, std::uint64_t> v;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -133,8 +174,8 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
     v[names[i]] = x;
   }
   if (v["free_threaded"] != 0)
-    return Error(Errc::unsupported,
-                 fmt::format("CPython {} free-threaded build: not supported", version_from_hex(hex)));
+    return Error(Errc::unsupported, fmt::format("CPython {} free-threaded build: not supported",
+                                                version_from_hex(hex)));
   bool bad = false;
   auto get = [&v, &bad](const char* name) -> std::int64_t {
     std::uint64_t x = v[name];

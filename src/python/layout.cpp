@@ -26,8 +26,7 @@ std::string supported_versions() {
   const auto& rows = builtin_layouts();
   if (rows.empty()) return "3.13+ (_Py_DebugOffsets)";
   return fmt::format("{}.{} to {}.{} (offset tables), 3.13 and 3.14 (_Py_DebugOffsets)",
-                     rows.front().major, rows.front().minor, rows.back().major,
-                     rows.back().minor);
+                     rows.front().major, rows.front().minor, rows.back().major, rows.back().minor);
 }
 
 }  // namespace hangscan::python

@@ -24,9 +24,7 @@ std::string basename(const std::string& p) {
   return pos == std::string::npos ? p : p.substr(pos + 1);
 }
 
-bool is_libpython(const std::string& path) {
-  return basename(path).rfind("libpython", 0) == 0;
-}
+bool is_libpython(const std::string& path) { return basename(path).rfind("libpython", 0) == 0; }
 
 // The modules worth looking at: libpython first, then the executable (first file mapping).
 std::vector<std::string> candidate_modules(ModuleSymbols& syms) {
@@ -193,8 +191,8 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
                    "no _Py_DebugOffsets, no version in the library name)");
     if (hint && hint->major == 3 && hint->minor >= 13)
       return Error(Errc::unsupported,
-                   fmt::format("CPython {}: _Py_DebugOffsets not found; hangscan reads {}",
-                               version, supported_versions()));
+                   fmt::format("CPython {}: _Py_DebugOffsets not found; hangscan reads {}", version,
+                               supported_versions()));
     return Error(Errc::unsupported, fmt::format("CPython {} is not supported (hangscan reads {})",
                                                 version, supported_versions()));
   }
@@ -229,7 +227,8 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
   const PyOffsets& o = loc.layout.off;
   if (found->runtime != 0) {
     loc.interp_head_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_interpreters_head);
-    if (o.runtime_gil >= 0) loc.gil_struct = found->runtime + static_cast<std::uint64_t>(o.runtime_gil);
+    if (o.runtime_gil >= 0)
+      loc.gil_struct = found->runtime + static_cast<std::uint64_t>(o.runtime_gil);
     if (o.runtime_finalizing >= 0)
       loc.finalizing_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_finalizing);
     if (o.runtime_gc_collecting >= 0)

@@ -21,7 +21,7 @@ namespace hangscan::python {
 struct VersionHint {
   int major = 0;
   int minor = -1;
-  std::string full;   // "3.8.18" when known, else "3.8"
+  std::string full;  // "3.8.18" when known, else "3.8"
 };
 std::optional<VersionHint> version_from_path(const std::string& path);
 

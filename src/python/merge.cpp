@@ -15,7 +15,7 @@ bool same_function(std::string_view function, std::string_view name) {
 }
 
 bool counts_as_eval(const Frame& f, bool has_default) {
-  if (f.kind != FrameKind::native) return false;   // inline frames share the physical frame
+  if (f.kind != FrameKind::native) return false;  // inline frames share the physical frame
   return same_function(f.function, kEvalDefault) ||
          (!has_default && same_function(f.function, kEvalEx));
 }
@@ -69,7 +69,7 @@ std::vector<std::size_t> evals_by_marker(const std::vector<Frame>& native,
   for (std::size_t i = 0; i < native.size(); ++i)
     if (native[i].kind == FrameKind::native) physical.push_back(i);
   std::vector<std::size_t> evals;
-  std::size_t from = 0;   // groups run innermost first, so their frames do too
+  std::size_t from = 0;  // groups run innermost first, so their frames do too
   for (const auto& group : groups) {
     std::uint64_t marker = group.back().eval_marker;
     if (marker == 0) return {};
@@ -108,8 +108,8 @@ Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
   return interleave(native, groups, evals);
 }
 
-std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks,
-                                              int tid, std::optional<std::uint64_t> fs_base) {
+std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,
+                                              std::optional<std::uint64_t> fs_base) {
   for (std::size_t i = 0; i < stacks.size(); ++i)
     if (stacks[i].native_tid && *stacks[i].native_tid == tid) return i;
   if (!fs_base || *fs_base == 0) return std::nullopt;

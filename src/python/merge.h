@@ -31,7 +31,7 @@ Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
 
 // The Python thread running on native thread `tid`: by native_tid when the version records
 // it, else by pthread_id == the thread's fs_base (x86-64 glibc: pthread_self() is the TCB).
-std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks,
-                                              int tid, std::optional<std::uint64_t> fs_base);
+std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,
+                                              std::optional<std::uint64_t> fs_base);
 
 }  // namespace hangscan::python

@@ -14,24 +14,24 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::int64_t kDictUsedOffset = 16;     // PyDictObject.ma_used follows PyObject_HEAD
-constexpr std::int64_t kManagedDictOffset = -3 * 8;   // 3.11+: dict (or tagged values) pointer
-constexpr std::int64_t kManagedValuesOffset = -4 * 8; // 3.11: values pointer
-constexpr std::uint64_t kManagedDictFlag = 1u << 4;   // Py_TPFLAGS_MANAGED_DICT
-constexpr std::uint64_t kInlineValuesFlag = 1u << 2;  // Py_TPFLAGS_INLINE_VALUES (3.13+)
-constexpr std::int64_t kValuesValidOffset = 3;        // PyDictValues.valid (3.13+)
+constexpr std::int64_t kDictUsedOffset = 16;           // PyDictObject.ma_used follows PyObject_HEAD
+constexpr std::int64_t kManagedDictOffset = -3 * 8;    // 3.11+: dict (or tagged values) pointer
+constexpr std::int64_t kManagedValuesOffset = -4 * 8;  // 3.11: values pointer
+constexpr std::uint64_t kManagedDictFlag = 1u << 4;    // Py_TPFLAGS_MANAGED_DICT
+constexpr std::uint64_t kInlineValuesFlag = 1u << 2;   // Py_TPFLAGS_INLINE_VALUES (3.13+)
+constexpr std::int64_t kValuesValidOffset = 3;         // PyDictValues.valid (3.13+)
 constexpr unsigned kMaxLog2Size = 30;
-constexpr std::size_t kChunk = 256;                   // entries read at a time
+constexpr std::size_t kChunk = 256;  // entries read at a time
 constexpr int kDigitBits = 30;
 
 // Where the entries of one keys object are and what they look like.
 struct KeysShape {
   std::uint64_t entries = 0;
   std::size_t entry_size = 24;
-  std::size_t key_at = 8;       // offset of the key in an entry
-  std::size_t value_at = 16;    // offset of the value in an entry
-  std::uint64_t nentries = 0;        // entries to scan (capped)
-  std::uint64_t used_entries = 0;    // dk_nentries as the table says
+  std::size_t key_at = 8;          // offset of the key in an entry
+  std::size_t value_at = 16;       // offset of the value in an entry
+  std::uint64_t nentries = 0;      // entries to scan (capped)
+  std::uint64_t used_entries = 0;  // dk_nentries as the table says
 };
 
 std::size_t index_bytes(std::uint64_t size) {
@@ -94,7 +94,8 @@ std::optional<std::vector<DictItem>> scan(MemoryReader& mem, const KeysShape& k,
   std::vector<std::uint8_t> raw;
   std::vector<std::uint64_t> vals;
   for (std::uint64_t first = 0; first < k.nentries && out.size() < max; first += kChunk) {
-    std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, k.nentries - first));
+    std::size_t count =
+        static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, k.nentries - first));
     if (!read_entries(mem, k, first, count, raw)) return std::nullopt;
     if (values != 0) {
       vals.resize(count);
@@ -130,7 +131,8 @@ std::optional<std::vector<DictItem>> ObjectReader::dict_items(std::uint64_t dict
     return std::nullopt;
   if (total != nullptr) *total = static_cast<std::size_t>(used);
   if (used == 0) return std::vector<DictItem>{};
-  if (values != 0) return split_items(keys, values + static_cast<std::uint64_t>(o.values_items), max);
+  if (values != 0)
+    return split_items(keys, values + static_cast<std::uint64_t>(o.values_items), max);
   auto k = keys_shape(mem_, o, keys);
   // More live items than entries ever used: not a dict (or one torn mid-update).
   if (!k || static_cast<std::uint64_t>(used) > k->used_entries) return std::nullopt;
@@ -150,7 +152,7 @@ std::optional<std::vector<std::uint64_t>> ObjectReader::set_items(std::uint64_t 
   if (total != nullptr) *total = static_cast<std::size_t>(*used);
   std::vector<std::uint64_t> keys;
   if (*used == 0) return keys;
-  std::vector<std::uint64_t> raw(static_cast<std::size_t>(*mask + 1) * 2);   // {key, hash}
+  std::vector<std::uint64_t> raw(static_cast<std::size_t>(*mask + 1) * 2);  // {key, hash}
   if (!read_words(*table, raw)) return std::nullopt;
   for (std::size_t i = 0; i + 1 < raw.size() && keys.size() < max; i += 2) {
     // A free slot has no key; a deleted one keeps the dummy key with hash -1.
@@ -198,9 +200,9 @@ std::optional<std::uint64_t> ObjectReader::attribute(std::uint64_t obj, std::str
   auto in_values = [&](std::uint64_t values) -> std::optional<std::uint64_t> {
     std::uint64_t keys = 0;
     if (!mem_.read_obj(type + o.heaptype_cached_keys, keys)) return std::nullopt;
-    return value_of(split_items(keys, values + static_cast<std::uint64_t>(o.values_items),
-                                kMaxDictEntries),
-                    name);
+    return value_of(
+        split_items(keys, values + static_cast<std::uint64_t>(o.values_items), kMaxDictEntries),
+        name);
   };
   std::uint64_t word = 0;
   bool managed = (flags & kManagedDictFlag) != 0;
@@ -243,7 +245,7 @@ std::optional<LongValue> ObjectReader::read_long(std::uint64_t obj) {
   if (layout_.long_tagged) {
     std::uint64_t tag = 0;
     if (!mem_.read_obj(obj + o.long_size, tag)) return std::nullopt;
-    if ((tag & 3) == 1) return v;   // zero
+    if ((tag & 3) == 1) return v;  // zero
     v.negative = (tag & 3) == 2;
     v.ndigits = static_cast<std::size_t>(tag >> 3);
   } else {
@@ -262,10 +264,10 @@ std::optional<LongValue> ObjectReader::read_long(std::uint64_t obj) {
 
 std::optional<std::string> long_to_decimal(const LongValue& v, std::size_t max_chars) {
   if (v.digits.size() < v.ndigits) return std::nullopt;
-  if (v.ndigits * kDigitBits / 3 > max_chars * 2) return std::nullopt;   // far too long
+  if (v.ndigits * kDigitBits / 3 > max_chars * 2) return std::nullopt;  // far too long
   // Base 2^30 to base 10^9 by repeated multiply-add (schoolbook, as CPython's long_to_decimal).
   constexpr std::uint32_t kBase = 1000000000;
-  std::vector<std::uint32_t> out;   // base 10^9, least significant first
+  std::vector<std::uint32_t> out;  // base 10^9, least significant first
   for (std::size_t i = v.digits.size(); i-- > 0;) {
     std::uint64_t carry = v.digits[i];
     for (auto& d : out) {

@@ -8,7 +8,7 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::uint64_t kTagBits = 3;   // _PyStackRef tag bits (3.14)
+constexpr std::uint64_t kTagBits = 3;  // _PyStackRef tag bits (3.14)
 
 }  // namespace
 
@@ -112,8 +112,7 @@ std::optional<std::string> ObjectReader::type_name(std::uint64_t obj) {
     return std::nullopt;
   if (auto it = type_names_.find(type); it != type_names_.end()) return it->second;
   std::uint64_t name_ptr = 0;
-  if (!mem_.read_obj(type + layout_.off.type_name, name_ptr) || name_ptr == 0)
-    return std::nullopt;
+  if (!mem_.read_obj(type + layout_.off.type_name, name_ptr) || name_ptr == 0) return std::nullopt;
   auto name = mem_.read_cstring(name_ptr, 128);
   if (!name || name->empty()) return std::nullopt;
   if (type_names_.size() < 4096) type_names_[type] = *name;

@@ -33,10 +33,10 @@ struct DictItem {
 // A PyLong's value, bounded: digits beyond `kMaxLongDigits` are not read.
 struct LongValue {
   bool negative = false;
-  std::vector<std::uint32_t> digits;   // 30-bit digits, least significant first
-  std::size_t ndigits = 0;             // as the object says (may exceed digits.size())
+  std::vector<std::uint32_t> digits;  // 30-bit digits, least significant first
+  std::size_t ndigits = 0;            // as the object says (may exceed digits.size())
 };
-inline constexpr std::size_t kMaxLongDigits = 700;   // 21,000 bits, ~6,300 decimal digits
+inline constexpr std::size_t kMaxLongDigits = 700;  // 21,000 bits, ~6,300 decimal digits
 
 class ObjectReader {
  public:

@@ -14,7 +14,7 @@ namespace hangscan::python {
 namespace {
 
 constexpr std::size_t kMaxCodeCache = 65536;
-constexpr std::uint64_t kMaxTid = 1 << 22;   // pid_max limit on Linux
+constexpr std::uint64_t kMaxTid = 1 << 22;  // pid_max limit on Linux
 // glibc x86-64: pthread_t is the struct pthread, which starts with a TCB whose `tcb` (offset
 // 0) and `self` (offset 16) point to itself, and holds the kernel tid at 0x2d0 (glibc 2.26 to
 // 2.36 at least). Lets versions without native_thread_id be matched without a freeze.
@@ -44,14 +44,14 @@ T load(const std::vector<std::uint8_t>& buf, std::int64_t off) {
 
 // How many bytes of a frame to copy so that every header field is in one read.
 std::size_t frame_header_size(const PyOffsets& o) {
-  std::int64_t m = std::max({o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner,
-                             o.frame_is_entry});
+  std::int64_t m =
+      std::max({o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner, o.frame_is_entry});
   return static_cast<std::size_t>(m + 8);
 }
 
 std::size_t tstate_header_size(const PyOffsets& o) {
-  std::int64_t m = std::max({o.tstate_next, o.tstate_frame, o.tstate_thread_id,
-                             o.tstate_native_thread_id});
+  std::int64_t m =
+      std::max({o.tstate_next, o.tstate_frame, o.tstate_thread_id, o.tstate_native_thread_id});
   return static_cast<std::size_t>(m + 8);
 }
 
@@ -162,8 +162,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
 }
 
 std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects,
-                                                       std::uint64_t tstate,
-                                                       RawPythonThread& out) {
+                                                       std::uint64_t tstate, RawPythonThread& out) {
   const PyLayout& l = where_.layout;
   const PyOffsets& o = l.off;
   // One read for every thread-state field (the pause is counted in reads).
@@ -220,7 +219,7 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
         // A C-stack shim: not Python code, but the boundary of one eval-loop call.
         if (owner == l.shim_owner && !out.frames.empty()) {
           out.frames.back().is_entry = true;
-          out.frames.back().eval_marker = frame;   // the shim lives on the eval loop's C stack
+          out.frames.back().eval_marker = frame;  // the shim lives on the eval loop's C stack
         }
         frame = prev;
         continue;
@@ -230,8 +229,9 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
     f.frame_addr = frame;
     f.code_addr = code;
     if (l.frame_model == FrameModel::frame_object) {
-      f.instr = static_cast<std::uint64_t>(static_cast<std::int64_t>(load<std::int32_t>(buf, o.frame_instr)));
-      f.is_entry = true;   // every PyFrameObject is run by its own eval-loop call
+      f.instr = static_cast<std::uint64_t>(
+          static_cast<std::int64_t>(load<std::int32_t>(buf, o.frame_instr)));
+      f.is_entry = true;  // every PyFrameObject is run by its own eval-loop call
     } else {
       f.instr = load<std::uint64_t>(buf, o.frame_instr);
       f.is_entry = o.frame_is_entry >= 0 && load<std::uint8_t>(buf, o.frame_is_entry) != 0;
@@ -260,7 +260,7 @@ void PythonReader::mark_cframes(MemoryReader& mem, std::uint64_t cframe, RawPyth
   }
   std::size_t entries = 0;
   for (const auto& f : out.frames) entries += f.is_entry ? 1 : 0;
-  if (entries != calls.size() || !out.error.empty()) return;   // no sure pairing: names decide
+  if (entries != calls.size() || !out.error.empty()) return;  // no sure pairing: names decide
   std::size_t k = 0;
   for (auto& f : out.frames)
     if (f.is_entry) f.eval_marker = calls[k++];
@@ -284,7 +284,7 @@ void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::ui
   if (!mem.read_exact(frame + o.frame_localsplus, values.data(), count * 8)) return;
   ValueRenderer render(objects, where_.layout);
   for (std::size_t i = 0; i < count; ++i) {
-    if (objects.untag(values[i]) == 0) continue;   // unbound
+    if (objects.untag(values[i]) == 0) continue;  // unbound
     auto name = objects.read_str((*names)[i], 256);
     if (!name) continue;
     out.locals.push_back(Local{*name, render.render(values[i])});
@@ -329,13 +329,12 @@ const PythonReader::CodeInfo& PythonReader::code_info(MemoryReader& mem, std::ui
   return code_cache_.emplace(code, std::move(info)).first->second;
 }
 
-void PythonReader::frame_position(const CodeInfo& info, const RawPythonFrame& f,
-                                  Frame& out) const {
+void PythonReader::frame_position(const CodeInfo& info, const RawPythonFrame& f, Frame& out) const {
   const PyLayout& l = where_.layout;
   std::uint64_t offset = 0;
   if (l.frame_model == FrameModel::frame_object) {
     auto lasti = static_cast<std::int64_t>(f.instr);
-    if (lasti < 0) {   // not started yet
+    if (lasti < 0) {  // not started yet
       out.line = info.firstlineno;
       return;
     }
@@ -362,8 +361,7 @@ void PythonReader::frame_position(const CodeInfo& info, const RawPythonFrame& f,
   }
 }
 
-std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
-                                                    MemoryReader& mem) {
+std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw, MemoryReader& mem) {
   std::vector<PythonThreadStack> out;
   out.reserve(raw.threads.size());
   ObjectReader objects(mem, where_.layout);
@@ -385,7 +383,7 @@ std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw,
     s.native_tid = t.native_tid;
     s.pthread_id = t.pthread_id;
     s.gil = t.holds_gil;
-    s.idle = t.frames.empty() && !s.finalizing;   // finalizing: busy, just not in Python
+    s.idle = t.frames.empty() && !s.finalizing;  // finalizing: busy, just not in Python
     if (!t.error.empty()) s.notes.push_back(t.error);
     for (const auto& f : t.frames) {
       const CodeInfo& info = code_info(mem, f.code_addr);

@@ -29,13 +29,13 @@ inline constexpr std::size_t kMaxInterpreters = 64;
 inline constexpr std::size_t kMaxThreads = 4096;
 inline constexpr std::size_t kMaxFrames = 4096;
 inline constexpr std::size_t kMaxLocals = 256;
-inline constexpr std::size_t kMaxTotalFrames = 65536;   // over all threads of one walk
+inline constexpr std::size_t kMaxTotalFrames = 65536;  // over all threads of one walk
 
 struct RawPythonFrame {
   std::uint64_t frame_addr = 0;
   std::uint64_t code_addr = 0;
-  std::uint64_t instr = 0;   // f_lasti (3.6-3.10, as unsigned bits of the int) or instr pointer
-  bool is_entry = false;     // first Python frame of one eval-loop call (innermost first order)
+  std::uint64_t instr = 0;  // f_lasti (3.6-3.10, as unsigned bits of the int) or instr pointer
+  bool is_entry = false;    // first Python frame of one eval-loop call (innermost first order)
   // On an entry frame (3.11+): an address inside its eval-loop call's C stack frame (the
   // _PyCFrame on 3.11, the entry shim on 3.12+), 0 unknown. It names the native eval-loop
   // frame without symbols (merge.h).
@@ -48,49 +48,49 @@ struct RawPythonThread {
   std::optional<int> native_tid;
   std::uint64_t pthread_id = 0;
   bool holds_gil = false;
-  bool gc_collecting = false;           // runs the cycle collector (see walk())
-  std::vector<RawPythonFrame> frames;   // innermost first
-  std::string error;                    // why the frame chain was cut short, if it was
+  bool gc_collecting = false;          // runs the cycle collector (see walk())
+  std::vector<RawPythonFrame> frames;  // innermost first
+  std::string error;                   // why the frame chain was cut short, if it was
 };
 
 struct RawPythonState {
   std::vector<RawPythonThread> threads;
   std::vector<std::uint64_t> interpreters;
-  std::uint64_t finalizing = 0;   // the thread state running Py_Finalize, 0: not finalizing
-  bool gc_collecting = false;     // some interpreter's cycle collector is running
+  std::uint64_t finalizing = 0;  // the thread state running Py_Finalize, 0: not finalizing
+  bool gc_collecting = false;    // some interpreter's cycle collector is running
   std::vector<std::string> diagnostics;
 };
 
 struct PythonFrame {
-  Frame frame;          // frame.kind == FrameKind::python
-  bool entry = false;   // see RawPythonFrame::is_entry
-  std::uint64_t eval_marker = 0;   // see RawPythonFrame::eval_marker
+  Frame frame;                    // frame.kind == FrameKind::python
+  bool entry = false;             // see RawPythonFrame::is_entry
+  std::uint64_t eval_marker = 0;  // see RawPythonFrame::eval_marker
 };
 
 struct PythonThreadStack {
   std::optional<int> native_tid;
   std::uint64_t pthread_id = 0;
   bool gil = false;
-  bool idle = false;                  // a thread state with no Python frame
-  bool gc_collecting = false;         // runs the cycle collector
-  bool finalizing = false;            // runs Py_Finalize: the interpreter is shutting down
-  std::optional<std::string> name;    // threading.Thread name
-  std::vector<PythonFrame> frames;    // innermost first
+  bool idle = false;                // a thread state with no Python frame
+  bool gc_collecting = false;       // runs the cycle collector
+  bool finalizing = false;          // runs Py_Finalize: the interpreter is shutting down
+  std::optional<std::string> name;  // threading.Thread name
+  std::vector<PythonFrame> frames;  // innermost first
   std::vector<std::string> notes;
 };
 
 // Where the interpreter is, as found by locate().
 struct Located {
-  std::uint64_t interp_head_ptr = 0;   // address of the pointer to the first interpreter
-  std::uint64_t gil_current_ptr = 0;   // 3.6: address of _PyThreadState_Current; 0 otherwise
-  std::uint64_t gil_struct = 0;        // 3.7-3.11: address of _PyRuntime.ceval.gil
-  std::uint64_t finalizing_ptr = 0;    // address of the finalizing PyThreadState*; 0 unknown
-  std::uint64_t gc_collecting_ptr = 0; // 3.6-3.8: address of the collector's int flag
-  std::uint64_t gil_last_holder_ptr = 0;   // 3.6: address of ceval_gil.h's gil_last_holder
+  std::uint64_t interp_head_ptr = 0;      // address of the pointer to the first interpreter
+  std::uint64_t gil_current_ptr = 0;      // 3.6: address of _PyThreadState_Current; 0 otherwise
+  std::uint64_t gil_struct = 0;           // 3.7-3.11: address of _PyRuntime.ceval.gil
+  std::uint64_t finalizing_ptr = 0;       // address of the finalizing PyThreadState*; 0 unknown
+  std::uint64_t gc_collecting_ptr = 0;    // 3.6-3.8: address of the collector's int flag
+  std::uint64_t gil_last_holder_ptr = 0;  // 3.6: address of ceval_gil.h's gil_last_holder
   PyLayout layout;
-  std::string version;                 // "3.11.2" (or "3.8" when the patch level is unknown)
-  std::string locator;                 // strategy that found it
-  std::string module;                  // module holding the runtime
+  std::string version;  // "3.11.2" (or "3.8" when the patch level is unknown)
+  std::string locator;  // strategy that found it
+  std::string module;   // module holding the runtime
 };
 
 class PythonReader {
@@ -122,15 +122,15 @@ class PythonReader {
  private:
   struct CodeInfo {
     bool valid = false;
-    std::string function;   // qualified name where the version has one
+    std::string function;  // qualified name where the version has one
     std::string file;
     int firstlineno = 0;
     std::string linetable;
     std::string error;
   };
   struct GilState {
-    std::uint64_t holder = 0;        // tstate holding the GIL, 0 if none/unknown
-    std::uint64_t last_holder = 0;   // tstate that took it last (held or not)
+    std::uint64_t holder = 0;       // tstate holding the GIL, 0 if none/unknown
+    std::uint64_t last_holder = 0;  // tstate that took it last (held or not)
   };
 
   GilState read_gil(MemoryReader& mem, std::uint64_t interp);
@@ -148,7 +148,7 @@ class PythonReader {
 
   Located where_;
   std::map<std::uint64_t, CodeInfo> code_cache_;
-  std::size_t walk_budget_ = 0;   // frames (and non-code frames) left for the current walk
+  std::size_t walk_budget_ = 0;  // frames (and non-code frames) left for the current walk
   std::string names_missing_;
   std::string asyncio_missing_;
 };

@@ -42,7 +42,7 @@ std::optional<std::string> SourceLines::line(const std::string& file, int line) 
   if (lines == nullptr || line < 1 || static_cast<std::size_t>(line) > lines->size())
     return std::nullopt;
   std::string s = (*lines)[static_cast<std::size_t>(line - 1)];
-  if (s.size() > kMaxSourceLine) return std::nullopt;   // minified or generated: not shown
+  if (s.size() > kMaxSourceLine) return std::nullopt;  // minified or generated: not shown
   return s;
 }
 

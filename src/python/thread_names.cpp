@@ -20,8 +20,8 @@ std::optional<std::uint64_t> u64_of(ObjectReader& objects, std::uint64_t obj) {
 }  // namespace
 
 std::map<std::uint64_t, std::string> read_thread_names(ObjectReader& objects,
-                                                       const PyLayout& layout,
-                                                       std::uint64_t interp, std::string* why) {
+                                                       const PyLayout& layout, std::uint64_t interp,
+                                                       std::string* why) {
   std::map<std::uint64_t, std::string> names;
   const PyOffsets& o = layout.off;
   auto fail = [&](std::string reason) {

@@ -20,7 +20,7 @@ inline constexpr std::size_t kMaxThreadName = 256;
 // {pthread_t: name} of the threads `threading` knows in interpreter `interp`; empty when the
 // module is not imported (or not readable). `why` receives the reason when nothing was read.
 std::map<std::uint64_t, std::string> read_thread_names(ObjectReader& objects,
-                                                       const PyLayout& layout,
-                                                       std::uint64_t interp, std::string* why);
+                                                       const PyLayout& layout, std::uint64_t interp,
+                                                       std::string* why);
 
 }  // namespace hangscan::python

@@ -11,8 +11,8 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::uint64_t kTagBits = 3;          // _PyStackRef tag bits (3.14)
-constexpr std::int64_t kCellRefOffset = 16;    // PyCellObject.ob_ref follows PyObject_HEAD
+constexpr std::uint64_t kTagBits = 3;        // _PyStackRef tag bits (3.14)
+constexpr std::int64_t kCellRefOffset = 16;  // PyCellObject.ob_ref follows PyObject_HEAD
 
 char quote_for(const std::string& s) {
   bool single = s.find('\'') != std::string::npos;
@@ -44,7 +44,7 @@ std::string float_repr(double d) {
   if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);   // "-1.2345e+05": shortest round-trip digits
+  std::string sci(buf, res.ptr);  // "-1.2345e+05": shortest round-trip digits
   bool negative = sci[0] == '-';
   if (negative) sci.erase(0, 1);
   auto e = sci.find('e');
@@ -127,7 +127,7 @@ std::string ValueRenderer::render(std::uint64_t bits) {
   std::uint64_t obj = objects_.untag(bits);
   if (obj == 0) return "<unset>";
   auto type = objects_.type_name(obj);
-  if (type && *type == "cell") {   // a local captured by an inner function: its content
+  if (type && *type == "cell") {  // a local captured by an inner function: its content
     auto inner = objects_.read_word(obj + kCellRefOffset);
     if (!inner) return "<unreadable>";
     if (*inner == 0) return "<unset>";
@@ -155,8 +155,10 @@ void ValueRenderer::value(std::uint64_t obj, std::size_t depth, std::string& out
   const std::string& t = *type;
   if (t == "list" || t == "tuple" || t == "dict" || t == "set" || t == "frozenset") {
     if (path_.count(obj) != 0 || depth >= limits_.depth) {
-      out += t == "list" ? "[...]" : t == "tuple" ? "(...)" : t == "dict" || t == "set" ? "{...}"
-                                                                           : "frozenset({...})";
+      out += t == "list"                 ? "[...]"
+             : t == "tuple"              ? "(...)"
+             : t == "dict" || t == "set" ? "{...}"
+                                         : "frozenset({...})";
       return;
     }
     path_.insert(obj);
@@ -202,9 +204,10 @@ void ValueRenderer::scalar(std::uint64_t obj, const std::string& t, std::string&
     out += s ? str_repr(*s, cut) : "<unreadable str>";
   } else if (t == "bytes") {
     auto n = objects_.var_size(obj, o.bytes_size);
-    auto raw = n ? objects_.read_bytes(obj, std::min<std::uint64_t>(*n, limits_.str_chars))
-                 : std::nullopt;
-    if (!raw && n && *n > limits_.str_chars) raw = objects_.read_bytes_prefix(obj, limits_.str_chars);
+    auto raw =
+        n ? objects_.read_bytes(obj, std::min<std::uint64_t>(*n, limits_.str_chars)) : std::nullopt;
+    if (!raw && n && *n > limits_.str_chars)
+      raw = objects_.read_bytes_prefix(obj, limits_.str_chars);
     out += raw ? bytes_repr(*raw, n && *n > raw->size()) : "<unreadable bytes>";
   } else {
     out += fmt::format("<{} at {:#x}>", t, obj);

@@ -40,13 +40,13 @@ class ValueRenderer {
   void dict(std::uint64_t obj, std::size_t depth, std::string& out);
   void set(std::uint64_t obj, const std::string& type, std::size_t depth, std::string& out);
   void scalar(std::uint64_t obj, const std::string& type, std::string& out);
-  bool spend();   // one more object read; false when the budget is gone
+  bool spend();  // one more object read; false when the budget is gone
 
   ObjectReader& objects_;
   const PyLayout& layout_;
   ReprLimits limits_;
   std::size_t spent_ = 0;
-  std::set<std::uint64_t> path_;   // containers being rendered (a loop shows as [...])
+  std::set<std::uint64_t> path_;  // containers being rendered (a loop shows as [...])
 };
 
 // Python's repr of a float (shortest round-trip digits, exponent outside 1e-4..1e16).

@@ -78,8 +78,9 @@ class Tables : public StackInterner {
   }
 
   json compact(const Frame& f) {
-    json a = json::array({static_cast<int>(f.kind), str(f.function), f.file ? json(str(*f.file)) : json(nullptr),
-                          f.line ? json(*f.line) : json(nullptr), str(f.module), f.pc, f.offset, str(f.build_id)});
+    json a = json::array(
+        {static_cast<int>(f.kind), str(f.function), f.file ? json(str(*f.file)) : json(nullptr),
+         f.line ? json(*f.line) : json(nullptr), str(f.module), f.pc, f.offset, str(f.build_id)});
     bool position = f.column || f.end_line || f.end_column || f.source;
     if (!f.locals.empty() || position) {
       json locals = json::array();
@@ -99,7 +100,8 @@ class Tables : public StackInterner {
       bool empty_string = last.is_number_unsigned() && (a.size() == 5 || a.size() == 8) &&
                           strings_[last.get<std::size_t>()].is_string() &&
                           strings_[last.get<std::size_t>()].get_ref<const std::string&>().empty();
-      bool zero = (a.size() == 6 || a.size() == 7) && last.is_number_unsigned() && last.get<std::uint64_t>() == 0;
+      bool zero = (a.size() == 6 || a.size() == 7) && last.is_number_unsigned() &&
+                  last.get<std::uint64_t>() == 0;
       if (!last.is_null() && !empty_string && !zero) break;
       a.erase(a.size() - 1);
     }
@@ -118,16 +120,19 @@ class Tables : public StackInterner {
 // Drops keys the reader defaults anyway (null, and empty/zero/false where that is the model's
 // default), so per-rank metadata stays small on the wire.
 void prune(json& obj) {
-  static const char* const kDefaultable[] = {"host",  "launcher", "role",    "exe",      "cmdline",  "annotations",
-                                             "omitted", "diagnostics", "threads", "ppid", "start_ticks", "pause_us", "name",
-                                             "notes", "is_main",  "crashed", "incomplete", "cpu_ticks",
-                                             "gc_collecting", "finalizing"};
+  static const char* const kDefaultable[] = {
+      "host",        "launcher",   "role",        "exe",           "cmdline",
+      "annotations", "omitted",    "diagnostics", "threads",       "ppid",
+      "start_ticks", "pause_us",   "name",        "notes",         "is_main",
+      "crashed",     "incomplete", "cpu_ticks",   "gc_collecting", "finalizing"};
   for (auto it = obj.begin(); it != obj.end();) {
     const json& v = it.value();
     bool drop = v.is_null();
     if (!drop) {
-      bool empty = (v.is_array() && v.empty()) || (v.is_string() && v.get_ref<const std::string&>().empty()) ||
-                   (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<std::int64_t>() == 0);
+      bool empty = (v.is_array() && v.empty()) ||
+                   (v.is_string() && v.get_ref<const std::string&>().empty()) ||
+                   (v.is_boolean() && !v.get<bool>()) ||
+                   (v.is_number_integer() && v.get<std::int64_t>() == 0);
       if (empty) {
         for (const char* k : kDefaultable) drop = drop || it.key() == k;
       }
@@ -155,8 +160,8 @@ std::string write_agent_json(const JobSnapshot& job) {
   top.unreachable = job.unreachable;
   top.deaths = job.deaths;
   json doc = job_to_json(top, nullptr);
-  for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks", "notes",
-                        "grouping"}) {
+  for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks",
+                        "notes", "grouping"}) {
     doc.erase(k);
   }
   doc["schema"] = kAgentSchemaName;
@@ -197,7 +202,9 @@ class VersionPeek : public nlohmann::json_sax<json> {
     if (depth_ == 1) key_ = val;
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
 
  private:
   bool scalar() {
@@ -209,7 +216,7 @@ class VersionPeek : public nlohmann::json_sax<json> {
     key_.clear();
     return true;
   }
-  bool close() { return --depth_ > 0; }   // the end of the top-level object: nothing more to find
+  bool close() { return --depth_ > 0; }  // the end of the top-level object: nothing more to find
 
   int depth_ = 0;
   std::string key_;
@@ -219,20 +226,22 @@ class VersionPeek : public nlohmann::json_sax<json> {
 
 AgentVersion agent_document_version(std::string_view document) {
   VersionPeek peek;
-  json::sax_parse(document.begin(), document.end(), &peek, nlohmann::detail::input_format_t::json, false);
+  json::sax_parse(document.begin(), document.end(), &peek, nlohmann::detail::input_format_t::json,
+                  false);
   return peek.found;
 }
 
 std::string agent_version_mismatch(const AgentVersion& agent) {
   if (agent.version == hangscan_version()) return {};
-  const std::string theirs =
-      agent.version.empty() ? std::string("an older hangscan (its answer names no version)")
-                            : fmt::format("hangscan {} (commit {})", agent.version,
-                                          agent.commit.empty() ? "unknown" : agent.commit);
-  return fmt::format("the agent there is {}, this front end is {}: answer not used (install the same hangscan "
-                     "on every node, or pass --agent-path to a copy of this version; 'hangscan doctor "
-                     "--agent-path PATH' on the node checks it)",
-                     theirs, fmt::format("hangscan {} (commit {})", hangscan_version(), hangscan_commit()));
+  const std::string theirs = agent.version.empty()
+                                 ? std::string("an older hangscan (its answer names no version)")
+                                 : fmt::format("hangscan {} (commit {})", agent.version,
+                                               agent.commit.empty() ? "unknown" : agent.commit);
+  return fmt::format(
+      "the agent there is {}, this front end is {}: answer not used (install the same hangscan "
+      "on every node, or pass --agent-path to a copy of this version; 'hangscan doctor "
+      "--agent-path PATH' on the node checks it)",
+      theirs, fmt::format("hangscan {} (commit {})", hangscan_version(), hangscan_commit()));
 }
 
 JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
@@ -245,7 +254,8 @@ JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
     for (Diagnostic& d : p.diagnostics) out.diagnostics.push_back(std::move(d));
     for (UnreachableNode& u : p.unreachable) out.unreachable.push_back(std::move(u));
     for (Death& d : p.deaths) out.deaths.push_back(std::move(d));
-    if (p.expected_world_size && (!out.expected_world_size || *p.expected_world_size > *out.expected_world_size)) {
+    if (p.expected_world_size &&
+        (!out.expected_world_size || *p.expected_world_size > *out.expected_world_size)) {
       out.expected_world_size = p.expected_world_size;
     }
     if (out.job_id.empty()) out.job_id = p.job_id;

@@ -27,7 +27,7 @@ std::string write_agent_json(const JobSnapshot& job);
 // (a stale copy on a shared file system, a node left out of an upgrade) may write a format this
 // front end reads differently; the front end compares versions before it reads the rest.
 struct AgentVersion {
-  std::string version;   // "" when the document carries none (written before 0.1.0)
+  std::string version;  // "" when the document carries none (written before 0.1.0)
   std::string commit;
 };
 

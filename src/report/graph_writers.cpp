@@ -44,10 +44,12 @@ void write_wait_edges(const JobSnapshot& job, std::string& out) {
   for (const ProcessWait& w : waits) shown.insert({w.from, w.to});
   out += "  subgraph cluster_waits {\n    label=\"waits on\";\n";
   for (std::size_t i : shown) {
-    out += fmt::format("    w{} [label=\"{}\", shape=ellipse];\n", i, dot_escape(member_name(job.processes[i])));
+    out += fmt::format("    w{} [label=\"{}\", shape=ellipse];\n", i,
+                       dot_escape(member_name(job.processes[i])));
   }
   for (const ProcessWait& w : waits) {
-    out += fmt::format("    w{} -> w{} [label=\"{}\", style=dashed];\n", w.from, w.to, dot_escape(w.via));
+    out += fmt::format("    w{} -> w{} [label=\"{}\", style=dashed];\n", w.from, w.to,
+                       dot_escape(w.via));
   }
   out += "  }\n";
 }
@@ -58,13 +60,14 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
   const StackTrie& t = a.trie;
   std::string out = "digraph hangscan {\n  node [shape=box, fontname=\"monospace\"];\n";
   auto all_suspect = [&](const TrieNode& n) {
-    return !n.members.empty() &&
-           std::all_of(n.members.begin(), n.members.end(), [&](std::size_t m) { return a.is_suspect(m); });
+    return !n.members.empty() && std::all_of(n.members.begin(), n.members.end(),
+                                             [&](std::size_t m) { return a.is_suspect(m); });
   };
   const TrieNode& root = t.node(StackTrie::kRoot);
-  out += fmt::format("  n0 [label=\"{}\", shape=ellipse];\n",
-                     dot_escape(fmt::format("{} ({})", job.job_id.empty() ? "job" : "job " + job.job_id,
-                                            member_set_label(job, root.members))));
+  out += fmt::format(
+      "  n0 [label=\"{}\", shape=ellipse];\n",
+      dot_escape(fmt::format("{} ({})", job.job_id.empty() ? "job" : "job " + job.job_id,
+                             member_set_label(job, root.members))));
   for (std::size_t i = 1; i < t.nodes().size(); ++i) {
     const TrieNode& n = t.node(i);
     std::string label = n.frame.function;
@@ -77,7 +80,8 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
     bool suspect = all_suspect(n);
     out += fmt::format("  n{} [label=\"{}\"{}];\n", i, dot_escape(label),
                        suspect ? ", style=filled, fillcolor=\"#ffcccc\", color=red" : "");
-    out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i, dot_escape(member_set_label(job, n.members)),
+    out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i,
+                       dot_escape(member_set_label(job, n.members)),
                        suspect ? ", color=red, fontcolor=red, penwidth=2" : "");
   }
   write_wait_edges(job, out);
@@ -88,8 +92,9 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
 std::string write_folded(const JobSnapshot& job, const GroupOptions& opts) {
   bool has_ranks = std::any_of(job.processes.begin(), job.processes.end(),
                                [](const ProcessSnapshot& p) { return p.role == "rank"; });
-  bool any_groupable = std::any_of(job.processes.begin(), job.processes.end(),
-                                   [&](const ProcessSnapshot& p) { return is_groupable(p, has_ranks); });
+  bool any_groupable =
+      std::any_of(job.processes.begin(), job.processes.end(),
+                  [&](const ProcessSnapshot& p) { return is_groupable(p, has_ranks); });
   ThreadSelector selector(opts);
   std::map<std::string, std::size_t> counts;
   std::string key;

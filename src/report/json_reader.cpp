@@ -75,17 +75,19 @@ class Converter {
 
   JobSnapshot job(const json& doc) {
     const Path root;
-    if (!doc.is_object()) fail(root, fmt::format("document is {}, expected an object", type_name(doc)));
+    if (!doc.is_object())
+      fail(root, fmt::format("document is {}, expected an object", type_name(doc)));
     std::string schema = str(doc, "schema", root);
     bool agent = schema == kAgentSchemaName;
     if (!agent && schema != kSchemaName) {
-      fail(at(root, "schema"), fmt::format("unknown schema \"{}\" (expected {} or {})", schema.substr(0, 64), kSchemaName,
-                                 kAgentSchemaName));
+      fail(at(root, "schema"), fmt::format("unknown schema \"{}\" (expected {} or {})",
+                                           schema.substr(0, 64), kSchemaName, kAgentSchemaName));
     }
     JobSnapshot out;
     if (agent) read_tables(doc, root);
     out.job_id = str(doc, "job_id", root);
-    out.expected_world_size = opt_int(doc, "expected_world_size", root, 0, std::numeric_limits<int>::max());
+    out.expected_world_size =
+        opt_int(doc, "expected_world_size", root, 0, std::numeric_limits<int>::max());
     const json& procs = array(doc, "processes", root, lim_.max_processes, true);
     const Path procs_path = at(root, "processes");
     out.processes.reserve(procs.size());
@@ -125,11 +127,13 @@ class Converter {
 
   const json& check_array(const json& v, const Path& path, std::size_t max) {
     if (!v.is_array()) fail(path, fmt::format("expected an array, got {}", type_name(v)));
-    if (v.size() > max) fail(path, fmt::format("{} entries, more than the limit of {}", v.size(), max));
+    if (v.size() > max)
+      fail(path, fmt::format("{} entries, more than the limit of {}", v.size(), max));
     return v;
   }
 
-  const json& array(const json& obj, const char* key, const Path& path, std::size_t max, bool required) {
+  const json& array(const json& obj, const char* key, const Path& path, std::size_t max,
+                    bool required) {
     static const json kEmpty = json::array();
     const json* v = member(obj, key);
     if (!v) {
@@ -142,7 +146,8 @@ class Converter {
   std::string string_value(const json& v, const Path& path) {
     if (!v.is_string()) fail(path, fmt::format("expected a string, got {}", type_name(v)));
     const auto& s = v.get_ref<const std::string&>();
-    if (s.size() > lim_.max_string) fail(path, fmt::format("string of {} bytes, more than {}", s.size(), lim_.max_string));
+    if (s.size() > lim_.max_string)
+      fail(path, fmt::format("string of {} bytes, more than {}", s.size(), lim_.max_string));
     return s;
   }
 
@@ -179,10 +184,12 @@ class Converter {
   }
 
   // A finite number in [lo, hi] (seconds, times): NaN cannot come from JSON, huge values can.
-  std::optional<double> opt_number(const json& obj, const char* key, const Path& path, double lo, double hi) {
+  std::optional<double> opt_number(const json& obj, const char* key, const Path& path, double lo,
+                                   double hi) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
-    if (!v->is_number()) fail(at(path, key), fmt::format("expected a number, got {}", type_name(*v)));
+    if (!v->is_number())
+      fail(at(path, key), fmt::format("expected a number, got {}", type_name(*v)));
     double x = v->get<double>();
     if (!(x >= lo && x <= hi)) fail(at(path, key), fmt::format("{} is out of range", x));
     return x;
@@ -191,7 +198,8 @@ class Converter {
   std::optional<std::uint64_t> opt_bytes(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
-    return static_cast<std::uint64_t>(int_value(*v, at(path, key), 0, std::numeric_limits<std::int64_t>::max()));
+    return static_cast<std::uint64_t>(
+        int_value(*v, at(path, key), 0, std::numeric_limits<std::int64_t>::max()));
   }
 
   Death death(const json& v, const Path& path) {
@@ -226,8 +234,8 @@ class Converter {
     for (std::size_t i = 0; i < arr.size(); ++i) {
       const Path ep = at(list, i);
       const json& eo = object(arr[i], ep);
-      out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kMax), opt_int(eo, "rank", ep, 0, kMax),
-                     str(eo, "via", ep)});
+      out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kMax),
+                     opt_int(eo, "rank", ep, 0, kMax), str(eo, "via", ep)});
     }
     return out;
   }
@@ -259,7 +267,8 @@ class Converter {
   std::optional<bool> opt_bool(const json& obj, const char* key, const Path& path) {
     const json* v = member(obj, key);
     if (!v) return std::nullopt;
-    if (!v->is_boolean()) fail(at(path, key), fmt::format("expected a boolean, got {}", type_name(*v)));
+    if (!v->is_boolean())
+      fail(at(path, key), fmt::format("expected a boolean, got {}", type_name(*v)));
     return v->get<bool>();
   }
 
@@ -268,9 +277,11 @@ class Converter {
     if (!v) return 0;
     if (v->is_number_unsigned()) return v->get<std::uint64_t>();
     std::string s = string_value(*v, at(path, key));
-    if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) fail(at(path, key), "expected a \"0x..\" string");
+    if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+      fail(at(path, key), "expected a \"0x..\" string");
     auto out = parse_int<std::uint64_t>(std::string_view(s).substr(2), 16);
-    if (!out || s.find_first_of(" \t\r\n") != std::string::npos) fail(at(path, key), fmt::format("bad hex \"{}\"", s.substr(0, 40)));
+    if (!out || s.find_first_of(" \t\r\n") != std::string::npos)
+      fail(at(path, key), fmt::format("bad hex \"{}\"", s.substr(0, 40)));
     return *out;
   }
 
@@ -302,7 +313,8 @@ class Converter {
     else fail(at(path, "kind"), fmt::format("unknown frame kind \"{}\"", kind.substr(0, 32)));
     f.function = str(o, "function", path);
     f.file = opt_str(o, "file", path);
-    f.line = opt_int(o, "line", path, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+    f.line =
+        opt_int(o, "line", path, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
     f.module = str(o, "module", path);
     f.pc = hex(o, "pc", path);
     f.offset = hex(o, "offset", path);
@@ -343,7 +355,8 @@ class Converter {
     const json* v = member(obj, key);
     if (!v) return {};
     if (!agent) return frame_list(*v, at(path, key));
-    auto idx = static_cast<std::size_t>(int_value(*v, at(path, key), 0, std::numeric_limits<int>::max()));
+    auto idx =
+        static_cast<std::size_t>(int_value(*v, at(path, key), 0, std::numeric_limits<int>::max()));
     if (idx >= stacks_.size()) fail(at(path, key), fmt::format("stack {} does not exist", idx));
     count_frames(stacks_[idx].size(), at(path, key));
     std::vector<Frame> out;
@@ -360,11 +373,13 @@ class Converter {
     const json& strings = array(doc, "strings", root, lim_.max_table, true);
     const Path strings_path = at(root, "strings");
     strings_.reserve(strings.size());
-    for (std::size_t i = 0; i < strings.size(); ++i) strings_.push_back(string_value(strings[i], at(strings_path, i)));
+    for (std::size_t i = 0; i < strings.size(); ++i)
+      strings_.push_back(string_value(strings[i], at(strings_path, i)));
     const json& frames = array(doc, "frames", root, lim_.max_table, true);
     const Path frames_path = at(root, "frames");
     frames_.reserve(frames.size());
-    for (std::size_t i = 0; i < frames.size(); ++i) frames_.push_back(compact_frame(frames[i], at(frames_path, i)));
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      frames_.push_back(compact_frame(frames[i], at(frames_path, i)));
     const json& stacks = array(doc, "stacks", root, lim_.max_table, true);
     const Path stacks_path = at(root, "stacks");
     stacks_.reserve(stacks.size());
@@ -382,7 +397,8 @@ class Converter {
   }
 
   std::size_t index(const json& v, std::size_t size, const Path& path, const char* what) {
-    if (!v.is_number_unsigned()) fail(path, fmt::format("expected a {} index, got {}", what, type_name(v)));
+    if (!v.is_number_unsigned())
+      fail(path, fmt::format("expected a {} index, got {}", what, type_name(v)));
     auto id = v.get<std::uint64_t>();
     if (id >= size) fail(path, fmt::format("{} {} does not exist", what, id));
     return static_cast<std::size_t>(id);
@@ -398,10 +414,14 @@ class Converter {
     Frame f;
     std::int64_t kind = int_value(a[0], at(path, std::size_t{0}), 0, 3);
     f.kind = static_cast<FrameKind>(kind);
-    auto slot = [&](std::size_t i) -> const json* { return i < a.size() && !a[i].is_null() ? &a[i] : nullptr; };
+    auto slot = [&](std::size_t i) -> const json* {
+      return i < a.size() && !a[i].is_null() ? &a[i] : nullptr;
+    };
     if (auto* x = slot(1)) f.function = table_string(*x, at(path, 1));
     if (auto* x = slot(2)) f.file = table_string(*x, at(path, 2));
-    if (auto* x = slot(3)) f.line = static_cast<int>(int_value(*x, at(path, 3), std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    if (auto* x = slot(3))
+      f.line = static_cast<int>(int_value(*x, at(path, 3), std::numeric_limits<int>::min(),
+                                          std::numeric_limits<int>::max()));
     if (auto* x = slot(4)) f.module = table_string(*x, at(path, 4));
     if (auto* x = slot(5)) f.pc = static_cast<std::uint64_t>(unsigned_value(*x, at(path, 5)));
     if (auto* x = slot(6)) f.offset = static_cast<std::uint64_t>(unsigned_value(*x, at(path, 6)));
@@ -413,19 +433,22 @@ class Converter {
         const Path lp = at(locals_path, i);
         const json& l = check_array(locals[i], lp, 2);
         if (l.size() != 2) fail(lp, "expected [name, value]");
-        f.locals.push_back({table_string(l[0], at(lp, std::size_t{0})), table_string(l[1], at(lp, 1))});
+        f.locals.push_back(
+            {table_string(l[0], at(lp, std::size_t{0})), table_string(l[1], at(lp, 1))});
       }
     }
     constexpr int kMaxInt = std::numeric_limits<int>::max();
     if (auto* x = slot(9)) f.column = static_cast<int>(int_value(*x, at(path, 9), 0, kMaxInt));
     if (auto* x = slot(10)) f.end_line = static_cast<int>(int_value(*x, at(path, 10), 0, kMaxInt));
-    if (auto* x = slot(11)) f.end_column = static_cast<int>(int_value(*x, at(path, 11), 0, kMaxInt));
+    if (auto* x = slot(11))
+      f.end_column = static_cast<int>(int_value(*x, at(path, 11), 0, kMaxInt));
     if (auto* x = slot(12)) f.source = table_string(*x, at(path, 12));
     return f;
   }
 
   std::uint64_t unsigned_value(const json& v, const Path& path) {
-    if (!v.is_number_unsigned()) fail(path, fmt::format("expected an unsigned integer, got {}", type_name(v)));
+    if (!v.is_number_unsigned())
+      fail(path, fmt::format("expected an unsigned integer, got {}", type_name(v)));
     return v.get<std::uint64_t>();
   }
 
@@ -445,8 +468,10 @@ class Converter {
       diag.message = str(d, "message", p);
       diag.hint = str(d, "hint", p);
       diag.host = str(d, "host", p);
-      diag.pid = opt_int(d, "pid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
-      diag.tid = opt_int(d, "tid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+      diag.pid =
+          opt_int(d, "pid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+      diag.tid =
+          opt_int(d, "tid", p, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
       out.push_back(std::move(diag));
     }
     return out;
@@ -469,7 +494,8 @@ class Converter {
     t.crashed = boolean(o, "crashed", path);
     t.incomplete = boolean(o, "incomplete", path);
     if (const json* ticks = member(o, "cpu_ticks")) {
-      t.cpu_ticks = static_cast<std::uint64_t>(int_value(*ticks, at(path, "cpu_ticks"), 0, std::numeric_limits<std::int64_t>::max()));
+      t.cpu_ticks = static_cast<std::uint64_t>(
+          int_value(*ticks, at(path, "cpu_ticks"), 0, std::numeric_limits<std::int64_t>::max()));
     }
     t.frames = stack(o, "frames", path, agent);
     t.native_frames = stack(o, "native_frames", path, agent);
@@ -500,7 +526,8 @@ class Converter {
     p.exe = str(o, "exe", path);
     p.state = state(o, "state", path);
     if (const json* cpu = member(o, "cpu_percent")) {
-      if (!cpu->is_number()) fail(at(path, "cpu_percent"), fmt::format("expected a number, got {}", type_name(*cpu)));
+      if (!cpu->is_number())
+        fail(at(path, "cpu_percent"), fmt::format("expected a number, got {}", type_name(*cpu)));
       p.cpu_percent = cpu->get<double>();
     }
     p.progress = opt_str(o, "progress", path);
@@ -509,13 +536,14 @@ class Converter {
     if (const json* d = member(o, "death")) p.death = death(*d, at(path, "death"));
     p.tcp_connections = strings(o, "tcp_connections", path);
     if (const json* pause = member(o, "pause_us")) {
-      p.pause_us = int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
+      p.pause_us =
+          int_value(*pause, at(path, "pause_us"), 0, std::numeric_limits<std::int64_t>::max());
     }
     if (const json* py = member(o, "python")) {
       const Path pp = at(path, "python");
       const json& po = object(*py, pp);
-      p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp), str(po, "locator", pp),
-                            opt_bool(po, "finalizing", pp).value_or(false),
+      p.python = PythonInfo{str(po, "version", pp), boolean(po, "nonblocking", pp),
+                            str(po, "locator", pp), opt_bool(po, "finalizing", pp).value_or(false),
                             opt_bool(po, "gc_collecting", pp).value_or(false)};
     }
     const json& tasks = array(o, "asyncio_tasks", path, lim_.max_list, false);
@@ -528,7 +556,8 @@ class Converter {
       t.address = hex(to, "address", tp);
       t.awaits_task = opt_str(to, "awaits_task", tp);
       t.awaits = opt_str(to, "awaits", tp).value_or("");
-      if (const json* c = member(to, "coroutines")) t.coroutines = frame_list(*c, at(tp, "coroutines"));
+      if (const json* c = member(to, "coroutines"))
+        t.coroutines = frame_list(*c, at(tp, "coroutines"));
       p.asyncio_tasks.push_back(std::move(t));
     }
     if (auto core = opt_str(o, "core", path)) {
@@ -561,20 +590,22 @@ class Converter {
 
   const ReadLimits& lim_;
   std::size_t total_frames_ = 0;
-  std::vector<std::string> strings_;               // agent string table
-  std::vector<Frame> frames_;                      // agent frame table
-  std::vector<std::vector<std::uint32_t>> stacks_; // agent stack table
+  std::vector<std::string> strings_;                // agent string table
+  std::vector<Frame> frames_;                       // agent frame table
+  std::vector<std::vector<std::uint32_t>> stacks_;  // agent stack table
 };
 
 }  // namespace
 
 Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    return Error(Errc::bad_data, fmt::format("JSON document of {} bytes is larger than the limit of {} bytes",
-                                             text.size(), limits.max_bytes));
+    return Error(Errc::bad_data,
+                 fmt::format("JSON document of {} bytes is larger than the limit of {} bytes",
+                             text.size(), limits.max_bytes));
   }
   if (!depth_within(text, limits.max_depth)) {
-    return Error(Errc::bad_data, fmt::format("JSON document nests deeper than {} levels", limits.max_depth));
+    return Error(Errc::bad_data,
+                 fmt::format("JSON document nests deeper than {} levels", limits.max_depth));
   }
   try {
     json doc = json::parse(text.begin(), text.end());

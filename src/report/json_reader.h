@@ -16,15 +16,15 @@ namespace hangscan {
 // Bounds applied before and while parsing one document. Defaults fit a node of 1,024 ranks
 // with deep stacks; the merged front end reads one document per node.
 struct ReadLimits {
-  std::size_t max_bytes = 256u << 20;        // document size
-  int max_depth = 32;                        // nesting of arrays/objects (the schema needs 7)
+  std::size_t max_bytes = 256u << 20;  // document size
+  int max_depth = 32;                  // nesting of arrays/objects (the schema needs 7)
   std::size_t max_processes = 1u << 20;
-  std::size_t max_threads = 1u << 16;        // per process
-  std::size_t max_frames = 1u << 12;         // per stack
-  std::size_t max_total_frames = 1u << 23;   // after expanding interned stacks (memory bound)
-  std::size_t max_string = 1u << 16;         // bytes per string
-  std::size_t max_list = 1u << 16;           // cmdline, notes, locals, diagnostics, ...
-  std::size_t max_table = 1u << 20;          // agent "frames" and "stacks" tables
+  std::size_t max_threads = 1u << 16;       // per process
+  std::size_t max_frames = 1u << 12;        // per stack
+  std::size_t max_total_frames = 1u << 23;  // after expanding interned stacks (memory bound)
+  std::size_t max_string = 1u << 16;        // bytes per string
+  std::size_t max_list = 1u << 16;          // cmdline, notes, locals, diagnostics, ...
+  std::size_t max_table = 1u << 20;         // agent "frames" and "stacks" tables
 };
 
 // Parses a `hangscan/1` document or an agent document (`hangscan-agent/1`, stacks interned).

@@ -25,27 +25,34 @@ json stack_json(const std::vector<Frame>& frames, StackInterner* stacks) {
 
 const char* threads_name(GroupOptions::Threads t) {
   switch (t) {
-    case GroupOptions::Threads::main: return "main";
-    case GroupOptions::Threads::all: return "all";
-    case GroupOptions::Threads::gil: return "gil";
-    case GroupOptions::Threads::matching: return "matching";
+    case GroupOptions::Threads::main:
+      return "main";
+    case GroupOptions::Threads::all:
+      return "all";
+    case GroupOptions::Threads::gil:
+      return "gil";
+    case GroupOptions::Threads::matching:
+      return "matching";
   }
   return "main";
 }
 
 const char* granularity_name(GroupOptions::Granularity g) {
   switch (g) {
-    case GroupOptions::Granularity::function: return "function";
-    case GroupOptions::Granularity::function_line: return "function_line";
-    case GroupOptions::Granularity::pc: return "pc";
+    case GroupOptions::Granularity::function:
+      return "function";
+    case GroupOptions::Granularity::function_line:
+      return "function_line";
+    case GroupOptions::Granularity::pc:
+      return "pc";
   }
   return "function";
 }
 
 void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
   if (!a) {
-    for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks",
-                          "notes", "wait_chains", "grouping"}) {
+    for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members",
+                          "missing_ranks", "notes", "wait_chains", "grouping"}) {
       doc[k] = nullptr;
     }
     return;
@@ -115,14 +122,21 @@ json frames_to_json(const std::vector<Frame>& frames) {
 }
 
 json diagnostic_to_json(const Diagnostic& d) {
-  return {{"severity", severity_name(d.severity)}, {"message", d.message}, {"hint", d.hint},
-          {"host", d.host},                        {"pid", opt(d.pid)},      {"tid", opt(d.tid)}};
+  return {{"severity", severity_name(d.severity)},
+          {"message", d.message},
+          {"hint", d.hint},
+          {"host", d.host},
+          {"pid", opt(d.pid)},
+          {"tid", opt(d.tid)}};
 }
 
 json waits_json(const std::vector<WaitEdge>& edges) {
   json out = json::array();
   for (const WaitEdge& e : edges) {
-    out.push_back({{"host", string_or_null(e.host)}, {"pid", opt(e.pid)}, {"rank", opt(e.rank)}, {"via", e.via}});
+    out.push_back({{"host", string_or_null(e.host)},
+                   {"pid", opt(e.pid)},
+                   {"rank", opt(e.rank)},
+                   {"via", e.via}});
   }
   return out;
 }
@@ -185,8 +199,10 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
   for (const Diagnostic& d : p.diagnostics) diags.push_back(diagnostic_to_json(d));
   json python = nullptr;
   if (p.python) {
-    python = {{"version", p.python->version}, {"nonblocking", p.python->nonblocking},
-              {"locator", p.python->locator}, {"finalizing", p.python->finalizing},
+    python = {{"version", p.python->version},
+              {"nonblocking", p.python->nonblocking},
+              {"locator", p.python->locator},
+              {"finalizing", p.python->finalizing},
               {"gc_collecting", p.python->gc_collecting}};
   }
   json tasks = json::array();
@@ -252,7 +268,8 @@ json job_to_json(const JobSnapshot& job, const Analysis* analysis) {
   doc["processes"] = std::move(processes);
   add_analysis(doc, job, analysis);
   json unreachable = json::array();
-  for (const UnreachableNode& u : job.unreachable) unreachable.push_back({{"host", u.host}, {"reason", u.reason}});
+  for (const UnreachableNode& u : job.unreachable)
+    unreachable.push_back({{"host", u.host}, {"reason", u.reason}});
   doc["unreachable"] = std::move(unreachable);
   json diags = json::array();
   for (const Diagnostic& d : job.diagnostics) diags.push_back(diagnostic_to_json(d));

@@ -38,7 +38,8 @@ nlohmann::json job_to_json(const JobSnapshot& job, const Analysis* analysis);
 
 // indent < 0: one line (the agent and --json-compact); otherwise pretty-printed.
 std::string write_json(const JobSnapshot& job, const Analysis* analysis, int indent = 2);
-void write_json(std::ostream& out, const JobSnapshot& job, const Analysis* analysis, int indent = 2);
+void write_json(std::ostream& out, const JobSnapshot& job, const Analysis* analysis,
+                int indent = 2);
 
 // "0x1a2b".
 std::string hex_string(std::uint64_t v);

@@ -25,17 +25,29 @@ std::string render_dot(const JobSnapshot& job, const Analysis& analysis, const R
 std::vector<ReportWriter> report_writers() {
   std::vector<ReportWriter> w;
   w.push_back({"text", "txt", render_text, {}, {}, {}});
-  w.push_back({"json", "json",
-               [](const JobSnapshot& job, const Analysis& a, const RenderOptions&) { return write_json(job, &a); },
-               {}, {}, {}});
+  w.push_back({"json",
+               "json",
+               [](const JobSnapshot& job, const Analysis& a, const RenderOptions&) {
+                 return write_json(job, &a);
+               },
+               {},
+               {},
+               {}});
   w.push_back({"dot", "dot", render_dot, {}, {}, {}});
-  w.push_back({"svg", "svg", render_dot, {"dot", "-Tsvg"}, "Graphviz's 'dot'",
+  w.push_back({"svg",
+               "svg",
+               render_dot,
+               {"dot", "-Tsvg"},
+               "Graphviz's 'dot'",
                "apt-get install graphviz, or use --format dot and render it elsewhere"});
-  w.push_back({"folded", "folded",
+  w.push_back({"folded",
+               "folded",
                [](const JobSnapshot& job, const Analysis& a, const RenderOptions&) {
                  return write_folded(job, a.options);
                },
-               {}, {}, {}});
+               {},
+               {},
+               {}});
   return w;
 }
 

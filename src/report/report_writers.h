@@ -17,19 +17,19 @@ namespace hangscan {
 
 // How a report is shown; formats ignore what does not apply to them.
 struct RenderOptions {
-  bool color = false;         // text: ANSI colours
-  bool all_threads = true;    // text: false shows each process's main thread only
-  int width = 0;              // text: cut lines to this many columns; 0 never
+  bool color = false;       // text: ANSI colours
+  bool all_threads = true;  // text: false shows each process's main thread only
+  int width = 0;            // text: cut lines to this many columns; 0 never
 };
 
 struct ReportWriter {
-  std::string name;        // --format NAME
-  std::string extension;   // --output DIR writes report.EXTENSION
+  std::string name;       // --format NAME
+  std::string extension;  // --output DIR writes report.EXTENSION
   std::function<std::string(const JobSnapshot&, const Analysis&, const RenderOptions&)> render;
   // A program the rendering is piped through to stdout (svg: Graphviz's dot); empty: none.
   // Such formats are not written to --output DIR.
   std::vector<std::string> filter;
-  std::string filter_name;   // for the error when the program is missing: "Graphviz's 'dot'"
+  std::string filter_name;  // for the error when the program is missing: "Graphviz's 'dot'"
   std::string filter_hint;
 };
 

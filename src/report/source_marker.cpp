@@ -27,7 +27,7 @@ std::vector<std::string> source_marker(const Frame& f) {
   if (f.end_column && f.end_line && f.line && *f.end_line == *f.line)
     stop = static_cast<std::size_t>(*f.end_column);
   if (col < begin || stop > end || col >= stop) return {text};
-  if (col == begin && stop == end) return {text};   // the whole line: nothing to point at
+  if (col == begin && stop == end) return {text};  // the whole line: nothing to point at
   std::size_t lead = chars_in(src, col) - chars_in(src, begin);
   std::size_t width = chars_in(src, stop) - chars_in(src, col);
   return {text, std::string(lead, ' ') + std::string(width, '^')};

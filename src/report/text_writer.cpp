@@ -65,13 +65,15 @@ std::string memory_words(const std::optional<MemoryUsage>& m) {
   if (!m || !m->rss_bytes) return {};
   std::string s = "rss " + human_bytes(*m->rss_bytes);
   if (m->cgroup_limit_bytes) return s + " of " + human_bytes(*m->cgroup_limit_bytes) + " (cgroup)";
-  if (m->peak_rss_bytes && *m->peak_rss_bytes > *m->rss_bytes) s += " (peak " + human_bytes(*m->peak_rss_bytes) + ")";
+  if (m->peak_rss_bytes && *m->peak_rss_bytes > *m->rss_bytes)
+    s += " (peak " + human_bytes(*m->peak_rss_bytes) + ")";
   return s;
 }
 
 class TextWriter {
  public:
-  TextWriter(const JobSnapshot& job, const Analysis* a, const TextOptions& o) : job_(job), a_(a), o_(o) {}
+  TextWriter(const JobSnapshot& job, const Analysis* a, const TextOptions& o)
+      : job_(job), a_(a), o_(o) {}
 
   std::string run() {
     bool single = job_.processes.size() == 1 && !job_.processes[0].rank;
@@ -93,29 +95,35 @@ class TextWriter {
 
   void line(const std::string& s) { out_ += cut(s, o_.width) + "\n"; }
   // A line whose colour codes must not be cut through: cut the plain text, then paint.
-  void line(const char* code, const std::string& s) { out_ += paint(code, cut(s, o_.width)) + "\n"; }
+  void line(const char* code, const std::string& s) {
+    out_ += paint(code, cut(s, o_.width)) + "\n";
+  }
 
   // ---- summary -------------------------------------------------------------------------
   void summary() {
     std::size_t ranks = std::count_if(job_.processes.begin(), job_.processes.end(),
                                       [](const ProcessSnapshot& p) { return p.rank.has_value(); });
-    std::string s = fmt::format("hangscan: {} process{}, {} rank{}", job_.processes.size(),
-                                job_.processes.size() == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s");
+    std::string s =
+        fmt::format("hangscan: {} process{}, {} rank{}", job_.processes.size(),
+                    job_.processes.size() == 1 ? "" : "es", ranks, ranks == 1 ? "" : "s");
     if (a_) s += fmt::format(", {} group{}", a_->groups.size(), a_->groups.size() == 1 ? "" : "s");
     if (a_ && a_->world_size) s += fmt::format(", world size {}", *a_->world_size);
     if (!job_.unreachable.empty()) {
-      s += fmt::format(", {} unreachable node{}", job_.unreachable.size(), job_.unreachable.size() == 1 ? "" : "s");
+      s += fmt::format(", {} unreachable node{}", job_.unreachable.size(),
+                       job_.unreachable.size() == 1 ? "" : "s");
     }
     if (!job_.job_id.empty()) s += fmt::format(" (job {})", job_.job_id);
     line(kBold, s);
     if (!a_) return;
-    for (const std::string& r : a_->suspect_reasons) out_ += paint(kRed, "SUSPECT") + " " + r + "\n";
+    for (const std::string& r : a_->suspect_reasons)
+      out_ += paint(kRed, "SUSPECT") + " " + r + "\n";
     for (const std::string& n : a_->notes) out_ += paint(kYellow, "note") + ": " + n + "\n";
     for (const Group& g : a_->groups) {
       if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
     }
     for (const std::string& w : a_->wait_chains) line("waits: " + w);
-    if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 && !a_->grouped.empty()) {
+    if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 &&
+        !a_->grouped.empty()) {
       out_ += "note: only one process grouped\n";
     }
   }
@@ -123,10 +131,14 @@ class TextWriter {
   // ---- tree ----------------------------------------------------------------------------
   const char* thread_word() const {
     switch (a_->options.threads) {
-      case GroupOptions::Threads::main: return "main thread";
-      case GroupOptions::Threads::all: return "all threads";
-      case GroupOptions::Threads::gil: return "GIL holder";
-      case GroupOptions::Threads::matching: return "matching threads";
+      case GroupOptions::Threads::main:
+        return "main thread";
+      case GroupOptions::Threads::all:
+        return "all threads";
+      case GroupOptions::Threads::gil:
+        return "GIL holder";
+      case GroupOptions::Threads::matching:
+        return "matching threads";
     }
     return "main thread";
   }
@@ -165,8 +177,10 @@ class TextWriter {
     };
     std::vector<Item> items;
     for (std::size_t c : t.node(n).children) items.push_back({c, false, t.node(c).members.size()});
-    if (show_ending && !t.node(n).ending.empty()) items.push_back({n, true, t.node(n).ending.size()});
-    std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) { return x.size > y.size; });
+    if (show_ending && !t.node(n).ending.empty())
+      items.push_back({n, true, t.node(n).ending.size()});
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item& x, const Item& y) { return x.size > y.size; });
     std::size_t largest = items.empty() ? 0 : items.front().size;
     bool branching = items.size() > 1;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -179,7 +193,9 @@ class TextWriter {
       if (all_suspect(members)) mark = "  <- suspect";
       else if (branching && it.size < largest) mark = "  <- smallest";
       if (it.ending) {
-        emit(head, set_label(members) + (n == StackTrie::kRoot ? " (no stack)" : " (stack ends here)"), mark);
+        emit(head,
+             set_label(members) + (n == StackTrie::kRoot ? " (no stack)" : " (stack ends here)"),
+             mark);
         continue;
       }
       chain(it.node, head, rest, mark);
@@ -188,11 +204,16 @@ class TextWriter {
 
   void emit(const std::string& head, const std::string& text, const std::string& mark) {
     std::string s = cut(head + text, o_.width - static_cast<int>(mark.size()));
-    out_ += s + (mark.empty() ? "" : paint(mark.find("suspect") != std::string::npos ? kRed : kYellow, mark)) + "\n";
+    out_ +=
+        s +
+        (mark.empty() ? ""
+                      : paint(mark.find("suspect") != std::string::npos ? kRed : kYellow, mark)) +
+        "\n";
   }
 
   // A run of nodes with the same members and one child each prints flat; long runs elide.
-  void chain(std::size_t first, const std::string& head, const std::string& rest, const std::string& mark) {
+  void chain(std::size_t first, const std::string& head, const std::string& rest,
+             const std::string& mark) {
     const StackTrie& t = a_->trie;
     std::vector<std::size_t> run = {first};
     while (true) {
@@ -227,7 +248,8 @@ class TextWriter {
       bool suspect = a_ && a_->is_suspect(i);
       return std::make_tuple(suspect ? 0 : 1, p.rank ? 0 : 1, p.rank.value_or(0), p.host, p.pid);
     };
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return key(x) < key(y); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return key(x) < key(y); });
     std::set<std::size_t> shown;
     bool limited = job_.processes.size() > o_.detail_limit;
     if (limited && a_) {
@@ -244,11 +266,14 @@ class TextWriter {
       }
       process_block(i, false);
     }
-    if (omitted) line(fmt::format("({} more process{} like the ones above not shown)", omitted, omitted == 1 ? "" : "es"));
+    if (omitted)
+      line(fmt::format("({} more process{} like the ones above not shown)", omitted,
+                       omitted == 1 ? "" : "es"));
   }
 
   std::string process_title(const ProcessSnapshot& p) const {
-    std::string s = p.rank ? fmt::format("rank {}  pid {}", *p.rank, p.pid) : fmt::format("pid {}", p.pid);
+    std::string s =
+        p.rank ? fmt::format("rank {}  pid {}", *p.rank, p.pid) : fmt::format("pid {}", p.pid);
     if (!p.host.empty()) s += "  host " + p.host;
     if (!p.role.empty() && p.role != "rank") s += "  " + p.role;
     if (p.state != '?') s += fmt::format("  state {}", p.state);
@@ -257,8 +282,9 @@ class TextWriter {
       s += "  " + progress;
       if (p.cpu_percent >= 0) s += fmt::format(" ({:.0f}% CPU)", p.cpu_percent);
     }
-    if (p.python) s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "") +
-                       (p.python->finalizing ? " (shutting down)" : "");
+    if (p.python)
+      s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "") +
+           (p.python->finalizing ? " (shutting down)" : "");
     if (!p.launcher.empty()) s += "  launcher " + p.launcher;
     if (p.pause_us > 0) s += fmt::format("  paused {} us", p.pause_us);
     std::string mem = memory_words(p.memory);
@@ -281,11 +307,13 @@ class TextWriter {
                               p.host.empty() ? "" : " (" + p.host + ")"));
       std::string facts;
       if (p.state != '?') facts += fmt::format("state {}", p.state);
-      if (p.python) facts += std::string(facts.empty() ? "" : ", ") + "Python " + p.python->version +
-                             (p.python->nonblocking ? " (read without stopping)" : "") +
-                             (p.python->finalizing ? ", the interpreter is shutting down" : "") +
-                             (p.python->gc_collecting ? ", garbage collecting" : "");
-      if (p.pause_us > 0) facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
+      if (p.python)
+        facts += std::string(facts.empty() ? "" : ", ") + "Python " + p.python->version +
+                 (p.python->nonblocking ? " (read without stopping)" : "") +
+                 (p.python->finalizing ? ", the interpreter is shutting down" : "") +
+                 (p.python->gc_collecting ? ", garbage collecting" : "");
+      if (p.pause_us > 0)
+        facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
       std::string mem = memory_words(p.memory);
       if (!mem.empty()) facts += (facts.empty() ? "" : ", ") + mem;
       if (!facts.empty()) line(facts);
@@ -315,8 +343,9 @@ class TextWriter {
     if (ind.empty()) out_ += "\n";
     line(kBold, fmt::format("{}asyncio tasks ({}):", ind, p.asyncio_tasks.size()));
     for (const AsyncioTask& t : p.asyncio_tasks) {
-      std::string waits = t.awaits_task ? " awaits task \"" + *t.awaits_task + "\""
-                          : t.awaits.empty() ? "" : " awaits a " + t.awaits;
+      std::string waits = t.awaits_task      ? " awaits task \"" + *t.awaits_task + "\""
+                          : t.awaits.empty() ? ""
+                                             : " awaits a " + t.awaits;
       line(fmt::format("{}  Task \"{}\"{}", ind, t.name, waits));
       for (const Frame& f : t.coroutines) frame(f, ind + "      ");
       if (t.coroutines.empty()) line(ind + "      (not started)");
@@ -351,8 +380,9 @@ class TextWriter {
     std::string joined;
     for (const std::string& f : facts) joined += (joined.empty() ? "" : ", ") + f;
     if (ind.empty()) out_ += "\n";  // a plain dump separates threads like py-spy; jobs stay dense
-    std::string head = fmt::format("{}Thread {}{}{}", ind, t.tid, t.name.empty() ? "" : " \"" + t.name + "\"",
-                                   joined.empty() ? "" : " (" + joined + ")");
+    std::string head =
+        fmt::format("{}Thread {}{}{}", ind, t.tid, t.name.empty() ? "" : " \"" + t.name + "\"",
+                    joined.empty() ? "" : " (" + joined + ")");
     line(t.crashed ? kRed : kBold, head);
     std::string fi = ind + "    ";
     for (const Frame& f : t.frames) frame(f, fi);
@@ -373,7 +403,8 @@ class TextWriter {
   // "rank 1 (n2:4242) via tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "pipe:[77] (...)".
   static std::string wait_edge_words(const WaitEdge& e) {
     if (!e.pid) return e.via;
-    std::string who = e.host.empty() ? fmt::format("pid {}", *e.pid) : fmt::format("{}:{}", e.host, *e.pid);
+    std::string who =
+        e.host.empty() ? fmt::format("pid {}", *e.pid) : fmt::format("{}:{}", e.host, *e.pid);
     if (e.rank) who = fmt::format("rank {} ({})", *e.rank, who);
     return who + " via " + e.via;
   }
@@ -403,7 +434,8 @@ class TextWriter {
       out_ += "\n";
       line(kBold, "Deaths in the job's window (kernel log):");
       for (const Death& d : job_.deaths) {
-        line(kRed, fmt::format("  pid {} ({}){}: {}", d.pid.value_or(0), d.comm, d.host.empty() ? "" : " on " + d.host, death_words(d)));
+        line(kRed, fmt::format("  pid {} ({}){}: {}", d.pid.value_or(0), d.comm,
+                               d.host.empty() ? "" : " on " + d.host, death_words(d)));
       }
     }
     if (!job_.unreachable.empty()) {
@@ -439,7 +471,8 @@ std::string write_text(const JobSnapshot& job, const Analysis* analysis, const T
   return TextWriter(job, analysis, opts).run();
 }
 
-void write_text(std::ostream& out, const JobSnapshot& job, const Analysis* analysis, const TextOptions& opts) {
+void write_text(std::ostream& out, const JobSnapshot& job, const Analysis* analysis,
+                const TextOptions& opts) {
   out << write_text(job, analysis, opts);
 }
 

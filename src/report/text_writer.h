@@ -16,8 +16,8 @@
 namespace hangscan {
 
 struct TextOptions {
-  bool color = false;         // ANSI colours; the caller decides (TTY, NO_COLOR)
-  bool all_threads = true;    // per-process details: every thread, or only the main thread
+  bool color = false;       // ANSI colours; the caller decides (TTY, NO_COLOR)
+  bool all_threads = true;  // per-process details: every thread, or only the main thread
   // Columns; longer lines are cut with "..." (never inside a "(file:line)"). 0: never cut,
   // which is what files and pipes get; the CLI gives a terminal's own width.
   int width = 0;
@@ -28,7 +28,8 @@ struct TextOptions {
 
 // `analysis` may be null (no grouping: a per-process dump only).
 std::string write_text(const JobSnapshot& job, const Analysis* analysis, const TextOptions& opts);
-void write_text(std::ostream& out, const JobSnapshot& job, const Analysis* analysis, const TextOptions& opts);
+void write_text(std::ostream& out, const JobSnapshot& job, const Analysis* analysis,
+                const TextOptions& opts);
 
 // One frame as the details print it: "function (file:line)", "function+0xoff [module]",
 // "... [inline]" for inline frames. Why exposed: per-node files and tests use the same form.

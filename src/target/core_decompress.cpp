@@ -28,7 +28,11 @@ enum class Format { none, zstd, lz4, xz, gzip };
 Format sniff(const std::uint8_t* m, std::size_t n) {
   if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) return Format::zstd;
   if (n >= 4 && m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d && m[3] == 0x18) return Format::lz4;
-  if (n >= 6 && std::memcmp(m, "\xfd" "7zXZ\0", 6) == 0) return Format::xz;
+  if (n >= 6 && std::memcmp(m,
+                            "\xfd"
+                            "7zXZ\0",
+                            6) == 0)
+    return Format::xz;
   if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return Format::gzip;
   return Format::none;
 }
@@ -48,9 +52,10 @@ class SparseTemp {
       std::string tmpl = d + "/hangscan-core-XXXXXX";
       fd_ = mkostemp(tmpl.data(), O_CLOEXEC);
       if (fd_ < 0) {
-        return Error(Errc::io, fmt::format("cannot create a temporary file in {}: {}", d,
-                                           std::strerror(errno)),
-                     errno, "set TMPDIR to a writable directory with room for the core");
+        return Error(
+            Errc::io,
+            fmt::format("cannot create a temporary file in {}: {}", d, std::strerror(errno)), errno,
+            "set TMPDIR to a writable directory with room for the core");
       }
       ::unlink(tmpl.c_str());
     }
@@ -64,8 +69,9 @@ class SparseTemp {
       if (!zero) {
         ssize_t w = pwrite(fd_, p, k, static_cast<off_t>(size_));
         if (w != static_cast<ssize_t>(k)) {
-          return Error(Errc::io, fmt::format("cannot write the decompressed core: {}",
-                                             w < 0 ? std::strerror(errno) : "short write"),
+          return Error(Errc::io,
+                       fmt::format("cannot write the decompressed core: {}",
+                                   w < 0 ? std::strerror(errno) : "short write"),
                        errno, "set TMPDIR to a directory with room for the unpacked core");
         }
       }
@@ -77,8 +83,9 @@ class SparseTemp {
   }
   Result<int> finish() {
     if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
-      return Error(Errc::io, fmt::format("cannot size the decompressed core: {}",
-                                         std::strerror(errno)), errno);
+      return Error(Errc::io,
+                   fmt::format("cannot size the decompressed core: {}", std::strerror(errno)),
+                   errno);
     }
     int fd = fd_;
     fd_ = -1;
@@ -121,18 +128,19 @@ Status unpack_zstd(int in, SparseTemp& out, const std::string& path) {
   ZSTD_DStream* ds = ZSTD_createDStream();
   if (ds == nullptr) return Error(Errc::internal, "zstd: out of memory");
   std::vector<std::uint8_t> obuf(ZSTD_DStreamOutSize());
-  Status st = pump(in, path, "zstd", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
-    ZSTD_inBuffer ib{data, n, 0};
-    std::size_t last = 1;
-    while (ib.pos < ib.size) {
-      ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
-      last = ZSTD_decompressStream(ds, &ob, &ib);
-      if (ZSTD_isError(last)) return corrupt(path, "zstd", ZSTD_getErrorName(last));
-      Status w = out.write(obuf.data(), ob.pos);
-      if (!w) return std::move(w).error();
-    }
-    return last;
-  });
+  Status st =
+      pump(in, path, "zstd", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
+        ZSTD_inBuffer ib{data, n, 0};
+        std::size_t last = 1;
+        while (ib.pos < ib.size) {
+          ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+          last = ZSTD_decompressStream(ds, &ob, &ib);
+          if (ZSTD_isError(last)) return corrupt(path, "zstd", ZSTD_getErrorName(last));
+          Status w = out.write(obuf.data(), ob.pos);
+          if (!w) return std::move(w).error();
+        }
+        return last;
+      });
   ZSTD_freeDStream(ds);
   return st;
 }
@@ -145,21 +153,22 @@ Status unpack_lz4(int in, SparseTemp& out, const std::string& path) {
     return Error(Errc::internal, "lz4: out of memory");
   }
   std::vector<std::uint8_t> obuf(4 * kChunk);
-  Status st = pump(in, path, "lz4", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
-    std::size_t pos = 0;
-    std::size_t last = 1;
-    while (pos < n) {
-      std::size_t in_sz = n - pos;
-      std::size_t out_sz = obuf.size();
-      last = LZ4F_decompress(dctx, obuf.data(), &out_sz, data + pos, &in_sz, nullptr);
-      if (LZ4F_isError(last)) return corrupt(path, "lz4", LZ4F_getErrorName(last));
-      pos += in_sz;
-      Status w = out.write(obuf.data(), out_sz);
-      if (!w) return std::move(w).error();
-      if (in_sz == 0 && out_sz == 0) break;   // no progress possible: do not spin
-    }
-    return last;
-  });
+  Status st =
+      pump(in, path, "lz4", [&](const std::uint8_t* data, std::size_t n) -> Result<std::size_t> {
+        std::size_t pos = 0;
+        std::size_t last = 1;
+        while (pos < n) {
+          std::size_t in_sz = n - pos;
+          std::size_t out_sz = obuf.size();
+          last = LZ4F_decompress(dctx, obuf.data(), &out_sz, data + pos, &in_sz, nullptr);
+          if (LZ4F_isError(last)) return corrupt(path, "lz4", LZ4F_getErrorName(last));
+          pos += in_sz;
+          Status w = out.write(obuf.data(), out_sz);
+          if (!w) return std::move(w).error();
+          if (in_sz == 0 && out_sz == 0) break;  // no progress possible: do not spin
+        }
+        return last;
+      });
   LZ4F_freeDecompressionContext(dctx);
   return st;
 }

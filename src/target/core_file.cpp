@@ -12,8 +12,8 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
 #include <string_view>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -47,8 +47,8 @@ constexpr std::size_t kPrpsinfoArgs = 56;
 constexpr std::size_t kPrpsinfoArgsLen = 80;
 
 constexpr std::size_t kSiginfoMin = 24;
-constexpr std::uint32_t kNtSiginfo = 0x53494749;   // "SIGI"
-constexpr std::uint32_t kNtFile = 0x46494c45;      // "FILE"
+constexpr std::uint32_t kNtSiginfo = 0x53494749;  // "SIGI"
+constexpr std::uint32_t kNtFile = 0x46494c45;     // "FILE"
 
 constexpr std::size_t kMaxAuxv = 4096;
 // Notes are read into memory: ~4 KB per thread (registers, FPU and xstate), so 1 GiB is
@@ -66,7 +66,8 @@ T load(const std::uint8_t* p) {
 // A bounded C string from a fixed-size field.
 std::string fixed_string(const std::uint8_t* p, std::size_t n) {
   const void* nul = std::memchr(p, 0, n);
-  std::size_t len = nul != nullptr ? static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - p) : n;
+  std::size_t len =
+      nul != nullptr ? static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - p) : n;
   return std::string(reinterpret_cast<const char*>(p), len);
 }
 
@@ -79,13 +80,20 @@ bool signal_has_address(int signo) {
 
 const char* machine_name(unsigned machine) {
   switch (machine) {
-    case EM_AARCH64: return "aarch64";
-    case EM_386: return "i386";
-    case EM_PPC64: return "ppc64";
-    case EM_S390: return "s390x";
-    case EM_RISCV: return "riscv";
-    case EM_ARM: return "arm";
-    default: return "unknown";
+    case EM_AARCH64:
+      return "aarch64";
+    case EM_386:
+      return "i386";
+    case EM_PPC64:
+      return "ppc64";
+    case EM_S390:
+      return "s390x";
+    case EM_RISCV:
+      return "riscv";
+    case EM_ARM:
+      return "arm";
+    default:
+      return "unknown";
   }
 }
 
@@ -139,7 +147,7 @@ class FileBytes : public CoreBytes {
  private:
   static constexpr std::size_t kBlock = 4 * 1024;
   static constexpr std::size_t kChunk = HugeMapping::kHugePage;
-  static constexpr std::size_t kMaxChunks = 32;   // 64 MiB; then reads go straight to the file
+  static constexpr std::size_t kMaxChunks = 32;  // 64 MiB; then reads go straight to the file
   struct Block {
     const std::uint8_t* data = nullptr;
     std::size_t size = 0;
@@ -230,9 +238,10 @@ Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
   struct stat given {};
   if (fstat(fd, &given) == 0 && !S_ISREG(given.st_mode)) {
     ::close(fd);
-    return Error(Errc::bad_data, fmt::format("{}: {}, not a core file", path, file_kind(given.st_mode)), 0,
-                 "give the path of a regular core file; to read a core from a pipe or device, save it "
-                 "to a file first (cat PIPE > core.1)");
+    return Error(
+        Errc::bad_data, fmt::format("{}: {}, not a core file", path, file_kind(given.st_mode)), 0,
+        "give the path of a regular core file; to read a core from a pipe or device, save it "
+        "to a file first (cat PIPE > core.1)");
   }
   auto decompressed = decompress_if_needed(fd, path);
   if (!decompressed) {
@@ -295,7 +304,7 @@ Status CoreFile::parse_all() {
                  "hangscan reads x86-64 cores; read this one on a machine of its architecture");
   }
   if (eh.e_type != ET_CORE) {
-    const char* kind = eh.e_type == ET_EXEC ? "an executable"
+    const char* kind = eh.e_type == ET_EXEC  ? "an executable"
                        : eh.e_type == ET_DYN ? "a shared library or PIE executable"
                                              : "not a core";
     return bad_core(fmt::format("ELF file but not a core ({})", kind),
@@ -321,7 +330,8 @@ Status CoreFile::parse_all() {
     }
     phnum = sh0.sh_info;
   }
-  if (phnum == 0) return bad_core("core without program headers", "the core is damaged; take it again");
+  if (phnum == 0)
+    return bad_core("core without program headers", "the core is damaged; take it again");
   if (eh.e_phoff > n || (n - eh.e_phoff) / sizeof(Elf64_Phdr) < phnum) {
     return bad_core("truncated inside the program headers", kTruncatedHint);
   }
@@ -340,8 +350,10 @@ Status CoreFile::parse_all() {
                         kTruncatedHint);
       }
       if (ph.p_filesz > kMaxNoteBytes) {
-        warnings_.push_back(fmt::format("note segment of {} bytes is larger than any core "
-                                        "writes; skipped", ph.p_filesz));
+        warnings_.push_back(
+            fmt::format("note segment of {} bytes is larger than any core "
+                        "writes; skipped",
+                        ph.p_filesz));
         continue;
       }
       std::vector<std::uint8_t> notes(static_cast<std::size_t>(ph.p_filesz));
@@ -353,7 +365,8 @@ Status CoreFile::parse_all() {
     } else if (ph.p_type == PT_LOAD) {
       if (ph.p_memsz == 0) continue;
       if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr || ph.p_filesz > ph.p_memsz) {
-        warnings_.push_back(fmt::format("program header {} is corrupt (address range); skipped", i));
+        warnings_.push_back(
+            fmt::format("program header {} is corrupt (address range); skipped", i));
         continue;
       }
       if (ph.p_offset + ph.p_filesz < ph.p_offset) {
@@ -361,14 +374,15 @@ Status CoreFile::parse_all() {
         continue;
       }
       needed = std::max<std::uint64_t>(needed, ph.p_offset + ph.p_filesz);
-      segments_.push_back(CoreSegment{ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags});
+      segments_.push_back(
+          CoreSegment{ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags});
     }
   }
   if (needed > n) {
     truncated_ = true;
     warnings_.push_back(fmt::format(
-        "core truncated: {} of {} bytes present; memory past the end of the file is missing",
-        n, needed));
+        "core truncated: {} of {} bytes present; memory past the end of the file is missing", n,
+        needed));
   }
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
@@ -405,18 +419,29 @@ Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64
 
 void CoreFile::parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
                           std::size_t size) {
-  if (owner == "HANGSCAN" && type == 0x48530001) {   // written by `hangscan gcore`
+  if (owner == "HANGSCAN" && type == 0x48530001) {  // written by `hangscan gcore`
     parse_hangscan_note(desc, size);
     return;
   }
-  if (owner != "CORE") return;   // "LINUX" notes hold FPU/xstate; not needed here
+  if (owner != "CORE") return;  // "LINUX" notes hold FPU/xstate; not needed here
   switch (type) {
-    case NT_PRSTATUS: parse_prstatus(desc, size); break;
-    case NT_PRPSINFO: parse_prpsinfo(desc, size); break;
-    case kNtSiginfo: parse_siginfo(desc, size); break;
-    case kNtFile: parse_file_note(desc, size); break;
-    case NT_AUXV: parse_auxv(desc, size); break;
-    default: break;
+    case NT_PRSTATUS:
+      parse_prstatus(desc, size);
+      break;
+    case NT_PRPSINFO:
+      parse_prpsinfo(desc, size);
+      break;
+    case kNtSiginfo:
+      parse_siginfo(desc, size);
+      break;
+    case kNtFile:
+      parse_file_note(desc, size);
+      break;
+    case NT_AUXV:
+      parse_auxv(desc, size);
+      break;
+    default:
+      break;
   }
 }
 
@@ -478,8 +503,8 @@ void CoreFile::parse_file_note(const std::uint8_t* desc, std::size_t size) {
   auto count = load<std::uint64_t>(desc);
   auto page = load<std::uint64_t>(desc + 8);
   if (count > (size - 16) / 24) {
-    warnings_.push_back(fmt::format("corrupt NT_FILE note ({} entries in {} bytes); ignored",
-                                    count, size));
+    warnings_.push_back(
+        fmt::format("corrupt NT_FILE note ({} entries in {} bytes); ignored", count, size));
     return;
   }
   if (page == 0 || (page & (page - 1)) != 0 || page > (1ULL << 30)) {
@@ -497,7 +522,8 @@ void CoreFile::parse_file_note(const std::uint8_t* desc, std::size_t size) {
     m.start = load<std::uint64_t>(e);
     m.end = load<std::uint64_t>(e + 8);
     auto pgoff = load<std::uint64_t>(e + 16);
-    const void* nul = str < end ? std::memchr(str, 0, static_cast<std::size_t>(end - str)) : nullptr;
+    const void* nul =
+        str < end ? std::memchr(str, 0, static_cast<std::size_t>(end - str)) : nullptr;
     if (nul == nullptr) {
       warnings_.push_back("NT_FILE note: file names cut short; later mappings unnamed");
       break;
@@ -560,7 +586,7 @@ std::size_t CoreFile::read(std::uint64_t addr, void* buf, std::size_t len) const
   std::size_t done = 0;
   while (done < len) {
     std::uint64_t a = addr + done;
-    if (a < addr) break;   // wrapped around the address space
+    if (a < addr) break;  // wrapped around the address space
     const CoreSegment* s = segment_at(a);
     if (s == nullptr) break;
     std::uint64_t present = s->offset >= n ? 0 : std::min<std::uint64_t>(s->filesz, n - s->offset);

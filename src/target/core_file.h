@@ -23,7 +23,7 @@ namespace hangscan {
 struct CoreThread {
   int tid = 0;
   int ppid = 0;
-  int cursig = 0;                  // pr_cursig: the signal being delivered when dumped
+  int cursig = 0;  // pr_cursig: the signal being delivered when dumped
   std::uint64_t sigpend = 0;
   std::uint64_t sighold = 0;
   Registers regs;
@@ -31,28 +31,28 @@ struct CoreThread {
 
 // NT_PRPSINFO: what `ps` would have said about the process.
 struct CorePsInfo {
-  char state = '?';                // pr_sname
+  char state = '?';  // pr_sname
   int pid = 0;
   int ppid = 0;
   unsigned uid = 0;
-  std::string fname;               // comm (16 bytes max)
-  std::string psargs;              // the start of the command line (80 bytes max)
+  std::string fname;   // comm (16 bytes max)
+  std::string psargs;  // the start of the command line (80 bytes max)
 };
 
 // NT_SIGINFO: the signal that killed the process.
 struct CoreSigInfo {
   int signo = 0;
-  int code = 0;                    // si_code: > 0 from the kernel (a fault), <= 0 sent
+  int code = 0;  // si_code: > 0 from the kernel (a fault), <= 0 sent
   int err = 0;
-  std::optional<std::uint64_t> address;   // si_addr, only for faults (SEGV, BUS, ILL, FPE, TRAP)
-  std::optional<int> sender_pid;          // kill()/tgkill(): who sent it
+  std::optional<std::uint64_t> address;  // si_addr, only for faults (SEGV, BUS, ILL, FPE, TRAP)
+  std::optional<int> sender_pid;         // kill()/tgkill(): who sent it
 };
 
 // One NT_FILE entry: a file-backed mapping.
 struct CoreFileMap {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
-  std::uint64_t file_offset = 0;   // bytes (the note stores pages)
+  std::uint64_t file_offset = 0;  // bytes (the note stores pages)
   std::string path;
 };
 
@@ -60,9 +60,9 @@ struct CoreFileMap {
 struct CoreSegment {
   std::uint64_t vaddr = 0;
   std::uint64_t memsz = 0;
-  std::uint64_t offset = 0;        // in the (decompressed) core file
-  std::uint64_t filesz = 0;        // bytes present; < memsz: the rest was not dumped
-  std::uint32_t flags = 0;         // PF_R | PF_W | PF_X
+  std::uint64_t offset = 0;  // in the (decompressed) core file
+  std::uint64_t filesz = 0;  // bytes present; < memsz: the rest was not dumped
+  std::uint32_t flags = 0;   // PF_R | PF_W | PF_X
   std::uint64_t end() const { return vaddr + memsz; }
 };
 
@@ -94,7 +94,7 @@ class CoreFile {
   const std::optional<CorePsInfo>& psinfo() const { return psinfo_; }
   const std::optional<CoreSigInfo>& siginfo() const { return siginfo_; }
   const std::vector<CoreFileMap>& files() const { return files_; }
-  const std::vector<CoreSegment>& segments() const { return segments_; }   // sorted by vaddr
+  const std::vector<CoreSegment>& segments() const { return segments_; }  // sorted by vaddr
   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& auxv() const { return auxv_; }
   std::optional<std::uint64_t> auxv_value(std::uint64_t type) const;
   std::uint64_t page_size() const { return page_size_; }

@@ -153,7 +153,7 @@ ResolvedModule CoreModules::resolve(const std::string& core_path,
   r.is_elf = core_id.has_value();
   std::vector<std::string> cands =
       override_path.empty() ? candidates(core_path) : std::vector<std::string>{override_path};
-  std::optional<std::pair<std::string, std::string>> first;   // path, build-id
+  std::optional<std::pair<std::string, std::string>> first;  // path, build-id
   for (const auto& c : cands) {
     ModuleFileCache::Info file = files_->get(c);
     if (!file.regular) continue;
@@ -193,9 +193,8 @@ void CoreModules::resolve_all(const std::vector<Mapping>& mappings, MemoryReader
       missing.push_back(path);
     } else if (r.local && !r.core_build_id.empty() && !r.file_build_id.empty() &&
                r.core_build_id != r.file_build_id) {
-      mismatched.push_back(fmt::format("{} (core {}, file {} {})", path,
-                                       short_id(r.core_build_id), *r.local,
-                                       short_id(r.file_build_id)));
+      mismatched.push_back(fmt::format("{} (core {}, file {} {})", path, short_id(r.core_build_id),
+                                       *r.local, short_id(r.file_build_id)));
     }
     modules_.emplace(path, std::move(r));
   }
@@ -212,22 +211,26 @@ void CoreModules::resolve_all(const std::vector<Mapping>& mappings, MemoryReader
     for (std::size_t i = 0; i < items.size() && i < kListedInSummary; ++i) {
       s += (i ? ", " : "") + items[i];
     }
-    if (items.size() > kListedInSummary) s += fmt::format(" and {} more", items.size() - kListedInSummary);
+    if (items.size() > kListedInSummary)
+      s += fmt::format(" and {} more", items.size() - kListedInSummary);
     return s;
   };
   if (!missing.empty()) {
     Diagnostic d;
     d.message = fmt::format("{} librar{} mapped in the core not found on this machine: {}",
                             missing.size(), missing.size() == 1 ? "y" : "ies", summarize(missing));
-    d.hint = "frames in them show as ??; give the crashed machine's files with --sysroot DIR or --lib-path DIR";
+    d.hint =
+        "frames in them show as ??; give the crashed machine's files with --sysroot DIR or "
+        "--lib-path DIR";
     diagnostics_.push_back(std::move(d));
   }
   if (!mismatched.empty()) {
     Diagnostic d;
     d.message = fmt::format("build-id mismatch for {} file{}: {}", mismatched.size(),
                             mismatched.size() == 1 ? "" : "s", summarize(mismatched));
-    d.hint = "these files are not the ones the process ran; symbols and stacks in them may be "
-             "wrong; give the right ones with --sysroot DIR, --lib-path DIR or --exe PATH";
+    d.hint =
+        "these files are not the ones the process ran; symbols and stacks in them may be "
+        "wrong; give the right ones with --sysroot DIR, --lib-path DIR or --exe PATH";
     diagnostics_.push_back(std::move(d));
   }
 }

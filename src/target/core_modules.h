@@ -37,7 +37,7 @@ class ModuleFileCache {
  public:
   struct Info {
     bool regular = false;
-    std::string build_id;   // empty when none or unreadable
+    std::string build_id;  // empty when none or unreadable
   };
   Info get(const std::string& path);
 
@@ -47,9 +47,9 @@ class ModuleFileCache {
 };
 
 struct ResolvedModule {
-  std::optional<std::string> local;   // chosen file on this machine
-  std::string core_build_id;          // from the core's memory; empty when unknown
-  std::string file_build_id;          // of `local`; empty when unknown
+  std::optional<std::string> local;  // chosen file on this machine
+  std::string core_build_id;         // from the core's memory; empty when unknown
+  std::string file_build_id;         // of `local`; empty when unknown
   bool is_elf = false;
 };
 

@@ -78,7 +78,7 @@ class CoreMemory : public MemoryReader {
  private:
   std::size_t read_file_backed(std::uint64_t a, std::uint8_t* out, std::size_t len) {
     const CoreSegment* seg = core_.segment_at(a);
-    if (seg != nullptr && a - seg->vaddr < seg->filesz) return 0;   // present, yet unreadable
+    if (seg != nullptr && a - seg->vaddr < seg->filesz) return 0;  // present, yet unreadable
     auto it = std::upper_bound(maps_.begin(), maps_.end(), a,
                                [](std::uint64_t x, const Mapping& m) { return x < m.start; });
     if (it == maps_.begin()) return 0;
@@ -161,8 +161,9 @@ std::vector<Mapping> build_mappings(const CoreFile& core) {
   }
   const std::size_t segment_count = out.size();
   for (const auto& f : core.files()) {
-    auto first_after = std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(segment_count),
-                                        f.end, [](const Mapping& m, std::uint64_t x) { return m.start < x; });
+    auto first_after =
+        std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(segment_count),
+                         f.end, [](const Mapping& m, std::uint64_t x) { return m.start < x; });
     auto before = static_cast<std::size_t>(first_after - out.begin());
     bool covered = before > 0 && max_end[before - 1] > f.start;
     if (!covered) out.push_back(Mapping{f.start, f.end, f.file_offset, "r--p", f.path});
@@ -173,7 +174,8 @@ std::vector<Mapping> build_mappings(const CoreFile& core) {
       m.deleted = true;
     }
   }
-  std::sort(out.begin(), out.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  std::sort(out.begin(), out.end(),
+            [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   // Label the main thread's stack and the vDSO as /proc/PID/maps would.
   auto label = [&out](std::uint64_t addr, const char* name) {
     for (auto& m : out) {
@@ -260,10 +262,13 @@ class CoreTarget : public Target {
     }
     if (unreadable > 0) {
       Diagnostic d;
-      d.message = fmt::format("{}: {} bytes of its memory could not be read when it was written and read as "
-                              "zeros (listed as unreadable under omitted)",
-                              core_->name(), unreadable);
-      d.hint = "stacks that run into those ranges stop early; take the core again if the process still runs";
+      d.message = fmt::format(
+          "{}: {} bytes of its memory could not be read when it was written and read as "
+          "zeros (listed as unreadable under omitted)",
+          core_->name(), unreadable);
+      d.hint =
+          "stacks that run into those ranges stop early; take the core again if the process still "
+          "runs";
       d.pid = out.pid;
       out.diagnostics.push_back(std::move(d));
     }

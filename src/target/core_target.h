@@ -19,9 +19,9 @@
 namespace hangscan {
 
 struct CoreOpenOptions {
-  std::string exe;                      // --exe: the executable that crashed
-  std::string sysroot;                  // --sysroot: root of the crashed machine's files
-  std::vector<std::string> lib_paths;   // --lib-path: directories searched by file name
+  std::string exe;                     // --exe: the executable that crashed
+  std::string sysroot;                 // --sysroot: root of the crashed machine's files
+  std::vector<std::string> lib_paths;  // --lib-path: directories searched by file name
   // Shared by the cores of one run (the same files, stat'ed and read once); null: per core.
   std::shared_ptr<ModuleFileCache> file_cache;
 };

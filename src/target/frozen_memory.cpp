@@ -66,20 +66,21 @@ void PageCacheMemory::prefetch(std::span<const std::uint64_t> indices) {
   std::vector<std::uint64_t> wanted;
   for (std::uint64_t index : indices) {
     if (pages_.count(index) != 0 || pages_.size() + ops.size() >= max_pages_) continue;
-    if (covering(index * kPageSize, kPageSize) != nullptr) continue;   // inside a stack copy
+    if (covering(index * kPageSize, kPageSize) != nullptr) continue;  // inside a stack copy
     std::uint8_t* data = nullptr;
     if (buffer_ != nullptr) {
       auto span = buffer_->take(kPageSize);
       if (!span.empty()) data = span.data();
     }
-    if (data == nullptr) break;   // the buffer is used up: the walk fetches the rest itself
+    if (data == nullptr) break;  // the buffer is used up: the walk fetches the rest itself
     ops.push_back(ReadOp{index * kPageSize, data, kPageSize, 0});
     wanted.push_back(index);
   }
   if (ops.empty()) return;
   ++base_reads_;
   base_->read_many(ops);
-  for (std::size_t i = 0; i < ops.size(); ++i) pages_.emplace(wanted[i], Page{ops[i].buf, ops[i].got});
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    pages_.emplace(wanted[i], Page{ops[i].buf, ops[i].got});
 }
 
 std::size_t PageCacheMemory::read(std::uint64_t addr, void* buf, std::size_t len) {
@@ -92,7 +93,7 @@ std::size_t PageCacheMemory::read(std::uint64_t addr, void* buf, std::size_t len
   std::size_t done = 0;
   while (done < len) {
     std::uint64_t a = addr + done;
-    if (a < addr) break;   // wrapped past the top of the address space
+    if (a < addr) break;  // wrapped past the top of the address space
     std::uint64_t index = a / kPageSize;
     std::size_t off = static_cast<std::size_t>(a % kPageSize);
     std::size_t want = std::min(len - done, kPageSize - off);

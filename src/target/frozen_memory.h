@@ -72,7 +72,7 @@ class PageCacheMemory : public MemoryReader {
  private:
   struct Page {
     const std::uint8_t* data = nullptr;
-    std::size_t size = 0;   // bytes readable from the start of the page (maybe 0)
+    std::size_t size = 0;  // bytes readable from the start of the page (maybe 0)
   };
   struct Copy {
     std::uint64_t addr;
@@ -87,7 +87,7 @@ class PageCacheMemory : public MemoryReader {
   std::size_t base_reads_ = 0;
   std::vector<Copy> copies_;
   std::unordered_map<std::uint64_t, Page> pages_;
-  std::vector<std::vector<std::uint8_t>> heap_pages_;   // when the buffer is used up
+  std::vector<std::vector<std::uint8_t>> heap_pages_;  // when the buffer is used up
 };
 
 }  // namespace hangscan

@@ -11,7 +11,7 @@ constexpr std::uint64_t kPage = 4096;
 // any sane environment without reading gigabytes of a huge stack.
 constexpr std::uint64_t kMaxScan = 64ULL << 20;
 constexpr std::size_t kMaxArgs = 1 << 17;
-constexpr std::size_t kMaxString = 128 * 1024;   // MAX_ARG_STRLEN
+constexpr std::size_t kMaxString = 128 * 1024;  // MAX_ARG_STRLEN
 
 std::optional<std::vector<std::string>> read_strings(MemoryReader& mem,
                                                      const std::vector<std::uint64_t>& ptrs) {
@@ -52,7 +52,7 @@ std::optional<InitialStack> read_initial_stack(
     needle.push_back(t);
     needle.push_back(v);
   }
-  needle.push_back(0);   // AT_NULL
+  needle.push_back(0);  // AT_NULL
   needle.push_back(0);
   const std::size_t nbytes = needle.size() * 8;
   if (nbytes > size) return std::nullopt;

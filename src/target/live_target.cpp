@@ -40,22 +40,26 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
                  hints::check_pid());
   }
   if (stat->is_kernel_thread()) {
-    return Error(Errc::kernel_thread, fmt::format("pid {} ({}) is a kernel thread", pid, stat->comm),
-                 0, "kernel threads have no user-space stack; its kernel stack is in /proc/PID/stack");
+    return Error(Errc::kernel_thread,
+                 fmt::format("pid {} ({}) is a kernel thread", pid, stat->comm), 0,
+                 "kernel threads have no user-space stack; its kernel stack is in /proc/PID/stack");
   }
   if (stat->state == 'Z' || stat->state == 'X') {
-    return Error(Errc::zombie, fmt::format("pid {} ({}) is a zombie: it has exited", pid, stat->comm), 0,
-                 fmt::format("its parent (pid {}) has not reaped it; there is nothing left to capture",
-                             stat->ppid));
+    return Error(
+        Errc::zombie, fmt::format("pid {} ({}) is a zombie: it has exited", pid, stat->comm), 0,
+        fmt::format("its parent (pid {}) has not reaped it; there is nothing left to capture",
+                    stat->ppid));
   }
   auto status = read_status(pid);
   if (!read_only && status && status->tracer_pid != 0 && status->tracer_pid != getpid()) {
     std::string tracer = read_comm(status->tracer_pid, status->tracer_pid);
-    return Error(Errc::already_traced,
-                 fmt::format("pid {} is already traced by pid {} ({})", pid, status->tracer_pid,
-                             tracer.empty() ? "?" : tracer),
-                 EPERM, "detach the other tracer (strace, gdb, py-spy) and try again, or use --nonblocking "
-                 "(Python frames read without ptrace)");
+    return Error(
+        Errc::already_traced,
+        fmt::format("pid {} is already traced by pid {} ({})", pid, status->tracer_pid,
+                    tracer.empty() ? "?" : tracer),
+        EPERM,
+        "detach the other tracer (strace, gdb, py-spy) and try again, or use --nonblocking "
+        "(Python frames read without ptrace)");
   }
   auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
   if (!maps_text) {
@@ -71,7 +75,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
     if (process_exiting(pid)) return exiting_error(pid);
-    return Error(Errc::permission, fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
+    return Error(Errc::permission,
+                 fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
                  EACCES, hints::ptrace_permission());
   }
   return std::unique_ptr<Target>(std::move(target));

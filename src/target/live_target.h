@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "hangscan/result.h"
-#include "target/process_memory.h"
 #include "proc/sched_clock.h"
+#include "target/process_memory.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -43,7 +43,7 @@ class LiveTarget : public Target {
   int pid_;
   ProcessMemory memory_;
   std::vector<Mapping> mappings_;
-  RunQueueClock clock_;   // per-CPU offsets, measured once per target
+  RunQueueClock clock_;  // per-CPU offsets, measured once per target
 };
 
 }  // namespace hangscan

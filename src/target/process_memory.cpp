@@ -4,8 +4,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,7 @@ std::size_t ProcessMemory::read(std::uint64_t addr, void* buf, std::size_t len) 
 }
 
 void ProcessMemory::read_many(std::span<ReadOp> ops) {
-  constexpr std::size_t kMaxIov = 1024;   // IOV_MAX on Linux
+  constexpr std::size_t kMaxIov = 1024;  // IOV_MAX on Linux
   std::vector<iovec> local;
   std::vector<iovec> remote;
   std::size_t i = 0;

@@ -1,11 +1,11 @@
 #include "target/ptrace_stopper.h"
 
+#include <elf.h>
 #include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <elf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -51,11 +51,11 @@ Error ptrace_error(int pid, int err) {
   // An exiting process refuses the seize with EPERM too: that is no permission problem.
   if ((err == EPERM || err == ESRCH) && process_exiting(pid)) return exiting_error(pid, err);
   if (err == EPERM || err == EACCES) {
-    return Error(Errc::permission,
-                 fmt::format("pid {}: permission denied (ptrace)", pid), err,
+    return Error(Errc::permission, fmt::format("pid {}: permission denied (ptrace)", pid), err,
                  hints::ptrace_permission());
   }
-  if (err == ESRCH) return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), err);
+  if (err == ESRCH)
+    return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), err);
   return Error(Errc::io, fmt::format("pid {}: ptrace: {}", pid, std::strerror(err)), err);
 }
 
@@ -147,7 +147,8 @@ void PtraceStopper::interrupt_from(std::size_t first) {
 // Returns false when nothing changed yet.
 bool PtraceStopper::poll_tracee(Tracee& t) {
   siginfo_t si{};
-  if (waitid(P_PID, static_cast<id_t>(t.tid), &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) {
+  if (waitid(P_PID, static_cast<id_t>(t.tid), &si,
+             WSTOPPED | WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) {
     if (errno == ECHILD) t.gone = true;
     return t.gone;
   }
@@ -213,11 +214,11 @@ void PtraceStopper::retry_uninterruptible(const Deadline& deadline) {
       auto st = read_stat(pid_, tid);
       if (st && st->state == 'D') return false;
       if (st) out_of_it.push_back(tid);
-      return true;   // out of D, or gone
+      return true;  // out of D, or gone
     });
     if (!out_of_it.empty()) {
       std::size_t from = tracees_.size();
-      (void)seize_new_threads(out_of_it, false);   // one back in D returns to the list
+      (void)seize_new_threads(out_of_it, false);  // one back in D returns to the list
       interrupt_from(from);
       wait_for_stops(deadline);
     }
@@ -249,7 +250,8 @@ void PtraceStopper::read_registers() {
     ft.tid = t.tid;
     if (!t.stopped) {
       ft.uninterruptible = t.uninterruptible;
-      ft.error = t.uninterruptible ? kUninterruptibleNote : "could not be stopped before the deadline";
+      ft.error =
+          t.uninterruptible ? kUninterruptibleNote : "could not be stopped before the deadline";
       threads_.push_back(std::move(ft));
       continue;
     }
@@ -275,7 +277,8 @@ std::int64_t PtraceStopper::release() {
   if (released_) return pause_us_;
   released_ = true;
   auto detach = [](const Tracee& t) {
-    ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
+    ptrace(PTRACE_DETACH, t.tid, nullptr,
+           reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
   };
   for (const auto& t : tracees_) {
     if (!t.gone && t.stopped) detach(t);

@@ -47,10 +47,10 @@ class PtraceStopper : public Freeze {
     int tid = 0;
     bool stopped = false;
     bool gone = false;
-    bool uninterruptible = false;   // seen in D state while its stop was awaited
-    int pending_signal = 0;   // signal-delivery-stop: re-inject on detach
-    int exit_code = 0;        // when gone: CLD_EXITED / CLD_KILLED / CLD_DUMPED, 0 unknown
-    int exit_status = 0;      // the exit status or the signal
+    bool uninterruptible = false;  // seen in D state while its stop was awaited
+    int pending_signal = 0;        // signal-delivery-stop: re-inject on detach
+    int exit_code = 0;             // when gone: CLD_EXITED / CLD_KILLED / CLD_DUMPED, 0 unknown
+    int exit_status = 0;           // the exit status or the signal
   };
 
   explicit PtraceStopper(int pid);
@@ -66,7 +66,7 @@ class PtraceStopper : public Freeze {
 
   int pid_;
   std::vector<Tracee> tracees_;
-  std::vector<int> uninterruptible_;   // threads in D state when found: not attached
+  std::vector<int> uninterruptible_;  // threads in D state when found: not attached
   std::vector<FrozenThread> threads_;
   std::int64_t first_stop_us_ = 0;
   std::int64_t stopped_us_ = 0;

@@ -65,8 +65,8 @@ std::unique_ptr<ElfSymbols> ElfSymbols::open(const std::string& local_path) {
     if (gelf_getshdr(scn, &shdr) == nullptr) continue;
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (name != nullptr && *name != '\0') {
-      out->sections_.emplace(name, Section{shdr.sh_addr, shdr.sh_size, shdr.sh_offset,
-                                           shdr.sh_type == SHT_NOBITS});
+      out->sections_.emplace(
+          name, Section{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_type == SHT_NOBITS});
     }
     Table t{elf_ndxscn(scn), shdr.sh_link};
     if (shdr.sh_type == SHT_DYNSYM && out->dynsym_.index == 0) out->dynsym_ = t;
@@ -80,7 +80,8 @@ std::optional<ElfSymbols::Sym> ElfSymbols::scan(const Table& table, std::string_
   if (table.index == 0) return std::nullopt;
   Elf_Scn* scn = elf_getscn(elf_, table.index);
   GElf_Shdr shdr;
-  if (scn == nullptr || gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0) return std::nullopt;
+  if (scn == nullptr || gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0)
+    return std::nullopt;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (data == nullptr) return std::nullopt;
   std::size_t count = shdr.sh_size / shdr.sh_entsize;
@@ -127,15 +128,15 @@ std::optional<ElfSymbols::Sym> ElfSymbols::from_gnu_hash(std::string_view name) 
       const char* n = acceptable(sym) ? elf_strptr(elf_, dynsym_.strtab, sym.st_name) : nullptr;
       if (n != nullptr && name == n) return Sym{sym.st_value, sym.st_size};
     }
-    if (ch & 1) break;   // the end of this bucket's chain
+    if (ch & 1) break;  // the end of this bucket's chain
   }
   return std::nullopt;
 }
 
 std::optional<ElfSymbols::Sym> ElfSymbols::symbol(std::string_view name) const {
   if (auto it = looked_up_.find(name); it != looked_up_.end()) return it->second;
-  std::optional<Sym> found = gnu_hash_ != 0 && dynsym_.index != 0 ? from_gnu_hash(name)
-                                                                   : scan(dynsym_, name);
+  std::optional<Sym> found =
+      gnu_hash_ != 0 && dynsym_.index != 0 ? from_gnu_hash(name) : scan(dynsym_, name);
   if (!found) found = scan(symtab_, name);
   looked_up_.emplace(std::string(name), found);
   return found;
@@ -234,8 +235,8 @@ std::optional<SectionRange> ModuleSymbols::section(const std::string& module,
   return SectionRange{sec->addr + *bias, sec->size, module};
 }
 
-std::size_t ModuleSymbols::read_from_file(const std::string& module, std::uint64_t addr,
-                                          void* buf, std::size_t len) {
+std::size_t ModuleSymbols::read_from_file(const std::string& module, std::uint64_t addr, void* buf,
+                                          std::size_t len) {
   const ElfSymbols* e = elf(module);
   auto bias = load_bias(module);
   if (e == nullptr || !bias || addr < *bias) return 0;

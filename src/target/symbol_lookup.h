@@ -18,14 +18,14 @@
 
 #include "target/target.h"
 
-struct Elf;   // libelf
+struct Elf;  // libelf
 
 namespace hangscan {
 
 struct SymbolAddress {
-  std::uint64_t address = 0;   // absolute, in the target's address space
+  std::uint64_t address = 0;  // absolute, in the target's address space
   std::uint64_t size = 0;
-  std::string module;          // path of the module (as in the mappings)
+  std::string module;  // path of the module (as in the mappings)
 };
 
 // A runtime address range of one section of one module.
@@ -66,7 +66,7 @@ class ElfSymbols {
     std::uint64_t memsz = 0;
   };
 
-  bool is_exec() const { return is_exec_; }   // ET_EXEC: not relocated
+  bool is_exec() const { return is_exec_; }  // ET_EXEC: not relocated
   // The first definition of `name` (function, object, TLS, ifunc or untyped) in .dynsym,
   // else in .symtab.
   std::optional<Sym> symbol(std::string_view name) const;
@@ -91,7 +91,7 @@ class ElfSymbols {
   bool is_exec_ = false;
   Table dynsym_;
   Table symtab_;
-  std::size_t gnu_hash_ = 0;   // section index of .gnu.hash, 0: none
+  std::size_t gnu_hash_ = 0;  // section index of .gnu.hash, 0: none
   std::map<std::string, Section, std::less<>> sections_;
   std::vector<Load> loads_;
   mutable std::map<std::string, std::optional<Sym>, std::less<>> looked_up_;
@@ -118,7 +118,7 @@ class ModuleSymbols {
 
  private:
   Target& target_;
-  std::map<std::string, std::unique_ptr<ElfSymbols>> files_;   // null: open failed
+  std::map<std::string, std::unique_ptr<ElfSymbols>> files_;  // null: open failed
   std::map<std::string, std::optional<std::uint64_t>> biases_;
 };
 

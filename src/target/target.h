@@ -34,7 +34,7 @@ struct Registers {
 
 // The top of one thread's stack, copied while the thread was stopped.
 struct StackCopy {
-  std::uint64_t start = 0;              // address of bytes[0] (the stack pointer, rounded down)
+  std::uint64_t start = 0;  // address of bytes[0] (the stack pointer, rounded down)
   std::vector<std::uint8_t> bytes;
   // Written without `addr + len`, which wraps for addresses near 2^64 (corrupt frames).
   bool contains(std::uint64_t addr, std::size_t len) const {
@@ -45,9 +45,9 @@ struct StackCopy {
 // What the freeze captured for one thread.
 struct FrozenThread {
   int tid = 0;
-  std::optional<Registers> regs;   // nullopt: registers could not be read (see error)
+  std::optional<Registers> regs;  // nullopt: registers could not be read (see error)
   std::string error;
-  bool uninterruptible = false;    // in D state: not stopped, its user stack is out of reach
+  bool uninterruptible = false;  // in D state: not stopped, its user stack is out of reach
 };
 
 // RAII guard over a stopped target. The destructor resumes whatever is still stopped, so an

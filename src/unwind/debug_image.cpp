@@ -1,8 +1,8 @@
 #include "unwind/debug_image.h"
 
 #include <dlfcn.h>
-#include <elfutils/libdwelf.h>
 #include <elf.h>
+#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -29,23 +29,23 @@ namespace {
 // What names, file:line and inline scopes read. Location lists, macros, call frames and the
 // name indexes are left out: they are the bulk of a debug file and symbolizing never reads them.
 constexpr std::array<std::string_view, 11> kKept = {
-    ".debug_info",   ".debug_abbrev", ".debug_line",        ".debug_line_str",
-    ".debug_str",    ".debug_aranges", ".debug_ranges",     ".debug_rnglists",
-    ".debug_addr",   ".debug_str_offsets", ".debug_types"};
+    ".debug_info", ".debug_abbrev",      ".debug_line",   ".debug_line_str",
+    ".debug_str",  ".debug_aranges",     ".debug_ranges", ".debug_rnglists",
+    ".debug_addr", ".debug_str_offsets", ".debug_types"};
 
-constexpr std::uint64_t kMaxImage = std::uint64_t{4} << 30;   // a bigger claim is corrupt
-constexpr std::size_t kGnuHeader = 12;                           // "ZLIB" + 8-byte BE size
-constexpr std::uint64_t kParallelBytes = 1 << 20;   // less is not worth a thread
+constexpr std::uint64_t kMaxImage = std::uint64_t{4} << 30;  // a bigger claim is corrupt
+constexpr std::size_t kGnuHeader = 12;                       // "ZLIB" + 8-byte BE size
+constexpr std::uint64_t kParallelBytes = 1 << 20;            // less is not worth a thread
 
 enum class Packing { plain, chdr, gnu };
 
 struct Piece {
-  std::string name;           // ".debug_*" even for ".zdebug_*"
+  std::string name;  // ".debug_*" even for ".zdebug_*"
   Elf_Scn* scn = nullptr;
   Packing packing = Packing::plain;
-  std::uint64_t size = 0;     // inflated
-  std::uint64_t offset = 0;   // in the image
-  const std::uint8_t* in = nullptr;   // the bytes in the file (compressed or not)
+  std::uint64_t size = 0;            // inflated
+  std::uint64_t offset = 0;          // in the image
+  const std::uint8_t* in = nullptr;  // the bytes in the file (compressed or not)
   std::size_t in_size = 0;
   bool done = false;
 };
@@ -152,8 +152,8 @@ std::optional<std::string> find_debug_file(const std::string& module_path,
 int find_debuginfo_local(Dwfl_Module* mod, void** /*userdata*/, const char* /*modname*/,
                          Dwarf_Addr /*base*/, const char* file_name, const char* debuglink_file,
                          GElf_Word /*debuglink_crc*/, char** debuginfo_file_name) {
-  auto path = find_debug_file(file_name != nullptr ? file_name : "", module_build_id(mod),
-                              debuglink_file);
+  auto path =
+      find_debug_file(file_name != nullptr ? file_name : "", module_build_id(mod), debuglink_file);
   if (!path) {
     errno = ENOENT;
     return -1;
@@ -223,7 +223,7 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   std::vector<Piece> pieces;
   bool has_info = false;
   bool compressed = false;
-  bool alt = false;   // dwz: DIEs in another file, which libdw finds from the file's path
+  bool alt = false;  // dwz: DIEs in another file, which libdw finds from the file's path
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr) continue;
@@ -234,12 +234,15 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
     bool gnu = name.starts_with(".zdebug_");
     std::string canonical = gnu ? ".debug_" + std::string(name.substr(8)) : std::string(name);
     if (!std::string_view(canonical).starts_with(".debug_") || sh.sh_type == SHT_NOBITS) continue;
-    Packing packing = gnu ? Packing::gnu : (sh.sh_flags & SHF_COMPRESSED) ? Packing::chdr : Packing::plain;
+    Packing packing = gnu                              ? Packing::gnu
+                      : (sh.sh_flags & SHF_COMPRESSED) ? Packing::chdr
+                                                       : Packing::plain;
     compressed |= packing != Packing::plain;
     if (canonical == ".debug_info") has_info = true;
     if (!kept(canonical)) continue;
-    if (std::any_of(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.name == canonical; })) {
-      continue;   // a duplicate section: libdw would refuse the file; keep the first
+    if (std::any_of(pieces.begin(), pieces.end(),
+                    [&](const Piece& p) { return p.name == canonical; })) {
+      continue;  // a duplicate section: libdw would refuse the file; keep the first
     }
     pieces.push_back(Piece{std::move(canonical), scn, packing, sh.sh_size, 0});
   }
@@ -320,7 +323,8 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   for (auto& p : pieces) {
     if (p.packing == Packing::plain) {
       Elf_Data* d = elf_rawdata(p.scn, nullptr);
-      if (d == nullptr || (p.size > 0 && (d->d_buf == nullptr || d->d_size != p.size))) return plain();
+      if (d == nullptr || (p.size > 0 && (d->d_buf == nullptr || d->d_size != p.size)))
+        return plain();
       p.in = static_cast<const std::uint8_t*>(d->d_buf);
       p.in_size = p.size;
     } else {
@@ -340,7 +344,8 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   };
   std::vector<Piece*> order;
   for (auto& p : pieces) order.push_back(&p);
-  std::sort(order.begin(), order.end(), [](const Piece* a, const Piece* b) { return a->size > b->size; });
+  std::sort(order.begin(), order.end(),
+            [](const Piece* a, const Piece* b) { return a->size > b->size; });
   std::vector<Piece*> mine;
   std::vector<Piece*> theirs;
   std::uint64_t my_bytes = 0;

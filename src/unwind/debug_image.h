@@ -58,8 +58,8 @@ std::optional<std::string> find_debug_file(const std::string& module_path,
 // never asks debuginfod (which dlopens libcurl and its dependencies, ~15 ms, for every
 // module without local debug info, and may go to the network).
 int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
-                         const char* file_name, const char* debuglink_file,
-                         GElf_Word debuglink_crc, char** debuginfo_file_name);
+                         const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                         char** debuginfo_file_name);
 
 // Where the DWARF of an offline module lies: its own file when that has .debug_info, else
 // its separate debug file; nullopt when there is none.
@@ -81,11 +81,11 @@ class DebugImage {
  private:
   DebugImage() = default;
   int fd_ = -1;
-  void* source_ = nullptr;      // the ELF handle of the file (Elf*)
-  HugeMapping memory_;          // holds image_
+  void* source_ = nullptr;  // the ELF handle of the file (Elf*)
+  HugeMapping memory_;      // holds image_
   std::uint8_t* image_ = nullptr;
   std::size_t image_size_ = 0;
-  void* image_elf_ = nullptr;   // Elf* over image_
+  void* image_elf_ = nullptr;  // Elf* over image_
   Dwarf* dwarf_ = nullptr;
   std::size_t inflated_ = 0;
 };

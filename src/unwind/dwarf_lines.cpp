@@ -23,7 +23,7 @@ struct Cursor {
   std::uint64_t fixed(std::size_t n) {
     if (!has(n)) return 0;
     std::uint64_t v = 0;
-    std::memcpy(&v, p, n);   // little-endian only (DebugImage refuses the others)
+    std::memcpy(&v, p, n);  // little-endian only (DebugImage refuses the others)
     p += n;
     return v;
   }
@@ -50,7 +50,8 @@ struct Cursor {
     return v;
   }
   const char* cstring() {
-    const void* nul = ok && p < end ? std::memchr(p, 0, static_cast<std::size_t>(end - p)) : nullptr;
+    const void* nul =
+        ok && p < end ? std::memchr(p, 0, static_cast<std::size_t>(end - p)) : nullptr;
     if (nul == nullptr) {
       ok = false;
       return "";
@@ -106,17 +107,38 @@ bool read_entries(Cursor& c, const std::vector<std::pair<std::uint64_t, std::uin
       std::uint64_t value = 0;
       const char* text = nullptr;
       switch (form) {
-        case DW_FORM_string: text = c.cstring(); break;
-        case DW_FORM_line_strp: text = string_at(line_str, c.fixed(static_cast<std::size_t>(offset_size))); break;
-        case DW_FORM_strp: text = string_at(str, c.fixed(static_cast<std::size_t>(offset_size))); break;
-        case DW_FORM_udata: value = c.uleb(); break;
-        case DW_FORM_data1: value = c.fixed(1); break;
-        case DW_FORM_data2: value = c.fixed(2); break;
-        case DW_FORM_data4: value = c.fixed(4); break;
-        case DW_FORM_data8: value = c.fixed(8); break;
-        case DW_FORM_data16: c.skip(16); break;
-        case DW_FORM_block: c.skip(c.uleb()); break;
-        default: return false;   // strx forms and the like: libdw reads those
+        case DW_FORM_string:
+          text = c.cstring();
+          break;
+        case DW_FORM_line_strp:
+          text = string_at(line_str, c.fixed(static_cast<std::size_t>(offset_size)));
+          break;
+        case DW_FORM_strp:
+          text = string_at(str, c.fixed(static_cast<std::size_t>(offset_size)));
+          break;
+        case DW_FORM_udata:
+          value = c.uleb();
+          break;
+        case DW_FORM_data1:
+          value = c.fixed(1);
+          break;
+        case DW_FORM_data2:
+          value = c.fixed(2);
+          break;
+        case DW_FORM_data4:
+          value = c.fixed(4);
+          break;
+        case DW_FORM_data8:
+          value = c.fixed(8);
+          break;
+        case DW_FORM_data16:
+          c.skip(16);
+          break;
+        case DW_FORM_block:
+          c.skip(c.uleb());
+          break;
+        default:
+          return false;  // strx forms and the like: libdw reads those
       }
       if (type == DW_LNCT_path) {
         if (text == nullptr) return false;
@@ -136,7 +158,8 @@ bool read_entries(Cursor& c, const std::vector<std::pair<std::uint64_t, std::uin
 std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
   Dwarf_Attribute attr;
   Dwarf_Word stmt_list = 0;
-  if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &stmt_list) != 0) return std::nullopt;
+  if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &stmt_list) != 0)
+    return std::nullopt;
   Elf* elf = dwarf_getelf(dbg);
   Section line = section(elf, ".debug_line");
   if (line.data == nullptr || stmt_list >= line.size) return std::nullopt;
@@ -156,7 +179,7 @@ std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
   // distributions this is tuned for, which use DWARF 5).
   if (t.version_ != 5) return std::nullopt;
   t.address_size_ = static_cast<std::uint8_t>(c.fixed(1));
-  c.fixed(1);   // segment selector size
+  c.fixed(1);  // segment selector size
   std::uint64_t header_length = c.fixed(static_cast<std::size_t>(offset_size));
   if (!c.ok || header_length > static_cast<std::uint64_t>(c.end - c.p)) return std::nullopt;
   const std::uint8_t* program = c.p + header_length;
@@ -170,7 +193,8 @@ std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
       (t.address_size_ != 4 && t.address_size_ != 8)) {
     return std::nullopt;
   }
-  for (int i = 1; i < t.opcode_base_; ++i) t.opcode_lengths_.push_back(static_cast<std::uint8_t>(c.fixed(1)));
+  for (int i = 1; i < t.opcode_base_; ++i)
+    t.opcode_lengths_.push_back(static_cast<std::uint8_t>(c.fixed(1)));
 
   Section line_str = section(elf, ".debug_line_str");
   Section str = section(elf, ".debug_str");
@@ -194,7 +218,7 @@ std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
       t.files_.emplace_back(f.path);
       continue;
     }
-    if (f.dir >= dirs.size()) return std::nullopt;   // libdw rejects the whole table
+    if (f.dir >= dirs.size()) return std::nullopt;  // libdw rejects the whole table
     t.files_.push_back(std::string(dirs[f.dir].path) + "/" + f.path);
   }
   if (program > c.end) return std::nullopt;
@@ -226,8 +250,8 @@ std::optional<DwarfLines::Row> DwarfLines::lookup(std::uint64_t addr) const {
       return !found || address < a || (address == a && (n || !normal));
     }
   };
-  Key best;   // the last row at or below addr: what the binary search lands on
-  Key top;    // the last row of all, which libdw marks end_sequence whatever it was
+  Key best;  // the last row at or below addr: what the binary search lands on
+  Key top;   // the last row of all, which libdw marks end_sequence whatever it was
   State s;
   std::uint64_t order = 0;
   auto emit = [&](bool end_sequence) {
@@ -248,7 +272,7 @@ std::optional<DwarfLines::Row> DwarfLines::lookup(std::uint64_t addr) const {
       continue;
     }
     switch (op) {
-      case 0: {   // extended
+      case 0: {  // extended
         std::uint64_t len = c.uleb();
         if (len == 0 || !c.has(static_cast<std::size_t>(std::min<std::uint64_t>(len, SIZE_MAX)))) {
           return std::nullopt;
@@ -261,18 +285,30 @@ std::optional<DwarfLines::Row> DwarfLines::lookup(std::uint64_t addr) const {
         } else if (sub == DW_LNE_set_address) {
           s.address = c.fixed(address_size_);
         } else if (sub == DW_LNE_define_file) {
-          return std::nullopt;   // the file table changes: libdw's business
+          return std::nullopt;  // the file table changes: libdw's business
         }
         c.p = next;
         break;
       }
-      case DW_LNS_copy: emit(false); break;
-      case DW_LNS_advance_pc: s.address += c.uleb() * min_len; break;
-      case DW_LNS_advance_line: s.line += c.sleb(); break;
-      case DW_LNS_set_file: s.file = c.uleb(); break;
-      case DW_LNS_const_add_pc: s.address += ((255u - opcode_base_) / line_range_) * min_len; break;
-      case DW_LNS_fixed_advance_pc: s.address += c.fixed(2); break;
-      default:   // column, stmt, basic block, prologue, epilogue, isa and unknown opcodes
+      case DW_LNS_copy:
+        emit(false);
+        break;
+      case DW_LNS_advance_pc:
+        s.address += c.uleb() * min_len;
+        break;
+      case DW_LNS_advance_line:
+        s.line += c.sleb();
+        break;
+      case DW_LNS_set_file:
+        s.file = c.uleb();
+        break;
+      case DW_LNS_const_add_pc:
+        s.address += ((255u - opcode_base_) / line_range_) * min_len;
+        break;
+      case DW_LNS_fixed_advance_pc:
+        s.address += c.fixed(2);
+        break;
+      default:  // column, stmt, basic block, prologue, epilogue, isa and unknown opcodes
         for (std::uint8_t i = 0; i < opcode_lengths_[op - 1u]; ++i) c.uleb();
         break;
     }

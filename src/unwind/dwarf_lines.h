@@ -40,7 +40,7 @@ class DwarfLines {
 
  private:
   std::vector<std::string> files_;
-  const std::uint8_t* program_ = nullptr;   // the opcodes, up to the end of the unit
+  const std::uint8_t* program_ = nullptr;  // the opcodes, up to the end of the unit
   const std::uint8_t* end_ = nullptr;
   int version_ = 0;
   std::uint8_t address_size_ = 8;

@@ -9,8 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -38,7 +38,7 @@ DwflSession::~DwflSession() {
 Result<std::unique_ptr<DwflSession>> DwflSession::create(ModuleSource& source) {
   std::unique_ptr<DwflSession> s(new DwflSession(source));
   s->callbacks_.find_elf = &DwflSession::find_elf;
-  s->callbacks_.find_debuginfo = find_debuginfo_local;   // never debuginfod
+  s->callbacks_.find_debuginfo = find_debuginfo_local;  // never debuginfod
   s->callbacks_.section_address = dwfl_offline_section_address;
   s->callbacks_.debuginfo_path = &s->debuginfo_path_;
   s->dwfl_ = dwfl_begin(&s->callbacks_);
@@ -137,7 +137,8 @@ Frame DwflSession::unknown_frame(const RawFrame& raw) const {
 
 bool DwflSession::offline_module(Dwfl_Module* mod, std::string& key, std::string& path) const {
   void** userdata = nullptr;
-  const char* name = dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  const char* name =
+      dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   auto* data = userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
   if (data == nullptr || data->local_path.empty()) return false;
   GElf_Addr bias = 0;
@@ -155,7 +156,7 @@ void DwflSession::prepare(const std::vector<const RawFrame*>& frames, SymbolCach
     std::string path;
     std::vector<std::uint64_t> vaddrs;
   };
-  std::map<std::string, Wanted> by_module;   // by module key
+  std::map<std::string, Wanted> by_module;  // by module key
   std::vector<std::string> order;
   for (const RawFrame* raw : frames) {
     std::uint64_t lookup = raw->exact || raw->pc == 0 ? raw->pc : raw->pc - 1;
@@ -178,7 +179,8 @@ void DwflSession::prepare(const std::vector<const RawFrame*>& frames, SymbolCach
   std::vector<std::pair<std::string, std::string>> modules;
   for (const auto& key : order) modules.emplace_back(key, by_module[key].path);
   cache.prefetch_offline(modules);
-  for (const auto& key : order) cache.prefetch_names(key, by_module[key].path, by_module[key].vaddrs);
+  for (const auto& key : order)
+    cache.prefetch_names(key, by_module[key].path, by_module[key].vaddrs);
 }
 
 std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cache) {
@@ -186,8 +188,8 @@ std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cach
   Dwfl_Module* mod = dwfl_addrmodule(dwfl_, lookup);
   if (mod == nullptr) return {unknown_frame(raw)};
 
-  const char* modname = dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                         nullptr, nullptr);
+  const char* modname =
+      dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   GElf_Addr bias = 0;
   Elf* elf = dwfl_module_getelf(mod, &bias);
   std::string build_id;

@@ -47,7 +47,7 @@ class DwflSession {
  private:
   struct ModuleData {
     std::string local_path;
-    std::vector<std::uint8_t> image;   // in-memory ELF ([vdso])
+    std::vector<std::uint8_t> image;  // in-memory ELF ([vdso])
   };
 
   explicit DwflSession(ModuleSource& source);

@@ -18,7 +18,7 @@ namespace hangscan {
 namespace {
 
 constexpr std::size_t kMaxFrames = 512;
-constexpr unsigned kDwarfSp = 7;   // rsp in the DWARF register numbering of x86-64
+constexpr unsigned kDwarfSp = 7;  // rsp in the DWARF register numbering of x86-64
 
 class LibdwUnwinder : public Unwinder {
  public:
@@ -28,7 +28,8 @@ class LibdwUnwinder : public Unwinder {
     if (!attached_) {
       int pid = session_.source().pid();
       if (!dwfl_attach_state(session_.dwfl(), nullptr, pid, &kCallbacks, this)) {
-        return Error(Errc::internal, fmt::format("libdw: cannot attach state: {}", dwfl_errmsg(-1)));
+        return Error(Errc::internal,
+                     fmt::format("libdw: cannot attach state: {}", dwfl_errmsg(-1)));
       }
       attached_ = true;
     }
@@ -84,7 +85,7 @@ class LibdwUnwinder : public Unwinder {
       self->unreadable_.reset();
       return true;
     }
-    self->unreadable_ = addr;   // kept only when it is the walk's last read
+    self->unreadable_ = addr;  // kept only when it is the walk's last read
     return false;
   }
 
@@ -92,8 +93,8 @@ class LibdwUnwinder : public Unwinder {
     auto* self = static_cast<LibdwUnwinder*>(thread_arg);
     const user_regs_struct& r = self->regs_->raw;
     // DWARF register order on x86-64.
-    Dwarf_Word dw[17] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi, r.rbp, r.rsp,
-                         r.r8,  r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rip};
+    Dwarf_Word dw[17] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8,
+                         r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rip};
     if (!dwfl_thread_state_registers(thread, 0, 17, dw)) return false;
     dwfl_thread_state_register_pc(thread, r.rip);
     return true;
@@ -111,9 +112,12 @@ class LibdwUnwinder : public Unwinder {
     return self->frames_->size() >= kMaxFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
   }
 
-  static constexpr Dwfl_Thread_Callbacks kCallbacks = {
-      &LibdwUnwinder::next_thread, &LibdwUnwinder::get_thread, &LibdwUnwinder::memory_read,
-      &LibdwUnwinder::set_initial_registers, nullptr, nullptr};
+  static constexpr Dwfl_Thread_Callbacks kCallbacks = {&LibdwUnwinder::next_thread,
+                                                       &LibdwUnwinder::get_thread,
+                                                       &LibdwUnwinder::memory_read,
+                                                       &LibdwUnwinder::set_initial_registers,
+                                                       nullptr,
+                                                       nullptr};
 
   DwflSession& session_;
   bool attached_ = false;
@@ -121,7 +125,7 @@ class LibdwUnwinder : public Unwinder {
   const StackCopy* stack_ = nullptr;
   int tid_ = 0;
   std::vector<RawFrame>* frames_ = nullptr;
-  std::optional<Dwarf_Addr> unreadable_;   // the address of the last read, when it failed
+  std::optional<Dwarf_Addr> unreadable_;  // the address of the last read, when it failed
 };
 
 }  // namespace

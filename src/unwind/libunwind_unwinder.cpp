@@ -202,24 +202,59 @@ class LibunwindUnwinder : public Unwinder {
     if (write != 0) return -UNW_EREADONLYREG;
     const user_regs_struct& r = self(arg)->regs_->raw;
     switch (reg) {
-      case UNW_X86_64_RAX: *val = r.rax; break;
-      case UNW_X86_64_RDX: *val = r.rdx; break;
-      case UNW_X86_64_RCX: *val = r.rcx; break;
-      case UNW_X86_64_RBX: *val = r.rbx; break;
-      case UNW_X86_64_RSI: *val = r.rsi; break;
-      case UNW_X86_64_RDI: *val = r.rdi; break;
-      case UNW_X86_64_RBP: *val = r.rbp; break;
-      case UNW_X86_64_RSP: *val = r.rsp; break;
-      case UNW_X86_64_R8: *val = r.r8; break;
-      case UNW_X86_64_R9: *val = r.r9; break;
-      case UNW_X86_64_R10: *val = r.r10; break;
-      case UNW_X86_64_R11: *val = r.r11; break;
-      case UNW_X86_64_R12: *val = r.r12; break;
-      case UNW_X86_64_R13: *val = r.r13; break;
-      case UNW_X86_64_R14: *val = r.r14; break;
-      case UNW_X86_64_R15: *val = r.r15; break;
-      case UNW_X86_64_RIP: *val = r.rip; break;
-      default: return -UNW_EBADREG;
+      case UNW_X86_64_RAX:
+        *val = r.rax;
+        break;
+      case UNW_X86_64_RDX:
+        *val = r.rdx;
+        break;
+      case UNW_X86_64_RCX:
+        *val = r.rcx;
+        break;
+      case UNW_X86_64_RBX:
+        *val = r.rbx;
+        break;
+      case UNW_X86_64_RSI:
+        *val = r.rsi;
+        break;
+      case UNW_X86_64_RDI:
+        *val = r.rdi;
+        break;
+      case UNW_X86_64_RBP:
+        *val = r.rbp;
+        break;
+      case UNW_X86_64_RSP:
+        *val = r.rsp;
+        break;
+      case UNW_X86_64_R8:
+        *val = r.r8;
+        break;
+      case UNW_X86_64_R9:
+        *val = r.r9;
+        break;
+      case UNW_X86_64_R10:
+        *val = r.r10;
+        break;
+      case UNW_X86_64_R11:
+        *val = r.r11;
+        break;
+      case UNW_X86_64_R12:
+        *val = r.r12;
+        break;
+      case UNW_X86_64_R13:
+        *val = r.r13;
+        break;
+      case UNW_X86_64_R14:
+        *val = r.r14;
+        break;
+      case UNW_X86_64_R15:
+        *val = r.r15;
+        break;
+      case UNW_X86_64_RIP:
+        *val = r.rip;
+        break;
+      default:
+        return -UNW_EBADREG;
     }
     return 0;
   }
@@ -229,7 +264,7 @@ class LibunwindUnwinder : public Unwinder {
   }
   static int resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
   static int get_proc_name(unw_addr_space_t, unw_word_t, char*, size_t, unw_word_t*, void*) {
-    return -UNW_ENOINFO;   // names come from the shared libdw symbolizer
+    return -UNW_ENOINFO;  // names come from the shared libdw symbolizer
   }
 
   ModuleSource& source_;

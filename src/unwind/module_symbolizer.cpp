@@ -82,7 +82,7 @@ struct LineSource {
   LineSource(Dwarf_Die* cu, const DwarfLines* t) : cudie(cu), table(t) {}
 
   Dwarf_Die* cudie = nullptr;
-  const DwarfLines* table = nullptr;   // when set, libdw's line table is never decoded
+  const DwarfLines* table = nullptr;  // when set, libdw's line table is never decoded
 
   void row(std::uint64_t addr, std::optional<std::string>& file, std::optional<int>& line) const {
     if (table != nullptr) {
@@ -140,8 +140,8 @@ void call_site(Dwarf_Die* inlined, LineSource& lines, std::optional<std::string>
   if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &idx) == 0) {
     if (const char* f = lines.file_name(idx)) file = f;
   }
-  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &call_line) == 0 && call_line > 0 &&
-      call_line <= static_cast<Dwarf_Word>(std::numeric_limits<int>::max())) {
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &call_line) == 0 &&
+      call_line > 0 && call_line <= static_cast<Dwarf_Word>(std::numeric_limits<int>::max())) {
     line = static_cast<int>(call_line);
   }
 }
@@ -165,7 +165,7 @@ std::vector<Frame> scoped_frames(Dwarf_Die* cudie, std::uint64_t addr, LineSourc
       if (!named) native.function = die_function_name(&*it);
       break;
     }
-    if (tag != DW_TAG_inlined_subroutine) continue;   // lexical blocks
+    if (tag != DW_TAG_inlined_subroutine) continue;  // lexical blocks
     out.push_back(inline_frame(&*it, file, line));
     call_site(&*it, lines, file, line);
   }
@@ -186,7 +186,8 @@ bool find_cu(Dwarf* dbg, std::uint64_t addr, Dwarf_Die* cudie) {
   Dwarf_Off next = 0;
   std::size_t header = 0;
   while (dwarf_nextcu(dbg, off, &next, &header, nullptr, nullptr, nullptr) == 0) {
-    if (dwarf_offdie(dbg, off + header, cudie) != nullptr && dwarf_haspc(cudie, addr) > 0) return true;
+    if (dwarf_offdie(dbg, off + header, cudie) != nullptr && dwarf_haspc(cudie, addr) > 0)
+      return true;
     off = next;
   }
   return false;
@@ -243,9 +244,9 @@ void OfflineModules::start_debug(Module& m) {
 void OfflineModules::start_debug_file(Module& m, const std::string& file) {
   m.debug_tried = true;
   try {
-    m.pending = std::async(std::launch::async,
-                           [this, file] { return DebugImage::open(file, inflater_); });
-  } catch (const std::system_error&) {   // no thread to be had: open it here
+    m.pending =
+        std::async(std::launch::async, [this, file] { return DebugImage::open(file, inflater_); });
+  } catch (const std::system_error&) {  // no thread to be had: open it here
     m.debug = DebugImage::open(file, inflater_);
   }
 }
@@ -260,7 +261,8 @@ void OfflineModules::prefetch(const std::vector<std::pair<std::string, std::stri
   for (const auto& km : modules) {
     Module& m = modules_[km.first];
     if (m.debug_tried) continue;
-    auto file = is_build_id(km.first) ? find_debug_file(km.second, km.first, nullptr) : std::nullopt;
+    auto file =
+        is_build_id(km.first) ? find_debug_file(km.second, km.first, nullptr) : std::nullopt;
     if (file) start_debug_file(m, *file);
     else later.push_back(&km);
   }

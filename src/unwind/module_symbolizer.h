@@ -41,7 +41,8 @@ class OfflineModules {
   OfflineModules& operator=(const OfflineModules&) = delete;
 
   // `vaddr` is the address in the file's own ELF address space (pc minus load bias).
-  std::vector<Frame> symbolize(const std::string& key, const std::string& path, std::uint64_t vaddr);
+  std::vector<Frame> symbolize(const std::string& key, const std::string& path,
+                               std::uint64_t vaddr);
   // Starts opening the DWARF of these modules (key, path) on other threads (inflating it is
   // the slow part), so that they inflate side by side while names are looked up. Modules whose
   // debug file is found by build-id start at once, before any module file is opened (opening
@@ -54,20 +55,20 @@ class OfflineModules {
 
  private:
   struct Module {
-    Dwfl* dwfl = nullptr;          // ELF symbols (names)
+    Dwfl* dwfl = nullptr;  // ELF symbols (names)
     Dwfl_Module* mod = nullptr;
     std::uint64_t bias = 0;
     bool opened = false;
     bool ok = false;
     bool debug_tried = false;
-    std::unique_ptr<DebugImage> debug;   // DWARF (file:line, inline frames)
-    std::future<std::unique_ptr<DebugImage>> pending;   // `debug` while it is being opened
-    std::map<std::uint64_t, std::optional<DwarfLines>> line_tables;   // by CU offset
-    std::map<std::uint64_t, const char*> names;   // prefetched ELF symbols by vaddr (null: none)
+    std::unique_ptr<DebugImage> debug;                 // DWARF (file:line, inline frames)
+    std::future<std::unique_ptr<DebugImage>> pending;  // `debug` while it is being opened
+    std::map<std::uint64_t, std::optional<DwarfLines>> line_tables;  // by CU offset
+    std::map<std::uint64_t, const char*> names;  // prefetched ELF symbols by vaddr (null: none)
   };
   Module& open(const std::string& key, const std::string& path);
-  void start_debug(Module& m);   // under mu_
-  void start_debug_file(Module& m, const std::string& file);   // under mu_
+  void start_debug(Module& m);                                // under mu_
+  void start_debug_file(Module& m, const std::string& file);  // under mu_
 
   std::mutex mu_;
   Inflater inflater_;

@@ -5,7 +5,7 @@
 namespace hangscan {
 namespace {
 
-constexpr int kMaxDepth = 256;   // real trees are a few dozen deep; more is damage or a cycle
+constexpr int kMaxDepth = 256;  // real trees are a few dozen deep; more is damage or a cycle
 
 bool has_code_range(Dwarf_Die* die) {
   return dwarf_hasattr(die, DW_AT_low_pc) || dwarf_hasattr(die, DW_AT_ranges) ||
@@ -33,8 +33,8 @@ bool descend(Dwarf_Die* parent, std::uint64_t addr, std::vector<Dwarf_Die>& chai
   if (dwarf_child(parent, &child) != 0) return false;
   do {
     int tag = dwarf_tag(&child);
-    bool code = tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-                tag == DW_TAG_lexical_block;
+    bool code =
+        tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block;
     if (code && has_code_range(&child)) {
       if (dwarf_haspc(&child, addr) > 0) {
         chain.push_back(child);

@@ -12,10 +12,14 @@ namespace {
 // Higher is preferred: a global beats a weak beats a local symbol at the same place.
 int binding_rank(const GElf_Sym& sym) {
   switch (GELF_ST_BIND(sym.st_info)) {
-    case STB_GLOBAL: return 3;
-    case STB_WEAK: return 2;
-    case STB_LOCAL: return 1;
-    default: return 0;
+    case STB_GLOBAL:
+      return 3;
+    case STB_WEAK:
+      return 2;
+    case STB_LOCAL:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -23,7 +27,7 @@ int binding_rank(const GElf_Sym& sym) {
 struct Entry {
   const char* name = nullptr;
   GElf_Sym sym{};
-  GElf_Addr value = 0;   // st_value adjusted into the Dwfl address space
+  GElf_Addr value = 0;  // st_value adjusted into the Dwfl address space
   GElf_Word shndx = 0;
   Elf* elf = nullptr;
   GElf_Addr bias = 0;
@@ -32,12 +36,12 @@ struct Entry {
 // What one address has found so far.
 struct Search {
   std::uint64_t addr = 0;
-  const char* name = nullptr;   // the best sized symbol
+  const char* name = nullptr;  // the best sized symbol
   GElf_Sym sym{};
   GElf_Addr value = 0;
   const char* label = nullptr;  // the best size-less symbol (an assembly label)
   GElf_Addr label_value = 0;
-  GElf_Addr min_label = 0;      // a label below this lies inside some sized symbol
+  GElf_Addr min_label = 0;  // a label below this lies inside some sized symbol
   // The section holding `addr` in the ELF file last asked about (labels only).
   Elf* section_elf = nullptr;
   std::size_t section = SHN_UNDEF;
@@ -45,7 +49,7 @@ struct Search {
 
 // Whether the address lies in section `shndx` of `elf` (for size-less labels only).
 bool same_section(Search& s, const Entry& e) {
-  if (e.shndx >= SHN_LORESERVE) return e.value == s.addr;   // absolute: exact match only
+  if (e.shndx >= SHN_LORESERVE) return e.value == s.addr;  // absolute: exact match only
   if (s.section_elf != e.elf) {
     s.section_elf = e.elf;
     s.section = SHN_ABS;
@@ -68,7 +72,7 @@ void consider(Search& s, const Entry& e) {
   if (e.value > s.addr) return;
   // Any symbol below the address hides the labels inside it.
   s.min_label = std::max<GElf_Addr>(s.min_label, e.value + sym.st_size);
-  if (sym.st_size != 0 && s.addr - e.value >= sym.st_size) return;   // ends before addr
+  if (sym.st_size != 0 && s.addr - e.value >= sym.st_size) return;  // ends before addr
   if (s.name == nullptr || s.value < e.value || binding_rank(s.sym) < binding_rank(sym)) {
     if (sym.st_size != 0) {
       s.name = e.name;
@@ -82,7 +86,8 @@ void consider(Search& s, const Entry& e) {
     // Same start: the tighter range wins unless its binding is weaker, then the binding.
     const int had = binding_rank(s.sym);
     const int now = binding_rank(sym);
-    if ((s.sym.st_size > sym.st_size && had <= now) || (s.sym.st_size >= sym.st_size && had < now)) {
+    if ((s.sym.st_size > sym.st_size && had <= now) ||
+        (s.sym.st_size >= sym.st_size && had < now)) {
       s.name = e.name;
       s.sym = sym;
       s.value = e.value;
@@ -100,7 +105,8 @@ bool usable(const Entry& e) {
 void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
   if (active.empty()) return;
   // Sorted by address: a symbol is tested only against the addresses at or above it.
-  std::sort(active.begin(), active.end(), [](const Search* a, const Search* b) { return a->addr < b->addr; });
+  std::sort(active.begin(), active.end(),
+            [](const Search* a, const Search* b) { return a->addr < b->addr; });
   Entry e;
   for (int i = first; i < end; ++i) {
     e.name = dwfl_module_getsym_info(mod, i, &e.sym, &e.value, &e.shndx, &e.elf, &e.bias);

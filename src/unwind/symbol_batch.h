@@ -20,8 +20,8 @@
 namespace hangscan {
 
 struct SymbolHit {
-  const char* name = nullptr;   // null: no symbol covers the address; owned by the Dwfl
-  std::uint64_t value = 0;      // the symbol's address (Dwfl address space)
+  const char* name = nullptr;  // null: no symbol covers the address; owned by the Dwfl
+  std::uint64_t value = 0;     // the symbol's address (Dwfl address space)
 };
 
 // The symbol of each address (Dwfl addresses of `mod`), in the order given.

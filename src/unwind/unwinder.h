@@ -27,8 +27,8 @@ struct RawFrame {
 };
 
 struct UnwindResult {
-  std::vector<RawFrame> frames;   // innermost first
-  std::string stop_reason;        // empty when the walk reached the outermost frame
+  std::vector<RawFrame> frames;  // innermost first
+  std::string stop_reason;       // empty when the walk reached the outermost frame
 };
 
 enum class UnwinderKind { libdw, libunwind };
@@ -36,8 +36,7 @@ enum class UnwinderKind { libdw, libunwind };
 class Unwinder {
  public:
   virtual ~Unwinder() = default;
-  virtual Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack,
-                                      int tid) = 0;
+  virtual Result<UnwindResult> unwind(const Registers& regs, const StackCopy& stack, int tid) = 0;
 };
 
 class DwflSession;

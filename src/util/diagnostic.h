@@ -12,8 +12,8 @@
 
 namespace hangscan {
 
-Diagnostic make_diagnostic(Diagnostic::Severity severity, std::string message, std::string hint = {},
-                           std::optional<int> pid = std::nullopt);
+Diagnostic make_diagnostic(Diagnostic::Severity severity, std::string message,
+                           std::string hint = {}, std::optional<int> pid = std::nullopt);
 
 // An error diagnostic with the error's one line (what()) and hint.
 Diagnostic error_diagnostic(const Error& error, std::optional<int> pid = std::nullopt);

@@ -21,7 +21,7 @@ HugeMapping::HugeMapping(std::size_t bytes) {
   if (start + raw_size > end) ::munmap(reinterpret_cast<void*>(end), start + raw_size - end);
   base_ = reinterpret_cast<std::uint8_t*>(aligned);
   size_ = size;
-  ::madvise(base_, size_, MADV_HUGEPAGE);   // advice only: without THP, 4 KiB pages
+  ::madvise(base_, size_, MADV_HUGEPAGE);  // advice only: without THP, 4 KiB pages
 }
 
 HugeMapping::~HugeMapping() {

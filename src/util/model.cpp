@@ -5,19 +5,26 @@ namespace hangscan {
 
 const char* frame_kind_name(FrameKind kind) {
   switch (kind) {
-    case FrameKind::native: return "native";
-    case FrameKind::inline_frame: return "inline";
-    case FrameKind::python: return "python";
-    case FrameKind::kernel: return "kernel";
+    case FrameKind::native:
+      return "native";
+    case FrameKind::inline_frame:
+      return "inline";
+    case FrameKind::python:
+      return "python";
+    case FrameKind::kernel:
+      return "kernel";
   }
   return "native";
 }
 
 const char* severity_name(Diagnostic::Severity s) {
   switch (s) {
-    case Diagnostic::Severity::info: return "info";
-    case Diagnostic::Severity::warning: return "warning";
-    case Diagnostic::Severity::error: return "error";
+    case Diagnostic::Severity::info:
+      return "info";
+    case Diagnostic::Severity::warning:
+      return "warning";
+    case Diagnostic::Severity::error:
+      return "error";
   }
   return "warning";
 }

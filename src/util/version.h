@@ -17,7 +17,8 @@ std::string_view hangscan_commit();
 
 // "hangscan 0.1.0 (commit 53b5ae4e1c2d)": what --version prints.
 inline std::string hangscan_version_line() {
-  return "hangscan " + std::string(hangscan_version()) + " (commit " + std::string(hangscan_commit()) + ")";
+  return "hangscan " + std::string(hangscan_version()) + " (commit " +
+         std::string(hangscan_commit()) + ")";
 }
 
 }  // namespace hangscan

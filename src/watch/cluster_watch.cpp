@@ -28,8 +28,9 @@ double number_or(const json& j, const char* key, double fallback) {
 // Ranks first by rank, then processes without one; within each by node, then pid.
 bool process_before(const json& a, const json& b) {
   auto rank = [](const json& p) {
-    return p.contains("rank") && p["rank"].is_number_integer() ? p["rank"].get<long long>()
-                                                               : std::numeric_limits<long long>::max();
+    return p.contains("rank") && p["rank"].is_number_integer()
+               ? p["rank"].get<long long>()
+               : std::numeric_limits<long long>::max();
   };
   auto key = [&](const json& p) {
     return std::tuple(rank(p), p.value("node", std::string()), p.value("pid", 0));
@@ -42,7 +43,8 @@ std::string who(const json& p) {
   if (comm.empty()) comm = p.value("role", std::string());
   std::string node = p.value("node", std::string());
   if (p.contains("rank") && p["rank"].is_number_integer()) {
-    return fmt::format("rank {} (pid {}, {}) on {}", p["rank"].get<long long>(), p.value("pid", 0), comm, node);
+    return fmt::format("rank {} (pid {}, {}) on {}", p["rank"].get<long long>(), p.value("pid", 0),
+                       comm, node);
   }
   return fmt::format("pid {} ({}) on {}", p.value("pid", 0), comm, node);
 }
@@ -50,7 +52,8 @@ std::string who(const json& p) {
 std::string innermost_functions(const json& frames, std::size_t n) {
   std::string out;
   for (std::size_t i = 0; i < frames.size() && i < n; ++i) {
-    std::string f = frames[i].is_object() ? frames[i].value("function", std::string()) : std::string();
+    std::string f =
+        frames[i].is_object() ? frames[i].value("function", std::string()) : std::string();
     if (!out.empty()) out += " < ";
     out += f.empty() ? "??" : f;
   }
@@ -72,7 +75,8 @@ NodeClock read_node_clock() {
   return best;
 }
 
-void stamp_node_watch(json& doc, const std::string& node, std::int64_t window_start_ns, const NodeClock& clock) {
+void stamp_node_watch(json& doc, const std::string& node, std::int64_t window_start_ns,
+                      const NodeClock& clock) {
   doc["node"] = node;
   doc["window_start_unix_s"] = clock.boot_unix_s + static_cast<double>(window_start_ns) / 1e9;
   doc["clock_read_error_s"] = clock.read_error_s;
@@ -88,13 +92,14 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
   std::vector<Parsed> nodes;
   for (const auto& d : documents) {
     if (d.text.size() > max_document_bytes) {
-      unanswered.push_back({d.node, fmt::format("watch report of {} bytes, over the limit of {}", d.text.size(),
-                                                max_document_bytes)});
+      unanswered.push_back({d.node, fmt::format("watch report of {} bytes, over the limit of {}",
+                                                d.text.size(), max_document_bytes)});
       continue;
     }
     json doc = json::parse(d.text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("processes") || !doc["processes"].is_array() ||
-        !doc.contains("timeline") || !doc["timeline"].is_array() || !doc.contains("window_start_unix_s")) {
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("processes") ||
+        !doc["processes"].is_array() || !doc.contains("timeline") || !doc["timeline"].is_array() ||
+        !doc.contains("window_start_unix_s")) {
       unanswered.push_back({d.node, "bad watch report (not the JSON of 'watch --node-local')"});
       continue;
     }
@@ -111,9 +116,11 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
   json merged;
   merged["job_id"] = job_id;
   merged["window_start_unix_s"] = zero;
-  merged["clock"] = {{"read_error_s", read_error},
-                     {"note", "node times are put on one axis through each node's wall clock; across nodes the "
-                              "order is only as good as their clock sync (NTP), which is not measured"}};
+  merged["clock"] = {
+      {"read_error_s", read_error},
+      {"note",
+       "node times are put on one axis through each node's wall clock; across nodes the "
+       "order is only as good as their clock sync (NTP), which is not measured"}};
   merged["nodes"] = json::array();
   merged["processes"] = json::array();
   merged["timeline"] = json::array();
@@ -159,27 +166,33 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
            std::tuple(number_or(b, "t_s", 0), b.value("node", std::string()));
   });
   merged["unreachable"] = json::array();
-  for (const auto& u : unanswered) merged["unreachable"].push_back({{"node", u.host}, {"reason", u.reason}});
+  for (const auto& u : unanswered)
+    merged["unreachable"].push_back({{"node", u.host}, {"reason", u.reason}});
   return merged;
 }
 
 std::string cluster_watch_text(const json& m) {
-  std::string out = fmt::format("job {}: watched {} process{} on {} node{}\n", m.value("job_id", std::string()),
-                                m["processes"].size(), m["processes"].size() == 1 ? "" : "es", m["nodes"].size(),
-                                m["nodes"].size() == 1 ? "" : "s");
+  std::string out =
+      fmt::format("job {}: watched {} process{} on {} node{}\n", m.value("job_id", std::string()),
+                  m["processes"].size(), m["processes"].size() == 1 ? "" : "es", m["nodes"].size(),
+                  m["nodes"].size() == 1 ? "" : "s");
   for (const auto& n : m["nodes"]) {
-    out += fmt::format("  {}: {} process{}, {:.1f} s ({} recorder, {} events, {} lost), started +{:.3f} s\n",
-                       n.value("node", std::string()), n.value("processes", 0), n.value("processes", 0) == 1 ? "" : "es",
-                       number_or(n, "window_s", 0), n.value("recorder", std::string()), number_or(n, "events", 0),
-                       number_or(n, "lost", 0), number_or(n, "offset_s", 0));
+    out += fmt::format(
+        "  {}: {} process{}, {:.1f} s ({} recorder, {} events, {} lost), started +{:.3f} s\n",
+        n.value("node", std::string()), n.value("processes", 0),
+        n.value("processes", 0) == 1 ? "" : "es", number_or(n, "window_s", 0),
+        n.value("recorder", std::string()), number_or(n, "events", 0), number_or(n, "lost", 0),
+        number_or(n, "offset_s", 0));
   }
   for (const auto& u : m["unreachable"]) {
-    out += fmt::format("  {}: no report: {}\n", u.value("node", std::string()), u.value("reason", std::string()));
+    out += fmt::format("  {}: no report: {}\n", u.value("node", std::string()),
+                       u.value("reason", std::string()));
   }
   for (const auto& p : m["processes"]) {
-    std::string exit = p.contains("exit") && p["exit"].is_string() ? ", " + p["exit"].get<std::string>() : "";
-    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), number_or(p, "cpu_share", 0) * 100,
-                       p.value("samples", 0), exit);
+    std::string exit =
+        p.contains("exit") && p["exit"].is_string() ? ", " + p["exit"].get<std::string>() : "";
+    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p),
+                       number_or(p, "cpu_share", 0) * 100, p.value("samples", 0), exit);
     if (p.contains("top_stacks") && p["top_stacks"].is_array() && !p["top_stacks"].empty()) {
       const auto& s = p["top_stacks"][0];
       if (s.contains("frames") && s["frames"].is_array()) {
@@ -189,18 +202,22 @@ std::string cluster_watch_text(const json& m) {
     }
     if (p.contains("waits") && p["waits"].is_array() && !p["waits"].empty()) {
       const auto& w = p["waits"][0];
-      std::string call = w.contains("syscall") && w["syscall"].is_string() ? w["syscall"].get<std::string>() + "()"
-                                                                          : "off CPU outside a system call";
-      out += fmt::format("  longest wait: {:.3f} s in {} (thread {}{})\n", number_or(w, "duration_s", 0), call,
-                         w.value("tid", 0), w.value("ongoing", false) ? ", still waiting at the end" : "");
+      std::string call = w.contains("syscall") && w["syscall"].is_string()
+                             ? w["syscall"].get<std::string>() + "()"
+                             : "off CPU outside a system call";
+      out += fmt::format("  longest wait: {:.3f} s in {} (thread {}{})\n",
+                         number_or(w, "duration_s", 0), call, w.value("tid", 0),
+                         w.value("ongoing", false) ? ", still waiting at the end" : "");
     }
   }
   if (!m["timeline"].empty()) {
-    out += "\ntimeline (all nodes, seconds from the first node's start; across nodes as good as their clock sync):\n";
+    out +=
+        "\ntimeline (all nodes, seconds from the first node's start; across nodes as good as their "
+        "clock sync):\n";
   }
   for (const auto& t : m["timeline"]) {
-    out += fmt::format("  +{:.3f} s  {}: {}\n", number_or(t, "t_s", 0), t.value("node", std::string()),
-                       t.value("text", std::string()));
+    out += fmt::format("  +{:.3f} s  {}: {}\n", number_or(t, "t_s", 0),
+                       t.value("node", std::string()), t.value("text", std::string()));
   }
   return out;
 }

@@ -22,7 +22,7 @@ namespace hangscan {
 // This machine's boot time on the wall clock, and how precisely it was read.
 struct NodeClock {
   double boot_unix_s = 0;
-  double read_error_s = 0;   // the span of the bracketing reads: the boot time is within it
+  double read_error_s = 0;  // the span of the bracketing reads: the boot time is within it
 };
 NodeClock read_node_clock();
 
@@ -31,15 +31,16 @@ void stamp_node_watch(nlohmann::json& doc, const std::string& node, std::int64_t
                       const NodeClock& clock);
 
 struct NodeWatchDocument {
-  std::string node;   // as asked (the Slurm node name)
-  std::string text;   // the node's stamped watch JSON
+  std::string node;  // as asked (the Slurm node name)
+  std::string text;  // the node's stamped watch JSON
 };
 
 // The merged report: processes by rank (then node, pid) with their node, the timeline of
 // every node on one axis (t_s from the earliest node's window start), per-node facts, and the
 // nodes that sent nothing usable (a document that does not read is such a node, not an error).
 // Documents larger than `max_document_bytes` are refused unread.
-nlohmann::json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDocument>& documents,
+nlohmann::json merge_node_watches(const std::string& job_id,
+                                  const std::vector<NodeWatchDocument>& documents,
                                   std::vector<UnreachableNode> unanswered,
                                   std::size_t max_document_bytes = std::size_t{64} << 20);
 

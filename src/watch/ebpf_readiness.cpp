@@ -43,13 +43,17 @@ std::string read_all(const char* path) {
 EbpfReadiness ebpf_readiness() {
   EbpfReadiness r;
   if (!recorder_built_in()) {
-    r.finding = "this hangscan was built without eBPF support: watch samples with ptrace at a low rate";
+    r.finding =
+        "this hangscan was built without eBPF support: watch samples with ptrace at a low rate";
     r.fix = "install clang, bpftool and libbpf-dev (tools/deps.sh package) and rebuild";
     return r;
   }
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-    r.finding = "the kernel has no BTF (/sys/kernel/btf/vmlinux): watch samples with ptrace at a low rate";
-    r.fix = "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's and most distributions' kernels are)";
+    r.finding =
+        "the kernel has no BTF (/sys/kernel/btf/vmlinux): watch samples with ptrace at a low rate";
+    r.fix =
+        "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's and most distributions' kernels "
+        "are)";
     return r;
   }
   std::uint64_t caps = effective_caps();
@@ -71,7 +75,9 @@ EbpfReadiness ebpf_readiness() {
   }
   r.ready = true;
   r.finding = std::string("the recorder loads and attaches (CO-RE, BTF)") +
-              ((*rec)->records_oom() ? "" : "; OOM victims come from the kernel log (oom:mark_victim takes a pid here)");
+              ((*rec)->records_oom()
+                   ? ""
+                   : "; OOM victims come from the kernel log (oom:mark_victim takes a pid here)");
   return r;
 }
 

@@ -14,7 +14,7 @@ namespace hangscan {
 struct EbpfReadiness {
   bool ready = false;
   std::string finding;
-  std::string fix;   // empty when ready
+  std::string fix;  // empty when ready
 };
 
 EbpfReadiness ebpf_readiness();

@@ -19,7 +19,7 @@ KernelSymbols::KernelSymbols(const std::string& path) {
     if (!(fields >> addr >> type >> name)) continue;
     if (type != "t" && type != "T" && type != "w" && type != "W") continue;
     auto a = parse_int<std::uint64_t>(addr, 16);
-    if (!a || *a == 0) continue;   // not root: every address reads 0
+    if (!a || *a == 0) continue;  // not root: every address reads 0
     syms_.push_back({*a, std::move(name)});
   }
   std::sort(syms_.begin(), syms_.end(), [](const Sym& x, const Sym& y) { return x.addr < y.addr; });

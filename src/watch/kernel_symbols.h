@@ -25,7 +25,7 @@ class KernelSymbols {
     std::uint64_t addr;
     std::string name;
   };
-  std::vector<Sym> syms_;   // sorted by address
+  std::vector<Sym> syms_;  // sorted by address
 };
 
 }  // namespace hangscan

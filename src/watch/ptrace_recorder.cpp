@@ -68,7 +68,8 @@ class PtraceRecorder : public Recorder {
     if (!freeze) return true;
     std::int64_t ts = monotonic_ns();
     for (const auto& ft : (*freeze)->threads()) {
-      auto d = std::find_if(running.begin(), running.end(), [&](const ThreadSnapshot& r) { return r.tid == ft.tid; });
+      auto d = std::find_if(running.begin(), running.end(),
+                            [&](const ThreadSnapshot& r) { return r.tid == ft.tid; });
       if (d == running.end() || !ft.regs) continue;
       SampleRecord& s = out.samples.emplace_back();
       s.pid = pid;

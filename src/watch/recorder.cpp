@@ -9,11 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <string.h>
 #include <cerrno>
 #include <cstdlib>
-#include <string>
 #include <cstring>
-#include <string.h>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -30,7 +30,8 @@ constexpr const char* kBpfHint =
     "'hangscan doctor' checks eBPF readiness";
 
 Error bpf_error(const std::string& what, int err) {
-  return Error(Errc::permission, fmt::format("eBPF recorder: {}: {}", what, std::strerror(err)), err, kBpfHint);
+  return Error(Errc::permission, fmt::format("eBPF recorder: {}: {}", what, std::strerror(err)),
+               err, kBpfHint);
 }
 
 // oom:mark_victim passes the task since Linux 6.2 (an int pid before): the program reads the
@@ -42,8 +43,8 @@ bool mark_victim_takes_task() {
   int id = btf__find_by_name_kind(vmlinux, "btf_trace_mark_victim", BTF_KIND_TYPEDEF);
   if (id > 0) {
     const btf_type* t = btf__type_by_id(vmlinux, id);
-    t = btf__type_by_id(vmlinux, t->type);   // pointer
-    if (t != nullptr && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);   // func proto
+    t = btf__type_by_id(vmlinux, t->type);                                     // pointer
+    if (t != nullptr && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);  // func proto
     if (t != nullptr && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
       const btf_param* p = btf_params(t) + 1;
       const btf_type* arg = btf__type_by_id(vmlinux, p->type);
@@ -71,12 +72,14 @@ class BpfRecorder : public Recorder {
     skel_->rodata->follow_children = o.follow_children ? 1 : 0;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
-    if (int err = hangscan_watch__load(skel_); err != 0) return bpf_error("cannot load the programs", -err);
+    if (int err = hangscan_watch__load(skel_); err != 0)
+      return bpf_error("cannot load the programs", -err);
     if (int err = hangscan_watch__attach(skel_); err != 0) {
       return bpf_error("cannot attach to the scheduler and system call tracepoints", -err);
     }
     if (auto st = open_sampling(o.sample_hz); !st) return st;
-    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
+    ring_ =
+        ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
     if (ring_ == nullptr) return bpf_error("cannot open the ring buffer", errno);
     return Ok{};
   }
@@ -84,7 +87,8 @@ class BpfRecorder : public Recorder {
   Status watch(int pid) override {
     auto key = static_cast<std::uint32_t>(pid);
     hs_proc_stats zero{};
-    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.watched), &key, &zero, BPF_NOEXIST) != 0 && errno != EEXIST) {
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.watched), &key, &zero, BPF_NOEXIST) != 0 &&
+        errno != EEXIST) {
       return bpf_error(fmt::format("cannot watch pid {}", pid), errno);
     }
     return Ok{};
@@ -184,9 +188,10 @@ class BpfRecorder : public Recorder {
       attr.config = PERF_COUNT_SW_CPU_CLOCK;
       attr.freq = 1;
       attr.sample_freq = static_cast<std::uint64_t>(hz);
-      int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      int fd =
+          static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
       if (fd < 0) {
-        if (errno == ENODEV) continue;   // an offline CPU
+        if (errno == ENODEV) continue;  // an offline CPU
         return bpf_error(fmt::format("cannot open the cpu-clock sampler on CPU {}", cpu), errno);
       }
       perf_fds_.push_back(fd);
@@ -200,7 +205,8 @@ class BpfRecorder : public Recorder {
   static int on_record(void* ctx, void* data, std::size_t size) {
     auto* self = static_cast<BpfRecorder*>(ctx);
     if (self->sink_ != nullptr) {
-      decode_record(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(data), size), *self->sink_);
+      decode_record(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(data), size),
+                    *self->sink_);
     }
     return 0;
   }
@@ -218,7 +224,8 @@ class BpfRecorder : public Recorder {
 Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions& options) {
   // libbpf's own messages (the verifier's log) only on request: HANGSCAN_BPF_LOG=1.
   const char* log = std::getenv("HANGSCAN_BPF_LOG");
-  if (log == nullptr || std::string(log) != "1") libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
+  if (log == nullptr || std::string(log) != "1")
+    libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
   auto r = std::make_unique<BpfRecorder>();
   if (auto st = r->init(options); !st) return st.error();
   return std::unique_ptr<Recorder>(std::move(r));

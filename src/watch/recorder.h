@@ -18,9 +18,9 @@
 namespace hangscan {
 
 struct RecorderOptions {
-  int sample_hz = 49;                                  // on-CPU samples per second per CPU
-  std::uint64_t wait_threshold_ns = 10'000'000;        // a system call this long is an event
-  bool follow_children = false;                        // processes the watched ones fork join
+  int sample_hz = 49;                            // on-CPU samples per second per CPU
+  std::uint64_t wait_threshold_ns = 10'000'000;  // a system call this long is an event
+  bool follow_children = false;                  // processes the watched ones fork join
 };
 
 class Recorder {

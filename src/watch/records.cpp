@@ -12,7 +12,9 @@ namespace hangscan {
 
 namespace {
 
-std::string comm_of(const char (&c)[HS_COMM_LEN]) { return std::string(c, strnlen(c, HS_COMM_LEN)); }
+std::string comm_of(const char (&c)[HS_COMM_LEN]) {
+  return std::string(c, strnlen(c, HS_COMM_LEN));
+}
 
 void header_into(const hs_header& h, int& pid, int& tid, std::int64_t& ts, std::string& comm) {
   pid = static_cast<int>(h.pid);
@@ -26,10 +28,28 @@ Registers registers_of(const hs_user_stack& u) {
   Registers r;
   auto& o = r.raw;
   const hs_regs& i = u.regs;
-  o.r15 = i.r15; o.r14 = i.r14; o.r13 = i.r13; o.r12 = i.r12; o.rbp = i.bp; o.rbx = i.bx;
-  o.r11 = i.r11; o.r10 = i.r10; o.r9 = i.r9; o.r8 = i.r8; o.rax = i.ax; o.rcx = i.cx;
-  o.rdx = i.dx; o.rsi = i.si; o.rdi = i.di; o.orig_rax = i.orig_ax; o.rip = i.ip; o.cs = i.cs;
-  o.eflags = i.flags; o.rsp = i.sp; o.ss = i.ss; o.fs_base = u.fs_base;
+  o.r15 = i.r15;
+  o.r14 = i.r14;
+  o.r13 = i.r13;
+  o.r12 = i.r12;
+  o.rbp = i.bp;
+  o.rbx = i.bx;
+  o.r11 = i.r11;
+  o.r10 = i.r10;
+  o.r9 = i.r9;
+  o.r8 = i.r8;
+  o.rax = i.ax;
+  o.rcx = i.cx;
+  o.rdx = i.dx;
+  o.rsi = i.si;
+  o.rdi = i.di;
+  o.orig_rax = i.orig_ax;
+  o.rip = i.ip;
+  o.cs = i.cs;
+  o.eflags = i.flags;
+  o.rsp = i.sp;
+  o.ss = i.ss;
+  o.fs_base = u.fs_base;
   return r;
 }
 
@@ -139,7 +159,8 @@ std::string describe_exit_code(int exit_code) {
   int sig = exit_code & 0x7f;
   if (sig == 0) return fmt::format("exited with status {}", (exit_code >> 8) & 0xff);
   const char* name = sigabbrev_np(sig);
-  return fmt::format("killed by {}{}", name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig),
+  return fmt::format("killed by {}{}",
+                     name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig),
                      (exit_code & 0x80) ? " (core dumped)" : "");
 }
 

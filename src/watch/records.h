@@ -21,16 +21,16 @@ namespace hangscan {
 struct SampledStack {
   Registers regs;
   StackCopy stack;
-  std::vector<std::uint64_t> kernel;   // kernel return addresses, innermost first
+  std::vector<std::uint64_t> kernel;  // kernel return addresses, innermost first
 };
 
 struct SampleRecord {
   int pid = 0;
   int tid = 0;
-  std::int64_t ts_ns = 0;              // CLOCK_MONOTONIC
+  std::int64_t ts_ns = 0;  // CLOCK_MONOTONIC
   std::string comm;
   bool in_kernel = false;
-  int syscall_nr = -1;                 // the system call the thread was in, -1 if none
+  int syscall_nr = -1;  // the system call the thread was in, -1 if none
   SampledStack copy;
 };
 
@@ -38,18 +38,18 @@ struct SampleRecord {
 struct WaitRecord {
   int pid = 0;
   int tid = 0;
-  std::int64_t end_ns = 0;             // when it returned (or the thread ran again)
+  std::int64_t end_ns = 0;  // when it returned (or the thread ran again)
   std::string comm;
   long syscall_nr = -1;
   std::uint64_t arg0 = 0;
   long ret = 0;
   std::uint64_t duration_ns = 0;
   std::uint64_t offcpu_ns = 0;
-  int waker_pid = 0;                   // 0: not woken by anyone we saw (a timeout, a signal)
+  int waker_pid = 0;  // 0: not woken by anyone we saw (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;
   bool has_user_stack = false;
-  bool ongoing = false;                // still waiting when the window ended
+  bool ongoing = false;  // still waiting when the window ended
   SampledStack copy;
 };
 
@@ -58,16 +58,16 @@ struct EventRecord {
   enum class Kind { exit, signal, oom };
   Kind kind = Kind::exit;
   std::int64_t ts_ns = 0;
-  int pid = 0;                 // the watched process concerned
+  int pid = 0;  // the watched process concerned
   int tid = 0;
   std::string comm;
-  int exit_code = 0;           // exit: task->exit_code (status << 8, or the signal | 0x80 core)
-  int signal = 0;              // signal
+  int exit_code = 0;  // exit: task->exit_code (status << 8, or the signal | 0x80 core)
+  int signal = 0;     // signal
   int sender_pid = 0;
   int sender_tid = 0;
   std::string sender_comm;
   int si_code = 0;
-  int result = 0;              // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending
+  int result = 0;  // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending
 };
 
 struct RecorderCounters {

@@ -22,7 +22,8 @@ bool covers(const Target& target, std::uint64_t pc) {
 
 }  // namespace
 
-std::vector<std::vector<Frame>> SampleStacks::finish(int pid, const std::vector<const SampledStack*>& copies,
+std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
+                                                     const std::vector<const SampledStack*>& copies,
                                                      std::vector<std::string>& notes) {
   std::vector<std::vector<Frame>> out(copies.size());
   if (copies.empty()) return out;
@@ -35,7 +36,8 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid, const std::vector<
     // Read-only: the finish stage only reads memory outside the copies; nothing is stopped.
     auto t = open_live_target(pid, true);
     if (!t) {
-      notes.push_back(fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(), t.error().what()));
+      notes.push_back(fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(),
+                                  t.error().what()));
       return out;
     }
     it = targets_.insert_or_assign(pid, std::move(*t)).first;

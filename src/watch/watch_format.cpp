@@ -13,7 +13,8 @@ constexpr std::size_t kFramesShown = 12;
 constexpr std::size_t kKernelShown = 4;
 
 std::string who(const ProcessWatch& p) {
-  std::string s = p.rank ? fmt::format("rank {} (pid {}", *p.rank, p.pid) : fmt::format("pid {} (", p.pid);
+  std::string s =
+      p.rank ? fmt::format("rank {} (pid {}", *p.rank, p.pid) : fmt::format("pid {} (", p.pid);
   if (p.rank) s += ", ";
   s += p.comm.empty() ? p.role : p.comm;
   return s + ")";
@@ -23,15 +24,19 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, const char*
   for (std::size_t i = 0; i < frames.size() && i < kFramesShown; ++i) {
     out += fmt::format("{}{}\n", indent, frame_line(frames[i]));
   }
-  if (frames.size() > kFramesShown) out += fmt::format("{}... {} more frames\n", indent, frames.size() - kFramesShown);
+  if (frames.size() > kFramesShown)
+    out += fmt::format("{}... {} more frames\n", indent, frames.size() - kFramesShown);
 }
 
 std::string wait_line(const WaitView& w) {
   std::string what = !w.syscall.empty() ? w.syscall + "()" : "off CPU outside a system call";
   if (w.fd) what += fmt::format(" on fd {}", *w.fd);
-  std::string waker = w.waker_pid == 0 ? (w.ongoing ? "" : ", not woken by another task (timeout or signal)")
-                                       : fmt::format(", woken by pid {} tid {} ({})", w.waker_pid, w.waker_tid, w.waker_comm);
-  return fmt::format("{:.3f} s in {} (thread {}, {:.3f} s off CPU{}{})", w.duration_s, what, w.tid, w.offcpu_s,
+  std::string waker =
+      w.waker_pid == 0
+          ? (w.ongoing ? "" : ", not woken by another task (timeout or signal)")
+          : fmt::format(", woken by pid {} tid {} ({})", w.waker_pid, w.waker_tid, w.waker_comm);
+  return fmt::format("{:.3f} s in {} (thread {}, {:.3f} s off CPU{}{})", w.duration_s, what, w.tid,
+                     w.offcpu_s,
                      w.before_window ? ", since before the window, still waiting at the end"
                      : w.ongoing     ? ", still waiting at the end"
                                      : fmt::format(", returned {} at +{:.2f} s", w.ret, w.end_s),
@@ -41,12 +46,13 @@ std::string wait_line(const WaitView& w) {
 }  // namespace
 
 std::string watch_text(const WatchReport& r) {
-  std::string out = fmt::format("watched {} process{} for {:.1f} s ({} recorder, {} Hz samples, waits >= {} ms)\n",
-                                r.processes.size(), r.processes.size() == 1 ? "" : "es", r.window_s, r.recorder,
-                                r.sample_hz, r.wait_threshold_ns / 1'000'000);
+  std::string out = fmt::format(
+      "watched {} process{} for {:.1f} s ({} recorder, {} Hz samples, waits >= {} ms)\n",
+      r.processes.size(), r.processes.size() == 1 ? "" : "es", r.window_s, r.recorder, r.sample_hz,
+      r.wait_threshold_ns / 1'000'000);
   for (const auto& p : r.processes) {
-    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100, p.samples,
-                       p.exit ? ", " + *p.exit : "");
+    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100,
+                       p.samples, p.exit ? ", " + *p.exit : "");
     if (!p.top.empty()) out += "  top on-CPU stacks (native frames):\n";
     for (const auto& s : p.top) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
@@ -55,7 +61,8 @@ std::string watch_text(const WatchReport& r) {
     if (!p.waits.empty()) out += "  longest waits:\n";
     for (const auto& w : p.waits) {
       out += fmt::format("    {}\n", wait_line(w));
-      for (std::size_t i = 0; i < w.kernel.size() && i < kKernelShown; ++i) out += fmt::format("        [kernel] {}\n", w.kernel[i]);
+      for (std::size_t i = 0; i < w.kernel.size() && i < kKernelShown; ++i)
+        out += fmt::format("        [kernel] {}\n", w.kernel[i]);
       frames_text(out, w.frames, "        ");
     }
     for (const auto& n : p.notes) out += fmt::format("  note: {}\n", n);
@@ -77,24 +84,36 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["lost"] = r.counters.lost;
   j["processes"] = nlohmann::json::array();
   for (const auto& p : r.processes) {
-    nlohmann::json pj{{"pid", p.pid}, {"role", p.role}, {"comm", p.comm}, {"samples", p.samples},
+    nlohmann::json pj{{"pid", p.pid},
+                      {"role", p.role},
+                      {"comm", p.comm},
+                      {"samples", p.samples},
                       {"cpu_share", p.cpu_share}};
     pj["rank"] = p.rank ? nlohmann::json(*p.rank) : nlohmann::json(nullptr);
     pj["exit"] = p.exit ? nlohmann::json(*p.exit) : nlohmann::json(nullptr);
     pj["top_stacks"] = nlohmann::json::array();
     for (const auto& s : p.top) {
-      pj["top_stacks"].push_back({{"samples", s.samples}, {"share", s.share}, {"frames", frames_to_json(s.frames)}});
+      pj["top_stacks"].push_back(
+          {{"samples", s.samples}, {"share", s.share}, {"frames", frames_to_json(s.frames)}});
     }
     pj["waits"] = nlohmann::json::array();
     for (const auto& w : p.waits) {
-      nlohmann::json wj{{"tid", w.tid},           {"syscall", !w.syscall.empty() ? nlohmann::json(w.syscall) : nlohmann::json(nullptr)},
-                        {"duration_s", w.duration_s}, {"offcpu_s", w.offcpu_s},
-                        {"ongoing", w.ongoing},   {"end_s", w.end_s}, {"before_window", w.before_window},
-                        {"kernel", w.kernel},     {"frames", frames_to_json(w.frames)}};
+      nlohmann::json wj{
+          {"tid", w.tid},
+          {"syscall", !w.syscall.empty() ? nlohmann::json(w.syscall) : nlohmann::json(nullptr)},
+          {"duration_s", w.duration_s},
+          {"offcpu_s", w.offcpu_s},
+          {"ongoing", w.ongoing},
+          {"end_s", w.end_s},
+          {"before_window", w.before_window},
+          {"kernel", w.kernel},
+          {"frames", frames_to_json(w.frames)}};
       wj["fd"] = w.fd ? nlohmann::json(*w.fd) : nlohmann::json(nullptr);
       wj["ret"] = w.ongoing ? nlohmann::json(nullptr) : nlohmann::json(w.ret);
-      wj["waker"] = w.waker_pid == 0 ? nlohmann::json(nullptr)
-                                     : nlohmann::json{{"pid", w.waker_pid}, {"tid", w.waker_tid}, {"comm", w.waker_comm}};
+      wj["waker"] =
+          w.waker_pid == 0
+              ? nlohmann::json(nullptr)
+              : nlohmann::json{{"pid", w.waker_pid}, {"tid", w.waker_tid}, {"comm", w.waker_comm}};
       pj["waits"].push_back(std::move(wj));
     }
     pj["notes"] = p.notes;

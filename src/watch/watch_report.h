@@ -15,35 +15,35 @@
 namespace hangscan {
 
 struct StackShare {
-  std::vector<Frame> frames;      // native frames, innermost first
+  std::vector<Frame> frames;  // native frames, innermost first
   std::size_t samples = 0;
-  double share = 0;               // of the process's samples
+  double share = 0;  // of the process's samples
 };
 
 struct WaitView {
   int tid = 0;
   std::string comm;
-  long syscall_nr = -1;           // -1: unknown, or off CPU outside a system call
-  std::string syscall;            // its name; empty: off CPU outside a system call
-  std::optional<long long> fd;    // the first argument of calls that take an fd
+  long syscall_nr = -1;         // -1: unknown, or off CPU outside a system call
+  std::string syscall;          // its name; empty: off CPU outside a system call
+  std::optional<long long> fd;  // the first argument of calls that take an fd
   long ret = 0;
   double duration_s = 0;
   double offcpu_s = 0;
-  double end_s = 0;               // seconds from the window's start
-  bool ongoing = false;           // still waiting when the window ended
-  bool before_window = false;     // blocked since before the window (from /proc: no user stack)
-  int waker_pid = 0;              // 0: nobody we saw woke it (a timeout, a signal)
+  double end_s = 0;            // seconds from the window's start
+  bool ongoing = false;        // still waiting when the window ended
+  bool before_window = false;  // blocked since before the window (from /proc: no user stack)
+  int waker_pid = 0;           // 0: nobody we saw woke it (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;
-  std::vector<std::string> kernel;   // kernel functions, innermost first
-  std::vector<Frame> frames;         // user frames at the wait, innermost first
+  std::vector<std::string> kernel;  // kernel functions, innermost first
+  std::vector<Frame> frames;        // user frames at the wait, innermost first
 };
 
 struct TimelineEntry {
-  double t_s = 0;                 // seconds from the window's start
+  double t_s = 0;  // seconds from the window's start
   EventRecord event;
-  std::optional<int> rank;        // of event.pid
-  std::string text;               // one sentence
+  std::optional<int> rank;  // of event.pid
+  std::string text;         // one sentence
 };
 
 struct ProcessWatch {
@@ -52,20 +52,20 @@ struct ProcessWatch {
   std::string role;
   std::string comm;
   std::size_t samples = 0;
-  double cpu_share = 0;           // CPUs used on average: samples / (rate * window)
+  double cpu_share = 0;  // CPUs used on average: samples / (rate * window)
   std::vector<StackShare> top;
-  std::vector<WaitView> waits;    // longest first
-  std::optional<std::string> exit;   // how it ended, when it did within the window
+  std::vector<WaitView> waits;      // longest first
+  std::optional<std::string> exit;  // how it ended, when it did within the window
   std::vector<std::string> notes;
 };
 
 struct WatchReport {
-  std::string recorder;           // "ebpf" or "ptrace"
+  std::string recorder;  // "ebpf" or "ptrace"
   double window_s = 0;
-  std::int64_t start_ns = 0;      // CLOCK_MONOTONIC of the window's start (the timeline's zero)
+  std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the window's start (the timeline's zero)
   int sample_hz = 0;
   std::uint64_t wait_threshold_ns = 0;
-  std::vector<ProcessWatch> processes;   // ranks by rank, then the rest by pid
+  std::vector<ProcessWatch> processes;  // ranks by rank, then the rest by pid
   std::vector<TimelineEntry> timeline;
   RecorderCounters counters;
   std::vector<Diagnostic> diagnostics;

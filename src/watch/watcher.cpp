@@ -22,9 +22,9 @@ constexpr std::size_t kFoldRecords = 4096;
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
-  static const std::set<long> calls = {0,   1,   3,   5,   8,   16,  17,  18,  19,  20,  40,  42,
-                                       43,  44,  45,  46,  47,  48,  72,  73,  74,  77,  217, 232,
-                                       281, 288, 295, 296, 299, 307, 441};
+  static const std::set<long> calls = {0,   1,   3,   5,   8,   16,  17,  18,  19, 20, 40,
+                                       42,  43,  44,  45,  46,  47,  48,  72,  73, 74, 77,
+                                       217, 232, 281, 288, 295, 296, 299, 307, 441};
   return calls.count(nr) != 0;
 }
 
@@ -46,7 +46,8 @@ std::int64_t monotonic_ns() {
 bool in_wait_loop(const std::vector<Frame>& frames) {
   // The innermost frames only: a loop that waits is at the top of the stack.
   static const std::regex waits(
-      "(sched_yield|(^|_)(poll|ppoll|epoll_wait|epoll_pwait2?|select|pselect6?)$|nanosleep|futex|pthread_cond_"
+      "(sched_yield|(^|_)(poll|ppoll|epoll_wait|epoll_pwait2?|select|pselect6?)$|nanosleep|futex|"
+      "pthread_cond_"
       "(timed)?wait|sem_(timed)?wait|pthread_spin_lock|_progress|progress_|[Pp]oll[A-Z_]|"
       "waitUntil|ncclProxy|shm_poll|usleep|^sleep)");
   std::size_t n = std::min<std::size_t>(frames.size(), 4);
@@ -59,7 +60,8 @@ bool in_wait_loop(const std::vector<Frame>& frames) {
 Watcher::Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder)
     : options_(options), recorder_(std::move(recorder)), start_ns_(monotonic_ns()) {}
 
-Result<std::unique_ptr<Watcher>> Watcher::start(const WatchOptions& options, std::unique_ptr<Recorder> recorder,
+Result<std::unique_ptr<Watcher>> Watcher::start(const WatchOptions& options,
+                                                std::unique_ptr<Recorder> recorder,
                                                 std::vector<Diagnostic>& diagnostics) {
   DiscoveryOptions dopt;
   dopt.pids = options.pids;
@@ -102,7 +104,9 @@ void Watcher::rediscover() {
   if (!options_.subprocesses && options_.match.empty()) return;
   DiscoveryOptions dopt;
   for (const auto& [pid, p] : procs_) {
-    if (!p.gone && std::find(options_.pids.begin(), options_.pids.end(), pid) != options_.pids.end()) dopt.pids.push_back(pid);
+    if (!p.gone &&
+        std::find(options_.pids.begin(), options_.pids.end(), pid) != options_.pids.end())
+      dopt.pids.push_back(pid);
   }
   dopt.subprocesses = options_.subprocesses;
   dopt.match = options_.match;
@@ -152,7 +156,8 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
   }
   // Finishing costs a libdw session per process and batch (~20 ms of CPU for a python3
   // process): every 5 s, not every poll. The watchdog flushes before it judges a stall.
-  if (now - last_fold_ns_ >= kFoldNs || pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
+  if (now - last_fold_ns_ >= kFoldNs ||
+      pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
     fold(pending_);
     pending_ = Recording{};
     last_fold_ns_ = now;
@@ -189,11 +194,13 @@ void Watcher::fold(Recording& batch) {
       std::vector<Frame>& f = frames[i++];
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
-      if (!f.empty() && !in_wait_loop(f) && !s->in_kernel) last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
+      if (!f.empty() && !in_wait_loop(f) && !s->in_kernel)
+        last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
       StackCount& c = p.stacks[stack_key(f)];
       if (c.samples++ == 0) c.frames = std::move(f);
     }
-    std::vector<std::vector<Frame>> wait_frames(frames.begin() + static_cast<long>(i), frames.end());
+    std::vector<std::vector<Frame>> wait_frames(frames.begin() + static_cast<long>(i),
+                                                frames.end());
     fold_waits(pid, pw, std::move(wait_frames));
   }
   for (auto& e : batch.events) {
@@ -201,7 +208,8 @@ void Watcher::fold(Recording& batch) {
     t.t_s = since_start(e.ts_ns);
     auto pit = procs_.find(e.pid);
     if (pit != procs_.end()) t.rank = pit->second.discovered.rank;
-    std::string who = t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
+    std::string who =
+        t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
     switch (e.kind) {
       case EventRecord::Kind::exit:
         t.text = fmt::format("{} {}", who, describe_exit_code(e.exit_code));
@@ -214,9 +222,10 @@ void Watcher::fold(Recording& batch) {
         break;
       case EventRecord::Kind::signal: {
         const char* name = sigabbrev_np(e.signal);
-        t.text = fmt::format("{} was sent {} by pid {} ({}){}", who,
-                             name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal), e.sender_pid,
-                             e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
+        t.text =
+            fmt::format("{} was sent {} by pid {} ({}){}", who,
+                        name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal),
+                        e.sender_pid, e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
         break;
       }
       case EventRecord::Kind::oom:
@@ -234,7 +243,8 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
   v.comm = w.comm;
   v.syscall_nr = w.syscall_nr;
   if (w.syscall_nr >= 0) v.syscall = syscall_name(w.syscall_nr);
-  if (w.syscall_nr >= 0 && takes_fd(w.syscall_nr)) v.fd = static_cast<long long>(static_cast<std::int32_t>(w.arg0));
+  if (w.syscall_nr >= 0 && takes_fd(w.syscall_nr))
+    v.fd = static_cast<long long>(static_cast<std::int32_t>(w.arg0));
   v.ret = w.ret;
   v.duration_s = static_cast<double>(w.duration_ns) / 1e9;
   v.offcpu_s = static_cast<double>(w.offcpu_ns) / 1e9;
@@ -246,14 +256,16 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
   for (auto a : w.copy.kernel) {
     std::string name = kernel_.name(a);
     // The recorder's own frames (the tracepoint that took the stack) are not the wait.
-    bool ours = name.rfind("bpf_", 0) == 0 || name.rfind("__bpf_trace", 0) == 0 || name.rfind("__traceiter", 0) == 0;
+    bool ours = name.rfind("bpf_", 0) == 0 || name.rfind("__bpf_trace", 0) == 0 ||
+                name.rfind("__traceiter", 0) == 0;
     if (!ours || !v.kernel.empty()) v.kernel.push_back(std::move(name));
   }
   v.frames = std::move(frames);
   return v;
 }
 
-void Watcher::fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames) {
+void Watcher::fold_waits(int pid, std::vector<WaitRecord*>& waits,
+                         std::vector<std::vector<Frame>> frames) {
   Proc& p = procs_[pid];
   std::size_t i = 0;
   for (auto* w : waits) {
@@ -266,8 +278,9 @@ void Watcher::fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<s
 }
 
 void Watcher::keep_longest(std::vector<WaitView>& waits) const {
-  std::stable_sort(waits.begin(), waits.end(),
-                   [](const WaitView& a, const WaitView& b) { return a.duration_s > b.duration_s; });
+  std::stable_sort(waits.begin(), waits.end(), [](const WaitView& a, const WaitView& b) {
+    return a.duration_s > b.duration_s;
+  });
   if (waits.size() > options_.top_waits) waits.resize(options_.top_waits);
 }
 
@@ -277,14 +290,16 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
   auto t = open_live_target(pid, true);
   if (!t) return;
   for (int tid : (*t)->thread_ids()) {
-    bool seen = std::any_of(p.waits.begin(), p.waits.end(), [&](const WaitView& w) { return w.tid == tid && w.ongoing; });
+    bool seen = std::any_of(p.waits.begin(), p.waits.end(),
+                            [&](const WaitView& w) { return w.tid == tid && w.ongoing; });
     if (seen) continue;
     ThreadSnapshot d;
     d.tid = tid;
     (*t)->describe_thread(d);
-    if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s) continue;
+    if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s)
+      continue;
     if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
-    if (*d.blocked_s < since_start(now)) continue;   // began in the window: the recorder saw it
+    if (*d.blocked_s < since_start(now)) continue;  // began in the window: the recorder saw it
     WaitView v;
     v.tid = tid;
     v.comm = d.name;
@@ -330,25 +345,29 @@ WatchReport Watcher::report() {
     pw.comm = p.comm;
     pw.samples = p.samples;
     pw.cpu_share = r.window_s > 0 && r.sample_hz > 0
-                       ? static_cast<double>(p.samples) / (r.sample_hz * r.window_s) : 0;
+                       ? static_cast<double>(p.samples) / (r.sample_hz * r.window_s)
+                       : 0;
     std::vector<const StackCount*> counts;
     for (const auto& [key, c] : p.stacks) counts.push_back(&c);
-    std::stable_sort(counts.begin(), counts.end(),
-                     [](const StackCount* a, const StackCount* b) { return a->samples > b->samples; });
+    std::stable_sort(counts.begin(), counts.end(), [](const StackCount* a, const StackCount* b) {
+      return a->samples > b->samples;
+    });
     for (std::size_t i = 0; i < counts.size() && i < options_.top_stacks; ++i) {
-      pw.top.push_back(StackShare{counts[i]->frames, counts[i]->samples,
-                                  static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
+      pw.top.push_back(
+          StackShare{counts[i]->frames, counts[i]->samples,
+                     static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
     }
     pw.waits = p.waits;
     pw.exit = p.exit;
     pw.notes = p.notes;
     r.processes.push_back(std::move(pw));
   }
-  std::stable_sort(r.processes.begin(), r.processes.end(), [](const ProcessWatch& a, const ProcessWatch& b) {
-    if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
-    if (a.rank && b.rank && *a.rank != *b.rank) return *a.rank < *b.rank;
-    return a.pid < b.pid;
-  });
+  std::stable_sort(r.processes.begin(), r.processes.end(),
+                   [](const ProcessWatch& a, const ProcessWatch& b) {
+                     if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
+                     if (a.rank && b.rank && *a.rank != *b.rank) return *a.rank < *b.rank;
+                     return a.pid < b.pid;
+                   });
   r.timeline = timeline_;
   return r;
 }

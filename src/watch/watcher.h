@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "hangscan/result.h"
 #include "discovery/discovery.h"
+#include "hangscan/result.h"
 #include "watch/kernel_symbols.h"
 #include "watch/recorder.h"
 #include "watch/sample_stacks.h"
@@ -35,7 +35,8 @@ class Watcher {
  public:
   // Discovers the processes, starts the recorder (or takes `recorder`, e.g. the ptrace
   // fallback) and watches them. Errors: nothing to watch, or the recorder would not start.
-  static Result<std::unique_ptr<Watcher>> start(const WatchOptions& options, std::unique_ptr<Recorder> recorder,
+  static Result<std::unique_ptr<Watcher>> start(const WatchOptions& options,
+                                                std::unique_ptr<Recorder> recorder,
                                                 std::vector<Diagnostic>& diagnostics);
 
   // Waits up to `timeout` for records, then finishes and folds what arrived.
@@ -88,7 +89,7 @@ class Watcher {
   std::int64_t start_ns_ = 0;
   std::int64_t last_discovery_ns_ = 0;
   std::int64_t last_fold_ns_ = 0;
-  Recording pending_;   // polled, not yet finished (finished every 5 s, or on flush())
+  Recording pending_;  // polled, not yet finished (finished every 5 s, or on flush())
   std::vector<Diagnostic> diagnostics_;
 };
 

@@ -51,7 +51,8 @@ double current_rss_mb() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;
   statm >> pages_total >> pages_resident;
-  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 struct Args {
@@ -66,8 +67,8 @@ struct Args {
 
 // Returns false when the analysis did not find exactly the synthetic odd ranks.
 bool check(const Analysis& a, const SynthOptions& o) {
-  return a.suspects.size() == synth_minority_count(o) && a.groups.size() == static_cast<std::size_t>(o.classes) &&
-         a.missing_ranks.empty();
+  return a.suspects.size() == synth_minority_count(o) &&
+         a.groups.size() == static_cast<std::size_t>(o.classes) && a.missing_ranks.empty();
 }
 
 int run_group(const Args& args) {
@@ -85,10 +86,12 @@ int run_group(const Args& args) {
   double group_cpu = cpu_seconds() - c0;
   double peak = peak_rss_mb();
   bool ok = check(a, o);
-  std::printf("| group | %d ranks, %d classes, %d-frame stacks | %.3f s wall, %.3f s CPU | %.0f MB (input snapshot "
-              "%.0f MB, grouping adds %.0f MB) | %s (generate %.2f s) |\n",
-              o.ranks, o.classes, o.depth, group_s, group_cpu, peak, input_mb, peak - input_mb, ok ? "ok" : "WRONG ANSWER",
-              gen_s);
+  std::printf(
+      "| group | %d ranks, %d classes, %d-frame stacks | %.3f s wall, %.3f s CPU | %.0f MB (input "
+      "snapshot "
+      "%.0f MB, grouping adds %.0f MB) | %s (generate %.2f s) |\n",
+      o.ranks, o.classes, o.depth, group_s, group_cpu, peak, input_mb, peak - input_mb,
+      ok ? "ok" : "WRONG ANSWER", gen_s);
   if (!ok) return 1;
   if (args.enforce && (group_cpu >= 1.0 || peak - input_mb >= 1024.0)) return 2;
   return 0;
@@ -105,7 +108,8 @@ int run_merge(const Args& args) {
   docs.reserve(static_cast<std::size_t>(args.nodes));
   std::size_t bytes = 0;
   for (int n = 0; n < args.nodes; ++n) {
-    docs.push_back(write_agent_json(make_synthetic_job(o, n * args.ranks_per_node, args.ranks_per_node)));
+    docs.push_back(
+        write_agent_json(make_synthetic_job(o, n * args.ranks_per_node, args.ranks_per_node)));
     bytes += docs.back().size();
   }
   double gen_s = seconds_since(t0);
@@ -118,7 +122,8 @@ int run_merge(const Args& args) {
   std::atomic<bool> bad{false};
   for (int w = 0; w < args.threads; ++w) {
     workers.emplace_back([&, w] {
-      for (std::size_t i = static_cast<std::size_t>(w); i < docs.size(); i += static_cast<std::size_t>(args.threads)) {
+      for (std::size_t i = static_cast<std::size_t>(w); i < docs.size();
+           i += static_cast<std::size_t>(args.threads)) {
         auto r = read_job_json(docs[i]);
         if (!r.ok()) {
           bad = true;
@@ -144,13 +149,15 @@ int run_merge(const Args& args) {
   double group_s = seconds_since(t0);
   double group_cpu = cpu_seconds() - c0;
   bool ok = check(a, o) && job.processes.size() == static_cast<std::size_t>(o.ranks);
-  std::printf("| merge | %d node documents x %d ranks, %d-frame stacks, %.1f MB of agent JSON (%.0f bytes/node), "
-              "%d parser thread%s | "
-              "parse+merge %.3f s wall, %.3f s CPU; grouping %.3f s wall, %.3f s CPU | %.0f MB | %s "
-              "(generate+write %.2f s) |\n",
-              args.nodes, args.ranks_per_node, o.depth, static_cast<double>(bytes) / 1e6,
-              static_cast<double>(bytes) / args.nodes, args.threads, args.threads == 1 ? "" : "s", merge_s, merge_cpu, group_s, group_cpu, peak_rss_mb(), ok ? "ok" : "WRONG ANSWER",
-              gen_s);
+  std::printf(
+      "| merge | %d node documents x %d ranks, %d-frame stacks, %.1f MB of agent JSON (%.0f "
+      "bytes/node), "
+      "%d parser thread%s | "
+      "parse+merge %.3f s wall, %.3f s CPU; grouping %.3f s wall, %.3f s CPU | %.0f MB | %s "
+      "(generate+write %.2f s) |\n",
+      args.nodes, args.ranks_per_node, o.depth, static_cast<double>(bytes) / 1e6,
+      static_cast<double>(bytes) / args.nodes, args.threads, args.threads == 1 ? "" : "s", merge_s,
+      merge_cpu, group_s, group_cpu, peak_rss_mb(), ok ? "ok" : "WRONG ANSWER", gen_s);
   if (!ok) return 1;
   if (args.enforce && merge_s >= 2.0) return 2;
   return 0;
@@ -207,7 +214,8 @@ int main(int argc, char** argv) {
       args.merge_depth = int_arg(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: hs_bench [--quick] [--enforce] [--group-only|--merge-only] [--ranks N] [--depth D] [--nodes N] "
+                   "usage: hs_bench [--quick] [--enforce] [--group-only|--merge-only] [--ranks N] "
+                   "[--depth D] [--nodes N] "
                    "[--ranks-per-node R] [--merge-depth D] [--threads T]\n");
       return 64;
     }

@@ -14,9 +14,9 @@ namespace hangscan::bench {
 
 struct SynthOptions {
   int ranks = 100000;
-  int classes = 5;          // class 0 is the majority; class k >= 1 has about ranks / 10^(k+1)
-  int depth = 60;           // frames in every main-thread stack
-  int ranks_per_host = 8;   // host name "node00042"
+  int classes = 5;             // class 0 is the majority; class k >= 1 has about ranks / 10^(k+1)
+  int depth = 60;              // frames in every main-thread stack
+  int ranks_per_host = 8;      // host name "node00042"
   bool helper_thread = false;  // add a second thread per rank (differs per rank)
 };
 
@@ -25,7 +25,9 @@ std::vector<int> synth_classes(const SynthOptions& o);
 
 // Ranks [first, first + count) of the synthetic job (one host's worth, or the whole job).
 JobSnapshot make_synthetic_job(const SynthOptions& o, int first, int count);
-inline JobSnapshot make_synthetic_job(const SynthOptions& o) { return make_synthetic_job(o, 0, o.ranks); }
+inline JobSnapshot make_synthetic_job(const SynthOptions& o) {
+  return make_synthetic_job(o, 0, o.ranks);
+}
 
 // How many ranks are not in class 0: what analyze() must name as suspects.
 std::size_t synth_minority_count(const SynthOptions& o);

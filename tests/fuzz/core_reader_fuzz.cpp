@@ -34,7 +34,7 @@ void abort_on_internal_error(const hangscan::ProcessSnapshot& snap) {
 
 void capture_like_hangscan_core(hangscan::Target& target) {
   using namespace hangscan;
-  static SymbolCache symbols;   // shared like one `hangscan core` run over many cores
+  static SymbolCache symbols;  // shared like one `hangscan core` run over many cores
   CaptureOptions copt;
   copt.merge_native = true;
   copt.kernel_stacks = false;

@@ -33,16 +33,23 @@ FakeCore full_core() {
   }
   std::uint64_t words[] = {1, ptr[0], 0, ptr[1], 0, AT_EXECFN, ptr[2], AT_PAGESZ, 4096, AT_NULL, 0};
   std::uint64_t sp = hi - 512;
-  for (std::size_t i = 0; i < sizeof(words) / 8; ++i) hangscan::testing::put(stack, sp - lo + i * 8, words[i]);
+  for (std::size_t i = 0; i < sizeof(words) / 8; ++i)
+    hangscan::testing::put(stack, sp - lo + i * 8, words[i]);
   c.add_note(NT_PRPSINFO, FakeCore::prpsinfo(10, 1, "prog", "prog"));
   c.add_note(NT_PRSTATUS, FakeCore::prstatus(11, SIGSEGV, make_regs(0x401000, sp, ~0ULL)));
   c.add_note(NT_PRSTATUS, FakeCore::prstatus(10, SIGSEGV, make_regs(0x401008, sp - 64, 202)));
   c.add_note(0x53494749, FakeCore::siginfo(SIGSEGV, 1, 0));
   c.add_note(0x46494c45, FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/prog"},
-                                              {0x7f0000000000, 0x7f0000002000, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6"}}));
+                                              {0x7f0000000000, 0x7f0000002000, 0,
+                                               "/usr/lib/x86_64-linux-gnu/libc.so.6"}}));
   c.add_note(NT_AUXV, FakeCore::auxv({{AT_EXECFN, ptr[2]}, {AT_PAGESZ, 4096}}));
   std::vector<std::uint8_t> elf(64, 0);
-  elf[0] = 0x7f; elf[1] = 'E'; elf[2] = 'L'; elf[3] = 'F'; elf[4] = 2; elf[5] = 1;
+  elf[0] = 0x7f;
+  elf[1] = 'E';
+  elf[2] = 'L';
+  elf[3] = 'F';
+  elf[4] = 2;
+  elf[5] = 1;
   c.segments.push_back({0x400000, 0x2000, elf, PF_R});
   c.segments.push_back({0x7f0000000000, 0x2000, {}, PF_R | PF_X});
   c.segments.push_back({lo, hi - lo, stack, PF_R | PF_W});
@@ -74,8 +81,9 @@ int main(int argc, char** argv) {
   FakeCore odd_python = full;
   for (auto& n : odd_python.notes) {
     if (n.type == 0x46494c45) {
-      n.desc = FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/python3.99999999999"},
-                                    {0x7f0000000000, 0x7f0000002000, 0, "/usr/lib/libpython3.99999999999.so"}});
+      n.desc = FakeCore::file_note(
+          {{0x400000, 0x402000, 0, "/usr/bin/python3.99999999999"},
+           {0x7f0000000000, 0x7f0000002000, 0, "/usr/lib/libpython3.99999999999.so"}});
     }
   }
   write(dir, "odd_python.core", odd_python.build());

@@ -2,8 +2,8 @@
 //
 // It prints its begin line at once (so the front end knows the node is alive), captures, and
 // prints the node's snapshot in the agent wire format, framed for the line-cutting relays in
-// between (fanout/agent_framing.h). With --write-core NODE:PID[:RANK] (the core round of --gcore) it
-// writes the cores of its own node instead and answers which were written, or why not
+// between (fanout/agent_framing.h). With --write-core NODE:PID[:RANK] (the core round of --gcore)
+// it writes the cores of its own node instead and answers which were written, or why not
 // (fanout/core_round.h). Whatever goes wrong, the front end gets a `fail` line with the
 // reason rather than silence. Nothing but frames goes to stdout.
 #include <fmt/core.h>
@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "cli.h"
-#include "output.h"
 #include "corewrite/member_core.h"
 #include "fanout/agent.h"
 #include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
+#include "output.h"
 #include "report/agent_format.h"
 
 namespace hangscan::cli {
@@ -36,7 +36,7 @@ struct AgentCliOptions {
   int timeout_ms = 25000;
   bool raw = false;
   CaptureFlags capture;
-  std::vector<std::string> write_core;   // the core round: NODE:PID[:RANK] ...
+  std::vector<std::string> write_core;  // the core round: NODE:PID[:RANK] ...
   std::string gcore_dir = ".";
   std::string gcore_max_size = "256M";
 };
@@ -72,7 +72,8 @@ int run_core_round(const AgentCliOptions& o, const AgentOptions& a, const std::s
 int run_agent_command(const AgentCliOptions& o) {
   const bool slurm_mode = !o.job_id.empty();
   if (slurm_mode == !o.match.empty()) {
-    print_error("agent needs exactly one of --slurm-job ID and --match REGEX", "see 'hangscan agent --help'");
+    print_error("agent needs exactly one of --slurm-job ID and --match REGEX",
+                "see 'hangscan agent --help'");
     return kExitUsage;
   }
   AgentOptions a;
@@ -83,7 +84,8 @@ int run_agent_command(const AgentCliOptions& o) {
   a.capture = live_capture_options(o.capture);
   a.timeout = std::chrono::milliseconds(o.timeout_ms);
   // The node name goes into every frame line: an unusable one is reported, not framed.
-  const std::string frame_node = validate_host_name(a.node) ? a.node : std::string("invalid-node-name");
+  const std::string frame_node =
+      validate_host_name(a.node) ? a.node : std::string("invalid-node-name");
 
   if (!o.write_core.empty()) return run_core_round(o, a, frame_node);
   if (!o.raw) emit(frame_begin(frame_node));
@@ -101,21 +103,27 @@ int run_agent_command(const AgentCliOptions& o) {
 
 void add_agent_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<AgentCliOptions>();
-  auto* sub = app.add_subcommand("agent", "Node agent of --slurm-job and pdsh (prints framed agent JSON)");
+  auto* sub =
+      app.add_subcommand("agent", "Node agent of --slurm-job and pdsh (prints framed agent JSON)");
   sub->add_option("--slurm-job", opts->job_id, "Capture the tasks of this Slurm job on this node");
-  sub->add_option("--node", opts->node, "Node name to report (default: SLURMD_NODENAME, else the host name)");
-  sub->add_option("--exclude-step", opts->exclude_steps, "Leave out this step of the job (hangscan's own)");
+  sub->add_option("--node", opts->node,
+                  "Node name to report (default: SLURMD_NODENAME, else the host name)");
+  sub->add_option("--exclude-step", opts->exclude_steps,
+                  "Leave out this step of the job (hangscan's own)");
   sub->add_option("--match", opts->match, "Capture processes whose command line matches REGEX");
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline for the whole node")
       ->check(whole_number("a number of milliseconds", 100, 86400000))
       ->capture_default_str();
   sub->add_flag("--raw", opts->raw, "Print the bare agent JSON document (no framing)");
   add_capture_flags(sub, opts->capture);
-  sub->add_option("--write-core", opts->write_core,
-                  "Core round of --gcore: write a core of PID if it runs on NODE and is still the job's "
-                  "(NODE:PID[:RANK], repeatable)");
-  sub->add_option("--gcore-dir", opts->gcore_dir, "Directory for --write-core cores")->capture_default_str();
-  sub->add_option("--gcore-max-size", opts->gcore_max_size, "Size cap per core (K, M, G)")->capture_default_str();
+  sub->add_option(
+      "--write-core", opts->write_core,
+      "Core round of --gcore: write a core of PID if it runs on NODE and is still the job's "
+      "(NODE:PID[:RANK], repeatable)");
+  sub->add_option("--gcore-dir", opts->gcore_dir, "Directory for --write-core cores")
+      ->capture_default_str();
+  sub->add_option("--gcore-max-size", opts->gcore_max_size, "Size cap per core (K, M, G)")
+      ->capture_default_str();
   sub->callback([opts, &action] { action = [opts] { return run_agent_command(*opts); }; });
 }
 

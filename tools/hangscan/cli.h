@@ -38,7 +38,8 @@ std::string help_hint(const CLI::App& app, int argc, char** argv);
 // agent, --slurm-job, pdsh): --unwinder --native --locals --nonblocking --no-python. Cores:
 // --unwinder --no-python --python-only --locals.
 enum class CaptureFlagSet { live, core };
-void add_capture_flags(CLI::App* app, CaptureFlags& flags, CaptureFlagSet set = CaptureFlagSet::live);
+void add_capture_flags(CLI::App* app, CaptureFlags& flags,
+                       CaptureFlagSet set = CaptureFlagSet::live);
 
 // The action chosen by parsing; returns the process exit code.
 using Action = std::function<int()>;

@@ -68,11 +68,10 @@ void add_core_command(CLI::App& app, Action& action) {
   sub->add_option("--lib-path", opts->lib_paths,
                   "Directory searched for libraries by file name (repeatable)");
   add_capture_flags(sub, opts->capture, CaptureFlagSet::core);
-  sub->add_flag("-v,--verbose", opts->verbose, "Say how the interpreter was found and where the time went");
+  sub->add_flag("-v,--verbose", opts->verbose,
+                "Say how the interpreter was found and where the time went");
   add_output_options(sub, opts->output);
-  sub->callback([&action, opts] {
-    action = [opts] { return run_core(*opts); };
-  });
+  sub->callback([&action, opts] { action = [opts] { return run_core(*opts); }; });
 }
 
 }  // namespace hangscan::cli

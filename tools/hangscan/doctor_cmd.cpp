@@ -15,7 +15,7 @@ namespace {
 struct DoctorCmdOptions {
   int pid = 0;
   std::string dir = ".";
-  std::string agent_path;   // --agent-path: the fan-out's agent binary on this node
+  std::string agent_path;  // --agent-path: the fan-out's agent binary on this node
 };
 
 int run_doctor_cmd(const DoctorCmdOptions& o) {
@@ -24,12 +24,15 @@ int run_doctor_cmd(const DoctorCmdOptions& o) {
   opts.core_dir = o.dir;
   bool failed = false;
   auto checks = run_doctor(opts);
-  if (auto e = ebpf_readiness(); true) checks.push_back({e.ready ? DoctorCheck::Level::ok : DoctorCheck::Level::warn, "ebpf", e.finding, e.fix});
+  if (auto e = ebpf_readiness(); true)
+    checks.push_back(
+        {e.ready ? DoctorCheck::Level::ok : DoctorCheck::Level::warn, "ebpf", e.finding, e.fix});
   if (!o.agent_path.empty()) {
     AgentBinaryCheck a = check_agent_binary(o.agent_path);
     using L = AgentBinaryCheck::Level;
-    checks.push_back({a.level == L::ok ? DoctorCheck::Level::ok : a.level == L::warn ? DoctorCheck::Level::warn
-                                                                                     : DoctorCheck::Level::fail,
+    checks.push_back({a.level == L::ok     ? DoctorCheck::Level::ok
+                      : a.level == L::warn ? DoctorCheck::Level::warn
+                                           : DoctorCheck::Level::fail,
                       "agent", a.finding, a.fix});
   }
   for (const auto& c : checks) {
@@ -50,8 +53,9 @@ void add_doctor_command(CLI::App& app, Action& action) {
   sub->add_option("-p,--pid", opts->pid, "Also check this process")->check(process_id());
   sub->add_option("-o,--output-dir", opts->dir, "Where 'hangscan gcore' would write")
       ->capture_default_str();
-  sub->add_option("--agent-path", opts->agent_path,
-                  "Check that the hangscan binary at PATH (the fan-out's agent here) is this version");
+  sub->add_option(
+      "--agent-path", opts->agent_path,
+      "Check that the hangscan binary at PATH (the fan-out's agent here) is this version");
   sub->callback([opts, &action] { action = [opts] { return run_doctor_cmd(*opts); }; });
 }
 

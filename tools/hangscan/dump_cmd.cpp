@@ -62,7 +62,8 @@ int run_dump(const DumpOptions& o) {
   if (o.verbose) req.run.capture.log = &log;
   // Tests only (test_outcomes.py): hangscan stops itself while a target is frozen, so the test
   // can kill the target at exactly that moment.
-  if (const char* hook = std::getenv("HANGSCAN_TEST_STOP_WHILE_FROZEN"); hook != nullptr && *hook == '1') {
+  if (const char* hook = std::getenv("HANGSCAN_TEST_STOP_WHILE_FROZEN");
+      hook != nullptr && *hook == '1') {
     req.run.capture.while_frozen = [] { ::raise(SIGSTOP); };
   }
 
@@ -87,10 +88,12 @@ int run_dump(const DumpOptions& o) {
 
 void add_dump_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<DumpOptions>();
-  auto* sub = app.add_subcommand("dump", "Stacks of every thread of live processes, grouped by rank");
+  auto* sub =
+      app.add_subcommand("dump", "Stacks of every thread of live processes, grouped by rank");
   sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(process_id());
   sub->add_flag("--subprocesses", opts->subprocesses, "Also every descendant of each --pid");
-  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX (like pgrep -f)");
+  sub->add_option("--match", opts->match,
+                  "Processes whose command line matches REGEX (like pgrep -f)");
   add_capture_flags(sub, opts->capture);
   sub->add_option("--samples", opts->samples, "Snapshots to take, to tell stuck from progressing")
       ->check(whole_number("a sample count", 1, 1000));

@@ -32,8 +32,8 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 // --output DIR: one text file per node (like srun's trace-%N.out) and the merged report.
-bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                      const FanoutCliOptions& o) {
+bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
+                      const Analysis& analysis, const FanoutCliOptions& o) {
   const std::string& dir = o.output_dir;
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     print_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
@@ -51,7 +51,8 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged, con
     ok &= write_file(fmt::format("{}/{}.txt", dir, node), render_report(snap, a, text));
   }
   for (const auto& u : result.unreachable) {
-    ok &= write_file(fmt::format("{}/{}.txt", dir, u.host), fmt::format("node {} unreachable: {}\n", u.host, u.reason));
+    ok &= write_file(fmt::format("{}/{}.txt", dir, u.host),
+                     fmt::format("node {} unreachable: {}\n", u.host, u.reason));
   }
   const Analysis& a = analysis;
   ok &= write_file(fmt::format("{}/report.txt", dir), render_report(merged, a, text));
@@ -68,8 +69,10 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
   app->add_option("--timeout", o.timeout_s, "Seconds for every node to answer (all in parallel)")
       ->check(finite_number("a number of seconds", 1.0, 86400.0))
       ->capture_default_str();
-  app->add_option("--agent-path", o.agent_path, "hangscan binary on the nodes (default: this binary's path)");
-  app->add_option("--output", o.output_dir, "Also write one text file per node and the merged report to DIR");
+  app->add_option("--agent-path", o.agent_path,
+                  "hangscan binary on the nodes (default: this binary's path)");
+  app->add_option("--output", o.output_dir,
+                  "Also write one text file per node and the merged report to DIR");
   app->add_flag("-v,--verbose", o.verbose, "Print the commands run and their timing");
   add_capture_flags(app, o.capture);
 }
@@ -77,21 +80,24 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
 Result<std::string> resolve_agent_path(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     if (explicit_path.front() != '/') {
-      return Error(Errc::usage, fmt::format("--agent-path '{}' must be an absolute path", explicit_path), 0,
+      return Error(Errc::usage,
+                   fmt::format("--agent-path '{}' must be an absolute path", explicit_path), 0,
                    "the agent runs on other nodes, in another working directory");
     }
     return explicit_path;
   }
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
+  if (n <= 0)
+    return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
 ProgressFn tty_progress() {
   if (::isatty(STDERR_FILENO) != 1) return {};
   return [](std::size_t done, std::size_t total) {
-    fmt::print(stderr, "\rhangscan: nodes answered {}/{}{}", done, total, done == total ? "\n" : "");
+    fmt::print(stderr, "\rhangscan: nodes answered {}/{}{}", done, total,
+               done == total ? "\n" : "");
     std::fflush(stderr);
   };
 }
@@ -100,16 +106,18 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
                   const FanoutCliOptions& o) {
   if (o.verbose) {
     for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", line);
-    fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(), result.requested.size(),
-               result.elapsed.count());
+    fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(),
+               result.requested.size(), result.elapsed.count());
   }
   for (const auto& u : result.unreachable) {
     print_error(fmt::format("node {} unreachable: {}", u.host, u.reason));
   }
   if (!result.unreachable.empty()) {
-    fmt::print(stderr, "hint: {} of {} nodes reported; check the others with 'scontrol show node NAME' or ssh, "
-                       "or raise --timeout\n",
-               result.nodes.size(), result.requested.size());
+    fmt::print(
+        stderr,
+        "hint: {} of {} nodes reported; check the others with 'scontrol show node NAME' or ssh, "
+        "or raise --timeout\n",
+        result.nodes.size(), result.requested.size());
   }
   bool wrote = write_report(merged, analysis, o.output);
   if (!o.output_dir.empty()) wrote &= write_output_dir(result, merged, analysis, o);
@@ -124,7 +132,8 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     print_error(plan.error());
     return plan.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  if (o.verbose && !plan->description.empty()) fmt::print(stderr, "hangscan: {}\n", plan->description);
+  if (o.verbose && !plan->description.empty())
+    fmt::print(stderr, "hangscan: {}\n", plan->description);
   ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), tty_progress());
   auto analysis = analyze_job(run.merged, o.output);
   if (!analysis) return kExitNothing;

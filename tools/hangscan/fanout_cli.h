@@ -10,19 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "jobs/capture_flags.h"
 #include "fanout/collector.h"
 #include "fanout/launcher.h"
+#include "jobs/capture_flags.h"
 #include "output.h"
 
 namespace hangscan::cli {
 
 struct FanoutCliOptions {
-  double timeout_s = 30;        // --timeout: for the whole fan-out
-  std::string agent_path;       // --agent-path; default: this binary's own path
-  std::string output_dir;       // --output DIR
+  double timeout_s = 30;   // --timeout: for the whole fan-out
+  std::string agent_path;  // --agent-path; default: this binary's own path
+  std::string output_dir;  // --output DIR
   bool verbose = false;
-  CaptureFlags capture;         // passed on to the agents (capture_flag_args)
+  CaptureFlags capture;  // passed on to the agents (capture_flag_args)
   OutputOptions output;
 };
 

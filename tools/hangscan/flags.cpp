@@ -50,7 +50,8 @@ void add_capture_flags(CLI::App* app, CaptureFlags& f, CaptureFlagSet set) {
   }
   app->add_flag("--native", f.native, "Interleave native and Python frames");
   app->add_flag("--locals", f.locals, "Show Python local variables");
-  app->add_flag("--nonblocking", f.nonblocking, "Read Python frames without stopping the process (may be inconsistent)");
+  app->add_flag("--nonblocking", f.nonblocking,
+                "Read Python frames without stopping the process (may be inconsistent)");
   app->add_flag("--no-python", f.no_python, "Do not read Python frames");
 }
 

@@ -61,8 +61,9 @@ int send_signal(const GcoreOptions& o) {
   auto limits = read_text_file(fmt::format("/proc/{}/limits", o.pid));
   auto limit = limits ? parse_core_limit(*limits) : std::nullopt;
   if (limit && *limit == 0) {
-    print_error(fmt::format("pid {} has a core size limit of 0: the kernel would write no core", o.pid),
-                fmt::format("raise it first: prlimit --pid {} --core=unlimited", o.pid));
+    print_error(
+        fmt::format("pid {} has a core size limit of 0: the kernel would write no core", o.pid),
+        fmt::format("raise it first: prlimit --pid {} --core=unlimited", o.pid));
     return kExitNothing;
   }
   if (::kill(o.pid, sig) != 0) {
@@ -127,11 +128,12 @@ int run_gcore(const GcoreOptions& o) {
 }  // namespace
 
 void add_gcore_dump_options(CLI::App* sub, GcoreDumpOptions& o) {
-  o.option = sub->add_option("--gcore", o.mode,
-                  "After grouping, write cores: one-per-group (default: a representative of "
-                  "each group plus every suspect), suspects, or all")
-      ->expected(0, 1)
-      ->check(CLI::IsMember({"", "one-per-group", "suspects", "all"}));
+  o.option =
+      sub->add_option("--gcore", o.mode,
+                      "After grouping, write cores: one-per-group (default: a representative of "
+                      "each group plus every suspect), suspects, or all")
+          ->expected(0, 1)
+          ->check(CLI::IsMember({"", "one-per-group", "suspects", "all"}));
   sub->add_option("--gcore-dir", o.dir, "Directory for --gcore cores")->capture_default_str();
   sub->add_option("--gcore-max-size", o.max_size, "Size cap per core (K, M, G suffixes)")
       ->capture_default_str();
@@ -150,7 +152,8 @@ Status check_gcore_options(const GcoreDumpOptions& o) {
   if (!o.requested()) return Ok{};
   auto max = parse_size_option(o.max_size, "--gcore-max-size");
   if (!max) return max.error();
-  if (o.dir.empty()) return Error(Errc::usage, "--gcore-dir is empty", 0, "give a directory for the cores");
+  if (o.dir.empty())
+    return Error(Errc::usage, "--gcore-dir is empty", 0, "give a directory for the cores");
   return Ok{};
 }
 
@@ -169,7 +172,7 @@ std::string absolute_dir(const std::string& dir) {
   std::filesystem::path p = std::filesystem::absolute(dir, ec);
   if (ec) return dir;
   p = p.lexically_normal();
-  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();   // "/x/" -> "/x"
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();  // "/x/" -> "/x"
   return p.string();
 }
 
@@ -179,8 +182,8 @@ bool report_core(const CoreOutcome& c, const std::string& role) {
     print_error(fmt::format("no core of {}: {}", core_subject(c, role), c.error), c.hint);
     return false;
   }
-  fmt::print(stderr, "hangscan: core of {}: {} ({}, paused {:.1f} ms)\n", core_subject(c, role), c.path,
-             human_size(c.file_size), static_cast<double>(c.pause_us) / 1000.0);
+  fmt::print(stderr, "hangscan: core of {}: {} ({}, paused {:.1f} ms)\n", core_subject(c, role),
+             c.path, human_size(c.file_size), static_cast<double>(c.pause_us) / 1000.0);
   for (const auto& w : c.warnings) print_error(fmt::format("core {}: {}", c.path, w));
   return true;
 }
@@ -196,11 +199,13 @@ bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const Gco
   }
   auto outcomes = write_local_cores(job, *picked, o.dir, *max);
   bool ok = true;
-  for (std::size_t k = 0; k < outcomes.size(); ++k) ok &= report_core(outcomes[k], picked->roles[k]);
+  for (std::size_t k = 0; k < outcomes.size(); ++k)
+    ok &= report_core(outcomes[k], picked->roles[k]);
   return ok;
 }
 
-int finish_local_report(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o) {
+int finish_local_report(const JobSnapshot& job, const OutputOptions& output,
+                        const GcoreDumpOptions& o) {
   auto analysis = analyze_job(job, output);
   if (!analysis || !write_report(job, *analysis, output)) return kExitNothing;
   int rc = exit_code_for(job);
@@ -208,8 +213,9 @@ int finish_local_report(const JobSnapshot& job, const OutputOptions& output, con
   return rc;
 }
 
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                         const FanoutCliOptions& fanout, const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged,
+                         const Analysis& analysis, const FanoutCliOptions& fanout,
+                         const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
   if (!o.requested() || rc == kExitNothing) return rc;
   auto picked = pick_cores(analysis, o.mode, merged.processes.size());
   if (!picked) {
@@ -221,13 +227,13 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
     return rc;
   }
   std::vector<CoreRequest> requests;
-  std::vector<std::string> hosts;   // per request, the node as the fan-out asked it
-  std::vector<std::string> nodes;   // the nodes of the core round, in the order asked
+  std::vector<std::string> hosts;  // per request, the node as the fan-out asked it
+  std::vector<std::string> nodes;  // the nodes of the core round, in the order asked
   for (std::size_t i : picked->members) {
     const ProcessSnapshot& p = merged.processes[i];
     auto named = result.agent_nodes.find(p.host);
-    requests.push_back(
-        CoreRequest{named != result.agent_nodes.end() ? named->second : p.host, p.pid, p.rank, p.start_ticks});
+    requests.push_back(CoreRequest{named != result.agent_nodes.end() ? named->second : p.host,
+                                   p.pid, p.rank, p.start_ticks});
     hosts.push_back(p.host);
   }
   for (const auto& n : result.requested) {
@@ -240,10 +246,12 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
   }
   auto outcomes = pair_core_outcomes(requests, hosts, answers);
   std::size_t written = 0;
-  for (std::size_t k = 0; k < outcomes.size(); ++k) written += report_core(outcomes[k], picked->roles[k]) ? 1 : 0;
+  for (std::size_t k = 0; k < outcomes.size(); ++k)
+    written += report_core(outcomes[k], picked->roles[k]) ? 1 : 0;
   for (const auto& d : answers.diagnostics) print_error(d.message, d.hint);
-  fmt::print(stderr, "hangscan: {} of {} cores written in {} on {} node(s), {:.1f} s\n", written, outcomes.size(),
-             dir, nodes.size(), std::chrono::duration<double>(answers.elapsed).count());
+  fmt::print(stderr, "hangscan: {} of {} cores written in {} on {} node(s), {:.1f} s\n", written,
+             outcomes.size(), dir, nodes.size(),
+             std::chrono::duration<double>(answers.elapsed).count());
   return written == outcomes.size() ? rc : std::max(rc, kExitPartial);
 }
 

@@ -23,10 +23,10 @@
 namespace hangscan::cli {
 
 struct GcoreDumpOptions {
-  std::string mode;            // "" = no cores; else one-per-group | suspects | all
+  std::string mode;  // "" = no cores; else one-per-group | suspects | all
   std::string dir = ".";
   std::string max_size = "256M";
-  CLI::Option* option = nullptr;   // --gcore, to tell a bare "--gcore" from none
+  CLI::Option* option = nullptr;  // --gcore, to tell a bare "--gcore" from none
   bool requested() const { return option != nullptr && option->count() > 0; }
 };
 
@@ -44,18 +44,20 @@ Status check_gcore_options(const GcoreDumpOptions& o);
 bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o);
 
 // The end of `dump`: the report, then (--gcore) the cores; returns the exit code.
-int finish_local_report(const JobSnapshot& job, const OutputOptions& output, const GcoreDumpOptions& o);
+int finish_local_report(const JobSnapshot& job, const OutputOptions& output,
+                        const GcoreDumpOptions& o);
 
 // Runs one core round of agents on `nodes` with `agent_args` (srun or pdsh, with the
 // fan-out's deadline) and returns what they sent.
-using CoreRoundFn =
-    std::function<AgentAnswers(const std::vector<std::string>& nodes, const std::vector<std::string>& agent_args)>;
+using CoreRoundFn = std::function<AgentAnswers(const std::vector<std::string>& nodes,
+                                               const std::vector<std::string>& agent_args)>;
 
 // The end of --slurm-job and pdsh with --gcore: when something was captured (`rc` is the
-// report's exit code), picks members of the merged job from its analysis like write_job_cores, runs one core
-// round on the nodes that hold them, prints one line per core (and per core not written,
+// report's exit code), picks members of the merged job from its analysis like write_job_cores, runs
+// one core round on the nodes that hold them, prints one line per core (and per core not written,
 // with the reason). Returns the exit code: `rc`, or 1 when a core could not be written.
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                         const FanoutCliOptions& fanout, const GcoreDumpOptions& o, const CoreRoundFn& run_round);
+int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged,
+                         const Analysis& analysis, const FanoutCliOptions& fanout,
+                         const GcoreDumpOptions& o, const CoreRoundFn& run_round);
 
 }  // namespace hangscan::cli

@@ -25,7 +25,8 @@ void print_error(const std::string& message, const std::string& hint) {
 int main(int argc, char** argv) {
   using namespace hangscan::cli;
   reserve_standard_fds();
-  CLI::App app{"hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
+  CLI::App app{
+      "hangscan: where is every thread and rank of a hung or crashed job, and which are odd"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", hangscan::hangscan_version_line());
   Action action;

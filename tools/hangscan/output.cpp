@@ -8,8 +8,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -63,7 +63,7 @@ namespace {
 // --json is --format json.
 ReportWriter chosen_writer(const OutputOptions& o) {
   auto w = find_report_writer(o.json ? "json" : o.format);
-  return w ? *w : *find_report_writer("text");   // --format is checked against the registry
+  return w ? *w : *find_report_writer("text");  // --format is checked against the registry
 }
 
 RenderOptions render_options(const OutputOptions& o) {
@@ -79,13 +79,14 @@ RenderOptions render_options(const OutputOptions& o) {
 bool write_filtered(const ReportWriter& w, const std::string& rendered) {
   auto program = bp::search_path(w.filter.front());
   if (program.empty()) {
-    print_error(fmt::format("--format {} needs {}, which is not installed", w.name, w.filter_name), w.filter_hint);
+    print_error(fmt::format("--format {} needs {}, which is not installed", w.name, w.filter_name),
+                w.filter_hint);
     return false;
   }
   std::fflush(stdout);
   bp::opstream in;
-  bp::child c(program, bp::args(std::vector<std::string>(w.filter.begin() + 1, w.filter.end())), bp::std_in < in,
-              bp::std_out > stdout);
+  bp::child c(program, bp::args(std::vector<std::string>(w.filter.begin() + 1, w.filter.end())),
+              bp::std_in<in, bp::std_out> stdout);
   in << rendered;
   in.flush();
   in.pipe().close();
@@ -95,7 +96,8 @@ bool write_filtered(const ReportWriter& w, const std::string& rendered) {
 
 }  // namespace
 
-std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
+std::string render_report(const JobSnapshot& job, const Analysis& analysis,
+                          const OutputOptions& o) {
   return chosen_writer(o).render(job, analysis, render_options(o));
 }
 
@@ -130,9 +132,11 @@ bool write_stdout(const std::string& text) {
   if (!ok) {
     int err = errno != 0 ? errno : EIO;
     std::clearerr(stdout);
-    print_error(fmt::format("cannot write the report to standard output: {}", std::strerror(err)),
-                err == EBADF ? "standard output is closed; redirect it to a file"
-                             : "check the free space and where standard output goes; the report was not written");
+    print_error(
+        fmt::format("cannot write the report to standard output: {}", std::strerror(err)),
+        err == EBADF
+            ? "standard output is closed; redirect it to a file"
+            : "check the free space and where standard output goes; the report was not written");
   }
   return ok;
 }

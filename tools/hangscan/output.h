@@ -14,15 +14,15 @@
 namespace hangscan::cli {
 
 struct OutputOptions {
-  std::string format = "text";      // a name of report_writers() (report/report_writers.h)
-  bool json = false;                // --json, same as --format json
+  std::string format = "text";  // a name of report_writers() (report/report_writers.h)
+  bool json = false;            // --json, same as --format json
   bool color = false;
-  bool main_only = false;           // text: only the main thread of each process
+  bool main_only = false;  // text: only the main thread of each process
   std::string group_threads = "main";
   std::string thread_regex;
   std::string granularity = "function";
   int top = 0;
-  int width = 0;                    // text: cut lines to this many columns; 0 never (files, pipes)
+  int width = 0;  // text: cut lines to this many columns; 0 never (files, pipes)
 };
 
 // Adds --json, --format, --threads, --thread-regex, --granularity, --top, --main-only.
@@ -54,7 +54,6 @@ bool write_stdout(const std::string& text);
 // Makes sure fds 0-2 are open (a closed one is opened on /dev/null, read-only for stdout so
 // that writes to it fail), so that no file hangscan opens becomes its stdout.
 void reserve_standard_fds();
-
 
 // The report as a string in the chosen format (for --output DIR files).
 std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);

@@ -1,6 +1,6 @@
 // `hangscan pdsh -w HOSTLIST --match REGEX`: the agent on every host through pdsh, merged.
-#include <boost/process/search_path.hpp>
 #include <fmt/core.h>
+#include <boost/process/search_path.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -44,7 +44,8 @@ Result<std::vector<std::string>> collect_hosts(const PdshCliOptions& o) {
     auto entries = parse_hostfile(*text);
     if (!entries) return entries.error().with_context(o.hostfile);
     for (auto& e : *entries) {
-      if (std::find(hosts.begin(), hosts.end(), e.name) == hosts.end()) hosts.push_back(std::move(e.name));
+      if (std::find(hosts.begin(), hosts.end(), e.name) == hosts.end())
+        hosts.push_back(std::move(e.name));
     }
   }
   if (hosts.empty()) return Error(Errc::usage, "pdsh needs -w HOSTLIST or --hostfile FILE");
@@ -74,7 +75,8 @@ int run_pdsh(const PdshCliOptions& o) {
   PdshOptions p;
   if (boost::process::search_path(p.pdsh).empty()) {
     print_error(fmt::format("'{}' is not installed here (not found on PATH)", p.pdsh),
-                "install pdsh (apt-get install pdsh) on this machine; on a Slurm cluster use --slurm-job instead");
+                "install pdsh (apt-get install pdsh) on this machine; on a Slurm cluster use "
+                "--slurm-job instead");
     return kExitNothing;
   }
   auto agent = resolve_agent_path(o.common.agent_path);
@@ -98,12 +100,19 @@ int run_pdsh(const PdshCliOptions& o) {
 
 void add_pdsh_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<PdshCliOptions>();
-  auto* sub = app.add_subcommand("pdsh", "Capture matching processes on many hosts through pdsh, merged");
+  auto* sub =
+      app.add_subcommand("pdsh", "Capture matching processes on many hosts through pdsh, merged");
   sub->add_option("-w", opts->hostlist, "Hosts: n[1-3],gpu7 (Slurm/pdsh host list syntax)");
-  sub->add_option("--hostfile", opts->hostfile, "File with one host per line (DeepSpeed 'host slots=N' too)");
-  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX, on every host")->required();
-  sub->add_option("-f", opts->fanout, "Hosts pdsh contacts at once")->check(whole_number("a host count", 1, 4096))->capture_default_str();
-  sub->add_option("--remote-setup", opts->remote_setup, "File sourced on each host before the agent (like ~/.pdshrc)");
+  sub->add_option("--hostfile", opts->hostfile,
+                  "File with one host per line (DeepSpeed 'host slots=N' too)");
+  sub->add_option("--match", opts->match,
+                  "Processes whose command line matches REGEX, on every host")
+      ->required();
+  sub->add_option("-f", opts->fanout, "Hosts pdsh contacts at once")
+      ->check(whole_number("a host count", 1, 4096))
+      ->capture_default_str();
+  sub->add_option("--remote-setup", opts->remote_setup,
+                  "File sourced on each host before the agent (like ~/.pdshrc)");
   sub->add_option("-R", opts->rcmd, "pdsh rcmd module (default: $PDSH_RCMD_TYPE, else pdsh's)")
       ->check(CLI::IsMember({"ssh", "rsh", "exec", "mrsh", "krb4", "qsh", "mqsh", "xcpu"}));
   add_fanout_options(sub, opts->common);

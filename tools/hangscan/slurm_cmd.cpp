@@ -50,14 +50,16 @@ int run_slurm(const SlurmCliOptions& o) {
 
 void add_slurm_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<SlurmCliOptions>();
-  app.add_option("--slurm-job,--jobid", opts->job_id, "Capture every rank of this Slurm job (on every node)");
+  app.add_option("--slurm-job,--jobid", opts->job_id,
+                 "Capture every rank of this Slurm job (on every node)");
   add_fanout_options(&app, opts->fanout);
   add_output_options(&app, opts->fanout.output);
   add_gcore_dump_options(&app, opts->gcore);
   app.final_callback([opts, &action, &app] {
     if (opts->job_id.empty()) {
       if (opts->gcore.requested() && app.get_subcommands().empty()) {
-        throw CLI::ValidationError("--gcore", "needs --slurm-job ID here (or use dump --gcore, pdsh --gcore)");
+        throw CLI::ValidationError("--gcore",
+                                   "needs --slurm-job ID here (or use dump --gcore, pdsh --gcore)");
       }
       return;
     }

@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "cli.h"
-#include "stop_signals.h"
-#include "watch_slurm.h"
 #include "discovery/discovery.h"
 #include "fanout/agent.h"
 #include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
 #include "jobs/job_loop.h"
 #include "output.h"
+#include "stop_signals.h"
 #include "watch/cluster_watch.h"
 #include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
 #include "watch/watcher.h"
+#include "watch_slurm.h"
 
 namespace hangscan::cli {
 
@@ -43,11 +43,11 @@ struct WatchCmdOptions {
   std::string log_file;
   std::string output_dir;
   bool once = false;
-  bool ptrace = false;   // --ptrace: the fallback sampler even where eBPF works
-  std::string slurm_job;                    // --slurm-job: every node of the job (watch_slurm.h)
-  bool node_local = false;                  // --node-local: one node's part of --slurm-job
-  std::vector<std::string> exclude_steps;   // node-local: the front end's own step
-  long long timeout_ms = 0;                 // node-local: the front end's deadline for this node
+  bool ptrace = false;                     // --ptrace: the fallback sampler even where eBPF works
+  std::string slurm_job;                   // --slurm-job: every node of the job (watch_slurm.h)
+  bool node_local = false;                 // --node-local: one node's part of --slurm-job
+  std::vector<std::string> exclude_steps;  // node-local: the front end's own step
+  long long timeout_ms = 0;                // node-local: the front end's deadline for this node
 };
 
 // Seconds since `path` was last written; nullopt when it cannot be read.
@@ -56,14 +56,17 @@ std::optional<double> seconds_since_write(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) + (now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) +
+         (now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
 }
 
 // The watchdog's verdict: why the job is stalled now, or "" when it is not.
-std::string stall_reason(const Watcher& w, const WatchCmdOptions& o, const std::vector<int>& ranks) {
+std::string stall_reason(const Watcher& w, const WatchCmdOptions& o,
+                         const std::vector<int>& ranks) {
   if (!o.log_file.empty()) {
     auto age = seconds_since_write(o.log_file);
-    if (age && *age >= o.stall) return fmt::format("{} was not written for {:.0f} s", o.log_file, *age);
+    if (age && *age >= o.stall)
+      return fmt::format("{} was not written for {:.0f} s", o.log_file, *age);
   }
   std::int64_t now = monotonic_ns();
   std::int64_t newest = 0;
@@ -107,7 +110,8 @@ Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std
   OutputOptions text;
   auto g = group_options(text);
   Analysis analysis = analyze(job, g ? *g : GroupOptions{});
-  std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n" << render_report(job, analysis, text);
+  std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n"
+                                    << render_report(job, analysis, text);
   OutputOptions js;
   js.format = "json";
   std::ofstream(dir / "report.json") << render_report(job, analysis, js);
@@ -134,7 +138,8 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
   }
   for (const auto& dp : *procs) o.pids.push_back(dp.pid);
   // The report must reach the front end before its deadline for this node.
-  if (o.timeout_ms > 0) o.seconds = std::max(0.1, std::min(o.seconds, (o.timeout_ms - 5000) / 1000.0));
+  if (o.timeout_ms > 0)
+    o.seconds = std::max(0.1, std::min(o.seconds, (o.timeout_ms - 5000) / 1000.0));
   if (!o.pids.empty()) return std::nullopt;
   WatchReport empty;
   empty.recorder = "none";
@@ -148,8 +153,11 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
 int run_watch(const WatchCmdOptions& given) {
   if (!given.slurm_job.empty() && !given.node_local) {
     if (given.stall > 0 || !given.pids.empty() || !given.match.empty() || given.ptrace) {
-      print_error("--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --stall do not go with it",
-                  "the watchdog across nodes is not done yet: run 'watch --stall' per node (slurm/watchdog.sbatch)");
+      print_error(
+          "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --stall "
+          "do not go with it",
+          "the watchdog across nodes is not done yet: run 'watch --stall' per node "
+          "(slurm/watchdog.sbatch)");
       return kExitUsage;
     }
     return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json});
@@ -162,7 +170,8 @@ int run_watch(const WatchCmdOptions& given) {
   const std::string node = o.node_local ? default_agent_node("", true) : std::string();
   if (o.node_local) {
     if (o.slurm_job.empty() || !validate_host_name(node)) {
-      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME", "it is started by 'watch --slurm-job'");
+      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME",
+                  "it is started by 'watch --slurm-job'");
       return kExitUsage;
     }
     if (auto rc = start_node_local(o, node)) return *rc;
@@ -172,7 +181,8 @@ int run_watch(const WatchCmdOptions& given) {
     return kExitUsage;
   }
   if (o.stall > 0 && o.output_dir.empty()) {
-    print_error("--stall needs --output DIR (where the bundle is written)", "see 'hangscan watch --help'");
+    print_error("--stall needs --output DIR (where the bundle is written)",
+                "see 'hangscan watch --help'");
     return kExitUsage;
   }
   WatchOptions wopt;
@@ -187,7 +197,9 @@ int run_watch(const WatchCmdOptions& given) {
     auto r = Recorder::start(wopt.recorder);
     if (!r) {
       const Error& e = r.error();
-      print_error(e.what() + fmt::format("; falling back to ptrace samples at {} Hz", kPtraceFallbackHz), e.hint);
+      print_error(
+          e.what() + fmt::format("; falling back to ptrace samples at {} Hz", kPtraceFallbackHz),
+          e.hint);
     } else {
       recorder = std::move(*r);
     }
@@ -206,8 +218,9 @@ int run_watch(const WatchCmdOptions& given) {
   }
   Watcher& w = **watcher;
   // Says when recording has begun (scripts and tests wait for this line).
-  fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(), w.pids().size() == 1 ? "" : "es",
-             fallback ? "ptrace samples" : "eBPF", o.stall > 0 ? "" : "; SIGINT ends the window and reports");
+  fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(),
+             w.pids().size() == 1 ? "" : "es", fallback ? "ptrace samples" : "eBPF",
+             o.stall > 0 ? "" : "; SIGINT ends the window and reports");
   std::fflush(stderr);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
@@ -223,14 +236,14 @@ int run_watch(const WatchCmdOptions& given) {
     }
     std::string reason = stall_reason(w, o, w.rank_pids());
     if (!reason.empty() && armed) {
-      w.flush();   // the samples not yet finished may hold progress
+      w.flush();  // the samples not yet finished may hold progress
       reason = stall_reason(w, o, w.rank_pids());
     }
     if (reason.empty()) {
       armed = true;
       continue;
     }
-    if (!armed) continue;   // one bundle per stall: fires again after progress resumed
+    if (!armed) continue;  // one bundle per stall: fires again after progress resumed
     armed = false;
     auto dir = write_bundle(w, o, reason);
     if (!dir) {
@@ -259,10 +272,13 @@ int run_watch(const WatchCmdOptions& given) {
 
 void add_watch_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<WatchCmdOptions>();
-  auto* sub = app.add_subcommand("watch", "Record what processes do over time (eBPF); with --stall, capture when they stop");
+  auto* sub = app.add_subcommand(
+      "watch", "Record what processes do over time (eBPF); with --stall, capture when they stop");
   sub->add_option("-p,--pid", opts->pids, "Process id (repeatable)")->check(process_id());
-  sub->add_flag("--subprocesses", opts->subprocesses, "Also every descendant of each --pid, and those it starts");
-  sub->add_option("--match", opts->match, "Processes whose command line matches REGEX (like pgrep -f)");
+  sub->add_flag("--subprocesses", opts->subprocesses,
+                "Also every descendant of each --pid, and those it starts");
+  sub->add_option("--match", opts->match,
+                  "Processes whose command line matches REGEX (like pgrep -f)");
   sub->add_option("--for", opts->seconds, "Seconds to watch (SIGINT ends sooner and still reports)")
       ->check(finite_number("a number of seconds", 0.1, 86400.0))
       ->capture_default_str();
@@ -273,16 +289,25 @@ void add_watch_command(CLI::App& app, Action& action) {
   sub->add_option("--wait-ms", opts->wait_ms, "A system call this long is a recorded wait")
       ->check(whole_number("a number of milliseconds", 1, 3600000))
       ->capture_default_str();
-  sub->add_option("--stall", opts->stall, "Watchdog: capture when no rank made progress for SECONDS")
+  sub->add_option("--stall", opts->stall,
+                  "Watchdog: capture when no rank made progress for SECONDS")
       ->check(finite_number("a number of seconds", 1.0, 86400.0));
-  sub->add_option("--log", opts->log_file, "Watchdog: also a stall when FILE was not written for --stall seconds");
+  sub->add_option("--log", opts->log_file,
+                  "Watchdog: also a stall when FILE was not written for --stall seconds");
   sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
   sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
-  sub->add_flag("--ptrace", opts->ptrace, "Sample with ptrace (the fallback when eBPF is not allowed)");
-  sub->add_option("--slurm-job", opts->slurm_job, "Every rank of this Slurm job, on every node (one srun step)");
-  sub->add_flag("--node-local", opts->node_local, "Internal: one node's part of --slurm-job (started by srun)")->group("");
-  sub->add_option("--exclude-step", opts->exclude_steps, "Internal (--node-local): leave out this step of the job")->group("");
-  sub->add_option("--timeout-ms", opts->timeout_ms, "Internal (--node-local): the front end's deadline for this node")
+  sub->add_flag("--ptrace", opts->ptrace,
+                "Sample with ptrace (the fallback when eBPF is not allowed)");
+  sub->add_option("--slurm-job", opts->slurm_job,
+                  "Every rank of this Slurm job, on every node (one srun step)");
+  sub->add_flag("--node-local", opts->node_local,
+                "Internal: one node's part of --slurm-job (started by srun)")
+      ->group("");
+  sub->add_option("--exclude-step", opts->exclude_steps,
+                  "Internal (--node-local): leave out this step of the job")
+      ->group("");
+  sub->add_option("--timeout-ms", opts->timeout_ms,
+                  "Internal (--node-local): the front end's deadline for this node")
       ->check(whole_number("a number of milliseconds", 1, 86400000))
       ->group("");
   sub->callback([opts, &action] { action = [opts] { return run_watch(*opts); }; });

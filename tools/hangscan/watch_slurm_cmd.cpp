@@ -5,10 +5,10 @@
 
 #include <fmt/core.h>
 
+#include <dirent.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -18,8 +18,8 @@
 #include "fanout/slurm.h"
 #include "fanout_cli.h"
 #include "output.h"
-#include "stop_signals.h"
 #include "report/json_writer.h"
+#include "stop_signals.h"
 #include "watch/cluster_watch.h"
 #include "watch_slurm.h"
 
@@ -65,22 +65,25 @@ int run_watch_slurm(const WatchSlurmRequest& r) {
   s.job_id = r.job_id;
   s.agent_path = *agent;
   s.agent_subcommand = "watch";
-  s.agent_args = {"--node-local", "--for", fmt::format("{}", r.seconds), "--rate", std::to_string(r.rate),
-                  "--wait-ms", std::to_string(r.wait_ms)};
+  s.agent_args = {"--node-local",         "--for",     fmt::format("{}", r.seconds), "--rate",
+                  std::to_string(r.rate), "--wait-ms", std::to_string(r.wait_ms)};
   // The window, the recorder's start-up and the report's way back; the node ends its window
   // 5 s before its own deadline (agent_timeout_for keeps a margin below ours).
   s.timeout = std::chrono::milliseconds(static_cast<long long>(r.seconds * 1000) + 30000);
   s.context = slurm_context_from_environment();
-  s.max_rounds = 1;   // a node started later would watch another window: it is reported instead
+  s.max_rounds = 1;  // a node started later would watch another window: it is reported instead
 
   auto job = resolve_slurm_job(s, Deadline::after(std::chrono::seconds(30)));
   if (!job) {
     print_error(job.error());
     return job.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  StopSignals stop;   // before the thread: it inherits the block, the signals come to us
-  fmt::print(stderr, "hangscan: watching job {} on {} node{} ({}) for {} s; SIGINT ends every node's window and reports\n",
-             job->id, job->nodes.size(), job->nodes.size() == 1 ? "" : "s", job->nodelist, r.seconds);
+  StopSignals stop;  // before the thread: it inherits the block, the signals come to us
+  fmt::print(stderr,
+             "hangscan: watching job {} on {} node{} ({}) for {} s; SIGINT ends every node's "
+             "window and reports\n",
+             job->id, job->nodes.size(), job->nodes.size() == 1 ? "" : "s", job->nodelist,
+             r.seconds);
   std::fflush(stderr);
   std::atomic<bool> done{false};
   AgentAnswers answers;

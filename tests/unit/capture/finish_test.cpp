@@ -69,7 +69,7 @@ struct SelfCopy {
   int line_b = 0;               // the line in chain_b that calls chain_c
 };
 
-SelfCopy* g_self = nullptr;   // where chain_c writes (the chain takes no arguments)
+SelfCopy* g_self = nullptr;  // where chain_c writes (the chain takes no arguments)
 
 std::uint64_t stack_end(std::uint64_t sp) {
   auto text = read_text_file("/proc/self/maps");
@@ -107,7 +107,7 @@ extern "C" __attribute__((noinline, noclone)) void hs_finish_chain_c() {
 extern "C" __attribute__((noinline, noclone)) void hs_finish_chain_b() {
   g_self->line_b = __LINE__ + 1;
   hs_finish_chain_c();
-  asm volatile("" ::: "memory");   // no tail call: chain_b keeps its frame
+  asm volatile("" ::: "memory");  // no tail call: chain_b keeps its frame
 }
 
 extern "C" __attribute__((noinline, noclone)) void hs_finish_chain_a() {
@@ -171,9 +171,9 @@ TEST_P(FinishSelf, ACopyOfThisThreadUnwindsToItsChain) {
   EXPECT_EQ(t.tid, tid);
   EXPECT_TRUE(t.is_main);
   ASSERT_GE(t.frames.size(), 5u);
-  EXPECT_EQ(names(t, 4), (std::vector<std::string>{
-                             "hs_finish_chain_c", "hs_finish_chain_b", "hs_finish_chain_a",
-                             "hangscan::(anonymous namespace)::copy_self()"}));
+  EXPECT_EQ(names(t, 4),
+            (std::vector<std::string>{"hs_finish_chain_c", "hs_finish_chain_b", "hs_finish_chain_a",
+                                      "hangscan::(anonymous namespace)::copy_self()"}));
   EXPECT_EQ(t.frames[1].line, self.line_b);
   EXPECT_EQ(t.frames[2].line, self.line_a);
   EXPECT_EQ(t.frames[1].file.value_or("").substr(t.frames[1].file.value_or("").rfind('/') + 1),
@@ -226,9 +226,9 @@ TEST_P(FinishSelf, SamplesOfOneThreadStayApart) {
   EXPECT_FALSE(snap.threads[0].incomplete);
   EXPECT_EQ(snap.threads[0].frames.back().function, "_start");
   EXPECT_TRUE(snap.threads[1].incomplete);
-  EXPECT_EQ(names(snap.threads[1], 10), (std::vector<std::string>{
-                                            "hs_finish_chain_c", "hs_finish_chain_b",
-                                            "hs_finish_chain_a"}));
+  EXPECT_EQ(
+      names(snap.threads[1], 10),
+      (std::vector<std::string>{"hs_finish_chain_c", "hs_finish_chain_b", "hs_finish_chain_a"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothUnwinders, FinishSelf,
@@ -249,8 +249,8 @@ TEST(Finish, GarbageRegistersGiveANoteNotACrash) {
   SelfSource source;
   SymbolCache symbols;
   ProcessSnapshot snap;
-  ASSERT_NO_THROW(
-      snap = finish_process(one_thread(std::move(t)), source, native_options(), symbols));
+  ASSERT_NO_THROW(snap =
+                      finish_process(one_thread(std::move(t)), source, native_options(), symbols));
   ASSERT_EQ(snap.threads.size(), 1u);
   const ThreadSnapshot& th = snap.threads[0];
   EXPECT_EQ(th.tid, 31337);
@@ -295,7 +295,7 @@ TEST(Finish, AcquisitionFactsBecomeDiagnosticsAndNotes) {
             "thread 4243 in uninterruptible sleep (D state) could not be stopped: its user stack "
             "is not shown; the other threads were captured");
   ASSERT_EQ(snap.threads.size(), 2u);
-  EXPECT_EQ(snap.threads[0].tid, 4242);   // the main thread first
+  EXPECT_EQ(snap.threads[0].tid, 4242);  // the main thread first
   EXPECT_TRUE(snap.threads[0].is_main);
   EXPECT_EQ(snap.threads[0].notes,
             std::vector<std::string>{"registers unreadable: No such process"});

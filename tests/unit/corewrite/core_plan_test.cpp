@@ -35,12 +35,12 @@ PlanInput python_like() {
       map(0x400000, 0x401000, "r--p", "/usr/bin/python3.11"),
       map(0x401000, 0x700000, "r-xp", "/usr/bin/python3.11", 0x1000),
       map(0x900000, 0x940000, "rw-p", "/usr/bin/python3.11", 0x500000),
-      map(0x940000, 0x980000, "rw-p"),                       // .bss
+      map(0x940000, 0x980000, "rw-p"),  // .bss
       map(0x1000000, 0x1400000, "rw-p", "[heap]"),
-      map(0x7f0000000000, 0x7f0080000000, "rw-p"),           // 2 GiB of arrays
-      map(0x7f1000000000, 0x7f1000100000, "rw-p"),           // an arena
-      map(0x7f2000000000, 0x7f2000001000, "---p"),           // guard
-      map(0x7f2000001000, 0x7f2000801000, "rw-p"),           // thread stack
+      map(0x7f0000000000, 0x7f0080000000, "rw-p"),  // 2 GiB of arrays
+      map(0x7f1000000000, 0x7f1000100000, "rw-p"),  // an arena
+      map(0x7f2000000000, 0x7f2000001000, "---p"),  // guard
+      map(0x7f2000001000, 0x7f2000801000, "rw-p"),  // thread stack
       map(0x7ffd00000000, 0x7ffd00021000, "rw-p", "[stack]"),
       map(0x7ffd10000000, 0x7ffd10002000, "r-xp", "[vdso]"),
   };
@@ -62,14 +62,14 @@ TEST(CorePlan, LeavesOutTheArraysKeepsWhatStacksNeed) {
   ASSERT_NE(arrays, nullptr);
   EXPECT_EQ(arrays->dump, 0u);
   EXPECT_EQ(arrays->omitted, "over --max-size 256M");
-  EXPECT_EQ(piece_at(p, 0x900000)->dump, 0x40000u);              // module data
-  EXPECT_EQ(piece_at(p, 0x940000)->keep, KeepReason::module_data);   // .bss
+  EXPECT_EQ(piece_at(p, 0x900000)->dump, 0x40000u);                 // module data
+  EXPECT_EQ(piece_at(p, 0x940000)->keep, KeepReason::module_data);  // .bss
   EXPECT_EQ(piece_at(p, 0x7f1000000000)->keep, KeepReason::python);
-  EXPECT_EQ(piece_at(p, 0x400000)->dump, 4096u);                // ELF header page
-  EXPECT_EQ(piece_at(p, 0x401000)->dump, 0u);                   // code: on disk
+  EXPECT_EQ(piece_at(p, 0x400000)->dump, 4096u);  // ELF header page
+  EXPECT_EQ(piece_at(p, 0x401000)->dump, 0u);     // code: on disk
   EXPECT_TRUE(piece_at(p, 0x401000)->omitted.empty());
   EXPECT_EQ(piece_at(p, 0x7ffd10000000)->keep, KeepReason::vdso);
-  EXPECT_EQ(piece_at(p, 0x1000000)->dump, 4 * kMiB);             // heap fits the budget
+  EXPECT_EQ(piece_at(p, 0x1000000)->dump, 4 * kMiB);  // heap fits the budget
   // The thread stack: from the stack pointer (less the red zone) up; below it left out.
   const CorePiece* below = piece_at(p, 0x7f2000001000);
   const CorePiece* top = piece_at(p, 0x7f2000800000);
@@ -82,15 +82,15 @@ TEST(CorePlan, LeavesOutTheArraysKeepsWhatStacksNeed) {
 
 TEST(CorePlan, HugeMappingKeepsOnlyBlocksAroundWhatWasRead) {
   PlanInput in = python_like();
-  in.keep_ranges.push_back({0x7f0000300010, 0x7f0000300020});   // a frame inside the arrays
+  in.keep_ranges.push_back({0x7f0000300010, 0x7f0000300020});  // a frame inside the arrays
   CorePlan p = plan_core(in);
   const CorePiece* kept = piece_at(p, 0x7f0000300010);
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->start, 0x7f0000300000u);
   EXPECT_EQ(kept->size(), kMiB);
   EXPECT_TRUE(kept->must);
-  EXPECT_EQ(piece_at(p, 0x7f0000500000)->dump, 0u);   // the big rest is left out first
-  EXPECT_FALSE(piece_at(p, 0x7f0000000000)->must);     // the 3 MiB before it may stay
+  EXPECT_EQ(piece_at(p, 0x7f0000500000)->dump, 0u);  // the big rest is left out first
+  EXPECT_FALSE(piece_at(p, 0x7f0000000000)->must);   // the 3 MiB before it may stay
   EXPECT_LE(p.dump_bytes, 256 * kMiB);
 }
 
@@ -105,7 +105,7 @@ TEST(CorePlan, SmallestCandidatesStayWhenBudgetAllows) {
 TEST(CorePlan, HonoursDontDumpAndCoredumpFilter) {
   PlanInput in = python_like();
   in.facts[4].dontdump = true;
-  in.coredump_filter = 0x31;   // no anonymous shared, no file-backed: private anon stays
+  in.coredump_filter = 0x31;  // no anonymous shared, no file-backed: private anon stays
   in.mappings.push_back(map(0x7ffe00000000, 0x7ffe00100000, "rw-s", "/dev/zero (deleted)"));
   in.mappings.back().deleted = true;
   in.mappings.back().path = "/dev/zero";
@@ -113,11 +113,11 @@ TEST(CorePlan, HonoursDontDumpAndCoredumpFilter) {
   CorePlan p = plan_core(in);
   EXPECT_EQ(piece_at(p, 0x1000000)->omitted, "VM_DONTDUMP (madvise)");
   EXPECT_EQ(piece_at(p, 0x7ffe00000000)->omitted, "coredump_filter 0x31");
-  in.coredump_filter = 0x20;   // no ELF headers either
+  in.coredump_filter = 0x20;  // no ELF headers either
   p = plan_core(in);
   EXPECT_EQ(piece_at(p, 0x400000)->dump, 0u);
   EXPECT_EQ(piece_at(p, 0x900000)->omitted, "coredump_filter 0x20");
-  EXPECT_GT(piece_at(p, 0x7f2000800000)->dump, 0u);   // stacks are never dropped
+  EXPECT_GT(piece_at(p, 0x7f2000800000)->dump, 0u);  // stacks are never dropped
 }
 
 TEST(CorePlan, StacksOverTheCapStayAndWarn) {
@@ -152,8 +152,11 @@ TEST(ProcFacts, SizesLimitsFilter) {
   EXPECT_FALSE(parse_size("lots"));
   EXPECT_FALSE(parse_size("-1M"));
   EXPECT_EQ(parse_coredump_filter("00000033\n"), 0x33u);
-  EXPECT_EQ(parse_core_limit("Max core file size        0                    unlimited            bytes\n"), 0u);
-  EXPECT_EQ(parse_core_limit("Max core file size        unlimited            unlimited            bytes\n"),
+  EXPECT_EQ(parse_core_limit(
+                "Max core file size        0                    unlimited            bytes\n"),
+            0u);
+  EXPECT_EQ(parse_core_limit(
+                "Max core file size        unlimited            unlimited            bytes\n"),
             UINT64_MAX);
   EXPECT_EQ(human_size(2ull << 30), "2G");
   EXPECT_EQ(omitted_line(0x1000, 0x3000, "x"), "omitted 1000-3000 8192 x");

@@ -39,7 +39,7 @@ TEST(ElfCoreWriter, RoundTripThroughCoreFile) {
   BufferMemory mem;
   std::vector<std::uint8_t> stack(0x2000, 0);
   for (std::size_t i = 0x1000; i < 0x2000; ++i) stack[i] = static_cast<std::uint8_t>(i);
-  mem.add(0x10000, stack);                              // first page zero: a hole
+  mem.add(0x10000, stack);  // first page zero: a hole
   mem.add(0x20000, std::vector<std::uint8_t>(0x1000, 0x5a));
   // 0x30000..0x31000 is planned but unreadable.
 
@@ -49,7 +49,8 @@ TEST(ElfCoreWriter, RoundTripThroughCoreFile) {
   info.comm = "py";
   info.psargs = "python3 x.py";
   std::uint64_t auxv[] = {AT_PAGESZ, 4096, AT_NULL, 0};
-  info.auxv.assign(reinterpret_cast<std::uint8_t*>(auxv), reinterpret_cast<std::uint8_t*>(auxv) + sizeof(auxv));
+  info.auxv.assign(reinterpret_cast<std::uint8_t*>(auxv),
+                   reinterpret_cast<std::uint8_t*>(auxv) + sizeof(auxv));
   info.mappings = {Mapping{0x20000, 0x21000, 0x3000, "rw-p", "/usr/lib/libx.so"}};
   for (int tid : {100, 101}) {
     CoreThreadState t;
@@ -60,10 +61,11 @@ TEST(ElfCoreWriter, RoundTripThroughCoreFile) {
     info.threads.push_back(t);
   }
   CorePlan plan;
-  plan.pieces = {CorePiece{0x10000, 0x12000, 0x2000, "rw-p", KeepReason::stack, true, {}},
-                 CorePiece{0x20000, 0x21000, 0x1000, "rw-p", KeepReason::module_data, true, {}},
-                 CorePiece{0x30000, 0x31000, 0x1000, "rw-p", KeepReason::other, false, {}},
-                 CorePiece{0x40000, 0x80000, 0, "rw-p", KeepReason::none, false, "over --max-size 1M"}};
+  plan.pieces = {
+      CorePiece{0x10000, 0x12000, 0x2000, "rw-p", KeepReason::stack, true, {}},
+      CorePiece{0x20000, 0x21000, 0x1000, "rw-p", KeepReason::module_data, true, {}},
+      CorePiece{0x30000, 0x31000, 0x1000, "rw-p", KeepReason::other, false, {}},
+      CorePiece{0x40000, 0x80000, 0, "rw-p", KeepReason::none, false, "over --max-size 1M"}};
   TempFile f;
   auto stats = write_elf_core(f.fd(), info, plan, mem);
   ASSERT_TRUE(stats) << stats.error().what();
@@ -96,7 +98,7 @@ TEST(ElfCoreWriter, RoundTripThroughCoreFile) {
   std::uint8_t b[4] = {};
   ASSERT_EQ((*core)->read(0x10ffe, b, 4), 4u);
   EXPECT_EQ(b[0], 0);
-  EXPECT_EQ(b[2], 0x00);   // 0x1000 & 0xff
+  EXPECT_EQ(b[2], 0x00);  // 0x1000 & 0xff
   EXPECT_EQ(b[3], 0x01);
   ASSERT_EQ((*core)->read(0x20010, b, 1), 1u);
   EXPECT_EQ(b[0], 0x5a);

@@ -40,8 +40,11 @@ ProcessSnapshot crashed(int sig, int code, std::optional<std::uint64_t> addr,
   t.frames = std::move(frames);
   p.threads.push_back(std::move(t));
   CoreInfo c;
-  c.signal = SignalInfo{sig, sig == SIGSEGV ? "SIGSEGV" : sig == SIGABRT ? "SIGABRT" : "SIG", addr,
-                        code, sender};
+  c.signal = SignalInfo{sig,
+                        sig == SIGSEGV   ? "SIGSEGV"
+                        : sig == SIGABRT ? "SIGABRT"
+                                         : "SIG",
+                        addr, code, sender};
   c.crashed_tid = 101;
   p.core = c;
   return p;
@@ -81,7 +84,8 @@ TEST(CrashExplainer, StackOverflowByAddressNearSp) {
 TEST(CrashExplainer, SegvReasons) {
   auto p = crashed(SIGSEGV, 2, 0x401000, {native("poke")});
   EXPECT_EQ(explain_crash(p, CrashFacts{})[0].substr(0, 60),
-            std::string("SIGSEGV at address 0x401000: the memory there does not allow this access").substr(0, 60));
+            std::string("SIGSEGV at address 0x401000: the memory there does not allow this access")
+                .substr(0, 60));
 }
 
 TEST(CrashExplainer, SentSignal) {
@@ -93,21 +97,25 @@ TEST(CrashExplainer, SentSignal) {
 
 TEST(CrashExplainer, AbortNamesItsCaller) {
   auto p = crashed(SIGABRT, -6, std::nullopt, abort_stack({native("give_up", "/a/b.c", 7)}), 100);
-  EXPECT_EQ(explain_crash(p, CrashFacts{})[0], "abort() was called by give_up (b.c:7) and raised SIGABRT");
+  EXPECT_EQ(explain_crash(p, CrashFacts{})[0],
+            "abort() was called by give_up (b.c:7) and raised SIGABRT");
 }
 
 TEST(CrashExplainer, AssertionWithGlibcMessage) {
-  auto p = crashed(SIGABRT, -6, std::nullopt,
-                   abort_stack({native("__assert_fail_base"), native("__assert_fail"), native("f")}), 100);
+  auto p = crashed(
+      SIGABRT, -6, std::nullopt,
+      abort_stack({native("__assert_fail_base"), native("__assert_fail"), native("f")}), 100);
   CrashFacts f;
   f.abort_message = "prog: x.c:3: f: Assertion `n > 0' failed.";
-  EXPECT_EQ(explain_crash(p, f)[0],
-            "an assertion failed: \"prog: x.c:3: f: Assertion `n > 0' failed.\"; abort() raised SIGABRT");
+  EXPECT_EQ(
+      explain_crash(p, f)[0],
+      "an assertion failed: \"prog: x.c:3: f: Assertion `n > 0' failed.\"; abort() raised SIGABRT");
 }
 
 TEST(CrashExplainer, HeapCorruption) {
-  auto p = crashed(SIGABRT, -6, std::nullopt,
-                   abort_stack({native("__libc_message"), native("malloc_printerr"), native("_int_free")}), 100);
+  auto p = crashed(
+      SIGABRT, -6, std::nullopt,
+      abort_stack({native("__libc_message"), native("malloc_printerr"), native("_int_free")}), 100);
   CrashFacts f;
   f.abort_message = "double free or corruption (out)";
   EXPECT_EQ(explain_crash(p, f)[0].rfind("glibc detected heap corruption", 0), 0u);
@@ -117,7 +125,8 @@ TEST(CrashExplainer, UncaughtExceptionWithType) {
   auto p = crashed(SIGABRT, -6, std::nullopt,
                    abort_stack({native("__gnu_cxx::__verbose_terminate_handler()"),
                                 native("__cxxabiv1::__terminate(void (*)())"),
-                                native("std::terminate()"), native("__cxa_throw")}), 100);
+                                native("std::terminate()"), native("__cxa_throw")}),
+                   100);
   CrashFacts f;
   EXPECT_EQ(explain_crash(p, f)[0],
             "std::terminate was called (an uncaught C++ exception: nothing caught what was "
@@ -129,10 +138,11 @@ TEST(CrashExplainer, UncaughtExceptionWithType) {
 }
 
 TEST(CrashExplainer, NcclWatchdogSignature) {
-  auto p = crashed(SIGABRT, -6, std::nullopt,
-                   abort_stack({native("std::terminate()"),
-                                native("c10d::ProcessGroupNCCL::ncclCommWatchdog()"),
-                                native("execute_native_thread_routine")}), 100);
+  auto p = crashed(
+      SIGABRT, -6, std::nullopt,
+      abort_stack({native("std::terminate()"), native("c10d::ProcessGroupNCCL::ncclCommWatchdog()"),
+                   native("execute_native_thread_routine")}),
+      100);
   auto s = explain_crash(p, CrashFacts{});
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].rfind("std::terminate was called", 0), 0u);
@@ -142,8 +152,10 @@ TEST(CrashExplainer, NcclWatchdogSignature) {
 TEST(CrashExplainer, CudaGlooAndTorchErrors) {
   auto p = crashed(SIGABRT, -6, std::nullopt,
                    abort_stack({native("std::terminate()"), native("__cxa_throw"),
-                                native("c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)"),
-                                native("gloo::transport::tcp::Pair::handleReadWrite(int)")}), 100);
+                                native("c10::cuda::c10_cuda_check_implementation(int, char const*, "
+                                       "char const*, int, bool)"),
+                                native("gloo::transport::tcp::Pair::handleReadWrite(int)")}),
+                   100);
   CrashFacts f;
   f.exception = CxxException{"c10::Error", std::nullopt};
   auto s = explain_crash(p, f);
@@ -159,9 +171,13 @@ TEST(CrashExplainer, PythonExceptionAndPythonCode) {
                     native("_PyEval_EvalFrameDefault")});
   auto s = explain_crash(p, CrashFacts{});
   ASSERT_EQ(s.size(), 3u);
-  EXPECT_EQ(s[0], "SIGSEGV at address 0x0: a null pointer dereference in _PyErr_SetObject (libx.so)");
-  EXPECT_EQ(s[1], "a Python exception was being raised in the crashing thread (in load (data.py:41))");
-  EXPECT_EQ(s[2], "the crashing thread was running Python code; innermost Python frame: load (data.py:41)");
+  EXPECT_EQ(s[0],
+            "SIGSEGV at address 0x0: a null pointer dereference in _PyErr_SetObject (libx.so)");
+  EXPECT_EQ(s[1],
+            "a Python exception was being raised in the crashing thread (in load (data.py:41))");
+  EXPECT_EQ(
+      s[2],
+      "the crashing thread was running Python code; innermost Python frame: load (data.py:41)");
 }
 
 TEST(CrashExplainer, RuleNamesAreUnique) {
@@ -178,14 +194,14 @@ TEST(CxaException, DecodesTypeAndWhat) {
   };
   constexpr std::uint64_t kHeader = 0x10000, kTypes = 0x20000, kStrings = 0x30000;
   std::vector<std::uint8_t> heap(256, 0);
-  u64(heap, 0, kTypes);                     // exceptionType -> out_of_range's type_info
-  u64(heap, 80, 0x474e5543432b2b00ULL);     // "GNUCC++\0"
-  u64(heap, 112 + 8, kStrings + 64);        // the object's message pointer
+  u64(heap, 0, kTypes);                  // exceptionType -> out_of_range's type_info
+  u64(heap, 80, 0x474e5543432b2b00ULL);  // "GNUCC++\0"
+  u64(heap, 112 + 8, kStrings + 64);     // the object's message pointer
   mem.add(kHeader, heap);
   std::vector<std::uint8_t> types(64, 0);
-  u64(types, 8, kStrings);                  // out_of_range: name
-  u64(types, 16, kTypes + 32);              // base: logic_error
-  u64(types, 32 + 8, kStrings + 32);        // logic_error: name
+  u64(types, 8, kStrings);            // out_of_range: name
+  u64(types, 16, kTypes + 32);        // base: logic_error
+  u64(types, 32 + 8, kStrings + 32);  // logic_error: name
   mem.add(kTypes, types);
   std::vector<std::uint8_t> strings(128, 0);
   std::memcpy(strings.data(), "St12out_of_range", 17);

@@ -35,7 +35,7 @@ class Child {
         if (write(fds[1], "ready\n", 6) != 6) _exit(3);
         for (;;) pause();
       }
-      int wfd = dup(fds[1]);   // without O_CLOEXEC: inherited by the program
+      int wfd = dup(fds[1]);  // without O_CLOEXEC: inherited by the program
       std::vector<std::string> args = argv;
       bool by_arg = false;
       for (auto& a : args) {
@@ -51,7 +51,7 @@ class Child {
       execv(raw[0], raw.data());
       _exit(127);
     }
-    setpgid(pid_, pid_);   // both sides: no race with the first kill
+    setpgid(pid_, pid_);  // both sides: no race with the first kill
     close(fds[1]);
     read_fd_ = fds[0];
   }
@@ -59,7 +59,7 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child() {
     if (pid_ > 0) {
-      kill(-pid_, SIGKILL);   // the group: ranks and helpers the program started
+      kill(-pid_, SIGKILL);  // the group: ranks and helpers the program started
       waitpid(pid_, nullptr, 0);
     }
     if (read_fd_ >= 0) close(read_fd_);

@@ -29,7 +29,7 @@ std::vector<DiscoveredProcess> discover_job(const std::string& launcher) {
   EXPECT_TRUE(r.ok()) << r.error().what();
   EXPECT_TRUE(diags.empty());
   std::vector<DiscoveredProcess> out = r.ok() ? *r : std::vector<DiscoveredProcess>{};
-  for (auto& p : out) p.ppid = p.ppid == job.pid() ? -1 : p.ppid;   // -1: child of the job
+  for (auto& p : out) p.ppid = p.ppid == job.pid() ? -1 : p.ppid;  // -1: child of the job
   return out;
 }
 

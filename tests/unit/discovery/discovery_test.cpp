@@ -9,7 +9,7 @@ namespace hangscan {
 namespace {
 
 const std::string kTrees = std::string(HS_FIXTURES) + "/proc/trees";
-constexpr int kNotInTree = 999999;   // plays hangscan's own pid
+constexpr int kNotInTree = 999999;  // plays hangscan's own pid
 
 Result<std::vector<DiscoveredProcess>> run(const std::string& tree, std::vector<int> pids,
                                            bool subprocesses, std::string match = {},
@@ -42,7 +42,7 @@ TEST(Discover, TorchrunTree) {
   ASSERT_TRUE(r.ok()) << r.error().what();
   ASSERT_EQ(r->size(), 5u);
   EXPECT_EQ(ranks_of(*r), (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ((*r)[0].pid, 17589);   // ranks first, by rank
+  EXPECT_EQ((*r)[0].pid, 17589);  // ranks first, by rank
   EXPECT_EQ((*r)[0].world_size, 4);
   EXPECT_EQ((*r)[0].local_rank, 0);
   EXPECT_EQ((*r)[0].launcher, "torchrun");
@@ -78,8 +78,8 @@ TEST(Discover, MpichHydraTree) {
   ASSERT_TRUE(r.ok()) << r.error().what();
   ASSERT_EQ(r->size(), 6u);
   EXPECT_EQ(ranks_of(*r), (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(by_pid(*r, 17025).role, kRoleLauncher);   // hydra_pmi_proxy
-  EXPECT_EQ(by_pid(*r, 17024).role, kRoleLauncher);   // mpiexec
+  EXPECT_EQ(by_pid(*r, 17025).role, kRoleLauncher);  // hydra_pmi_proxy
+  EXPECT_EQ(by_pid(*r, 17024).role, kRoleLauncher);  // mpiexec
   EXPECT_EQ(by_pid(*r, 17029).local_rank, 3);
 }
 
@@ -92,7 +92,7 @@ TEST(Discover, SpawnTreeFromFilesHasRanksOfUnknownNumber) {
   EXPECT_EQ(ranks_of(*r), (std::vector<int>{-1, -1, -1, -1}));
   EXPECT_EQ(by_pid(*r, 5352).role, kRoleLauncher);
   EXPECT_EQ(by_pid(*r, 5352).launcher, "multiprocessing.spawn");
-  EXPECT_EQ(by_pid(*r, 28768).role, kRoleHelper);   // resource tracker
+  EXPECT_EQ(by_pid(*r, 28768).role, kRoleHelper);  // resource tracker
   EXPECT_EQ(by_pid(*r, 28768).owner, 5352);
   EXPECT_EQ(by_pid(*r, 28769).launcher, "multiprocessing.spawn");
 }

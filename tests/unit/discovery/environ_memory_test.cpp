@@ -18,7 +18,8 @@ namespace hangscan {
 namespace {
 
 // Builds a char* array and its strings in fabricated memory at `base`.
-BufferMemory fabricated(std::uint64_t base, const std::vector<std::string>& entries, bool terminate) {
+BufferMemory fabricated(std::uint64_t base, const std::vector<std::string>& entries,
+                        bool terminate) {
   BufferMemory mem;
   std::uint64_t strings = base + 0x10000;
   std::vector<std::uint8_t> array;
@@ -50,12 +51,12 @@ TEST(EnvironArray, ReadsEntriesUpToNull) {
 }
 
 TEST(EnvironArray, BadMemoryIsAnError) {
-  BufferMemory mem = fabricated(0x1000, {"A=1", "B=2"}, false);   // no terminating NULL
+  BufferMemory mem = fabricated(0x1000, {"A=1", "B=2"}, false);  // no terminating NULL
   auto unterminated = read_environ_array(mem, 0x1000);
   ASSERT_FALSE(unterminated.ok());
   EXPECT_EQ(unterminated.error().code, Errc::bad_data);
   EXPECT_FALSE(read_environ_array(mem, 0).ok());
-  EXPECT_FALSE(read_environ_array(mem, 0x1001).ok());   // unaligned
+  EXPECT_FALSE(read_environ_array(mem, 0x1001).ok());    // unaligned
   EXPECT_FALSE(read_environ_array(mem, 0x900000).ok());  // unmapped
 
   BufferMemory dangling;

@@ -34,7 +34,8 @@ std::vector<std::string> srun_label(int task, const std::string& text) {
 
 std::string sample_document(std::size_t size) {
   std::string doc = "{\"schema\":\"hangscan-agent/1\",\"pad\":\"";
-  for (std::size_t i = 0; doc.size() < size; ++i) doc += static_cast<char>('a' + i % 26) + std::string(i % 7 == 0 ? " " : "");
+  for (std::size_t i = 0; doc.size() < size; ++i)
+    doc += static_cast<char>('a' + i % 26) + std::string(i % 7 == 0 ? " " : "");
   doc += "\"}";
   return doc;
 }
@@ -87,7 +88,7 @@ TEST(Frames, PdshLinesAreKeyedByHost) {
   FrameCollector c;
   std::string framed = frame_begin("login") + frame_document("login", "{\"a\":1}");
   for (const auto& l : lines_of(framed)) c.add_pdsh_line("n3: " + l);
-  c.add_pdsh_line("pdsh@login: n4: ssh exited with exit code 255");   // not a host line
+  c.add_pdsh_line("pdsh@login: n4: ssh exited with exit code 255");  // not a host line
   auto out = c.outputs();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].stream, "n3");
@@ -187,12 +188,15 @@ JobSnapshot one_process(const std::string& host, int pid, int rank) {
 TEST(Collector, VerdictsStampHostsAndNameEveryMissingNode) {
   FrameCollector c;
   // The agent on n2 claims its process is on "elsewhere": the front end knows better.
-  for (const auto& l : lines_of(frame_begin("n2") + frame_document("n2", write_agent_json(one_process("elsewhere", 42, 3)))))
+  for (const auto& l :
+       lines_of(frame_begin("n2") +
+                frame_document("n2", write_agent_json(one_process("elsewhere", 42, 3)))))
     c.add_srun_line("1: " + l);
   for (const auto& l : lines_of(frame_begin("n1") + frame_document("n1", "{not json")))
     c.add_srun_line("0: " + l);
   c.add_srun_line("2: " + frame_begin("n3").substr(0, frame_begin("n3").size() - 1));
-  for (const auto& l : lines_of(frame_begin("n9") + frame_document("n9", write_agent_json(one_process("n9", 1, 0)))))
+  for (const auto& l : lines_of(frame_begin("n9") +
+                                frame_document("n9", write_agent_json(one_process("n9", 1, 0)))))
     c.add_srun_line("3: " + l);
 
   VerdictBook book({"n1", "n2", "n3", "n4"});
@@ -215,14 +219,17 @@ TEST(Collector, VerdictsStampHostsAndNameEveryMissingNode) {
   EXPECT_EQ(r.nodes[0].second.processes[0].rank, 3);
   ASSERT_EQ(r.unreachable.size(), 3u);
   EXPECT_EQ(r.unreachable[0].host, "n1");
-  EXPECT_EQ(r.unreachable[0].reason.rfind("bad agent document: ", 0), 0u) << r.unreachable[0].reason;
+  EXPECT_EQ(r.unreachable[0].reason.rfind("bad agent document: ", 0), 0u)
+      << r.unreachable[0].reason;
   EXPECT_EQ(r.unreachable[1].host, "n3");
   EXPECT_EQ(r.unreachable[1].reason,
             "no answer within 30 s (agent started but its document did not arrive complete)");
   EXPECT_EQ(r.unreachable[2].host, "n4");
-  EXPECT_EQ(r.unreachable[2].reason, "srun could not start the agent there: Communication connection failure");
+  EXPECT_EQ(r.unreachable[2].reason,
+            "srun could not start the agent there: Communication connection failure");
   ASSERT_EQ(r.diagnostics.size(), 1u);
-  EXPECT_EQ(r.diagnostics[0].message, "an answer came from node 'n9', which was not asked: ignored");
+  EXPECT_EQ(r.diagnostics[0].message,
+            "an answer came from node 'n9', which was not asked: ignored");
 
   JobSnapshot merged = r.merged("77", 8);
   EXPECT_EQ(merged.job_id, "77");

@@ -41,8 +41,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 TEST(AgentVersion, DocumentsCarryTheVersionAndCommitFirst) {
   const std::string doc = write_agent_json(one_rank());
-  const std::string head = "{\"agent_commit\":\"" + std::string(hangscan_commit()) + "\",\"agent_version\":\"" +
-                           std::string(hangscan_version()) + "\",";
+  const std::string head = "{\"agent_commit\":\"" + std::string(hangscan_commit()) +
+                           "\",\"agent_version\":\"" + std::string(hangscan_version()) + "\",";
   EXPECT_EQ(doc.substr(0, head.size()), head);
   AgentVersion v = agent_document_version(doc);
   EXPECT_EQ(v.version, hangscan_version());
@@ -83,7 +83,8 @@ TEST(AgentVersion, OtherVersionIsAClearErrorNotGarbage) {
   EXPECT_EQ(r.unreachable[0].reason,
             "the agent there is hangscan 0.0.9 (commit 0123456789ab), this front end is hangscan " +
                 std::string(hangscan_version()) + " (commit " + std::string(hangscan_commit()) +
-                "): answer not used (install the same hangscan on every node, or pass --agent-path to a copy "
+                "): answer not used (install the same hangscan on every node, or pass --agent-path "
+                "to a copy "
                 "of this version; 'hangscan doctor --agent-path PATH' on the node checks it)");
 }
 
@@ -94,8 +95,9 @@ TEST(AgentVersion, AnAgentFromBeforeVersionsIsNamedSo) {
   FanoutResult r = answer_of("n3", doc);
   EXPECT_TRUE(r.nodes.empty());
   ASSERT_EQ(r.unreachable.size(), 1u);
-  EXPECT_EQ(r.unreachable[0].reason.rfind(
-                "the agent there is an older hangscan (its answer names no version), this front end is hangscan ", 0),
+  EXPECT_EQ(r.unreachable[0].reason.rfind("the agent there is an older hangscan (its answer names "
+                                          "no version), this front end is hangscan ",
+                                          0),
             0u)
       << r.unreachable[0].reason;
 }

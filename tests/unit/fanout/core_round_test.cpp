@@ -26,7 +26,8 @@ TEST(CoreRequest, FormatAndParse) {
   EXPECT_EQ(format_core_request({"gpu-7.site", 99, std::nullopt}), "gpu-7.site:99");
   EXPECT_EQ(format_core_request({"n2", 1234, 3, 81234}), "n2:1234:3@81234");
   EXPECT_EQ(format_core_request({"n2", 1234, std::nullopt, 7}), "n2:1234@7");
-  for (const CoreRequest& c : {CoreRequest{"n2", 1234, 3, 81234}, CoreRequest{"n2", 1234, std::nullopt, 7}}) {
+  for (const CoreRequest& c :
+       {CoreRequest{"n2", 1234, 3, 81234}, CoreRequest{"n2", 1234, std::nullopt, 7}}) {
     auto back = parse_core_request(format_core_request(c));
     ASSERT_TRUE(back.ok()) << format_core_request(c);
     EXPECT_EQ(*back, c);
@@ -37,9 +38,9 @@ TEST(CoreRequest, FormatAndParse) {
   auto no_rank = parse_core_request("10.0.0.7:42");
   ASSERT_TRUE(no_rank.ok());
   EXPECT_EQ(*no_rank, (CoreRequest{"10.0.0.7", 42, std::nullopt}));
-  for (const char* bad : {"n2", "n2:", "n2:0", "n2:-4", "n2:12x", "n2:12:", "n2:12:-1", "n2:12:3:4", ":12",
-                          "n2;reboot:12", "-n2:12", "n2:99999999999", "n2:12@", "n2:12@0", "n2:12@-5",
-                          "n2:12:3@x", "n2:12@5@6", "@5"}) {
+  for (const char* bad : {"n2", "n2:", "n2:0", "n2:-4", "n2:12x", "n2:12:", "n2:12:-1", "n2:12:3:4",
+                          ":12", "n2;reboot:12", "-n2:12", "n2:99999999999", "n2:12@", "n2:12@0",
+                          "n2:12@-5", "n2:12:3@x", "n2:12@5@6", "@5"}) {
     auto e = parse_core_request(bad);
     ASSERT_FALSE(e.ok()) << bad;
     EXPECT_EQ(e.error().code, Errc::usage) << bad;
@@ -47,13 +48,16 @@ TEST(CoreRequest, FormatAndParse) {
   }
   EXPECT_EQ(parse_core_request("n2:12@0").error().what(),
             "--write-core 'n2:12@0': the start time after '@' is not a positive number");
-  EXPECT_EQ(parse_core_request("n2:0").error().what(), "--write-core 'n2:0': the pid is not a positive number");
+  EXPECT_EQ(parse_core_request("n2:0").error().what(),
+            "--write-core 'n2:0': the pid is not a positive number");
 }
 
 TEST(CoreRequest, AgentArguments) {
-  auto args = core_round_agent_args({{"n1", 10, 0}, {"n2", 20, std::nullopt}}, "/scratch/cores", "1G");
-  EXPECT_EQ(args, (std::vector<std::string>{"--gcore-dir", "/scratch/cores", "--gcore-max-size", "1G", "--write-core",
-                                            "n1:10:0", "--write-core", "n2:20"}));
+  auto args =
+      core_round_agent_args({{"n1", 10, 0}, {"n2", 20, std::nullopt}}, "/scratch/cores", "1G");
+  EXPECT_EQ(args,
+            (std::vector<std::string>{"--gcore-dir", "/scratch/cores", "--gcore-max-size", "1G",
+                                      "--write-core", "n1:10:0", "--write-core", "n2:20"}));
 }
 
 std::vector<CoreOutcome> two_outcomes() {
@@ -106,9 +110,11 @@ TEST(CoreOutcomes, HostileDocumentsAreErrorsNotCrashes) {
       {"[]", "core answer: not an object"},
       {deep, "core answer: not an object"},
       {big, "core answer: larger than 4194304 bytes"},
-      {R"({"schema":"hangscan-agent/1","cores":[]})", "core answer: schema is not hangscan-cores/1"},
+      {R"({"schema":"hangscan-agent/1","cores":[]})",
+       "core answer: schema is not hangscan-cores/1"},
       {R"({"schema":"hangscan-cores/1"})", "core answer: no 'cores' list"},
-      {R"({"schema":"hangscan-cores/1","cores":[7]})", "core answer: cores[0] is number, expected an object"},
+      {R"({"schema":"hangscan-cores/1","cores":[7]})",
+       "core answer: cores[0] is number, expected an object"},
       {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":"12"}]})",
        "core answer: cores[0].pid is missing or not an integer"},
       {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":99999999999,"error":"x"}]})",
@@ -123,7 +129,8 @@ TEST(CoreOutcomes, HostileDocumentsAreErrorsNotCrashes) {
        "core answer: cores[0] has neither a path nor an error"},
       {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":3,"path":"/c","file_size":-1,"pause_us":0}]})",
        "core answer: cores[0].file_size is out of range"},
-      {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":3,"path":")" + long_path + R"("}]})",
+      {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":3,"path":")" + long_path +
+           R"("}]})",
        "core answer: cores[0].path is longer than 4096 bytes"},
       {R"({"schema":"hangscan-cores/1","cores":[{"node":"n1","pid":3,"path":"/c","file_size":1,"pause_us":1,)"
        R"("warnings":[1]}]})",
@@ -140,7 +147,8 @@ TEST(CoreOutcomes, HostileDocumentsAreErrorsNotCrashes) {
 TEST(CoreOutcomes, PairedWithRequestsEvenWhenNodesFail) {
   // n1 answered for its core; the agent on 10.0.0.7 calls itself gpu7 (pdsh over ssh) and
   // answered; n3 never answered; n4 sent garbage; n5 answered without mentioning the pid.
-  std::vector<CoreRequest> requests{{"n1", 10, 0}, {"gpu7", 70, 7}, {"n3", 30, 3}, {"n4", 40, 4}, {"n5", 50, 5}};
+  std::vector<CoreRequest> requests{
+      {"n1", 10, 0}, {"gpu7", 70, 7}, {"n3", 30, 3}, {"n4", 40, 4}, {"n5", 50, 5}};
   std::vector<std::string> hosts{"n1", "10.0.0.7", "n3", "n4", "n5"};
   CoreOutcome n1;
   n1.node = "n1";
@@ -164,8 +172,8 @@ TEST(CoreOutcomes, PairedWithRequestsEvenWhenNodesFail) {
   ASSERT_EQ(out.size(), 5u);
   EXPECT_TRUE(out[0].written());
   EXPECT_EQ(out[0].path, "/c/core.n1.rank0.10");
-  EXPECT_EQ(out[1].node, "10.0.0.7");   // reported under the report's name
-  EXPECT_EQ(out[1].rank, 7);            // the agent did not say; the request did
+  EXPECT_EQ(out[1].node, "10.0.0.7");  // reported under the report's name
+  EXPECT_EQ(out[1].rank, 7);           // the agent did not say; the request did
   EXPECT_EQ(out[1].error, "pid 70 is rank 9 now, not rank 7: not dumped (the pid was reused?)");
   EXPECT_EQ(out[2].error, "node n3 did not answer: no answer within 30 s");
   EXPECT_EQ(out[2].rank, 3);
@@ -203,13 +211,17 @@ DiscoveredProcess job_process(int pid, int rank) {
 
 class FakeProc {
  public:
-  FakeProc() : dir_(std::filesystem::temp_directory_path() / fmt::format("hs-core-round-{}", ::getpid())) {
+  FakeProc()
+      : dir_(std::filesystem::temp_directory_path() / fmt::format("hs-core-round-{}", ::getpid())) {
     std::filesystem::create_directories(dir_ / "500");
     std::filesystem::create_directories(dir_ / "510");
     std::filesystem::create_directories(dir_ / "400");
-    write(dir_ / "400" / "stat", "400 (python3) S 1 400 400 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n");
-    write(dir_ / "500" / "stat", "500 (python3) S 1 500 500 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
-    write(dir_ / "510" / "stat", "510 (python3) Z 1 510 510 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
+    write(dir_ / "400" / "stat",
+          "400 (python3) S 1 400 400 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n");
+    write(dir_ / "500" / "stat",
+          "500 (python3) S 1 500 500 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
+    write(dir_ / "510" / "stat",
+          "510 (python3) Z 1 510 510 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
   }
   ~FakeProc() { std::filesystem::remove_all(dir_); }
   std::string root() const { return dir_.string(); }
@@ -225,7 +237,8 @@ class FakeProc {
 };
 
 TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
-  FakeProc proc;   // pids 400 (started at tick 4242) and 500 run there, 510 is a zombie, 600 does not exist
+  FakeProc proc;  // pids 400 (started at tick 4242) and 500 run there, 510 is a zombie, 600 does
+                  // not exist
   AgentOptions slurm;
   slurm.job_id = "7";
   slurm.node = "n2";
@@ -240,7 +253,8 @@ TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
   ASSERT_TRUE(restarted.has_value());
   EXPECT_EQ(restarted->code, Errc::not_found);
   EXPECT_EQ(restarted->what(),
-            "pid 400 is another process now (started at tick 4242, the captured one at tick 99): not dumped (the pid "
+            "pid 400 is another process now (started at tick 4242, the captured one at tick 99): "
+            "not dumped (the pid "
             "was reused)");
   EXPECT_EQ(restarted->hint, "run hangscan again for a fresh report");
 
@@ -255,12 +269,15 @@ TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
 
   auto reused = refuse_core_request({"n2", 500, 3}, job, slurm, proc.root());
   ASSERT_TRUE(reused.has_value());
-  EXPECT_EQ(reused->what(), "pid 500 is no longer a process of Slurm job 7 on node n2: not dumped (the pid was reused?)");
+  EXPECT_EQ(
+      reused->what(),
+      "pid 500 is no longer a process of Slurm job 7 on node n2: not dumped (the pid was reused?)");
   EXPECT_EQ(reused->hint, "run hangscan again for a fresh report");
 
   auto other_rank = refuse_core_request({"n2", 400, 5}, job, slurm, proc.root());
   ASSERT_TRUE(other_rank.has_value());
-  EXPECT_EQ(other_rank->what(), "pid 400 is rank 3 now, not rank 5: not dumped (the pid was reused?)");
+  EXPECT_EQ(other_rank->what(),
+            "pid 400 is rank 3 now, not rank 5: not dumped (the pid was reused?)");
 
   AgentOptions pdsh;
   pdsh.match = "train.py";
@@ -268,7 +285,8 @@ TEST(CoreAgent, RefusesPidsThatAreGoneReusedOrOfAnotherRank) {
   auto unmatched = refuse_core_request({"gpu7", 500, std::nullopt}, {}, pdsh, proc.root());
   ASSERT_TRUE(unmatched.has_value());
   EXPECT_EQ(unmatched->what(),
-            "pid 500 is no longer a process matching --match 'train.py' on gpu7: not dumped (the pid was reused?)");
+            "pid 500 is no longer a process matching --match 'train.py' on gpu7: not dumped (the "
+            "pid was reused?)");
 }
 
 // A process to play a rank that --match finds. Discovery leaves out hangscan's own
@@ -287,7 +305,8 @@ class Orphan {
         ::close(fds[1]);
         // Two commands, so that the shell stays (with the marker in its argv) and does not
         // exec sleep.
-        ::execl("/bin/sh", "sh", "-c", "sleep 60; exit 0", marker.c_str(), static_cast<char*>(nullptr));
+        ::execl("/bin/sh", "sh", "-c", "sleep 60; exit 0", marker.c_str(),
+                static_cast<char*>(nullptr));
         std::_Exit(127);
       }
       int v = static_cast<int>(pid);
@@ -337,19 +356,23 @@ TEST(CoreAgent, WritesOnlyItsOwnNodesCheckedPids) {
     return c;
   };
   const int gone_pid = 0x7ffffff0;
-  auto out = run_core_agent(o, {{"n1", child.pid(), std::nullopt}, {"n2", 77, 1}, {"n1", gone_pid, 4},
-                                {"n1", static_cast<int>(::getpid()), std::nullopt}},
+  auto out = run_core_agent(o,
+                            {{"n1", child.pid(), std::nullopt},
+                             {"n2", 77, 1},
+                             {"n1", gone_pid, 4},
+                             {"n1", static_cast<int>(::getpid()), std::nullopt}},
                             fake);
   ASSERT_TRUE(out.ok()) << out.error().what();
-  ASSERT_EQ(out->size(), 3u);   // n2's request is for another agent
+  ASSERT_EQ(out->size(), 3u);  // n2's request is for another agent
   EXPECT_EQ(written, (std::vector<CoreRequest>{{"n1", child.pid(), std::nullopt}}));
   EXPECT_TRUE((*out)[0].written()) << (*out)[0].error;
   EXPECT_EQ((*out)[0].path, fmt::format("/c/core.n1.{}", child.pid()));
   EXPECT_EQ((*out)[1].error, fmt::format("pid {} is gone: it exited after the capture", gone_pid));
   EXPECT_EQ((*out)[1].rank, 4);
-  EXPECT_EQ((*out)[2].error, fmt::format("pid {} is no longer a process matching --match '{}' on n1: not dumped "
-                                         "(the pid was reused?)",
-                                         ::getpid(), marker));
+  EXPECT_EQ((*out)[2].error,
+            fmt::format("pid {} is no longer a process matching --match '{}' on n1: not dumped "
+                        "(the pid was reused?)",
+                        ::getpid(), marker));
 
   AgentOptions bad = o;
   bad.node = "n1;x";

@@ -27,7 +27,8 @@ std::string rejection(const std::string& text, std::size_t max_hosts = kMaxHosts
 }
 
 TEST(Hostlist, SlurmRangesAndSingles) {
-  EXPECT_EQ(expand("node-[21,23-26]"), (Names{"node-21", "node-23", "node-24", "node-25", "node-26"}));
+  EXPECT_EQ(expand("node-[21,23-26]"),
+            (Names{"node-21", "node-23", "node-24", "node-25", "node-26"}));
   EXPECT_EQ(expand("n[1-3],gpu7"), (Names{"n1", "n2", "n3", "gpu7"}));
   EXPECT_EQ(expand("gpu7"), (Names{"gpu7"}));
   EXPECT_EQ(expand("n[5]"), (Names{"n5"}));
@@ -81,11 +82,13 @@ TEST(Hostlist, RejectsHugeExpansions) {
 
 TEST(Hostlist, CompressIsTheInverse) {
   EXPECT_EQ(compress_hostlist({"n1", "n2", "n3", "gpu7"}), "n[1-3],gpu7");
-  EXPECT_EQ(compress_hostlist({"node-21", "node-23", "node-24", "node-25", "node-26"}), "node-[21,23-26]");
+  EXPECT_EQ(compress_hostlist({"node-21", "node-23", "node-24", "node-25", "node-26"}),
+            "node-[21,23-26]");
   EXPECT_EQ(compress_hostlist({"n03", "n01", "n02", "n01"}), "n[01-03]");
   EXPECT_EQ(compress_hostlist({"login", "n5"}), "login,n5");
   EXPECT_EQ(compress_hostlist({}), "");
-  for (const char* text : {"n[1-3],gpu7", "node-[21,23-26]", "n[01-10]", "r[1-2]n[1-2],x", "a,b,c9,c10"}) {
+  for (const char* text :
+       {"n[1-3],gpu7", "node-[21,23-26]", "n[01-10]", "r[1-2]n[1-2],x", "a,b,c9,c10"}) {
     Names names = expand(text);
     Names again = expand(compress_hostlist(names));
     std::sort(names.begin(), names.end());
@@ -138,13 +141,16 @@ TEST(Hostfile, PlainDeepSpeedAndComments) {
 TEST(Hostfile, ErrorsNameTheLine) {
   auto r = parse_hostfile("n1\nn2 extra\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().what(), "hostfile line 2: unexpected word 'extra' (expected 'host' or 'host slots=N')");
+  EXPECT_EQ(r.error().what(),
+            "hostfile line 2: unexpected word 'extra' (expected 'host' or 'host slots=N')");
   r = parse_hostfile("n1 slots=x\n");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().what(), "hostfile line 1: bad slots value 'x'");
   r = parse_hostfile("n1\n\nn;2\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().what().rfind("hostfile line 3: host list item 'n;2': host name 'n;2' contains ';'", 0), 0u)
+  EXPECT_EQ(r.error().what().rfind(
+                "hostfile line 3: host list item 'n;2': host name 'n;2' contains ';'", 0),
+            0u)
       << r.error().what();
   r = parse_hostfile("# nothing\n\n");
   ASSERT_FALSE(r.ok());

@@ -47,12 +47,14 @@ TEST(Runner, StdoutIsBoundedButLinesStillFlow) {
   CommandSpec spec;
   spec.max_stdout = 1000;
   int lines = 0;
-  auto r = run({"/bin/sh", "-c", "i=0; while [ $i -lt 500 ]; do echo 0123456789; i=$((i+1)); done"},
-               Deadline::after(10s), [&](std::string_view line) {
-                 EXPECT_EQ(line, "0123456789");
-                 ++lines;
-               },
-               spec);
+  auto r = run(
+      {"/bin/sh", "-c", "i=0; while [ $i -lt 500 ]; do echo 0123456789; i=$((i+1)); done"},
+      Deadline::after(10s),
+      [&](std::string_view line) {
+        EXPECT_EQ(line, "0123456789");
+        ++lines;
+      },
+      spec);
   EXPECT_EQ(r.out.size(), 1000u);
   EXPECT_TRUE(r.stdout_truncated);
   EXPECT_EQ(lines, 500);
@@ -61,7 +63,8 @@ TEST(Runner, StdoutIsBoundedButLinesStillFlow) {
 
 TEST(Runner, LastLineWithoutNewlineIsDelivered) {
   std::vector<std::string> got;
-  run({"/usr/bin/printf", "x\\ny\\nz"}, Deadline::after(10s), [&](std::string_view l) { got.emplace_back(l); });
+  run({"/usr/bin/printf", "x\\ny\\nz"}, Deadline::after(10s),
+      [&](std::string_view l) { got.emplace_back(l); });
   EXPECT_EQ(got, (std::vector<std::string>{"x", "y", "z"}));
 }
 
@@ -85,8 +88,8 @@ TEST(Runner, ChildIgnoringTermIsKilledAfterTheGrace) {
   CommandSpec spec;
   spec.kill_grace = 300ms;
   auto started = std::chrono::steady_clock::now();
-  auto r = run({"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}, Deadline::after(300ms),
-               {}, spec);
+  auto r = run({"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"},
+               Deadline::after(300ms), {}, spec);
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.term_signal, SIGKILL);
   EXPECT_EQ(r.out, "ready\n");

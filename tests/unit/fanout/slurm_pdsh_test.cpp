@@ -53,7 +53,8 @@ TEST(Slurm, Hostnames) {
 
 TEST(Slurm, SrunErrors) {
   const char* err =
-      "srun: error: Task launch for StepId=1.3 failed on node n3: Communication connection failure\n"
+      "srun: error: Task launch for StepId=1.3 failed on node n3: Communication connection "
+      "failure\n"
       "srun: error: Application launch failed: Communication connection failure\n"
       "srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n"
       "0: slurmstepd-n1: error: *** STEP 1.3 ON n1 CANCELLED AT 2026-11-22T08:06:41 ***\n"
@@ -71,8 +72,10 @@ TEST(Slurm, SrunErrors) {
   EXPECT_EQ(e[2].node, "n1");
   EXPECT_EQ(e[2].reason, "agent exited with exit code 2");
   auto general = srun_general_errors(
-      "srun: error: Unable to create step for job 9: Requested nodes are busy\nsrun: error: n2: task 0: Killed\n");
-  EXPECT_EQ(general, (Args{"srun: error: Unable to create step for job 9: Requested nodes are busy"}));
+      "srun: error: Unable to create step for job 9: Requested nodes are busy\nsrun: error: n2: "
+      "task 0: Killed\n");
+  EXPECT_EQ(general,
+            (Args{"srun: error: Unable to create step for job 9: Requested nodes are busy"}));
 }
 
 TEST(Slurm, SrunArgv) {
@@ -81,10 +84,30 @@ TEST(Slurm, SrunArgv) {
   o.agent_path = "/opt/hangscan/bin/hangscan";
   o.agent_args = {"--unwinder", "libdw", "--native"};
   auto argv = build_srun_argv(o, {"n1", "n2", "n3", "gpu7"}, std::chrono::milliseconds(25000));
-  EXPECT_EQ(argv, (Args{"srun", "--jobid=4242", "--overlap", "--gres=gpu:0", "--mpi=none", "-N", "4", "-n", "4",
-                        "--ntasks-per-node=1", "-w", "n[1-3],gpu7", "--label", "--quiet", "--input=none",
-                        "/opt/hangscan/bin/hangscan", "agent", "--slurm-job", "4242", "--timeout-ms", "25000",
-                        "--unwinder", "libdw", "--native"}));
+  EXPECT_EQ(argv, (Args{"srun",
+                        "--jobid=4242",
+                        "--overlap",
+                        "--gres=gpu:0",
+                        "--mpi=none",
+                        "-N",
+                        "4",
+                        "-n",
+                        "4",
+                        "--ntasks-per-node=1",
+                        "-w",
+                        "n[1-3],gpu7",
+                        "--label",
+                        "--quiet",
+                        "--input=none",
+                        "/opt/hangscan/bin/hangscan",
+                        "agent",
+                        "--slurm-job",
+                        "4242",
+                        "--timeout-ms",
+                        "25000",
+                        "--unwinder",
+                        "libdw",
+                        "--native"}));
   // Started inside a step of the same job: that step is left out of the capture.
   o.context = SlurmContext{"4242", "7"};
   argv = build_srun_argv(o, {"n1"}, std::chrono::milliseconds(1000));
@@ -106,16 +129,18 @@ TEST(Slurm, EnvironmentCleaning) {
 
 TEST(SlurmAgent, ClassifiesTasksByJobNodeAndStep) {
   const std::vector<std::string> excl{"5"};
-  Args task{"PATH=/bin", "SLURM_JOB_ID=12", "SLURMD_NODENAME=n2", "SLURM_STEP_ID=0", "SLURM_PROCID=3"};
+  Args task{"PATH=/bin", "SLURM_JOB_ID=12", "SLURMD_NODENAME=n2", "SLURM_STEP_ID=0",
+            "SLURM_PROCID=3"};
   EXPECT_EQ(classify_slurm_environment(task, "12", "n2", excl), SlurmTaskMatch::task);
-  EXPECT_EQ(classify_slurm_environment(task, "12", "n1", excl), SlurmTaskMatch::other);   // same host, other node
+  EXPECT_EQ(classify_slurm_environment(task, "12", "n1", excl),
+            SlurmTaskMatch::other);  // same host, other node
   EXPECT_EQ(classify_slurm_environment(task, "13", "n2", excl), SlurmTaskMatch::other);
   Args batch{"SLURM_JOB_ID=12", "SLURMD_NODENAME=n2", "SLURM_PROCID=0"};
   EXPECT_EQ(classify_slurm_environment(batch, "12", "n2", excl), SlurmTaskMatch::batch);
   Args own{"SLURM_JOBID=12", "SLURMD_NODENAME=n2", "SLURM_STEPID=5"};
   EXPECT_EQ(classify_slurm_environment(own, "12", "n2", excl), SlurmTaskMatch::excluded);
-  Args array{"SLURM_JOB_ID=130", "SLURM_ARRAY_JOB_ID=128", "SLURM_ARRAY_TASK_ID=2", "SLURMD_NODENAME=n1",
-             "SLURM_STEP_ID=0"};
+  Args array{"SLURM_JOB_ID=130", "SLURM_ARRAY_JOB_ID=128", "SLURM_ARRAY_TASK_ID=2",
+             "SLURMD_NODENAME=n1", "SLURM_STEP_ID=0"};
   EXPECT_EQ(classify_slurm_environment(array, "128_2", "n1", {}), SlurmTaskMatch::task);
   EXPECT_EQ(classify_slurm_environment(array, "130", "n1", {}), SlurmTaskMatch::task);
   EXPECT_EQ(classify_slurm_environment({}, "12", "n2", {}), SlurmTaskMatch::other);
@@ -130,8 +155,9 @@ TEST(Pdsh, ExecArgvHasNoShell) {
   o.agent_path = "/usr/bin/hangscan";
   o.timeout = std::chrono::milliseconds(20000);
   auto argv = build_pdsh_argv(o, std::chrono::milliseconds(15000));
-  EXPECT_EQ(argv, (Args{"pdsh", "-R", "exec", "-f", "8", "-t", "10", "-u", "20", "-w", "n[1-3]", "/usr/bin/hangscan",
-                        "agent", "--match", "ring_allreduce.py --rank", "--timeout-ms", "15000", "--node", "%h"}));
+  EXPECT_EQ(argv, (Args{"pdsh", "-R", "exec", "-f", "8", "-t", "10", "-u", "20", "-w", "n[1-3]",
+                        "/usr/bin/hangscan", "agent", "--match", "ring_allreduce.py --rank",
+                        "--timeout-ms", "15000", "--node", "%h"}));
 }
 
 TEST(Pdsh, RemoteShellLineQuotesEveryWord) {
@@ -157,9 +183,11 @@ TEST(Pdsh, ExecWithRemoteSetupGoesThroughSh) {
   o.remote_setup = "/tmp/setup.sh";
   auto argv = build_pdsh_argv(o, std::chrono::milliseconds(1000));
   Args tail(argv.end() - 3, argv.end());
-  EXPECT_EQ(tail, (Args{"/bin/sh", "-c",
-                        ". '/tmp/setup.sh' && exec '/bin/hangscan' 'agent' '--match' 'x' '--timeout-ms' '1000' "
-                        "'--node' '%h'"}));
+  EXPECT_EQ(
+      tail,
+      (Args{"/bin/sh", "-c",
+            ". '/tmp/setup.sh' && exec '/bin/hangscan' 'agent' '--match' 'x' '--timeout-ms' '1000' "
+            "'--node' '%h'"}));
 }
 
 TEST(Pdsh, HostErrors) {

@@ -47,14 +47,16 @@ TEST(Analyze, NamesTheRankThatSkippedAllReduce) {
   EXPECT_EQ(a.groups[1].pids, (std::vector<int>{100, 101, 103}));
   EXPECT_EQ(a.groups[1].hosts, (std::vector<std::string>{"n1"}));
   EXPECT_FALSE(a.groups[1].suspect);
-  EXPECT_EQ(functions(a.groups[1].frames), (std::vector<std::string>{"all_reduce", "worker", "<module>"}));
-  EXPECT_EQ(a.groups[1].frames[0].line, 1541);       // all members agree
+  EXPECT_EQ(functions(a.groups[1].frames),
+            (std::vector<std::string>{"all_reduce", "worker", "<module>"}));
+  EXPECT_EQ(a.groups[1].frames[0].line, 1541);          // all members agree
   EXPECT_EQ(a.groups[1].frames[1].line, std::nullopt);  // 19 vs 20 at function granularity
   EXPECT_EQ(a.suspects, (std::vector<int>{2}));
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{2}));
   ASSERT_EQ(a.suspect_reasons.size(), 1u);
   EXPECT_EQ(a.suspect_reasons[0],
-            "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> time.sleep");
+            "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> "
+            "time.sleep");
   EXPECT_TRUE(a.missing_ranks.empty());
   EXPECT_TRUE(a.notes.empty());
   EXPECT_EQ(a.grouped, (std::vector<std::size_t>{0, 1, 2, 3}));
@@ -69,20 +71,25 @@ TEST(Analyze, IncompleteStackIsNotASuspectForWhereItStarts) {
   job.processes.push_back(rank_process(0, 100, in_all_reduce()));
   job.processes.push_back(rank_process(1, 101, in_all_reduce()));
   job.processes.push_back(rank_process(2, 102, in_sleep()));
-  job.processes.push_back(rank_process(3, 103, {native("??", "/usr/lib/x86_64-linux-gnu/libuct.so.0", 0x9475),
-                                                native("??", "/usr/lib/x86_64-linux-gnu/libmpich.so.12", 0x934eb)}));
+  job.processes.push_back(
+      rank_process(3, 103,
+                   {native("??", "/usr/lib/x86_64-linux-gnu/libuct.so.0", 0x9475),
+                    native("??", "/usr/lib/x86_64-linux-gnu/libmpich.so.12", 0x934eb)}));
   Analysis lost = analyze(job, GroupOptions{});
-  EXPECT_EQ(lost.suspects, (std::vector<int>{2, 3}));   // not marked: named for its root
+  EXPECT_EQ(lost.suspects, (std::vector<int>{2, 3}));  // not marked: named for its root
 
   job.processes[3].threads[0].incomplete = true;
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.suspects, (std::vector<int>{2}));
   ASSERT_EQ(a.suspect_reasons.size(), 1u);
   EXPECT_EQ(a.suspect_reasons[0],
-            "rank 2 is not in all_reduce with ranks 0-1: it is in worker (hang_gloo.py:19) -> time.sleep");
-  EXPECT_EQ(a.notes, (std::vector<std::string>{
-                         "rank 3 has an incomplete stack (unwinding stopped after ?? in libmpich.so.12); not "
-                         "named a suspect for it"}));
+            "rank 2 is not in all_reduce with ranks 0-1: it is in worker (hang_gloo.py:19) -> "
+            "time.sleep");
+  EXPECT_EQ(
+      a.notes,
+      (std::vector<std::string>{
+          "rank 3 has an incomplete stack (unwinding stopped after ?? in libmpich.so.12); not "
+          "named a suspect for it"}));
   // It is still grouped and shown: its own group, not a suspect.
   ASSERT_EQ(a.group_of[3] == Analysis::kNoGroup, false);
   EXPECT_FALSE(a.groups[a.group_of[3]].suspect);
@@ -116,9 +123,10 @@ TEST(Analyze, NoClearMajorityNamesNobody) {
   EXPECT_TRUE(a.suspects.empty());
   EXPECT_TRUE(a.suspect_reasons.empty());
   ASSERT_EQ(a.notes.size(), 1u);
-  EXPECT_EQ(a.notes[0],
-            "no clear majority: below worker, ranks 0-1 are in all_reduce and ranks 2-3 are in barrier; "
-            "no suspect named");
+  EXPECT_EQ(
+      a.notes[0],
+      "no clear majority: below worker, ranks 0-1 are in all_reduce and ranks 2-3 are in barrier; "
+      "no suspect named");
   EXPECT_FALSE(a.groups[0].suspect);
   EXPECT_FALSE(a.groups[1].suspect);
 }
@@ -132,12 +140,15 @@ TEST(Analyze, EveryoneDistinctNamesNobody) {
   EXPECT_EQ(a.groups.size(), 3u);
   EXPECT_TRUE(a.suspects.empty());
   ASSERT_EQ(a.notes.size(), 1u);
-  EXPECT_EQ(a.notes[0], "no clear majority: rank 0 is in f0, rank 1 is in f1 and rank 2 is in f2; no suspect named");
+  EXPECT_EQ(
+      a.notes[0],
+      "no clear majority: rank 0 is in f0, rank 1 is in f1 and rank 2 is in f2; no suspect named");
 }
 
 TEST(Analyze, AllTheSameIsSaidPlainly) {
   JobSnapshot job;
-  for (int r = 0; r < 4; ++r) job.processes.push_back(rank_process(r, 100 + r, in_all_reduce(), 'S', "n1", 4));
+  for (int r = 0; r < 4; ++r)
+    job.processes.push_back(rank_process(r, 100 + r, in_all_reduce(), 'S', "n1", 4));
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.groups.size(), 1u);
   EXPECT_TRUE(a.suspects.empty());
@@ -147,18 +158,21 @@ TEST(Analyze, AllTheSameIsSaidPlainly) {
 
 TEST(Analyze, MissingRanksByWorldSize) {
   JobSnapshot job;
-  for (int r : {0, 1, 3}) job.processes.push_back(rank_process(r, 100 + r, in_all_reduce(), 'S', "n1", 6));
+  for (int r : {0, 1, 3})
+    job.processes.push_back(rank_process(r, 100 + r, in_all_reduce(), 'S', "n1", 6));
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.missing_ranks, (std::vector<int>{2, 4, 5}));
   EXPECT_EQ(a.suspects, (std::vector<int>{2, 4, 5}));
   EXPECT_TRUE(a.suspect_members.empty());
   EXPECT_EQ(a.suspect_reasons,
-            (std::vector<std::string>{"ranks 2,4-5 are missing: the world size is 6 but no process with ranks 2,4-5 was found"}));
+            (std::vector<std::string>{"ranks 2,4-5 are missing: the world size is 6 but no process "
+                                      "with ranks 2,4-5 was found"}));
   job.expected_world_size = 4;  // an explicit expectation wins over the environment
   Analysis b = analyze(job, GroupOptions{});
   EXPECT_EQ(b.missing_ranks, (std::vector<int>{2}));
   EXPECT_EQ(b.suspect_reasons,
-            (std::vector<std::string>{"rank 2 is missing: the world size is 4 but no process with rank 2 was found"}));
+            (std::vector<std::string>{
+                "rank 2 is missing: the world size is 4 but no process with rank 2 was found"}));
   job.expected_world_size = 2000000000;
   Analysis c = analyze(job, GroupOptions{});
   EXPECT_TRUE(c.missing_ranks.empty());
@@ -196,8 +210,9 @@ TEST(Analyze, ProcessesWithoutRankAreNamedByHostAndPid) {
   EXPECT_TRUE(a.suspects.empty());  // no ranks to list
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{2}));
   EXPECT_EQ(a.suspect_reasons,
-            (std::vector<std::string>{"process n1:12 is not in all_reduce with processes n1:10,n1:11: it is in "
-                                      "worker (hang_gloo.py:19) -> time.sleep"}));
+            (std::vector<std::string>{
+                "process n1:12 is not in all_reduce with processes n1:10,n1:11: it is in "
+                "worker (hang_gloo.py:19) -> time.sleep"}));
   EXPECT_EQ(member_set_label(job, a.groups[1].members), "n1:10,n1:11");
 }
 
@@ -212,27 +227,32 @@ TEST(Analyze, MultiHostSentenceNamesTheNode) {
   EXPECT_EQ(a.groups[0].hosts, (std::vector<std::string>{"n3"}));
   EXPECT_EQ(a.groups[1].hosts, (std::vector<std::string>{"n1", "n2", "n3"}));
   EXPECT_EQ(a.suspect_reasons,
-            (std::vector<std::string>{"rank 4 on n3 is not in all_reduce with ranks 0-3,5: it is in worker "
-                                      "(hang_gloo.py:19) -> time.sleep"}));
+            (std::vector<std::string>{
+                "rank 4 on n3 is not in all_reduce with ranks 0-3,5: it is in worker "
+                "(hang_gloo.py:19) -> time.sleep"}));
 }
 
 TEST(Analyze, DeeperMinorityFlaggedOnlyWhenBlocked) {
   // 7 ranks: rank 6 sleeps at the top; inside train, rank 5 waits in load_batch (blocked) and
   // rank 4 computes in another function (running): only 5 and 6 are suspects.
   auto stack = [](const char* inner) {
-    return std::vector<Frame>{py(inner, "/t/train.py", 7), py("train", "/t/train.py", 3), py("<module>", "/t/train.py", 1)};
+    return std::vector<Frame>{py(inner, "/t/train.py", 7), py("train", "/t/train.py", 3),
+                              py("<module>", "/t/train.py", 1)};
   };
   JobSnapshot job;
-  for (int r = 0; r < 4; ++r) job.processes.push_back(rank_process(r, 100 + r, stack("all_reduce")));
+  for (int r = 0; r < 4; ++r)
+    job.processes.push_back(rank_process(r, 100 + r, stack("all_reduce")));
   job.processes.push_back(rank_process(4, 104, stack("compute"), 'R'));
   job.processes.push_back(rank_process(5, 105, stack("load_batch")));
-  job.processes.push_back(rank_process(6, 106, {py("sleep", "/t/train.py", 9), py("<module>", "/t/train.py", 1)}));
+  job.processes.push_back(
+      rank_process(6, 106, {py("sleep", "/t/train.py", 9), py("<module>", "/t/train.py", 1)}));
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.suspects, (std::vector<int>{5, 6}));
   EXPECT_EQ(a.suspect_reasons,
-            (std::vector<std::string>{
-                "rank 6 is not in train with ranks 0-5: it is in <module> (train.py:1) -> sleep (train.py:9)",
-                "rank 5 is not in all_reduce with ranks 0-3: it is in train (train.py:3) -> load_batch (train.py:7)"}));
+            (std::vector<std::string>{"rank 6 is not in train with ranks 0-5: it is in <module> "
+                                      "(train.py:1) -> sleep (train.py:9)",
+                                      "rank 5 is not in all_reduce with ranks 0-3: it is in train "
+                                      "(train.py:3) -> load_batch (train.py:7)"}));
   // groups: three singletons (by rank) then the four
   ASSERT_EQ(a.groups.size(), 4u);
   EXPECT_EQ(a.groups[0].ranks, (std::vector<int>{4}));
@@ -243,8 +263,9 @@ TEST(Analyze, DeeperMinorityFlaggedOnlyWhenBlocked) {
 TEST(Analyze, GranularityAndTopN) {
   JobSnapshot job;
   for (int r = 0; r < 3; ++r) {
-    std::vector<Frame> s = {native("poll", "/lib/libc.so.6", 0x100 + static_cast<unsigned>(r == 2) * 8),
-                            native("wait", "/lib/libx.so", 0x200), native("main", "/bin/app", 0x50)};
+    std::vector<Frame> s = {
+        native("poll", "/lib/libc.so.6", 0x100 + static_cast<unsigned>(r == 2) * 8),
+        native("wait", "/lib/libx.so", 0x200), native("main", "/bin/app", 0x50)};
     s[2].file = "app.c";
     s[2].line = r == 1 ? 11 : 10;
     job.processes.push_back(rank_process(r, 100 + r, s));
@@ -257,7 +278,8 @@ TEST(Analyze, GranularityAndTopN) {
   ASSERT_EQ(l.groups.size(), 2u);
   EXPECT_EQ(l.groups[0].ranks, (std::vector<int>{1}));
   EXPECT_EQ(l.suspect_reasons,
-            (std::vector<std::string>{"rank 1 is not in main with ranks 0,2: it is in main (app.c:11) -> ... -> poll"}));
+            (std::vector<std::string>{
+                "rank 1 is not in main with ranks 0,2: it is in main (app.c:11) -> ... -> poll"}));
   GroupOptions by_pc;
   by_pc.granularity = GroupOptions::Granularity::pc;
   Analysis p = analyze(job, by_pc);
@@ -294,7 +316,8 @@ TEST(Analyze, ThreadSelections) {
   gil.threads = GroupOptions::Threads::gil;
   Analysis g = analyze(job, gil);
   ASSERT_EQ(g.groups.size(), 2u);
-  EXPECT_EQ(g.groups[0].ranks, (std::vector<int>{1}));  // the only rank whose GIL holder has a stack
+  EXPECT_EQ(g.groups[0].ranks,
+            (std::vector<int>{1}));  // the only rank whose GIL holder has a stack
   EXPECT_EQ(g.groups[1].frames.size(), 0u);
 
   GroupOptions all;

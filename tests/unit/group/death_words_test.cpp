@@ -18,19 +18,26 @@ TEST(DeathWords, ACoreFileEndsWithTheCommandThatReadsIt) {
   Death d = killed(11, "SIGSEGV");
   d.core_dumped = true;
   d.core = "/var/cores/core-python3.42";
-  EXPECT_EQ(death_words(d), "was killed by SIGSEGV (core dumped); read its core with: hangscan core /var/cores/core-python3.42");
+  EXPECT_EQ(death_words(d),
+            "was killed by SIGSEGV (core dumped); read its core with: hangscan core "
+            "/var/cores/core-python3.42");
   d.core = "core.42";
   EXPECT_EQ(death_words(d),
-            "was killed by SIGSEGV (core dumped); read its core with: hangscan core core.42 (in its working directory)");
+            "was killed by SIGSEGV (core dumped); read its core with: hangscan core core.42 (in "
+            "its working directory)");
   d.core = "systemd-coredump (coredumpctl info 42)";
-  EXPECT_EQ(death_words(d), "was killed by SIGSEGV (core dumped); its core went to systemd-coredump (coredumpctl info 42)");
+  EXPECT_EQ(death_words(d),
+            "was killed by SIGSEGV (core dumped); its core went to systemd-coredump (coredumpctl "
+            "info 42)");
 }
 
 TEST(DeathWords, ASigkillTheCgroupCountedIsSaid) {
   Death d = killed(9, "SIGKILL");
   EXPECT_EQ(death_words(d), "was killed by SIGKILL");
   d.detail = "its memory cgroup /hs counts 1 OOM kill (memory.oom_control oom_kill)";
-  EXPECT_EQ(death_words(d), "was killed by SIGKILL (its memory cgroup /hs counts 1 OOM kill (memory.oom_control oom_kill))");
+  EXPECT_EQ(death_words(d),
+            "was killed by SIGKILL (its memory cgroup /hs counts 1 OOM kill (memory.oom_control "
+            "oom_kill))");
 }
 
 }  // namespace

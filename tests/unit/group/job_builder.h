@@ -57,11 +57,13 @@ inline ProcessSnapshot rank_process(int rank, int pid, std::vector<Frame> frames
 
 // The hang_gloo.py shape: ranks in all_reduce, or in time.sleep at line 19.
 inline std::vector<Frame> in_all_reduce() {
-  return {py("all_reduce", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 1541),
+  return {py("all_reduce", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
+             1541),
           py("worker", "/tmp/hang_gloo.py", 20), py("<module>", "/tmp/hang_gloo.py", 30)};
 }
 inline std::vector<Frame> in_sleep() {
-  return {py_builtin("time.sleep"), py("worker", "/tmp/hang_gloo.py", 19), py("<module>", "/tmp/hang_gloo.py", 30)};
+  return {py_builtin("time.sleep"), py("worker", "/tmp/hang_gloo.py", 19),
+          py("<module>", "/tmp/hang_gloo.py", 30)};
 }
 
 }  // namespace hangscan::testing

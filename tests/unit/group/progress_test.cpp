@@ -14,10 +14,13 @@ JobSnapshot sample(std::uint64_t ticks0, std::uint64_t ticks1, std::uint64_t tic
   JobSnapshot job;
   job.processes.push_back(rank_process(0, 100, in_all_reduce()));
   job.processes.push_back(rank_process(1, 101, in_all_reduce(), 'R'));
-  job.processes.push_back(rank_process(2, 102, {py("step", "/t/train.py", line2), py("<module>", "/t/train.py", 1)}, 'R'));
-  job.processes.push_back(rank_process(3, 103, {native("poll_inner", "/lib/libmpi.so", poll_offset),
-                                                native("PMPI_Allreduce", "/lib/libmpi.so", 0x900),
-                                                native("main", "/bin/app", 0x40)}, 'R'));
+  job.processes.push_back(rank_process(
+      2, 102, {py("step", "/t/train.py", line2), py("<module>", "/t/train.py", 1)}, 'R'));
+  job.processes.push_back(rank_process(
+      3, 103,
+      {native("poll_inner", "/lib/libmpi.so", poll_offset),
+       native("PMPI_Allreduce", "/lib/libmpi.so", 0x900), native("main", "/bin/app", 0x40)},
+      'R'));
   job.processes[0].threads[0].cpu_ticks = ticks0;
   job.processes[1].threads[0].cpu_ticks = ticks1;
   job.processes[2].threads[0].cpu_ticks = ticks2;
@@ -26,7 +29,8 @@ JobSnapshot sample(std::uint64_t ticks0, std::uint64_t ticks1, std::uint64_t tic
 }
 
 TEST(Progress, StuckBlockedSpinningAndProgressing) {
-  std::vector<JobSnapshot> samples = {sample(1000, 5000, 100, 10, 0x10), sample(1001, 5090, 150, 11, 0x20),
+  std::vector<JobSnapshot> samples = {sample(1000, 5000, 100, 10, 0x10),
+                                      sample(1001, 5090, 150, 11, 0x20),
                                       sample(1002, 5180, 200, 12, 0x10)};
   samples[1].processes[3].threads[0].frames[0].function = "poll_other";  // the poll loop moves
   samples[2].processes.pop_back();

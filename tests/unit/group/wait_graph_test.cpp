@@ -12,11 +12,14 @@ namespace {
 using testing::py;
 using testing::rank_process;
 
-WaitEdge edge(std::string host, int pid, std::string via) { return {std::move(host), pid, std::nullopt, std::move(via)}; }
+WaitEdge edge(std::string host, int pid, std::string via) {
+  return {std::move(host), pid, std::nullopt, std::move(via)};
+}
 
-ProcessSnapshot ring_rank(int rank, int pid, std::string syscall, std::vector<WaitEdge> waits, int line,
-                          std::string host = "n1") {
-  ProcessSnapshot p = rank_process(rank, pid, {py("main", "/job/tcp_ring.py", line)}, 'S', std::move(host));
+ProcessSnapshot ring_rank(int rank, int pid, std::string syscall, std::vector<WaitEdge> waits,
+                          int line, std::string host = "n1") {
+  ProcessSnapshot p =
+      rank_process(rank, pid, {py("main", "/job/tcp_ring.py", line)}, 'S', std::move(host));
   p.threads[0].syscall = std::move(syscall);
   p.threads[0].waits_on = std::move(waits);
   return p;
@@ -27,7 +30,8 @@ JobSnapshot token_ring() {
   JobSnapshot job;
   for (int r : {0, 1, 2, 4}) {
     int left = (r + 4) % 5;
-    job.processes.push_back(ring_rank(r, 100 + r, "recvfrom", {edge("n1", 100 + left, "tcp x -> y")}, 40));
+    job.processes.push_back(
+        ring_rank(r, 100 + r, "recvfrom", {edge("n1", 100 + left, "tcp x -> y")}, 40));
   }
   job.processes.push_back(ring_rank(3, 103, "read", {edge("n1", 99, "pipe:[77]")}, 36));
   return job;
@@ -36,8 +40,9 @@ JobSnapshot token_ring() {
 TEST(WaitGraph, AChainIsToldInOrderWithItsRoot) {
   JobSnapshot job = token_ring();
   EXPECT_EQ(wait_chain_sentences(job),
-            std::vector<std::string>{"ranks 2 -> 1 -> 0 -> 4 wait on rank 3, which waits on a pipe written by pid 99 "
-                                     "(tcp_ring.py:36)"});
+            std::vector<std::string>{
+                "ranks 2 -> 1 -> 0 -> 4 wait on rank 3, which waits on a pipe written by pid 99 "
+                "(tcp_ring.py:36)"});
   EXPECT_EQ(process_waits(job).size(), 4u);
 }
 
@@ -70,19 +75,22 @@ TEST(WaitGraph, ACycleIsSaidAsSuch) {
   job.processes.push_back(ring_rank(0, 100, "recvfrom", {edge("n1", 101, "tcp")}, 1));
   job.processes.push_back(ring_rank(1, 101, "recvfrom", {edge("n1", 100, "tcp")}, 1));
   EXPECT_EQ(wait_chain_sentences(job),
-            std::vector<std::string>{"ranks 0-1 wait on each other in a cycle (none of them waits outside it)"});
+            std::vector<std::string>{
+                "ranks 0-1 wait on each other in a cycle (none of them waits outside it)"});
 }
 
 TEST(WaitGraph, TcpEdgesToAnotherNodeAreCompletedFromItsConnections) {
   JobSnapshot job;
-  job.processes.push_back(ring_rank(0, 100, "recvfrom", {{"", {}, {}, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}}, 1, "n1"));
+  job.processes.push_back(ring_rank(
+      0, 100, "recvfrom", {{"", {}, {}, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}}, 1, "n1"));
   ProcessSnapshot far = ring_rank(1, 100, "clock_nanosleep", {}, 7, "n2");
   far.tcp_connections = {"10.0.0.2:29502 -> 10.0.0.9:1", "10.0.0.2:29502 -> 10.0.0.1:40312"};
   job.processes.push_back(std::move(far));
   link_wait_edges(job);
   const WaitEdge& e = job.processes[0].threads[0].waits_on[0];
   EXPECT_EQ(e, (WaitEdge{"n2", 100, 1, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}));
-  EXPECT_EQ(wait_chain_sentences(job), std::vector<std::string>{"rank 0 waits on rank 1, which sleeps (tcp_ring.py:7)"});
+  EXPECT_EQ(wait_chain_sentences(job),
+            std::vector<std::string>{"rank 0 waits on rank 1, which sleeps (tcp_ring.py:7)"});
 }
 
 TEST(WaitGraph, NoEdgesNoSentence) {

@@ -51,8 +51,9 @@ class Kid {
       waitpid(pid_, nullptr, 0);
       return;
     }
-    auto end = std::chrono::steady_clock::now() + 10s;   // reaped by init
-    while (kill(pid_, 0) == 0 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+    auto end = std::chrono::steady_clock::now() + 10s;  // reaped by init
+    while (kill(pid_, 0) == 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(1ms);
   }
   Kid(const Kid&) = delete;
   Kid& operator=(const Kid&) = delete;
@@ -91,8 +92,9 @@ TEST(JobLoop, LiveProcessIsCapturedAndRunsOn) {
   EXPECT_EQ(p.pid, kid.pid());
   ASSERT_EQ(p.threads.size(), 1u);
   EXPECT_EQ(p.threads[0].tid, kid.pid());
-  for (const auto& d : p.diagnostics) EXPECT_NE(d.severity, Diagnostic::Severity::error) << d.message;
-  EXPECT_TRUE(kid.sleeping());   // released: it sleeps again, not ptrace-stopped
+  for (const auto& d : p.diagnostics)
+    EXPECT_NE(d.severity, Diagnostic::Severity::error) << d.message;
+  EXPECT_TRUE(kid.sleeping());  // released: it sleeps again, not ptrace-stopped
 }
 
 TEST(JobLoop, MissingExplicitPidIsRejectedWithItsReason) {
@@ -127,11 +129,12 @@ TEST(JobLoop, UnopenableMemberIsItsOwnSnapshotWithHost) {
   o.capture.python = false;
   o.host = "n1";
   SymbolCache symbols;
-  JobSnapshot job = run_job(members, o, symbols, {make_diagnostic(Diagnostic::Severity::warning, "found")});
+  JobSnapshot job =
+      run_job(members, o, symbols, {make_diagnostic(Diagnostic::Severity::warning, "found")});
   ASSERT_EQ(job.processes.size(), 2u);
   const ProcessSnapshot& gone = job.processes[0];
   EXPECT_EQ(gone.pid, kNoSuchPid);
-  EXPECT_EQ(gone.rank, 7);   // the rank stays in the report, with the reason
+  EXPECT_EQ(gone.rank, 7);  // the rank stays in the report, with the reason
   ASSERT_EQ(gone.diagnostics.size(), 1u);
   EXPECT_EQ(gone.diagnostics[0].severity, Diagnostic::Severity::error);
   EXPECT_EQ(gone.diagnostics[0].pid, kNoSuchPid);
@@ -153,7 +156,8 @@ TEST(JobLoop, PassedDeadlineLeavesMembersUncaptured) {
   JobSnapshot job = run_job(members, o, symbols);
   ASSERT_EQ(job.processes.size(), 1u);
   ASSERT_EQ(job.processes[0].diagnostics.size(), 1u);
-  EXPECT_EQ(job.processes[0].diagnostics[0].message, "pid 1 not captured: the agent's deadline passed");
+  EXPECT_EQ(job.processes[0].diagnostics[0].message,
+            "pid 1 not captured: the agent's deadline passed");
   EXPECT_EQ(job.processes[0].diagnostics[0].hint, "raise --timeout");
 }
 
@@ -192,8 +196,9 @@ TEST(CaptureFlags, LiveAndCoreOptions) {
   EXPECT_FALSE(core_capture_options(f).python);
   f.native = true;
   f.nonblocking = true;
-  EXPECT_EQ(capture_flag_args(f), (std::vector<std::string>{"--unwinder", "libunwind", "--native", "--locals",
-                                                             "--nonblocking", "--no-python"}));
+  EXPECT_EQ(capture_flag_args(f),
+            (std::vector<std::string>{"--unwinder", "libunwind", "--native", "--locals",
+                                      "--nonblocking", "--no-python"}));
 }
 
 }  // namespace

@@ -7,7 +7,8 @@ namespace hangscan {
 namespace {
 
 TEST(MemoryUsage, StatusRssAndPeakInBytes) {
-  StatusMemory m = parse_status_memory("Name:\tpython3\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t4\n");
+  StatusMemory m = parse_status_memory(
+      "Name:\tpython3\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t4\n");
   ASSERT_TRUE(m.rss_bytes && m.peak_rss_bytes);
   EXPECT_EQ(*m.rss_bytes, 102400ull * 1024);
   EXPECT_EQ(*m.peak_rss_bytes, 204800ull * 1024);
@@ -17,11 +18,14 @@ TEST(MemoryUsage, StatusWithoutMemoryLinesOrWithGarbage) {
   EXPECT_FALSE(parse_status_memory("Name:\tkthreadd\nState:\tS\n").rss_bytes);
   EXPECT_FALSE(parse_status_memory("VmRSS:\t 99999999999999999999999 kB\n").rss_bytes);
   EXPECT_FALSE(parse_status_memory("VmRSS:\t -5 kB\n").rss_bytes);
-  EXPECT_FALSE(parse_status_memory("VmRSS:\t 18014398509481984 kB\n").rss_bytes);  // overflows bytes
+  EXPECT_FALSE(
+      parse_status_memory("VmRSS:\t 18014398509481984 kB\n").rss_bytes);  // overflows bytes
 }
 
 TEST(MemoryUsage, ProcCgroupV1AndV2Lines) {
-  auto e = parse_proc_cgroup("12:memory:/slurm/uid_0/job_42/step_0\n11:cpu,cpuacct:/x\n0::/user.slice\nbad line\n3:pids:relative\n");
+  auto e = parse_proc_cgroup(
+      "12:memory:/slurm/uid_0/job_42/step_0\n11:cpu,cpuacct:/x\n0::/user.slice\nbad "
+      "line\n3:pids:relative\n");
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].controllers, std::vector<std::string>{"memory"});
   EXPECT_EQ(e[0].path, "/slurm/uid_0/job_42/step_0");
@@ -61,7 +65,8 @@ TEST(MemoryUsage, OomKillCountOfV1AndV2) {
   // v1 memory.oom_control as this machine writes it; v2 memory.events as the kernel documents
   // it (Documentation/admin-guide/cgroup-v2.rst; this machine has no v2 memory controller).
   EXPECT_EQ(parse_oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 2u);
-  EXPECT_EQ(parse_oom_kill_count("low 0\nhigh 0\nmax 14\noom 1\noom_kill 1\noom_group_kill 0\n"), 1u);
+  EXPECT_EQ(parse_oom_kill_count("low 0\nhigh 0\nmax 14\noom 1\noom_kill 1\noom_group_kill 0\n"),
+            1u);
   EXPECT_EQ(parse_oom_kill_count("oom_kill_disable 0\n"), std::nullopt);
 }
 

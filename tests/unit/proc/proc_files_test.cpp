@@ -84,8 +84,10 @@ TEST(ProcFiles, ParseSyscall) {
   EXPECT_EQ(parse_syscall(fixture("syscall_none")), std::optional<std::string>("none"));
   EXPECT_EQ(parse_syscall("9999 0x1 0x2"), std::optional<std::string>("syscall_9999"));
   EXPECT_FALSE(parse_syscall("").has_value());
-  EXPECT_EQ(parse_syscall_sp(fixture("syscall_futex")), std::optional<std::uint64_t>(0x7ffd7a9d2c10u));
-  EXPECT_EQ(parse_syscall_sp(fixture("syscall_none")), std::optional<std::uint64_t>(0x7ffd7a9d2c18u));
+  EXPECT_EQ(parse_syscall_sp(fixture("syscall_futex")),
+            std::optional<std::uint64_t>(0x7ffd7a9d2c10u));
+  EXPECT_EQ(parse_syscall_sp(fixture("syscall_none")),
+            std::optional<std::uint64_t>(0x7ffd7a9d2c18u));
   EXPECT_FALSE(parse_syscall_sp(fixture("syscall_running")).has_value());
   EXPECT_EQ(syscall_name(7), "poll");
   EXPECT_EQ(syscall_name(230), "clock_nanosleep");

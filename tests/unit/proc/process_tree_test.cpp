@@ -36,8 +36,10 @@ TEST(ProcessTree, ChildrenDescendantsAncestors) {
 }
 
 TEST(ProcessTree, CyclesAndMissingParentsEnd) {
-  ProcessTree tree({{1, 0, "init", 'S', false, 0}, {5, 6, "a", 'S', false, 0},
-                    {6, 5, "b", 'S', false, 0}, {7, 5, "c", 'S', false, 0}});
+  ProcessTree tree({{1, 0, "init", 'S', false, 0},
+                    {5, 6, "a", 'S', false, 0},
+                    {6, 5, "b", 'S', false, 0},
+                    {7, 5, "c", 'S', false, 0}});
   EXPECT_EQ(tree.ancestors(7), (std::vector<int>{5, 6}));
   EXPECT_EQ(tree.descendants(5), (std::vector<int>{6, 7}));
   EXPECT_EQ(tree.ancestors(1), std::vector<int>{});
@@ -49,7 +51,7 @@ TEST(ProcessTree, ReadsNulFiles) {
   EXPECT_EQ(argv[0], "/usr/bin/hydra_pmi_proxy");
   auto env = process_environ_file(17028, kTrees + "/mpich");
   EXPECT_NE(std::find(env.begin(), env.end(), "PMI_RANK=2"), env.end());
-  EXPECT_TRUE(process_cmdline(2, kTrees + "/mpich").empty());   // kernel thread
+  EXPECT_TRUE(process_cmdline(2, kTrees + "/mpich").empty());  // kernel thread
   EXPECT_TRUE(process_cmdline(424242, kTrees + "/mpich").empty());
   EXPECT_EQ(joined_cmdline({"a", "b c", "d"}), "a b c d");
 }
@@ -60,7 +62,8 @@ TEST(MatchProcesses, LikePgrepF) {
   ASSERT_TRUE(all.ok());
   // mpirun's command line names the program too.
   EXPECT_EQ(*all, (std::vector<int>{16997, 17009, 17010, 17011, 17012}));
-  auto anchored = match_processes(tree, "^/[^ ]*/mpi_hang_(openmpi|mpich) ", {}, kTrees + "/openmpi");
+  auto anchored =
+      match_processes(tree, "^/[^ ]*/mpi_hang_(openmpi|mpich) ", {}, kTrees + "/openmpi");
   ASSERT_TRUE(anchored.ok());
   EXPECT_EQ(*anchored, (std::vector<int>{17009, 17010, 17011, 17012}));
   auto excluded = match_processes(tree, "mpi_hang", {16997, 17010}, kTrees + "/openmpi");

@@ -19,10 +19,11 @@ TEST(RankInfo, EnvValueLastDefinitionWins) {
 }
 
 TEST(RankInfo, TorchrunVariables) {
-  Env env = {"PATH=/usr/bin", "LOCAL_RANK=1", "RANK=5", "GROUP_RANK=1", "WORLD_SIZE=8",
-             "TORCHELASTIC_RUN_ID=none", "SLURM_PROCID=1", "SLURM_NTASKS=2"};
+  Env env = {"PATH=/usr/bin",  "LOCAL_RANK=1",  "RANK=5",
+             "GROUP_RANK=1",   "WORLD_SIZE=8",  "TORCHELASTIC_RUN_ID=none",
+             "SLURM_PROCID=1", "SLURM_NTASKS=2"};
   RankInfo r = rank_from_environment(env);
-  EXPECT_EQ(r.rank, 5);   // RANK beats SLURM_PROCID (the node's task index under torchrun)
+  EXPECT_EQ(r.rank, 5);  // RANK beats SLURM_PROCID (the node's task index under torchrun)
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_EQ(r.world_size, 8);
   EXPECT_EQ(r.launcher, "torchrun");
@@ -98,10 +99,13 @@ TEST(ClassifyCmdline, Launchers) {
   EXPECT_EQ(launcher({"python3", "-m", "torch.distributed.run", "x.py"}), "torchrun");
   EXPECT_EQ(launcher({"python", "-u", "-m", "torch.distributed.launch", "x.py"}),
             "torch.distributed.launch");
-  EXPECT_EQ(launcher({"/usr/bin/python3", "-u", "-m", "deepspeed.launcher.launch", "--world_info=e30="}),
+  EXPECT_EQ(
+      launcher({"/usr/bin/python3", "-u", "-m", "deepspeed.launcher.launch", "--world_info=e30="}),
+      "deepspeed");
+  EXPECT_EQ(launcher({"/usr/local/bin/python3", "/usr/local/bin/deepspeed", "train.py"}),
             "deepspeed");
-  EXPECT_EQ(launcher({"/usr/local/bin/python3", "/usr/local/bin/deepspeed", "train.py"}), "deepspeed");
-  EXPECT_EQ(launcher({"/usr/bin/python3", "/usr/local/bin/accelerate", "launch", "t.py"}), "accelerate");
+  EXPECT_EQ(launcher({"/usr/bin/python3", "/usr/local/bin/accelerate", "launch", "t.py"}),
+            "accelerate");
   EXPECT_EQ(launcher({"mpirun.openmpi", "--allow-run-as-root", "-np", "4", "a.out"}), "mpirun");
   EXPECT_EQ(launcher({"mpiexec", "-n", "2", "a.out"}), "mpirun");
   EXPECT_EQ(launcher({"/usr/bin/mpiexec.hydra", "-np", "4", "a.out"}), "mpirun");
@@ -123,17 +127,19 @@ TEST(ClassifyCmdline, MultiprocessingChildrenAndHelpers) {
        "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=7, pipe_handle=9)",
        "--multiprocessing-fork"});
   EXPECT_EQ(spawn.kind, CmdlineKind::spawn_child);
-  CmdlineClass tracker = classify_cmdline(
-      {"/usr/bin/python3", "-B", "-c", "from multiprocessing.resource_tracker import main;main(6)"});
+  CmdlineClass tracker =
+      classify_cmdline({"/usr/bin/python3", "-B", "-c",
+                        "from multiprocessing.resource_tracker import main;main(6)"});
   EXPECT_EQ(tracker.kind, CmdlineKind::helper);
   EXPECT_EQ(tracker.what, "resource tracker");
   CmdlineClass fs = classify_cmdline(
-      {"python3", "-c", "from multiprocessing.forkserver import main; main(5, 6, ['__main__'], **{})"});
+      {"python3", "-c",
+       "from multiprocessing.forkserver import main; main(5, 6, ['__main__'], **{})"});
   EXPECT_EQ(fs.kind, CmdlineKind::helper);
   EXPECT_EQ(fs.what, "forkserver");
   CmdlineClass compile = classify_cmdline(
-      {"/usr/bin/python3", "/usr/lib/python3/dist-packages/torch/_inductor/compile_worker/__main__.py",
-       "--workers=8"});
+      {"/usr/bin/python3",
+       "/usr/lib/python3/dist-packages/torch/_inductor/compile_worker/__main__.py", "--workers=8"});
   EXPECT_EQ(compile.kind, CmdlineKind::helper);
   EXPECT_EQ(compile.what, "compile worker");
   EXPECT_EQ(classify_cmdline({"python3", "-m", "torch._inductor.compile_worker"}).kind,
@@ -161,15 +167,19 @@ TEST(AssignRoles, TorchrunWithDataloaderWorkersAndTracker) {
   std::vector<ProcessFacts> procs = {
       facts(100, 1, {"/usr/bin/python3", "/usr/bin/torchrun", "--nproc_per_node", "2", "train.py"},
             {"SLURM_PROCID=0"}),
-      facts(101, 100, rank_argv, {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "TORCHELASTIC_RUN_ID=x"}),
-      facts(102, 100, rank_argv, {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "TORCHELASTIC_RUN_ID=x"}),
+      facts(101, 100, rank_argv,
+            {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "TORCHELASTIC_RUN_ID=x"}),
+      facts(102, 100, rank_argv,
+            {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "TORCHELASTIC_RUN_ID=x"}),
       // Forked dataloader workers inherit RANK.
       facts(103, 101, rank_argv, {"RANK=0", "WORLD_SIZE=2"}),
       facts(104, 103, rank_argv, {"RANK=0", "WORLD_SIZE=2"}),
-      facts(105, 100, {"/usr/bin/python3", "-c", "from multiprocessing.resource_tracker import main;main(6)"}),
+      facts(
+          105, 100,
+          {"/usr/bin/python3", "-c", "from multiprocessing.resource_tracker import main;main(6)"}),
   };
   auto roles = assign_roles(procs);
-  EXPECT_EQ(role_of(roles, 100).role, kRoleLauncher);   // despite SLURM_PROCID
+  EXPECT_EQ(role_of(roles, 100).role, kRoleLauncher);  // despite SLURM_PROCID
   EXPECT_EQ(role_of(roles, 100).launcher, "torchrun");
   EXPECT_EQ(role_of(roles, 101).role, kRoleRank);
   EXPECT_EQ(role_of(roles, 101).rank.rank, 0);
@@ -187,9 +197,10 @@ TEST(AssignRoles, TorchrunWithDataloaderWorkersAndTracker) {
 }
 
 TEST(AssignRoles, SpawnChildrenWithoutRankVariablesAreRanksOfUnknownNumber) {
-  Argv child = {"/usr/bin/python3", "-B", "-c",
-                "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=8, pipe_handle=10)",
-                "--multiprocessing-fork"};
+  Argv child = {
+      "/usr/bin/python3", "-B", "-c",
+      "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=8, pipe_handle=10)",
+      "--multiprocessing-fork"};
   std::vector<ProcessFacts> procs = {
       facts(10, 1, {"/usr/bin/python3", "train.py"}),
       facts(11, 10, child),
@@ -225,7 +236,8 @@ TEST(AssignRoles, SiblingOfRanksIsARank) {
 }
 
 TEST(AssignRoles, ForkserverWorkersAreNotTheForkserver) {
-  Argv fs = {"python3", "-c", "from multiprocessing.forkserver import main; main(5, 6, ['__main__'])"};
+  Argv fs = {"python3", "-c",
+             "from multiprocessing.forkserver import main; main(5, 6, ['__main__'])"};
   std::vector<ProcessFacts> procs = {
       facts(30, 1, {"python3", "train.py"}),
       facts(31, 30, fs),
@@ -258,7 +270,8 @@ TEST(AssignRoles, SlurmStepAndPlainProcesses) {
 }
 
 TEST(AssignRoles, CyclicParentLinksDoNotLoop) {
-  std::vector<ProcessFacts> procs = {facts(60, 61, {"a"}, {"RANK=0"}), facts(61, 60, {"b"}, {"RANK=0"})};
+  std::vector<ProcessFacts> procs = {facts(60, 61, {"a"}, {"RANK=0"}),
+                                     facts(61, 60, {"b"}, {"RANK=0"})};
   auto roles = assign_roles(procs);
   ASSERT_EQ(roles.size(), 2u);
 }

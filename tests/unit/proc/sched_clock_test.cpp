@@ -19,7 +19,8 @@ namespace hangscan {
 namespace {
 
 TEST(SchedClock, ParsesExecStart) {
-  EXPECT_EQ(parse_exec_start_ms("x (1, #threads: 1)\n-----\nse.exec_start                                :        970657.679782\nse.vruntime : 1\n"),
+  EXPECT_EQ(parse_exec_start_ms("x (1, #threads: 1)\n-----\nse.exec_start                          "
+                                "      :        970657.679782\nse.vruntime : 1\n"),
             970657.679782);
   EXPECT_FALSE(parse_exec_start_ms("se.vruntime : 1\n"));
   EXPECT_FALSE(parse_exec_start_ms("se.exec_start : -3\n"));
@@ -34,7 +35,7 @@ TEST(SchedClock, OffsetOfEveryCpuIsSmallAndStable) {
     RunQueueClock again;
     auto b = again.offset_ms(cpu);
     ASSERT_TRUE(b);
-    EXPECT_NEAR(*a, *b, 2.0) << "cpu " << cpu;   // measured twice: the same clock offset
+    EXPECT_NEAR(*a, *b, 2.0) << "cpu " << cpu;  // measured twice: the same clock offset
   }
 }
 

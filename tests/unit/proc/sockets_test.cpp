@@ -17,10 +17,13 @@ namespace {
 
 TEST(Sockets, TcpLinesGiveBothAddressesStateAndInode) {
   const char* text =
-      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-      "   2: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 514 1 "
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout "
+      "inode\n"
+      "   2: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "514 1 "
       "00000000 100 0 0 10 0\n"
-      " 170: 0100007F:A68E 0100007F:8E03 01 00000000:00000000 00:00000000 00000000     0        0 967579 1 "
+      " 170: 0100007F:A68E 0100007F:8E03 01 00000000:00000000 00:00000000 00000000     0        0 "
+      "967579 1 "
       "00000000334ead3c 20 4 17 18 -1\n"
       " 171: torn";
   auto s = parse_proc_net_tcp(text, false);
@@ -35,11 +38,14 @@ TEST(Sockets, TcpLinesGiveBothAddressesStateAndInode) {
 
 TEST(Sockets, Tcp6MappedAddressesAreWrittenAsIpv4) {
   const char* text =
-      "  sl  local_address                         remote_address                        st tx_queue rx_queue tr "
+      "  sl  local_address                         remote_address                        st "
+      "tx_queue rx_queue tr "
       "tm->when retrnsmt   uid  timeout inode\n"
-      "   0: 0000000000000000FFFF00000100007F:7530 0000000000000000FFFF00000100007F:9C40 01 00000000:00000000 "
+      "   0: 0000000000000000FFFF00000100007F:7530 0000000000000000FFFF00000100007F:9C40 01 "
+      "00000000:00000000 "
       "00:00000000 00000000     0        0 4242 1 0000000000000000 20 4 0 10 -1\n"
-      "   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+      "   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A "
+      "00000000:00000000 "
       "00:00000000 00000000     0        0 4343 1 0000000000000000 100 0 0 10 0\n";
   auto s = parse_proc_net_tcp(text, true);
   ASSERT_EQ(s.size(), 2u);

@@ -41,27 +41,27 @@ TEST(LineTable310, RangesWithNoLineMarker) {
   EXPECT_EQ(linetable310_line(t, 10, 4), std::nullopt);
   EXPECT_EQ(linetable310_line(t, 10, 9), std::nullopt);
   EXPECT_EQ(linetable310_line(t, 10, 10), 13);
-  EXPECT_EQ(linetable310_line(t, 10, 14), std::nullopt);   // past the end
+  EXPECT_EQ(linetable310_line(t, 10, 14), std::nullopt);  // past the end
   EXPECT_EQ(linetable310_line(bytes({6, -3}), 10, 2), 7);
 }
 
 TEST(LocationTable311, EveryEntryForm) {
   std::string t;
-  t += bytes({0x80 | (0 << 3) | 1, 5});                        // short form: 2 units, line 10
-  t += bytes({0x80 | (11 << 3) | 0, 4, 9});                    // one-line form: +1 -> 11
-  t += bytes({0x80 | (13 << 3) | 2, (2 << 1) | 1});            // no column: -2 -> 9, 3 units
-  t += bytes({0x80 | (14 << 3) | 0, 3 << 1, 0, 1, 5});         // long form: +3 -> 12
-  t += bytes({0x80 | (15 << 3) | 1});                          // no location: 2 units
-  t += bytes({0x80 | (13 << 3) | 0, 64 | 16, 1});              // varint +40 -> 52
+  t += bytes({0x80 | (0 << 3) | 1, 5});                 // short form: 2 units, line 10
+  t += bytes({0x80 | (11 << 3) | 0, 4, 9});             // one-line form: +1 -> 11
+  t += bytes({0x80 | (13 << 3) | 2, (2 << 1) | 1});     // no column: -2 -> 9, 3 units
+  t += bytes({0x80 | (14 << 3) | 0, 3 << 1, 0, 1, 5});  // long form: +3 -> 12
+  t += bytes({0x80 | (15 << 3) | 1});                   // no location: 2 units
+  t += bytes({0x80 | (13 << 3) | 0, 64 | 16, 1});       // varint +40 -> 52
   EXPECT_EQ(location_table_line(t, 10, 0), 10);
-  EXPECT_EQ(location_table_line(t, 10, 2), 10);     // unit 1
-  EXPECT_EQ(location_table_line(t, 10, 4), 11);     // unit 2
-  EXPECT_EQ(location_table_line(t, 10, 6), 9);      // units 3-5
+  EXPECT_EQ(location_table_line(t, 10, 2), 10);  // unit 1
+  EXPECT_EQ(location_table_line(t, 10, 4), 11);  // unit 2
+  EXPECT_EQ(location_table_line(t, 10, 6), 9);   // units 3-5
   EXPECT_EQ(location_table_line(t, 10, 10), 9);
-  EXPECT_EQ(location_table_line(t, 10, 12), 12);    // unit 6
-  EXPECT_EQ(location_table_line(t, 10, 14), std::nullopt);   // units 7-8: no location
-  EXPECT_EQ(location_table_line(t, 10, 18), 52);    // unit 9
-  EXPECT_EQ(location_table_line(t, 10, 20), std::nullopt);   // past the end
+  EXPECT_EQ(location_table_line(t, 10, 12), 12);            // unit 6
+  EXPECT_EQ(location_table_line(t, 10, 14), std::nullopt);  // units 7-8: no location
+  EXPECT_EQ(location_table_line(t, 10, 18), 52);            // unit 9
+  EXPECT_EQ(location_table_line(t, 10, 20), std::nullopt);  // past the end
 }
 
 TEST(LocationTable311, MalformedTablesNeverReadPastTheEnd) {
@@ -86,10 +86,10 @@ TEST(LocationTable, PositionsEqualCPythonsOwnCoPositions) {
   //       2)
   //   return 'h\u00e9' + x
   // Expected values are that interpreter's own code.co_positions() at each byte offset.
-  std::string t = bytes({128, 0, 221, 12, 19, 144, 65, 137, 74, 140, 74, 157, 24, 165, 37, 153,
-                         31, 156, 31, 209, 12, 40, 173, 55, 216, 8, 9, 241, 3, 1, 44, 11, 244,
-                         0, 1, 44, 11, 241, 0, 1, 13, 11, 128, 69, 224, 11, 16, 149, 49, 137,
-                         57, 208, 4, 20});
+  std::string t =
+      bytes({128, 0,   221, 12, 19,  144, 65,  137, 74,  140, 74, 157, 24, 165, 37,  153, 31, 156,
+             31,  209, 12,  40, 173, 55,  216, 8,   9,   241, 3,  1,   44, 11,  244, 0,   1,  44,
+             11,  241, 0,   1,  13,  11,  128, 69,  224, 11,  16, 149, 49, 137, 57,  208, 4,  20});
   struct Want {
     std::uint64_t offset;
     int line, end_line, column, end_column;
@@ -106,8 +106,8 @@ TEST(LocationTable, PositionsEqualCPythonsOwnCoPositions) {
     EXPECT_EQ(p->end_column, w.end_column) << w.offset;
     EXPECT_EQ(location_table_line(t, 1, w.offset), w.line);
   }
-  EXPECT_FALSE(location_table_position(t, 1, 126));      // past the end
-  EXPECT_FALSE(location_table_position(bytes({0x10}), 1, 0));   // not an entry start
+  EXPECT_FALSE(location_table_position(t, 1, 126));            // past the end
+  EXPECT_FALSE(location_table_position(bytes({0x10}), 1, 0));  // not an entry start
 }
 
 }  // namespace

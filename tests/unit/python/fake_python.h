@@ -23,9 +23,9 @@ struct FakeFrame {
   std::string name;
   std::string file = "/src/app.py";
   int firstlineno = 10;
-  int line = 12;                       // line the frame is at
-  bool entry = true;                   // 3.11 is_entry flag
-  std::vector<std::pair<std::string, std::uint64_t>> locals;   // name, object address
+  int line = 12;                                              // line the frame is at
+  bool entry = true;                                          // 3.11 is_entry flag
+  std::vector<std::pair<std::string, std::uint64_t>> locals;  // name, object address
 };
 
 class FakePython {
@@ -77,7 +77,7 @@ class FakePython {
   }
   std::uint64_t object(const std::string& type_name, std::size_t size) {
     std::uint64_t o = alloc(size);
-    put_u64(o + 0, 1);   // refcount
+    put_u64(o + 0, 1);  // refcount
     put_u64(o + off().object_type, type(type_name));
     return o;
   }
@@ -94,7 +94,7 @@ class FakePython {
     put_as<std::uint32_t>(o + off().unicode_state, state);
     for (std::size_t i = 0; i < text.size(); ++i) {
       std::uint32_t c = text[i];
-      put(o + data_off + i * kind, &c, kind);   // little-endian: low bytes first
+      put(o + data_off + i * kind, &c, kind);  // little-endian: low bytes first
     }
     return o;
   }
@@ -124,14 +124,14 @@ class FakePython {
   // A combined-table dict of up to 5 items (8 slots, 1-byte indices, 24-byte entries).
   std::uint64_t dict(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& items) {
     std::uint64_t d = object("dict", 48);
-    put_as<std::int64_t>(d + 16, static_cast<std::int64_t>(items.size()));   // ma_used
+    put_as<std::int64_t>(d + 16, static_cast<std::int64_t>(items.size()));  // ma_used
     std::uint64_t keys = alloc(static_cast<std::size_t>(off().keys_indices) + 8 + 24 * 8);
     if (off().keys_kind < 0) {
       put_as<std::int64_t>(keys + off().keys_size, 8);
     } else {
-      put_as<std::uint8_t>(keys + off().keys_size, 3);       // log2 size
-      put_as<std::uint8_t>(keys + off().keys_size + 1, 3);   // log2 index bytes
-      put_as<std::uint8_t>(keys + off().keys_kind, 0);       // general entries
+      put_as<std::uint8_t>(keys + off().keys_size, 3);      // log2 size
+      put_as<std::uint8_t>(keys + off().keys_size + 1, 3);  // log2 index bytes
+      put_as<std::uint8_t>(keys + off().keys_kind, 0);      // general entries
     }
     put_as<std::int64_t>(keys + off().keys_nentries, static_cast<std::int64_t>(items.size()));
     std::uint64_t entries = keys + static_cast<std::uint64_t>(off().keys_indices) + 8;
@@ -174,12 +174,16 @@ class FakePython {
     auto b = [&t](int v) { t.push_back(static_cast<char>(v)); };
     switch (l_.line_table) {
       case LineTable::lnotab:
-        b(0); b(1);
-        b(2 * unit); b(line - firstlineno - 1);
+        b(0);
+        b(1);
+        b(2 * unit);
+        b(line - firstlineno - 1);
         break;
       case LineTable::linetable310:
-        b(2 * unit); b(1);
-        b(8); b(line - firstlineno - 1);
+        b(2 * unit);
+        b(1);
+        b(8);
+        b(line - firstlineno - 1);
         break;
       case LineTable::location311: {
         // "no column" entries: 0x80 | 13 << 3 | (length - 1), then a signed varint.
@@ -224,7 +228,8 @@ class FakePython {
   // Fabricates one frame whose previous frame is `prev`; returns its address.
   std::uint64_t frame(const FakeFrame& f, std::uint64_t prev) {
     std::uint64_t c = code(f);
-    std::uint64_t fr = alloc(static_cast<std::size_t>(off().frame_localsplus) + 8 * (f.locals.size() + 1));
+    std::uint64_t fr =
+        alloc(static_cast<std::size_t>(off().frame_localsplus) + 8 * (f.locals.size() + 1));
     put_u64(fr + off().frame_previous, prev);
     put_u64(fr + off().frame_code, l_.stackref ? (c | 1) : c);
     if (l_.frame_model == FrameModel::frame_object) {
@@ -262,7 +267,8 @@ class FakePython {
   std::uint64_t runtime() {
     if (runtime_ == 0) {
       runtime_ = alloc(4096);
-      interp_ = alloc(static_cast<std::size_t>(std::max<std::int64_t>(8192, off().interp_gil + 256)));
+      interp_ =
+          alloc(static_cast<std::size_t>(std::max<std::int64_t>(8192, off().interp_gil + 256)));
       // 3.6 has no _PyRuntime: the list head is a static variable of its own.
       head_ptr_ = off().runtime_interpreters_head >= 0
                       ? runtime_ + static_cast<std::uint64_t>(off().runtime_interpreters_head)
@@ -330,7 +336,7 @@ class FakePython {
     return loc;
   }
 
-  static constexpr int kUnit = 3;   // every fabricated frame is at code unit 3
+  static constexpr int kUnit = 3;  // every fabricated frame is at code unit 3
 
  private:
   PyLayout l_;

@@ -86,11 +86,11 @@ TEST(VersionFromPath, NamesAndPyenvDirectories) {
   h = version_from_path("/root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->full, "3.8.18");
-  h = version_from_path("/opt/versions/3.7.16/lib/libpython3.6m.so.1.0");   // dir disagrees
+  h = version_from_path("/opt/versions/3.7.16/lib/libpython3.6m.so.1.0");  // dir disagrees
   ASSERT_TRUE(h);
   EXPECT_EQ(h->full, "3.6");
   EXPECT_FALSE(version_from_path("/usr/bin/bash"));
-  EXPECT_FALSE(version_from_path("/usr/lib/python3.11/lib-dynload/x.so"));   // basename only
+  EXPECT_FALSE(version_from_path("/usr/lib/python3.11/lib-dynload/x.so"));  // basename only
 }
 
 TEST(DebugOffsets, Parses313And314Layouts) {
@@ -126,7 +126,8 @@ TEST(DebugOffsets, Parses313And314Layouts) {
   auto at = [](const std::vector<std::string>& f, const char* n) {
     return std::find(f.begin(), f.end(), n) - f.begin();
   };
-  EXPECT_EQ(at(f14, "interpreter_state.threads_main"), at(f14, "interpreter_state.threads_head") + 1);
+  EXPECT_EQ(at(f14, "interpreter_state.threads_main"),
+            at(f14, "interpreter_state.threads_head") + 1);
   EXPECT_EQ(at(f13, "interpreter_state.gc"), at(f13, "interpreter_state.threads_head") + 1);
   EXPECT_EQ(at(f14, "interpreter_frame.stackpointer"), at(f14, "interpreter_frame.owner") + 1);
   EXPECT_EQ(f14.back(), "debugger_support.debugger_script_path_size");
@@ -145,7 +146,7 @@ TEST(DebugOffsets, RefusesWhatItCannotRead) {
   auto nocookie = blob;
   nocookie[0] = 'y';
   EXPECT_EQ(parse_debug_offsets(nocookie.data(), nocookie.size()).error().code, Errc::bad_data);
-  EXPECT_FALSE(parse_debug_offsets(blob.data(), 40).ok());   // short
+  EXPECT_FALSE(parse_debug_offsets(blob.data(), 40).ok());  // short
 
   auto freethreaded = blob;
   std::uint64_t one = 1;
@@ -155,7 +156,7 @@ TEST(DebugOffsets, RefusesWhatItCannotRead) {
 
   auto absurd = blob;
   std::uint64_t huge = std::uint64_t{1} << 40;
-  std::memcpy(absurd.data() + 8 + 8 * 4, &huge, 8);   // runtime_state.interpreters_head
+  std::memcpy(absurd.data() + 8 + 8 * 4, &huge, 8);  // runtime_state.interpreters_head
   EXPECT_EQ(parse_debug_offsets(absurd.data(), absurd.size()).error().code, Errc::bad_data);
   EXPECT_EQ(version_from_hex(0x030b02f0), "3.11.2");
   EXPECT_EQ(version_from_hex(0x030e00c1), "3.14.0rc1");
@@ -189,8 +190,8 @@ TEST(Scan, FindsThePointerToAPlausibleInterpreter) {
   std::uint64_t ts = py.thread(0, 1, 0x10);
   std::uint64_t interp = py.interp();
   std::uint64_t section = py.alloc(4096);
-  py.put_u64(section + 8, interp + 8);     // near miss: not an interpreter
-  py.put_u64(section + 16, ts);            // a thread state: its "threads" do not point back
+  py.put_u64(section + 8, interp + 8);  // near miss: not an interpreter
+  py.put_u64(section + 16, ts);         // a thread state: its "threads" do not point back
   py.put_u64(section + 808, interp);
   auto mem = py.memory();
   auto at = scan_for_interp_head(*mem, section, 4096, py.off());
@@ -208,7 +209,7 @@ TEST(Locate, NonPythonProcessIsNotFoundQuietly) {
   auto r = PythonReader::locate(t, &log);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::not_found);
-  EXPECT_FALSE(log.empty());   // the strategies tried are still logged for --verbose
+  EXPECT_FALSE(log.empty());  // the strategies tried are still logged for --verbose
   FakeTarget empty({}, mem);
   EXPECT_EQ(PythonReader::locate(empty, nullptr).error().code, Errc::not_found);
 }
@@ -216,7 +217,7 @@ TEST(Locate, NonPythonProcessIsNotFoundQuietly) {
 TEST(Locate, SharedLibpythonBySymbolWithVersionFromTheFile) {
   std::string lib = pyenv_libpython(11);
   if (lib.empty()) GTEST_SKIP() << "no pyenv 3.11 build";
-  BufferMemory mem;   // nothing readable: Py_Version must come from the file on disk
+  BufferMemory mem;  // nothing readable: Py_Version must come from the file on disk
   const std::uint64_t base = 0x7f0000000000;
   FakeTarget t(map_like_loader(lib, base), mem);
   std::vector<std::string> log;
@@ -243,7 +244,7 @@ TEST(Locate, Python36ByInterpHeadSymbol) {
   ASSERT_TRUE(r.ok()) << r.error().what();
   EXPECT_EQ(r->locator, "symbol interp_head (3.6)");
   EXPECT_EQ(r->layout.minor, 6);
-  EXPECT_NE(r->gil_current_ptr, 0u);   // _PyThreadState_Current marks the GIL holder
+  EXPECT_NE(r->gil_current_ptr, 0u);  // _PyThreadState_Current marks the GIL holder
   EXPECT_EQ(r->version.rfind("3.6", 0), 0u);
 }
 

@@ -32,35 +32,39 @@ std::vector<std::string> names(const std::vector<Frame>& frames) {
 
 TEST(Merge, OneEvalCallPerPythonFrame) {
   // 3.6-3.10: every Python frame has its own _PyEval_EvalFrameDefault.
-  std::vector<Frame> n = {native("__select"), native("select_select"),
-                          native("_PyEval_EvalFrameDefault"), native("_PyFunction_Vectorcall"),
-                          native("_PyEval_EvalFrameDefault"), native("PyRun_SimpleFile"),
+  std::vector<Frame> n = {native("__select"),
+                          native("select_select"),
+                          native("_PyEval_EvalFrameDefault"),
+                          native("_PyFunction_Vectorcall"),
+                          native("_PyEval_EvalFrameDefault"),
+                          native("PyRun_SimpleFile"),
                           native("main")};
   std::vector<PythonFrame> p = {py("wait_select", 68, true), py("<module>", 200, true)};
   auto merged = merge_stacks(n, p);
   ASSERT_TRUE(merged.ok()) << merged.error().what();
-  EXPECT_EQ(names(*merged),
-            (std::vector<std::string>{"__select", "select_select", "wait_select",
-                                      "_PyFunction_Vectorcall", "<module>", "PyRun_SimpleFile",
-                                      "main"}));
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{"__select", "select_select", "wait_select",
+                                                      "_PyFunction_Vectorcall", "<module>",
+                                                      "PyRun_SimpleFile", "main"}));
   EXPECT_EQ((*merged)[2].kind, FrameKind::python);
   EXPECT_EQ((*merged)[2].line, 68);
 }
 
 TEST(Merge, SeveralPythonFramesPerEvalCallOn311) {
   // 3.11+: Python-to-Python calls stay in one eval call; entry frames end each call.
-  std::vector<Frame> n = {native("clock_nanosleep"), native("time_sleep"),
+  std::vector<Frame> n = {native("clock_nanosleep"),
+                          native("time_sleep"),
                           native("PyObject_Vectorcall", FrameKind::inline_frame),
-                          native("_PyEval_EvalFrameDefault"), native("thread_run"),
-                          native("_PyEval_EvalFrameDefault.cold"), native("Py_RunMain")};
+                          native("_PyEval_EvalFrameDefault"),
+                          native("thread_run"),
+                          native("_PyEval_EvalFrameDefault.cold"),
+                          native("Py_RunMain")};
   std::vector<PythonFrame> p = {py("sleeper", 63, false), py("Thread.run", 975, true),
                                 py("outer", 10, false), py("<module>", 1, true)};
   auto merged = merge_stacks(n, p);
   ASSERT_TRUE(merged.ok()) << merged.error().what();
-  EXPECT_EQ(names(*merged),
-            (std::vector<std::string>{"clock_nanosleep", "time_sleep", "PyObject_Vectorcall",
-                                      "sleeper", "Thread.run", "thread_run", "outer", "<module>",
-                                      "Py_RunMain"}));
+  EXPECT_EQ(names(*merged), (std::vector<std::string>{
+                                "clock_nanosleep", "time_sleep", "PyObject_Vectorcall", "sleeper",
+                                "Thread.run", "thread_run", "outer", "<module>", "Py_RunMain"}));
 }
 
 Frame at_sp(Frame f, std::uint64_t sp) {
@@ -81,8 +85,9 @@ TEST(Merge, StrippedEvalFramesAreFoundByTheirEntryMarkers) {
                           at_sp(native("??"), 0x1400),   // thread_run
                           at_sp(native("??"), 0x1480),   // eval loop (marker 0x1490)
                           at_sp(native("??"), 0x1800)};  // Py_RunMain
-  std::vector<PythonFrame> p = {py("sleeper", 63, false), marked(py("Thread.run", 975, true), 0x1180),
-                                py("outer", 10, false), marked(py("<module>", 1, true), 0x1490)};
+  std::vector<PythonFrame> p = {py("sleeper", 63, false),
+                                marked(py("Thread.run", 975, true), 0x1180), py("outer", 10, false),
+                                marked(py("<module>", 1, true), 0x1490)};
   auto merged = merge_stacks(n, p);
   ASSERT_TRUE(merged.ok()) << merged.error().what();
   EXPECT_EQ(names(*merged), (std::vector<std::string>{"??", "??", "sleeper", "Thread.run", "??",
@@ -92,10 +97,9 @@ TEST(Merge, StrippedEvalFramesAreFoundByTheirEntryMarkers) {
 
 TEST(Merge, MarkersWinOverNamesAndInlineFramesShareTheirFrame) {
   // The marker names the physical frame; the inline frames at its pc stay above the calls.
-  std::vector<Frame> n = {at_sp(native("select"), 0x100),
-                          at_sp(native("inlined", FrameKind::inline_frame), 0x200),
-                          at_sp(native("_PyEval_EvalFrameDefault"), 0x200),
-                          at_sp(native("main"), 0x300)};
+  std::vector<Frame> n = {
+      at_sp(native("select"), 0x100), at_sp(native("inlined", FrameKind::inline_frame), 0x200),
+      at_sp(native("_PyEval_EvalFrameDefault"), 0x200), at_sp(native("main"), 0x300)};
   auto merged = merge_stacks(n, {marked(py("f", 1, true), 0x2f8)});
   ASSERT_TRUE(merged.ok()) << merged.error().what();
   EXPECT_EQ(names(*merged), (std::vector<std::string>{"select", "inlined", "f", "main"}));
@@ -109,7 +113,8 @@ TEST(Merge, AMarkerOutsideEveryFrameFallsBackToNames) {
   // Out of call order (the outer call's marker below the inner one's): refused as well.
   std::vector<Frame> m = {at_sp(native("??"), 0x100), at_sp(native("??"), 0x200),
                           at_sp(native("main"), 0x300)};
-  EXPECT_FALSE(merge_stacks(m, {marked(py("g", 1, true), 0x210), marked(py("f", 1, true), 0x110)}).ok());
+  EXPECT_FALSE(
+      merge_stacks(m, {marked(py("g", 1, true), 0x210), marked(py("f", 1, true), 0x110)}).ok());
 }
 
 TEST(Merge, CountMismatchIsAnErrorThatSaysWhy) {
@@ -126,7 +131,8 @@ TEST(Merge, CountMismatchIsAnErrorThatSaysWhy) {
 
 TEST(Merge, InlineEvalFramesDoNotCountAndExIsAFallback) {
   // An inlined _PyEval_EvalFrame helper shares the physical frame: not a separate call.
-  std::vector<Frame> n = {native("pause"), native("_PyEval_EvalFrameDefault", FrameKind::inline_frame),
+  std::vector<Frame> n = {native("pause"),
+                          native("_PyEval_EvalFrameDefault", FrameKind::inline_frame),
                           native("_PyEval_EvalFrameDefault"), native("main")};
   auto merged = merge_stacks(n, {py("f", 1, true)});
   ASSERT_TRUE(merged.ok());
@@ -157,19 +163,19 @@ TEST(Merge, EvalGroupsEndAtEntryFrames) {
   auto groups = eval_groups({py("a", 1, false), py("b", 2, true), py("c", 3, false)});
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].size(), 2u);
-  EXPECT_EQ(groups[1].size(), 1u);   // a cut chain's tail is still one call
+  EXPECT_EQ(groups[1].size(), 1u);  // a cut chain's tail is still one call
 }
 
 TEST(MatchThreads, ByNativeTidThenByPthreadIdEqualsFsBase) {
   std::vector<PythonThreadStack> stacks(3);
   stacks[0].native_tid = 100;
   stacks[0].pthread_id = 0x7000;
-  stacks[1].pthread_id = 0x8000;   // pre-3.11: no native id
+  stacks[1].pthread_id = 0x8000;  // pre-3.11: no native id
   stacks[2].pthread_id = 0x9000;
   EXPECT_EQ(find_python_thread(stacks, 100, std::nullopt), 0u);
   EXPECT_EQ(find_python_thread(stacks, 101, 0x8000), 1u);
   EXPECT_EQ(find_python_thread(stacks, 102, 0x9000), 2u);
-  EXPECT_EQ(find_python_thread(stacks, 103, 0x7000), std::nullopt);   // has a tid: must match it
+  EXPECT_EQ(find_python_thread(stacks, 103, 0x7000), std::nullopt);  // has a tid: must match it
   EXPECT_EQ(find_python_thread(stacks, 104, std::nullopt), std::nullopt);
   EXPECT_EQ(find_python_thread(stacks, 105, 0), std::nullopt);
 }

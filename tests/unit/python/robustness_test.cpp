@@ -45,7 +45,7 @@ TEST(Robustness, FrameChainThatLoopsIsCut) {
     FakePython py(*builtin_layout(3, minor));
     std::uint64_t a = py.frame({"a", "/a.py", 1, 2, true, {}}, 0);
     std::uint64_t b = py.frame({"b", "/a.py", 1, 2, true, {}}, a);
-    py.put_u64(a + py.off().frame_previous, b);   // a -> b -> a -> ...
+    py.put_u64(a + py.off().frame_previous, b);  // a -> b -> a -> ...
     py.thread(b, 5, 0x10);
     auto mem = py.memory();
     PythonReader reader(py.located());
@@ -84,7 +84,7 @@ TEST(Robustness, ThreadListThatLoopsIsCut) {
   FakePython py(l311());
   std::uint64_t t1 = py.thread(0, 1, 0x10);
   std::uint64_t t2 = py.thread(0, 2, 0x20);
-  py.put_u64(t1 + py.off().tstate_next, t2);   // t2 -> t1 -> t2
+  py.put_u64(t1 + py.off().tstate_next, t2);  // t2 -> t1 -> t2
   auto mem = py.memory();
   PythonReader reader(py.located());
   RawPythonState raw = reader.walk(*mem, false);
@@ -147,12 +147,12 @@ TEST(Robustness, CorruptDictsAndContainersAreBoundedAndNamed) {
     mem0->read_obj(absurd + py.off().dict_keys, keys);
     py.put_as<std::int64_t>(keys + py.off().keys_nentries, std::int64_t{1} << 50);
     std::uint64_t unmapped = py.dict({});
-    py.put_as<std::int64_t>(unmapped + 16, 3);   // ma_used says 3, keys pointer is null
+    py.put_as<std::int64_t>(unmapped + 16, 3);  // ma_used says 3, keys pointer is null
     std::uint64_t self_list = py.list({0});
     std::uint64_t items = 0;
     mem0 = py.memory();
     mem0->read_obj(self_list + py.off().list_items, items);
-    py.put_u64(items, self_list);                 // a list that holds itself
+    py.put_u64(items, self_list);  // a list that holds itself
     auto mem = py.memory();
     HoleyMemory counted(*mem);
     ObjectReader objects(counted, py.layout());
@@ -174,7 +174,7 @@ TEST(Robustness, TornFrameReadCutsTheChainWithAReason) {
   py.thread(inner, 5, 0x10);
   auto buffer = py.memory();
   HoleyMemory mem(*buffer);
-  mem.hole(outer + 16, 8);   // the middle of the outer frame is unreadable
+  mem.hole(outer + 16, 8);  // the middle of the outer frame is unreadable
   PythonReader reader(py.located());
   RawPythonState raw = reader.walk(mem, false);
   ASSERT_EQ(raw.threads.size(), 1u);
@@ -188,7 +188,7 @@ TEST(Robustness, ThreadVanishingMidWalkEndsTheListWithADiagnostic) {
   std::uint64_t head = py.thread(py.frame({"f", "/f.py", 1, 2, true, {}}, 0), 2, 0x20);
   auto buffer = py.memory();
   HoleyMemory mem(*buffer);
-  mem.hole(gone, 512);   // freed thread state: unmapped
+  mem.hole(gone, 512);  // freed thread state: unmapped
   PythonReader reader(py.located());
   RawPythonState raw = reader.walk(mem, false);
   ASSERT_EQ(raw.threads.size(), 2u);
@@ -202,7 +202,7 @@ TEST(Robustness, ThreadVanishingMidWalkEndsTheListWithADiagnostic) {
 TEST(Robustness, UnreadableInterpreterHeadIsADiagnostic) {
   FakePython py(l311());
   Located loc = py.located();
-  loc.interp_head_ptr = 0x1234;   // nothing mapped there
+  loc.interp_head_ptr = 0x1234;  // nothing mapped there
   auto mem = py.memory();
   PythonReader reader(loc);
   RawPythonState raw = reader.walk(*mem, true);
@@ -242,7 +242,8 @@ TEST(Robustness, GarbageEverywhereTerminatesQuickly) {
     RawPythonState raw = reader.walk(mem, true);
     auto stacks = reader.decode(raw, mem);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - start).count();
+                  std::chrono::steady_clock::now() - start)
+                  .count();
     EXPECT_LE(raw.threads.size(), kMaxThreads);
     EXPECT_LT(ms, 5000) << minor;
   }

@@ -34,27 +34,31 @@ TEST(StrRepr, QuotesAndEscapesLikePython) {
   EXPECT_EQ(str_repr("h\xc3\xa9llo \xe2\x9c\x93", false), "'h\xc3\xa9llo \xe2\x9c\x93'");
   EXPECT_EQ(str_repr("nb\xc2\xa0sp", false), "'nb\\xa0sp'");
   EXPECT_EQ(str_repr("cut", true), "'cut...'");
-  EXPECT_EQ(bytes_repr(std::string("\x00" "ab\xff'", 5), false), "b\"\\x00ab\\xff'\"");
+  EXPECT_EQ(bytes_repr(std::string("\x00"
+                                   "ab\xff'",
+                                   5),
+                       false),
+            "b\"\\x00ab\\xff'\"");
   EXPECT_EQ(bytes_repr("xyz", false), "b'xyz'");
 }
 
 TEST(LongToDecimal, BigAndBoundedValues) {
   LongValue v;
   v.ndigits = 3;
-  v.digits = {0, 0, 16};   // 16 * 2**60 = 2**64
+  v.digits = {0, 0, 16};  // 16 * 2**60 = 2**64
   v.negative = true;
   EXPECT_EQ(long_to_decimal(v, 100), "-18446744073709551616");
   LongValue zero;
   EXPECT_EQ(long_to_decimal(zero, 10), "0");
-  LongValue big;   // 2**(30*40) - 1: 362 decimal digits
+  LongValue big;  // 2**(30*40) - 1: 362 decimal digits
   big.ndigits = 40;
   big.digits.assign(40, (1u << 30) - 1);
   auto s = long_to_decimal(big, 1000);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->size(), 362u);
   EXPECT_EQ(s->substr(0, 10), "1721847945");
-  EXPECT_FALSE(long_to_decimal(big, 100));   // longer than asked: refused, not cut
-  LongValue torn;   // says 5 digits, only 2 read
+  EXPECT_FALSE(long_to_decimal(big, 100));  // longer than asked: refused, not cut
+  LongValue torn;                           // says 5 digits, only 2 read
   torn.ndigits = 5;
   torn.digits = {1, 2};
   EXPECT_FALSE(long_to_decimal(torn, 100));

@@ -50,7 +50,7 @@ TEST_P(WalkDecode, ThreadsFramesLinesGilAndIdle) {
   RawPythonState raw = reader.walk(*mem, false);
   ASSERT_TRUE(raw.diagnostics.empty()) << raw.diagnostics.front();
   ASSERT_EQ(raw.threads.size(), 2u);
-  const RawPythonThread& a = raw.threads[0];   // the newest thread is the list head
+  const RawPythonThread& a = raw.threads[0];  // the newest thread is the list head
   EXPECT_EQ(a.tstate, busy);
   EXPECT_EQ(raw.threads[1].tstate, idle);
   EXPECT_TRUE(a.holds_gil);
@@ -114,7 +114,8 @@ TEST_P(WalkDecode, LocalsAreRenderedShort) {
       {"blob", py.bytes("abc")},
       {"pair", py.tuple({py.integer(1), py.integer(2)})},
       {"items", py.list({py.integer(-1234), py.str("a"), py.list({}), py.tuple({py.integer(5)})})},
-      {"table", py.dict({{py.str("a"), py.object("NoneType", 16)}, {py.str("b"), py.floating(0.25)}})},
+      {"table",
+       py.dict({{py.str("a"), py.object("NoneType", 16)}, {py.str("b"), py.floating(0.25)}})},
       {"many", py.list(std::vector<std::uint64_t>(12, py.integer(7)))},
       {"other", py.object("Thing", 32)},
       {"unbound", 0},
@@ -184,8 +185,8 @@ std::string minor_name(const ::testing::TestParamInfo<int>& info) {
   return "py3_" + std::to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLayouts, WalkDecode,
-                         ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14), minor_name);
+INSTANTIATE_TEST_SUITE_P(AllLayouts, WalkDecode, ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14),
+                         minor_name);
 
 TEST(WalkDecode38, NativeTidFromTheGlibcThreadControlBlock) {
   // Before 3.11 a thread state holds only pthread_t: glibc's struct pthread (TCB pointing to
@@ -246,7 +247,7 @@ TEST(Layouts, GeneratedTablesMatchKnownOffsets) {
   EXPECT_EQ(l->off.code_adaptive, 184);
   auto l12 = builtin_layout(3, 12);
   ASSERT_TRUE(l12);
-  EXPECT_EQ(l12->off.unicode_ascii_size, 40);   // PyASCIIObject lost wstr in 3.12
+  EXPECT_EQ(l12->off.unicode_ascii_size, 40);  // PyASCIIObject lost wstr in 3.12
   EXPECT_TRUE(l12->long_tagged);
   EXPECT_EQ(l12->shim_owner, 3);
   for (int minor = 6; minor <= 12; ++minor) {

@@ -19,7 +19,8 @@ JobSnapshot rich_job() {
   job.job_id = "4242";
   job.expected_world_size = 4;
   for (int r = 0; r < 4; ++r) {
-    ProcessSnapshot p = rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
+    ProcessSnapshot p =
+        rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
     p.ppid = 99;
     p.start_ticks = 81234567ULL + static_cast<std::uint64_t>(r);
     p.local_rank = r;
@@ -45,7 +46,8 @@ JobSnapshot rich_job() {
     t.python_name = r == 0 ? std::optional<std::string>("MainThread") : std::nullopt;
     t.gc_collecting = r == 0;
     t.finalizing = r == 0;
-    Frame nat = native("__futex_abstimed_wait_common64", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8a4d);
+    Frame nat =
+        native("__futex_abstimed_wait_common64", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8a4d);
     nat.pc = 0x7f3c1a2b3c4dULL;
     nat.file = "./nptl/futex-internal.c";
     nat.line = 57;
@@ -65,7 +67,8 @@ JobSnapshot rich_job() {
     helper.state = 'R';
     helper.frames = in_all_reduce();
     p.threads.push_back(helper);
-    p.diagnostics.push_back({Diagnostic::Severity::info, "python read nonblocking", "", "n1", 100 + r, std::nullopt});
+    p.diagnostics.push_back(
+        {Diagnostic::Severity::info, "python read nonblocking", "", "n1", 100 + r, std::nullopt});
     if (r == 0) {
       AsyncioTask task;
       task.name = "consumer";
@@ -90,7 +93,8 @@ JobSnapshot rich_job() {
   crashed.core = ci;
   job.processes.push_back(crashed);
   job.unreachable.push_back({"n3", "no answer within 30 s"});
-  job.diagnostics.push_back({Diagnostic::Severity::error, "pid 99: no such process", "check the pid", "", 99, std::nullopt});
+  job.diagnostics.push_back({Diagnostic::Severity::error, "pid 99: no such process",
+                             "check the pid", "", 99, std::nullopt});
   return job;
 }
 
@@ -110,8 +114,11 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_TRUE(p2["cpu_percent"].is_null());
   EXPECT_TRUE(p2["progress"].is_null());
   EXPECT_TRUE(p2["core"].is_null());
-  EXPECT_EQ(p2["python"], json({{"version", "3.11.2"}, {"nonblocking", false}, {"locator", "elf-symbol"},
-                                {"finalizing", false}, {"gc_collecting", false}}));
+  EXPECT_EQ(p2["python"], json({{"version", "3.11.2"},
+                                {"nonblocking", false},
+                                {"locator", "elf-symbol"},
+                                {"finalizing", false},
+                                {"gc_collecting", false}}));
   EXPECT_EQ(doc["processes"][0]["python"]["finalizing"], true);
   const json& task = doc["processes"][0]["asyncio_tasks"][0];
   EXPECT_EQ(task["name"], "consumer");
@@ -137,10 +144,13 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(nat["build_id"], "ab12cd");
   EXPECT_EQ(p2["threads"][0]["native_frames"][0]["kind"], "inline");
   const json& pyf = p2["threads"][0]["frames"][0];
-  EXPECT_EQ(pyf, json::parse(R"({"kind":"python","function":"time.sleep","file":null,"line":null,"module":"",
+  EXPECT_EQ(
+      pyf,
+      json::parse(R"({"kind":"python","function":"time.sleep","file":null,"line":null,"module":"",
                                  "pc":null,"offset":null,"build_id":null,"locals":[],
                                  "column":null,"end_line":null,"end_column":null,"source":null})"));
-  EXPECT_EQ(doc["processes"][4]["signal"], json::parse(R"({"number":11,"name":"SIGSEGV","address":"0x0","code":1})"));
+  EXPECT_EQ(doc["processes"][4]["signal"],
+            json::parse(R"({"number":11,"name":"SIGSEGV","address":"0x0","code":1})"));
   EXPECT_EQ(doc["processes"][4]["rank"], nullptr);
   EXPECT_EQ(doc["suspects"], json::parse("[2]"));
   EXPECT_EQ(doc["missing_ranks"], json::array());
@@ -150,10 +160,13 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_EQ(doc["groups"][1]["hosts"], json::parse(R"(["n1"])"));
   EXPECT_EQ(doc["groups"][1]["frames"][0]["function"], "all_reduce");
   EXPECT_EQ(doc["suspect_reasons"][0],
-            "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> time.sleep");
+            "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> "
+            "time.sleep");
   EXPECT_EQ(doc["suspect_members"], json::parse(R"([{"host":"n1","pid":102,"rank":2}])"));
   EXPECT_EQ(doc["unreachable"], json::parse(R"([{"host":"n3","reason":"no answer within 30 s"}])"));
-  EXPECT_EQ(doc["grouping"], json::parse(R"({"threads":"main","granularity":"function","top_n":0,"thread_regex":null})"));
+  EXPECT_EQ(
+      doc["grouping"],
+      json::parse(R"({"threads":"main","granularity":"function","top_n":0,"thread_regex":null})"));
   json plain = json::parse(write_json(job, nullptr));
   EXPECT_TRUE(plain["groups"].is_null());
   EXPECT_TRUE(plain["suspects"].is_null());
@@ -199,7 +212,8 @@ TEST(AgentFormat, WireSizeGrowsWithDistinctStacksNotRanks) {
   auto doc_for = [](int ranks) {
     JobSnapshot job;
     std::vector<Frame> deep;
-    for (int i = 0; i < 60; ++i) deep.push_back(py("f" + std::to_string(i), "/site-packages/pkg/module.py", i + 1));
+    for (int i = 0; i < 60; ++i)
+      deep.push_back(py("f" + std::to_string(i), "/site-packages/pkg/module.py", i + 1));
     for (int r = 0; r < ranks; ++r) job.processes.push_back(rank_process(r, 100 + r, deep));
     return std::make_pair(write_agent_json(job).size(), write_json(job, nullptr, -1).size());
   };
@@ -220,7 +234,8 @@ TEST(Merge, JoinsNodeDocuments) {
   a.expected_world_size = 2;
   b.expected_world_size = 4;
   b.unreachable.push_back({"n3", "srun: error"});
-  a.diagnostics.push_back({Diagnostic::Severity::warning, "w", "", "n1", std::nullopt, std::nullopt});
+  a.diagnostics.push_back(
+      {Diagnostic::Severity::warning, "w", "", "n1", std::nullopt, std::nullopt});
   JobSnapshot m = merge_job_snapshots({a, b});
   ASSERT_EQ(m.processes.size(), 2u);
   EXPECT_EQ(m.processes[0].host, "n1");
@@ -236,7 +251,8 @@ TEST(Merge, LinksTcpWaitsAcrossNodesThroughTheAgentFormat) {
   JobSnapshot a, b;
   a.processes.push_back(rank_process(0, 10, in_all_reduce(), 'S', "n1"));
   a.processes[0].threads[0].syscall = "recvfrom";
-  a.processes[0].threads[0].waits_on = {{"", std::nullopt, std::nullopt, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}};
+  a.processes[0].threads[0].waits_on = {
+      {"", std::nullopt, std::nullopt, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}};
   a.processes[0].tcp_connections = {"10.0.0.1:40312 -> 10.0.0.2:29502"};
   b.processes.push_back(rank_process(1, 10, in_sleep(), 'S', "n2"));
   b.processes[0].tcp_connections = {"10.0.0.2:29502 -> 10.0.0.1:40312"};
@@ -250,7 +266,10 @@ TEST(Merge, LinksTcpWaitsAcrossNodesThroughTheAgentFormat) {
             (WaitEdge{"n2", 10, 1, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}));
   json doc = json::parse(write_json(m, nullptr));
   EXPECT_EQ(doc["processes"][0]["threads"][0]["waits_on"][0],
-            json({{"host", "n2"}, {"pid", 10}, {"rank", 1}, {"via", "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}}));
+            json({{"host", "n2"},
+                  {"pid", 10},
+                  {"rank", 1},
+                  {"via", "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}}));
 }
 
 struct Hostile {
@@ -264,7 +283,9 @@ void expect_error(const Hostile& h, const ReadLimits& limits) {
   ASSERT_FALSE(r.ok()) << h.name;
   EXPECT_EQ(r.error().code, Errc::bad_data) << h.name;
   if (!h.error.empty() && h.error.back() == '*') {
-    EXPECT_EQ(r.error().message.substr(0, h.error.size() - 1), h.error.substr(0, h.error.size() - 1)) << h.name;
+    EXPECT_EQ(r.error().message.substr(0, h.error.size() - 1),
+              h.error.substr(0, h.error.size() - 1))
+        << h.name;
   } else {
     EXPECT_EQ(r.error().message, h.error) << h.name;
   }
@@ -275,35 +296,57 @@ TEST(JsonReader, RejectsHostileDocuments) {
   const std::string agent = R"({"schema":"hangscan-agent/1",)";
   std::vector<Hostile> cases = {
       {"empty", "", "malformed JSON: *"},
-      {"truncated", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"nat)", "malformed JSON: *"},
-      {"garbage", "\x7f" "ELF\x02\x01", "malformed JSON: *"},
+      {"truncated", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"nat)",
+       "malformed JSON: *"},
+      {"garbage",
+       "\x7f"
+       "ELF\x02\x01",
+       "malformed JSON: *"},
       {"not an object", "[1,2]", "document is array, expected an object"},
-      {"no schema", R"({"processes":[]})", "schema: unknown schema \"\" (expected hangscan/1 or hangscan-agent/1)"},
+      {"no schema", R"({"processes":[]})",
+       "schema: unknown schema \"\" (expected hangscan/1 or hangscan-agent/1)"},
       {"no processes", R"({"schema":"hangscan/1"})", "processes: missing"},
-      {"processes not array", R"({"schema":"hangscan/1","processes":{}})", "processes: expected an array, got object"},
-      {"pid string", head + R"({"pid":"1"}]})", "processes[0].pid: expected an integer, got string"},
+      {"processes not array", R"({"schema":"hangscan/1","processes":{}})",
+       "processes: expected an array, got object"},
+      {"pid string", head + R"({"pid":"1"}]})",
+       "processes[0].pid: expected an integer, got string"},
       {"pid negative", head + R"({"pid":-5}]})", "processes[0].pid: -5 is out of range"},
-      {"pid huge", head + R"({"pid":99999999999}]})", "processes[0].pid: 99999999999 is out of range"},
+      {"pid huge", head + R"({"pid":99999999999}]})",
+       "processes[0].pid: 99999999999 is out of range"},
       {"pid float", head + R"({"pid":1.5}]})", "processes[0].pid: expected an integer, got number"},
-      {"tid missing", head + R"({"pid":1,"threads":[{}]}]})", "processes[0].threads[0].tid: missing"},
+      {"tid missing", head + R"({"pid":1,"threads":[{}]}]})",
+       "processes[0].threads[0].tid: missing"},
       {"bad kind", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"evil"}]}]}]})",
        "processes[0].threads[0].frames[0].kind: unknown frame kind \"evil\""},
-      {"bad hex", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native","pc":"0xZZ"}]}]}]})",
+      {"bad hex",
+       head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native","pc":"0xZZ"}]}]}]})",
        "processes[0].threads[0].frames[0].pc: bad hex \"0xZZ\""},
-      {"state word", head + R"({"pid":1,"state":"SLEEP"}]})", "processes[0].state: expected a one-letter state"},
-      {"cpu string", head + R"({"pid":1,"cpu_percent":"x"}]})", "processes[0].cpu_percent: expected a number, got string"},
-      {"deep", std::string(200, '[') + std::string(200, ']'), "JSON document nests deeper than 32 levels"},
-      {"deep in string is fine but bad schema", R"({"schema":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[","processes":[]})",
-       "schema: unknown schema \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\" (expected hangscan/1 or hangscan-agent/1)"},
-      {"stack index", agent + R"("strings":[],"frames":[],"stacks":[[]],"processes":[{"pid":1,"threads":[{"tid":1,"frames":5}]}]})",
+      {"state word", head + R"({"pid":1,"state":"SLEEP"}]})",
+       "processes[0].state: expected a one-letter state"},
+      {"cpu string", head + R"({"pid":1,"cpu_percent":"x"}]})",
+       "processes[0].cpu_percent: expected a number, got string"},
+      {"deep", std::string(200, '[') + std::string(200, ']'),
+       "JSON document nests deeper than 32 levels"},
+      {"deep in string is fine but bad schema",
+       R"({"schema":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[","processes":[]})",
+       "schema: unknown schema \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\" (expected hangscan/1 or "
+       "hangscan-agent/1)"},
+      {"stack index",
+       agent +
+           R"("strings":[],"frames":[],"stacks":[[]],"processes":[{"pid":1,"threads":[{"tid":1,"frames":5}]}]})",
        "processes[0].threads[0].frames: stack 5 does not exist"},
-      {"frame index", agent + R"("strings":[],"frames":[],"stacks":[[3]],"processes":[]})", "stacks[0]: frame 3 does not exist"},
+      {"frame index", agent + R"("strings":[],"frames":[],"stacks":[[3]],"processes":[]})",
+       "stacks[0]: frame 3 does not exist"},
       {"string index", agent + R"("strings":["a"],"frames":[[2,1]],"stacks":[],"processes":[]})",
        "frames[0][1]: string 1 does not exist"},
-      {"frame kind", agent + R"("strings":["a"],"frames":[[9,0]],"stacks":[],"processes":[]})", "frames[0][0]: 9 is out of range"},
-      {"frame pc", agent + R"("strings":["a"],"frames":[[0,0,null,null,0,-1]],"stacks":[],"processes":[]})",
+      {"frame kind", agent + R"("strings":["a"],"frames":[[9,0]],"stacks":[],"processes":[]})",
+       "frames[0][0]: 9 is out of range"},
+      {"frame pc",
+       agent + R"("strings":["a"],"frames":[[0,0,null,null,0,-1]],"stacks":[],"processes":[]})",
        "frames[0][5]: expected an unsigned integer, got number"},
-      {"agent stack inline", agent + R"("strings":[],"frames":[],"stacks":[],"processes":[{"pid":1,"threads":[{"tid":1,"frames":[]}]}]})",
+      {"agent stack inline",
+       agent +
+           R"("strings":[],"frames":[],"stacks":[],"processes":[{"pid":1,"threads":[{"tid":1,"frames":[]}]}]})",
        "processes[0].threads[0].frames: expected an integer, got array"},
       {"agent no tables", agent + R"("processes":[]})", "strings: missing"},
   };
@@ -313,7 +356,9 @@ TEST(JsonReader, RejectsHostileDocuments) {
 TEST(JsonReader, EnforcesCountAndSizeLimits) {
   ReadLimits small;
   small.max_bytes = 64;
-  expect_error({"size", std::string(65, ' '), "JSON document of 65 bytes is larger than the limit of 64 bytes"}, small);
+  expect_error({"size", std::string(65, ' '),
+                "JSON document of 65 bytes is larger than the limit of 64 bytes"},
+               small);
   ReadLimits lim;
   lim.max_processes = 2;
   lim.max_threads = 1;
@@ -322,17 +367,27 @@ TEST(JsonReader, EnforcesCountAndSizeLimits) {
   lim.max_total_frames = 5;
   const std::string head = R"({"schema":"hangscan/1","processes":[)";
   expect_error({"processes", head + R"({"pid":1},{"pid":2},{"pid":3}]})",
-                "processes: 3 entries, more than the limit of 2"}, lim);
+                "processes: 3 entries, more than the limit of 2"},
+               lim);
   expect_error({"threads", head + R"({"pid":1,"threads":[{"tid":1},{"tid":2}]}]})",
-                "processes[0].threads: 2 entries, more than the limit of 1"}, lim);
-  expect_error({"frames", head + R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native"},{"kind":"native"},{"kind":"native"}]}]}]})",
-                "processes[0].threads[0].frames: 3 entries, more than the limit of 2"}, lim);
+                "processes[0].threads: 2 entries, more than the limit of 1"},
+               lim);
+  expect_error(
+      {"frames",
+       head +
+           R"({"pid":1,"threads":[{"tid":1,"frames":[{"kind":"native"},{"kind":"native"},{"kind":"native"}]}]}]})",
+       "processes[0].threads[0].frames: 3 entries, more than the limit of 2"},
+      lim);
   expect_error({"string", head + R"({"pid":1,"host":"12345678901234567"}]})",
-                "processes[0].host: string of 17 bytes, more than 16"}, lim);
+                "processes[0].host: string of 17 bytes, more than 16"},
+               lim);
   // An agent document that expands one stack for many threads hits the total frame bound.
-  std::string bomb = R"({"schema":"hangscan-agent/1","strings":[],"frames":[[0]],"stacks":[[0,0]],"processes":[)"
-                     R"({"pid":1,"threads":[{"tid":1,"frames":0,"native_frames":0,"kernel_frames":0}]}]})";
-  expect_error({"bomb", bomb, "processes[0].threads[0].kernel_frames: more than 5 frames in the document"}, lim);
+  std::string bomb =
+      R"({"schema":"hangscan-agent/1","strings":[],"frames":[[0]],"stacks":[[0,0]],"processes":[)"
+      R"({"pid":1,"threads":[{"tid":1,"frames":0,"native_frames":0,"kernel_frames":0}]}]})";
+  expect_error(
+      {"bomb", bomb, "processes[0].threads[0].kernel_frames: more than 5 frames in the document"},
+      lim);
 }
 
 }  // namespace

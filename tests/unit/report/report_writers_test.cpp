@@ -7,7 +7,8 @@ namespace hangscan {
 namespace {
 
 TEST(ReportWriters, NamesInOrder) {
-  EXPECT_EQ(report_format_names(), (std::vector<std::string>{"text", "json", "dot", "svg", "folded"}));
+  EXPECT_EQ(report_format_names(),
+            (std::vector<std::string>{"text", "json", "dot", "svg", "folded"}));
 }
 
 TEST(ReportWriters, ExtensionsAndFilters) {
@@ -36,7 +37,7 @@ TEST(ReportWriters, RenderTheSameJob) {
   std::string json = find_report_writer("json")->render(job, a, RenderOptions{});
   EXPECT_NE(json.find("\"wait_here\""), std::string::npos) << json;
   std::string dot = find_report_writer("dot")->render(job, a, RenderOptions{});
-  EXPECT_EQ(dot, find_report_writer("svg")->render(job, a, RenderOptions{}));   // svg pipes the DOT
+  EXPECT_EQ(dot, find_report_writer("svg")->render(job, a, RenderOptions{}));  // svg pipes the DOT
   EXPECT_EQ(find_report_writer("folded")->render(job, a, RenderOptions{}), "wait_here 1\n");
 }
 

@@ -12,7 +12,8 @@ using namespace hangscan::testing;
 JobSnapshot gloo_job() {
   JobSnapshot job;
   for (int r = 0; r < 4; ++r) {
-    ProcessSnapshot p = rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
+    ProcessSnapshot p =
+        rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce(), 'S', "n1", 4);
     p.python = PythonInfo{"3.11.2", false, ""};
     p.cmdline = {"python3", "hang_gloo.py"};
     p.threads[0].syscall = r == 2 ? "clock_nanosleep" : "futex";
@@ -67,33 +68,39 @@ Unreachable nodes:
 )");
   o.detail_limit = 16;
   std::string all = write_text(job, &a, o);
-  EXPECT_NE(all.find("rank 1  pid 101  host n1  state S  blocked (0% CPU)  python 3.11.2\n"), std::string::npos);
-  EXPECT_NE(all.find("pid 99  host n1  launcher\n  cmd: torchrun --nproc-per-node=4 hang_gloo.py\n  (no threads captured)\n"),
+  EXPECT_NE(all.find("rank 1  pid 101  host n1  state S  blocked (0% CPU)  python 3.11.2\n"),
+            std::string::npos);
+  EXPECT_NE(all.find("pid 99  host n1  launcher\n  cmd: torchrun --nproc-per-node=4 hang_gloo.py\n "
+                     " (no threads captured)\n"),
             std::string::npos);
   EXPECT_EQ(all.find('\033'), std::string::npos);
   o.color = true;
   std::string colored = write_text(job, &a, o);
-  EXPECT_NE(colored.find("\033[1;31mSUSPECT\033[0m rank 2 is not in all_reduce"), std::string::npos);
+  EXPECT_NE(colored.find("\033[1;31mSUSPECT\033[0m rank 2 is not in all_reduce"),
+            std::string::npos);
   EXPECT_NE(colored.find("\033[1;31m  <- suspect\033[0m"), std::string::npos);
 }
 
 TEST(TextWriter, TreeMarksSmallestBranchesAndElidesLongRuns) {
   JobSnapshot job;
   std::vector<Frame> common;
-  for (int i = 9; i >= 0; --i) common.push_back(native("f" + std::to_string(i), "/bin/app", 0x10u * static_cast<unsigned>(i)));
+  for (int i = 9; i >= 0; --i)
+    common.push_back(native("f" + std::to_string(i), "/bin/app", 0x10u * static_cast<unsigned>(i)));
   auto with = [&](const char* leaf) {
     std::vector<Frame> s = {native(leaf, "/lib/libc.so.6", 0x99)};
     s.insert(s.end(), common.begin(), common.end());
     return s;
   };
-  for (int r = 0; r < 4; ++r) job.processes.push_back(rank_process(r, 10 + r, with(r < 2 ? "poll" : "read")));
+  for (int r = 0; r < 4; ++r)
+    job.processes.push_back(rank_process(r, 10 + r, with(r < 2 ? "poll" : "read")));
   job.processes.push_back(rank_process(4, 14, with("nanosleep")));
   job.processes.push_back(rank_process(5, 15, common));  // stack ends in f9
   Analysis a = analyze(job, GroupOptions{});
   TextOptions o;
   o.detail_limit = 0;
   std::string text = write_text(job, &a, o);
-  std::string tree = text.substr(text.find("Stack tree"), text.find("\nProcesses:") - text.find("Stack tree"));
+  std::string tree =
+      text.substr(text.find("Stack tree"), text.find("\nProcesses:") - text.find("Stack tree"));
   EXPECT_EQ(tree, R"(Stack tree (main thread, outermost first):
 [0-5] f0
       f1
@@ -106,8 +113,11 @@ TEST(TextWriter, TreeMarksSmallestBranchesAndElidesLongRuns) {
 ├─[4] nanosleep  <- smallest
 └─[5] (stack ends here)  <- smallest
 )");
-  EXPECT_EQ(a.notes, (std::vector<std::string>{"no clear majority: below f9, ranks 0-1 are in poll, ranks 2-3 are in "
-                                               "read, rank 4 is in nanosleep and rank 5 is in f9 (stack ends); no suspect named"}));
+  EXPECT_EQ(
+      a.notes,
+      (std::vector<std::string>{
+          "no clear majority: below f9, ranks 0-1 are in poll, ranks 2-3 are in "
+          "read, rank 4 is in nanosleep and rank 5 is in f9 (stack ends); no suspect named"}));
   EXPECT_NE(text.find("note: no clear majority"), std::string::npos);
   // A process without any stack shows at the root.
   JobSnapshot with_empty = job;
@@ -155,7 +165,8 @@ TEST(TextWriter, SingleProcessLooksLikeAPlainDump) {
   worker.frames = {inl, native("compute", "/usr/lib/libfoo.so.1", 0x1a2b)};
   worker.notes = {"unwind stopped: no CFI for 0x0"};
   p.threads = {main, worker};
-  p.diagnostics.push_back({Diagnostic::Severity::warning, "no debuginfo for libfoo.so.1", "install libfoo1-dbgsym", "", 4321, std::nullopt});
+  p.diagnostics.push_back({Diagnostic::Severity::warning, "no debuginfo for libfoo.so.1",
+                           "install libfoo1-dbgsym", "", 4321, std::nullopt});
   job.processes.push_back(p);
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(write_text(job, &a, TextOptions{}), R"(Process 4321: python3 /tmp/hang.py
@@ -188,12 +199,14 @@ TEST(TextWriter, AsyncioTasksSayWhoWaitsOnWhom) {
   main.is_main = true;
   main.frames = {py("run_forever", "/usr/lib/python3.12/asyncio/base_events.py", 641)};
   p.threads = {main};
-  AsyncioTask consumer{"consumer", 0x10, {py("consumer", "/srv/app.py", 32)}, "producer",
-                       "_asyncio.Task"};
-  AsyncioTask producer{"producer", 0x20,
+  AsyncioTask consumer{
+      "consumer", 0x10, {py("consumer", "/srv/app.py", 32)}, "producer", "_asyncio.Task"};
+  AsyncioTask producer{"producer",
+                       0x20,
                        {py("Event.wait", "/usr/lib/python3.12/asyncio/locks.py", 212),
                         py("producer", "/srv/app.py", 27)},
-                       std::nullopt, "_asyncio.Future"};
+                       std::nullopt,
+                       "_asyncio.Future"};
   AsyncioTask fresh{"Task-9", 0x30, {}, std::nullopt, ""};
   p.asyncio_tasks = {consumer, producer, fresh};
   job.processes.push_back(p);
@@ -237,7 +250,9 @@ TEST(GraphWriters, FoldedStacksOutermostFirst) {
   JobSnapshot job = gloo_job();
   job.processes[0].threads[0].frames[0].function = "all;reduce";  // ';' would split a frame
   GroupOptions o;
-  EXPECT_EQ(write_folded(job, o), "<module>;worker;all:reduce 1\n<module>;worker;all_reduce 2\n<module>;worker;time.sleep 1\n");
+  EXPECT_EQ(
+      write_folded(job, o),
+      "<module>;worker;all:reduce 1\n<module>;worker;all_reduce 2\n<module>;worker;time.sleep 1\n");
   o.granularity = GroupOptions::Granularity::function_line;
   o.top_n = 2;
   EXPECT_EQ(write_folded(job, o),
@@ -263,13 +278,15 @@ TEST(TextWriter, WidthCutsOnlyWhenGivenAndKeepsLocationsWhole) {
   t.name = "python3";
   t.state = 'S';
   t.is_main = true;
-  const std::string file = "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py";
+  const std::string file =
+      "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py";
   t.frames = {py("all_reduce", file, 2050)};
   p.threads = {t};
   job.processes.push_back(p);
   const std::string full = "    all_reduce (" + file + ":2050)";
   TextOptions o;
-  EXPECT_NE(write_text(job, nullptr, o).find("\n" + full + "\n"), std::string::npos);   // width 0: never cut
+  EXPECT_NE(write_text(job, nullptr, o).find("\n" + full + "\n"),
+            std::string::npos);  // width 0: never cut
   o.width = 60;
   std::string cut = write_text(job, nullptr, o);
   EXPECT_NE(cut.find("\n    all_reduce...\n"), std::string::npos) << cut;

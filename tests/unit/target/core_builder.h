@@ -14,7 +14,8 @@
 
 namespace hangscan::testing {
 
-inline void put_bytes(std::vector<std::uint8_t>& out, std::size_t at, const void* p, std::size_t n) {
+inline void put_bytes(std::vector<std::uint8_t>& out, std::size_t at, const void* p,
+                      std::size_t n) {
   if (out.size() < at + n) out.resize(at + n);
   std::memcpy(out.data() + at, p, n);
 }
@@ -44,7 +45,7 @@ struct FakeCore {
   struct Segment {
     std::uint64_t vaddr;
     std::uint64_t memsz;
-    std::vector<std::uint8_t> data;   // filesz = data.size()
+    std::vector<std::uint8_t> data;  // filesz = data.size()
     std::uint32_t flags = PF_R | PF_W;
   };
   std::vector<Note> notes;
@@ -101,7 +102,8 @@ struct FakeCore {
     }
     return d;
   }
-  static std::vector<std::uint8_t> auxv(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
+  static std::vector<std::uint8_t> auxv(
+      const std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
     std::vector<std::uint8_t> d;
     std::size_t at = 0;
     for (const auto& [t, val] : v) {

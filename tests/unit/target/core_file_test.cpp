@@ -15,8 +15,10 @@ using testing::FakeCore;
 FakeCore two_thread_core() {
   FakeCore c;
   c.add_note(NT_PRPSINFO, FakeCore::prpsinfo(100, 1, "worker", "python3 train.py --lr 0.1 "));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(101, SIGSEGV, testing::make_regs(0x401000, 0x7ffd0000f000)));
-  c.add_note(NT_PRSTATUS, FakeCore::prstatus(100, SIGSEGV, testing::make_regs(0x402000, 0x7ffd0000e000, 202)));
+  c.add_note(NT_PRSTATUS,
+             FakeCore::prstatus(101, SIGSEGV, testing::make_regs(0x401000, 0x7ffd0000f000)));
+  c.add_note(NT_PRSTATUS,
+             FakeCore::prstatus(100, SIGSEGV, testing::make_regs(0x402000, 0x7ffd0000e000, 202)));
   c.add_note(0x53494749, FakeCore::siginfo(SIGSEGV, 1 /* SEGV_MAPERR */, 0));
   c.add_note(0x46494c45, FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/prog"},
                                               {0x402000, 0x404000, 2, "/usr/bin/prog"}}));
@@ -25,7 +27,7 @@ FakeCore two_thread_core() {
   c.add_note(0x202 /* NT_X86_XSTATE */, std::vector<std::uint8_t>(64, 0), "LINUX");
   std::vector<std::uint8_t> text(4096, 0x90);
   text[0] = 0xcc;
-  c.segments.push_back({0x400000, 0x2000, text, PF_R | PF_X});   // second page not dumped
+  c.segments.push_back({0x400000, 0x2000, text, PF_R | PF_X});  // second page not dumped
   std::vector<std::uint8_t> stack(0x1000);
   for (std::size_t i = 0; i < stack.size(); ++i) stack[i] = static_cast<std::uint8_t>(i);
   c.segments.push_back({0x7ffd0000e000, 0x1000, stack, PF_R | PF_W});
@@ -102,7 +104,7 @@ TEST(CoreFile, ReadsDumpedMemoryAndStopsAtOmittedPart) {
   EXPECT_EQ(core->read(0x400000, b, 2), 2u);
   EXPECT_EQ(b[0], 0xcc);
   EXPECT_EQ(b[1], 0x90);
-  EXPECT_EQ(core->read(0x400ffe, b, 4), 2u);   // the second page was not dumped
+  EXPECT_EQ(core->read(0x400ffe, b, 4), 2u);  // the second page was not dumped
   EXPECT_TRUE(core->in_omitted_part(0x401000));
   EXPECT_FALSE(core->in_omitted_part(0x400000));
   EXPECT_EQ(core->read(0x7ffd0000e010, b, 4), 4u);
@@ -160,7 +162,7 @@ TEST(CoreFile, TruncatedEverywhereNeverCrashes) {
 
 TEST(CoreFile, TruncatedSegmentDataReadsWhatIsThere) {
   auto bytes = two_thread_core().build();
-  bytes.resize(bytes.size() - 0x800);   // half of the stack page is gone
+  bytes.resize(bytes.size() - 0x800);  // half of the stack page is gone
   auto r = CoreFile::parse_buffer(bytes, "core.cut");
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r.value()->truncated());
@@ -192,7 +194,7 @@ TEST(CoreFile, CorruptFirstNoteLeavesNoThreads) {
   FakeCore c = two_thread_core();
   auto bytes = c.build();
   std::size_t notes_at = sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Phdr);
-  testing::put<std::uint32_t>(bytes, notes_at, 0x7fffffffu);   // namesz
+  testing::put<std::uint32_t>(bytes, notes_at, 0x7fffffffu);  // namesz
   Error e = parse_err(bytes);
   EXPECT_NE(e.what().find("no thread"), std::string::npos);
 }
@@ -211,9 +213,9 @@ TEST(CoreFile, AbsurdFileCountIgnored) {
 
 TEST(CoreFile, FileNamesCutShort) {
   FakeCore c = two_thread_core();
-  auto note = FakeCore::file_note({{0x400000, 0x402000, 0, "/usr/bin/prog"},
-                                   {0x402000, 0x404000, 2, "/usr/lib/libx.so"}});
-  note.resize(note.size() - 3);   // the last name loses its end and its NUL
+  auto note = FakeCore::file_note(
+      {{0x400000, 0x402000, 0, "/usr/bin/prog"}, {0x402000, 0x404000, 2, "/usr/lib/libx.so"}});
+  note.resize(note.size() - 3);  // the last name loses its end and its NUL
   c.notes[4] = {"CORE", 0x46494c45, note};
   auto core = parse_ok(c);
   ASSERT_TRUE(core);

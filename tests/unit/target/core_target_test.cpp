@@ -52,8 +52,10 @@ struct StackImage {
     };
     std::uint64_t execfn = push_string("/usr/bin/prog");
     std::vector<std::uint64_t> env_ptrs, arg_ptrs;
-    for (auto it = envp.rbegin(); it != envp.rend(); ++it) env_ptrs.insert(env_ptrs.begin(), push_string(*it));
-    for (auto it = argv.rbegin(); it != argv.rend(); ++it) arg_ptrs.insert(arg_ptrs.begin(), push_string(*it));
+    for (auto it = envp.rbegin(); it != envp.rend(); ++it)
+      env_ptrs.insert(env_ptrs.begin(), push_string(*it));
+    for (auto it = argv.rbegin(); it != argv.rend(); ++it)
+      arg_ptrs.insert(arg_ptrs.begin(), push_string(*it));
     auxv = {{AT_PAGESZ, 4096}, {AT_ENTRY, 0x401000}, {AT_EXECFN, execfn}, {AT_RANDOM, str - 16}};
     std::size_t words = 1 + arg_ptrs.size() + 1 + env_ptrs.size() + 1 + 2 * (auxv.size() + 1);
     sp = ((str - 64) & ~std::uint64_t{15}) - words * 8;
@@ -88,7 +90,7 @@ Fixture make_fixture(const std::string& exe_path, const std::vector<std::uint8_t
   crashed.rsp = f.stack.sp - 0x100;
   crashed.orig_rax = ~0ULL;
   user_regs_struct main_regs = crashed;
-  main_regs.orig_rax = 202;   // futex
+  main_regs.orig_rax = 202;  // futex
   f.core.add_note(NT_PRPSINFO, FakeCore::prpsinfo(100, 1, "prog", "python3 train.py --e", 'D'));
   f.core.add_note(NT_PRSTATUS, FakeCore::prstatus(102, SIGABRT, crashed));
   f.core.add_note(NT_PRSTATUS, FakeCore::prstatus(100, SIGABRT, main_regs));
@@ -97,7 +99,7 @@ Fixture make_fixture(const std::string& exe_path, const std::vector<std::uint8_t
                                                    {0x401000, 0x403000, 1, exe_path}}));
   f.core.add_note(NT_AUXV, FakeCore::auxv(f.stack.auxv));
   f.core.segments.push_back({0x400000, 0x1000, exe_header, PF_R});
-  f.core.segments.push_back({0x401000, 0x2000, {}, PF_R | PF_X});   // text: not dumped
+  f.core.segments.push_back({0x401000, 0x2000, {}, PF_R | PF_X});  // text: not dumped
   f.core.segments.push_back({kStackLo, kStackHi - kStackLo, f.stack.bytes, PF_R | PF_W});
   return f;
 }
@@ -146,7 +148,7 @@ TEST(CoreTarget, ProcessDescriptionFromNotesAndStack) {
   t->describe_process(p);
   EXPECT_EQ(p.pid, 100);
   EXPECT_EQ(p.ppid, 1);
-  EXPECT_EQ(p.state, 'S');   // the main thread's, not NT_PRPSINFO's 'D'
+  EXPECT_EQ(p.state, 'S');  // the main thread's, not NT_PRPSINFO's 'D'
   EXPECT_EQ(p.exe, exe);
   EXPECT_EQ(p.cmdline, (std::vector<std::string>{"python3", "train.py", "--epochs=3"}));
   ASSERT_TRUE(p.core);
@@ -163,8 +165,7 @@ TEST(CoreTarget, EnvironmentFromInitialStack) {
   std::string exe = self_exe();
   auto t = open_fixture(make_fixture(exe, first_page(exe)));
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->environment(),
-            (std::vector<std::string>{"HOME=/root", "RANK=5", "WORLD_SIZE=8"}));
+  EXPECT_EQ(t->environment(), (std::vector<std::string>{"HOME=/root", "RANK=5", "WORLD_SIZE=8"}));
 }
 
 TEST(CoreTarget, MappingsLabelledAndResolved) {
@@ -278,7 +279,7 @@ TEST(InitialStack, NotFoundWhenAuxvDiffers) {
 TEST(BuildId, FileAndMemoryAgree) {
   auto from_file = build_id_of_file(kLibc);
   ASSERT_TRUE(from_file);
-  EXPECT_EQ(from_file->size(), 40u);   // SHA-1
+  EXPECT_EQ(from_file->size(), 40u);  // SHA-1
   BufferMemory mem;
   mem.add(0x7f0000000000, first_page(kLibc));
   EXPECT_EQ(build_id_in_memory(mem, 0x7f0000000000).value_or(""), *from_file);

@@ -6,8 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "target/process_memory.h"
@@ -48,8 +48,8 @@ TEST(FreezeBuffer, HandsOutDisjointAlignedSpansUntilFull) {
   ASSERT_EQ(b.size(), kPage);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 16, 0u);
   EXPECT_GE(b.data(), a.data() + a.size());
-  std::memset(b.data(), 0xab, b.size());   // writable
-  EXPECT_TRUE(buf.take(buf.capacity()).empty());   // more than is left
+  std::memset(b.data(), 0xab, b.size());          // writable
+  EXPECT_TRUE(buf.take(buf.capacity()).empty());  // more than is left
   FreezeBuffer none(0);
   EXPECT_TRUE(none.take(1).empty());
 }
@@ -58,19 +58,19 @@ TEST(PageCacheMemory, ReadsAcrossPagesAndStopsAtAHole) {
   CountingMemory base;
   const std::uint64_t at = 0x10000;
   auto bytes = pattern(2 * kPage, 3);
-  base.inner.add(at, bytes);   // two readable pages, then nothing
+  base.inner.add(at, bytes);  // two readable pages, then nothing
   FreezeBuffer buf(8 * kPage);
   PageCacheMemory mem(base, &buf);
 
   std::vector<std::uint8_t> out(100);
-  ASSERT_EQ(mem.read(at + kPage - 50, out.data(), 100), 100u);   // straddles two pages
+  ASSERT_EQ(mem.read(at + kPage - 50, out.data(), 100), 100u);  // straddles two pages
   EXPECT_EQ(0, std::memcmp(out.data(), bytes.data() + kPage - 50, 100));
   EXPECT_EQ(mem.base_reads(), 2u);
-  ASSERT_EQ(mem.read(at + 8, out.data(), 16), 16u);              // served from the cache
+  ASSERT_EQ(mem.read(at + 8, out.data(), 16), 16u);  // served from the cache
   EXPECT_EQ(mem.base_reads(), 2u);
   EXPECT_EQ(mem.read(at + 2 * kPage - 10, out.data(), 100), 10u);  // short at the hole
   EXPECT_EQ(mem.read(at + 5 * kPage, out.data(), 8), 0u);
-  EXPECT_EQ(mem.read(~std::uint64_t{0} - 3, out.data(), 8), 0u);   // no wrap-around
+  EXPECT_EQ(mem.read(~std::uint64_t{0} - 3, out.data(), 8), 0u);  // no wrap-around
 }
 
 TEST(PageCacheMemory, ServesStackCopiesWithoutReading) {
@@ -96,14 +96,15 @@ TEST(PageCacheMemory, PrefetchIsOneBatchAndServesTheWalk) {
   FreezeBuffer buf(16 * kPage);
   PageCacheMemory probe(base, nullptr);
   std::uint32_t x = 0;
-  for (std::uint64_t off : {std::uint64_t{16}, kPage + 4, 3 * kPage + 100}) probe.read_obj(at + off, x);
+  for (std::uint64_t off : {std::uint64_t{16}, kPage + 4, 3 * kPage + 100})
+    probe.read_obj(at + off, x);
   auto pages = probe.page_indices();
   ASSERT_EQ(pages.size(), 3u);
 
   base.reads = 0;
   PageCacheMemory mem(base, &buf);
   auto copy = pattern(kPage, 5);
-  mem.add_copy(at + 2 * kPage, copy);   // a page inside a copy is not fetched again
+  mem.add_copy(at + 2 * kPage, copy);  // a page inside a copy is not fetched again
   pages.push_back((at + 2 * kPage) / kPage);
   mem.prefetch(pages);
   EXPECT_EQ(base.batches, 1);
@@ -126,7 +127,7 @@ TEST(PageCacheMemory, PastItsCapReadsGoStraightThrough) {
   std::vector<std::uint8_t> out(3 * kPage);
   ASSERT_EQ(mem.read(0x1000, out.data(), out.size()), out.size());
   EXPECT_EQ(0, std::memcmp(out.data(), bytes.data(), out.size()));
-  EXPECT_EQ(base.reads, 2);   // one page cached, the rest in one direct read
+  EXPECT_EQ(base.reads, 2);  // one page cached, the rest in one direct read
 }
 
 TEST(ProcessMemory, ReadManyIsExactAroundUnmappedPages) {
@@ -142,9 +143,9 @@ TEST(ProcessMemory, ReadManyIsExactAroundUnmappedPages) {
   std::vector<std::vector<std::uint8_t>> bufs(4, std::vector<std::uint8_t>(200));
   std::vector<MemoryReader::ReadOp> ops = {
       {addr(10), bufs[0].data(), 100, 0},
-      {addr(kPage - 50), bufs[1].data(), 200, 0},        // runs into the hole: 50 bytes
-      {addr(kPage + 10), bufs[2].data(), 100, 0},        // inside the hole
-      {addr(2 * kPage + 5), bufs[3].data(), 200, 0},     // after it: read in full
+      {addr(kPage - 50), bufs[1].data(), 200, 0},     // runs into the hole: 50 bytes
+      {addr(kPage + 10), bufs[2].data(), 100, 0},     // inside the hole
+      {addr(2 * kPage + 5), bufs[3].data(), 200, 0},  // after it: read in full
   };
   mem.read_many(ops);
   EXPECT_EQ(ops[0].got, 100u);
@@ -162,7 +163,7 @@ TEST(ProcessMemory, ReadManyCoversMoreThanOneSystemCallsWorth) {
   std::vector<std::uint8_t> src = pattern(3000, 4);
   std::vector<std::uint8_t> dst(3000);
   std::vector<MemoryReader::ReadOp> ops;
-  for (std::size_t i = 0; i < 3000; ++i)   // more than IOV_MAX (1024) reads of one byte
+  for (std::size_t i = 0; i < 3000; ++i)  // more than IOV_MAX (1024) reads of one byte
     ops.push_back({reinterpret_cast<std::uint64_t>(src.data() + i), dst.data() + i, 1, 0});
   ProcessMemory mem(::getpid());
   mem.read_many(ops);

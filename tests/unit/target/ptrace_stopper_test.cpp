@@ -98,9 +98,10 @@ TEST(PtraceStopper, ThreadInUninterruptibleSleepIsGivenUpAtOnce) {
   EXPECT_EQ(ft.tid, kid.pid());
   EXPECT_TRUE(ft.uninterruptible);
   EXPECT_FALSE(ft.regs.has_value());
-  EXPECT_EQ(ft.error,
-            "uninterruptible sleep (D state): it cannot be stopped until its kernel call returns, so "
-            "its user stack is not shown; its kernel stack is where it waits");
+  EXPECT_EQ(
+      ft.error,
+      "uninterruptible sleep (D state): it cannot be stopped until its kernel call returns, so "
+      "its user stack is not shown; its kernel stack is where it waits");
   EXPECT_EQ((*s)->death(), "");
   (*s)->release();
   // Never attached: nobody traces it, and it is still in its vfork wait.

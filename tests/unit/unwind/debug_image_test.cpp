@@ -78,7 +78,7 @@ std::vector<Dwarf_Addr> sample_addresses(Dwarf* dbg) {
       std::size_t n = 0;
       if (name != nullptr && std::string(name).ends_with("debug_image_test.cpp") &&
           dwarf_getsrclines(&cu, &lines, &n) == 0) {
-        std::size_t step = std::max<std::size_t>(1, n / 40);   // ~40 rows spread over the CU
+        std::size_t step = std::max<std::size_t>(1, n / 40);  // ~40 rows spread over the CU
         for (std::size_t i = 0; i < n; i += step) {
           Dwarf_Addr a = 0;
           if (dwarf_lineaddr(dwarf_onesrcline(lines, i), &a) == 0) out.push_back(a);
@@ -117,7 +117,7 @@ void expect_same_answers(const std::string& original, const DebugImage& image) {
   ASSERT_GT(addrs.size(), 5u);
   std::size_t with_line = 0;
   for (auto a : addrs) {
-    Answer want = answer(ref, a);   // end-of-sequence rows have no line: compared all the same
+    Answer want = answer(ref, a);  // end-of-sequence rows have no line: compared all the same
     if (!want.file.empty()) ++with_line;
     EXPECT_EQ(answer(image.dwarf(), a), want) << std::hex << a;
   }
@@ -192,7 +192,7 @@ TEST_F(DebugImageTest, DamagedStreamsNeverCrash) {
   fs::copy_file(zlib, huge);
   {
     std::fstream f(huge, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(info->first + 8));   // Elf64_Chdr.ch_size
+    f.seekp(static_cast<std::streamoff>(info->first + 8));  // Elf64_Chdr.ch_size
     std::uint64_t size = std::uint64_t{1} << 62;
     f.write(reinterpret_cast<const char*>(&size), sizeof(size));
   }
@@ -242,9 +242,10 @@ void expect_line_tables_like_libdw(Dwarf* dbg) {
     Dwarf_Die cu;
     Dwarf_Lines* lines = nullptr;
     std::size_t n = 0;
-    if (dwarf_offdie(dbg, off + header, &cu) != nullptr && dwarf_getsrclines(&cu, &lines, &n) == 0 && n > 0) {
+    if (dwarf_offdie(dbg, off + header, &cu) != nullptr &&
+        dwarf_getsrclines(&cu, &lines, &n) == 0 && n > 0) {
       auto table = DwarfLines::parse(dbg, &cu);
-      ASSERT_TRUE(table) << dwarf_diename(&cu);   // gcc 12 writes DWARF 5
+      ASSERT_TRUE(table) << dwarf_diename(&cu);  // gcc 12 writes DWARF 5
       ++cus;
       Dwarf_Files* files = nullptr;
       std::size_t nfiles = 0;

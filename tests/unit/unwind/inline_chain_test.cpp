@@ -30,7 +30,7 @@ std::uintptr_t g_return_address = 0;
 [[gnu::always_inline]] inline void chain_inner() {
   g_inner_line = __LINE__ + 1;
   record_return_address();
-  asm volatile("" ::: "memory");   // keeps the call from becoming a tail call
+  asm volatile("" ::: "memory");  // keeps the call from becoming a tail call
 }
 
 [[gnu::always_inline]] inline void chain_middle() {
@@ -51,7 +51,7 @@ std::uintptr_t self_bias() {
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {
         *static_cast<std::uintptr_t*>(data) = info->dlpi_addr;
-        return 1;   // the first object is the executable
+        return 1;  // the first object is the executable
       },
       &bias);
   return bias;
@@ -62,7 +62,7 @@ TEST(InlineChain, EveryLevelAtItsCallSite) {
   ASSERT_NE(g_return_address, 0u);
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   OfflineModules modules;
-  std::uint64_t vaddr = g_return_address - self_bias() - 1;   // a return address: pc - 1
+  std::uint64_t vaddr = g_return_address - self_bias() - 1;  // a return address: pc - 1
   std::vector<Frame> frames = modules.symbolize(self, self, vaddr);
   ASSERT_EQ(frames.size(), 3u);
   auto where = [](const Frame& f) {

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 class OfflineModule {
  public:
   explicit OfflineModule(const std::string& path) {
-    ::unsetenv("DEBUGINFOD_URLS");   // local debug files only
+    ::unsetenv("DEBUGINFOD_URLS");  // local debug files only
     callbacks_.find_elf = dwfl_build_id_find_elf;
     callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
     callbacks_.section_address = dwfl_offline_section_address;
@@ -59,8 +59,9 @@ std::vector<std::uint64_t> probe_addresses(Dwfl_Module* mod, std::size_t wanted)
     GElf_Word shndx = 0;
     const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, nullptr, nullptr);
     if (name == nullptr || value == 0) continue;
-    for (std::uint64_t a : {value, value + sym.st_size / 2, value + (sym.st_size ? sym.st_size - 1 : 0),
-                            value + sym.st_size, value - 1}) {
+    for (std::uint64_t a :
+         {value, value + sym.st_size / 2, value + (sym.st_size ? sym.st_size - 1 : 0),
+          value + sym.st_size, value - 1}) {
       out.push_back(a);
     }
   }
@@ -79,7 +80,8 @@ void expect_same_as_libdw(const std::string& path, std::size_t wanted) {
   for (std::size_t i = 0; i < addrs.size(); ++i) {
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char* want = dwfl_module_addrinfo(m.mod(), addrs[i], &off, &sym, nullptr, nullptr, nullptr);
+    const char* want =
+        dwfl_module_addrinfo(m.mod(), addrs[i], &off, &sym, nullptr, nullptr, nullptr);
     const char* got = hits[i].name;
     if (want == nullptr) {
       EXPECT_EQ(got, nullptr) << path << " at 0x" << std::hex << addrs[i] << ": " << got;
@@ -88,7 +90,8 @@ void expect_same_as_libdw(const std::string& path, std::size_t wanted) {
     ++named;
     ASSERT_NE(got, nullptr) << path << " at 0x" << std::hex << addrs[i] << ": libdw says " << want;
     EXPECT_STREQ(got, want) << path << " at 0x" << std::hex << addrs[i];
-    EXPECT_EQ(addrs[i] - hits[i].value, off) << path << " at 0x" << std::hex << addrs[i] << " " << want;
+    EXPECT_EQ(addrs[i] - hits[i].value, off)
+        << path << " at 0x" << std::hex << addrs[i] << " " << want;
   }
   EXPECT_GT(named, addrs.size() / 2) << path;
 }
@@ -121,7 +124,8 @@ TEST(SymbolBatch, EdgeAddresses) {
   for (std::size_t i = 0; i < edges.size(); ++i) {
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char* want = dwfl_module_addrinfo(m.mod(), edges[i], &off, &sym, nullptr, nullptr, nullptr);
+    const char* want =
+        dwfl_module_addrinfo(m.mod(), edges[i], &off, &sym, nullptr, nullptr, nullptr);
     if (want == nullptr) {
       EXPECT_EQ(hits[i].name, nullptr) << i;
     } else {

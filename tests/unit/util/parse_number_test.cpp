@@ -14,13 +14,14 @@ namespace {
 TEST(ParseInt, AcceptsWholeNumbersWithSurroundingSpace) {
   EXPECT_EQ(parse_int<int>("42"), 42);
   EXPECT_EQ(parse_int<int>("  -7\n"), -7);
-  EXPECT_EQ(parse_int<std::uint64_t>("ffffffffffffffff", 16), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(parse_int<std::uint64_t>("ffffffffffffffff", 16),
+            std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(parse_int<int>("2147483647"), 2147483647);
   EXPECT_EQ(parse_int<int>("-2147483648"), std::numeric_limits<int>::min());
 }
 
 TEST(ParseInt, RejectsOverflowGarbageAndSigns) {
-  EXPECT_EQ(parse_int<int>("99999999999"), std::nullopt);   // the python3.99999999999 minor
+  EXPECT_EQ(parse_int<int>("99999999999"), std::nullopt);  // the python3.99999999999 minor
   EXPECT_EQ(parse_int<int>("2147483648"), std::nullopt);
   EXPECT_EQ(parse_int<std::uint64_t>("18446744073709551616"), std::nullopt);
   EXPECT_EQ(parse_int<unsigned>("-1"), std::nullopt);
@@ -60,7 +61,8 @@ TEST(ParseFiniteDouble, OnlyFiniteNumbers) {
   EXPECT_EQ(parse_finite_double(" 30 "), 30.0);
   EXPECT_EQ(parse_finite_double("1e3"), 1000.0);
   EXPECT_EQ(parse_finite_double("-0.25"), -0.25);
-  for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "1e999", "", "1.5s", "abc", "+1", "0x10"}) {
+  for (const char* bad :
+       {"nan", "NaN", "inf", "-inf", "infinity", "1e999", "", "1.5s", "abc", "+1", "0x10"}) {
     EXPECT_EQ(parse_finite_double(bad), std::nullopt) << bad;
   }
 }

@@ -15,12 +15,22 @@ namespace {
 using json = nlohmann::json;
 
 // A stamped node report as `watch --node-local` sends it: ranks `ranks`, one kill at `kill_t`.
-std::string node_report(const std::string& node, double start_unix, std::vector<int> ranks, double kill_t) {
-  json doc{{"recorder", "ebpf"}, {"window_s", 3.0}, {"sample_hz", 49}, {"events", 2}, {"lost", 0},
-           {"processes", json::array()}, {"timeline", json::array()}, {"diagnostics", json::array()}};
-  for (int r : ranks) doc["processes"].push_back({{"pid", 1000 + r}, {"rank", r}, {"role", "rank"}, {"comm", "python3"}});
+std::string node_report(const std::string& node, double start_unix, std::vector<int> ranks,
+                        double kill_t) {
+  json doc{{"recorder", "ebpf"},
+           {"window_s", 3.0},
+           {"sample_hz", 49},
+           {"events", 2},
+           {"lost", 0},
+           {"processes", json::array()},
+           {"timeline", json::array()},
+           {"diagnostics", json::array()}};
+  for (int r : ranks)
+    doc["processes"].push_back(
+        {{"pid", 1000 + r}, {"rank", r}, {"role", "rank"}, {"comm", "python3"}});
   if (kill_t >= 0) {
-    doc["timeline"].push_back({{"t_s", kill_t}, {"kind", "signal"}, {"pid", 1000 + ranks.front()}, {"text", "sent"}});
+    doc["timeline"].push_back(
+        {{"t_s", kill_t}, {"kind", "signal"}, {"pid", 1000 + ranks.front()}, {"text", "sent"}});
   }
   doc["node"] = node;
   doc["window_start_unix_s"] = start_unix;
@@ -63,7 +73,8 @@ TEST(ClusterWatch, ABadOrOversizedDocumentMakesItsNodeUnreachable) {
   EXPECT_EQ(m["unreachable"][0]["node"], "n4");
   EXPECT_EQ(m["unreachable"][1]["node"], "n2");
   EXPECT_EQ(m["unreachable"][2]["node"], "n3");
-  EXPECT_NE(m["unreachable"][2]["reason"].get<std::string>().find("over the limit of 1000"), std::string::npos);
+  EXPECT_NE(m["unreachable"][2]["reason"].get<std::string>().find("over the limit of 1000"),
+            std::string::npos);
 }
 
 TEST(ClusterWatch, BootTimeIsReadToWithinItsBracket) {
@@ -73,7 +84,7 @@ TEST(ClusterWatch, BootTimeIsReadToWithinItsBracket) {
   clock_gettime(CLOCK_MONOTONIC, &mono);
   double boot = (rt.tv_sec + rt.tv_nsec / 1e9) - (mono.tv_sec + mono.tv_nsec / 1e9);
   EXPECT_LT(c.read_error_s, 0.01);
-  EXPECT_NEAR(c.boot_unix_s, boot, 0.01);   // the wall clock is not stepped in between
+  EXPECT_NEAR(c.boot_unix_s, boot, 0.01);  // the wall clock is not stepped in between
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ TEST(WatchRecords, ExitCodesInWords) {
 TEST(WatchRecords, SignalNamesTheSenderFromTheHeader) {
   hs_signal e{};
   e.h.kind = HS_EV_SIGNAL;
-  e.h.pid = 300;   // the sender
+  e.h.pid = 300;  // the sender
   e.h.tid = 301;
   e.h.ts_ns = 42;
   std::strcpy(e.h.comm, "kill");
