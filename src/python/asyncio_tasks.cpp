@@ -26,6 +26,27 @@ std::optional<AsyncioLayout> asyncio_layout(int minor) {
   return std::nullopt;
 }
 
+std::vector<std::uint64_t> AsyncioReader::listed(std::uint64_t interp,
+                                                 const std::vector<std::uint64_t>& tstates) {
+  std::vector<std::uint64_t> heads{interp + static_cast<std::uint64_t>(async_.interp_tasks_head)};
+  for (std::uint64_t ts : tstates) {
+    auto owner = objects_.read_word(ts + layout_.off.tstate_interp);
+    if (owner && *owner == interp)
+      heads.push_back(ts + static_cast<std::uint64_t>(async_.tstate_tasks_head));
+  }
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t head : heads) {
+    // A circular list through llist_node.next; an empty one points to itself (a thread state
+    // never used by asyncio may hold zeros).
+    auto node = objects_.read_word(head);
+    while (node && *node != head && *node != 0 && out.size() < kMaxTasks) {
+      out.push_back(*node - static_cast<std::uint64_t>(async_.task_node));
+      node = objects_.read_word(*node);
+    }
+  }
+  return out;
+}
+
 std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_t interp,
                                                                     std::string* why) {
   const PyOffsets& o = layout_.off;
@@ -57,9 +78,12 @@ std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_
   return out;
 }
 
-std::vector<RawAsyncioTask> AsyncioReader::read(std::uint64_t interp, std::string* why) {
+std::vector<RawAsyncioTask> AsyncioReader::read(std::uint64_t interp,
+                                                const std::vector<std::uint64_t>& tstates,
+                                                std::string* why) {
   std::vector<RawAsyncioTask> tasks;
-  auto objs = registered(interp, why);
+  auto objs =
+      async_.task_node >= 0 ? std::optional(listed(interp, tstates)) : registered(interp, why);
   if (!objs) return tasks;
   std::size_t foreign = 0;
   for (std::uint64_t obj : *objs) {
@@ -158,6 +182,10 @@ std::uint64_t AsyncioReader::awaited(std::uint64_t frame) {
         value = objects_.read_word(frame + static_cast<std::uint64_t>(async_.frame_valuestack) +
                                    8 * static_cast<std::uint64_t>(low32(*top) - 1));
       break;
+    case StackModel::tagged:
+      if (*top > frame) value = objects_.read_word(*top - 8);
+      if (value) value = objects_.untag(*value);
+      break;
   }
   return value.value_or(0);
 }
@@ -165,15 +193,20 @@ std::uint64_t AsyncioReader::awaited(std::uint64_t frame) {
 std::vector<AsyncioTask> PythonReader::asyncio_tasks(const RawPythonState& raw, MemoryReader& mem) {
   std::vector<AsyncioTask> out;
   asyncio_missing_.clear();
-  auto async = asyncio_layout(where_.layout.minor);
+  auto async = where_.asyncio ? where_.asyncio : asyncio_layout(where_.layout.minor);
   if (!async) {
-    asyncio_missing_ = fmt::format("asyncio tasks are not read on CPython {}", where_.version);
+    asyncio_missing_ =
+        !where_.asyncio_missing.empty()
+            ? where_.asyncio_missing
+            : fmt::format("asyncio tasks are not read on CPython {}", where_.version);
     return out;
   }
   ObjectReader objects(mem, where_.layout);
   AsyncioReader reader(objects, where_.layout, *async);
+  std::vector<std::uint64_t> tstates;
+  for (const auto& t : raw.threads) tstates.push_back(t.tstate);
   for (std::uint64_t interp : raw.interpreters) {
-    for (auto& t : reader.read(interp, &asyncio_missing_)) {
+    for (auto& t : reader.read(interp, tstates, &asyncio_missing_)) {
       AsyncioTask task;
       task.name = std::move(t.name);
       task.address = t.address;

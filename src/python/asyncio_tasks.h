@@ -42,11 +42,16 @@ class AsyncioReader {
       : objects_(objects), layout_(layout), async_(async) {}
 
   // The pending C tasks asyncio registered in interpreter `interp` (asyncio.tasks' _all_tasks,
-  // or _scheduled_tasks and _eager_tasks from 3.12), sorted by name. Empty with `why` set when
-  // there are none or they cannot be read.
-  std::vector<RawAsyncioTask> read(std::uint64_t interp, std::string* why);
+  // or _scheduled_tasks and _eager_tasks from 3.12; from 3.14 the task lists of the
+  // interpreter and of those of `tstates` that belong to it), sorted by name. Empty with `why`
+  // set when there are none or they cannot be read.
+  std::vector<RawAsyncioTask> read(std::uint64_t interp, const std::vector<std::uint64_t>& tstates,
+                                   std::string* why);
 
  private:
+  // 3.14+: the tasks on the linked lists headed in the interpreter and its thread states.
+  std::vector<std::uint64_t> listed(std::uint64_t interp,
+                                    const std::vector<std::uint64_t>& tstates);
   // The objects of asyncio.tasks' registries, nullopt when asyncio.tasks is not imported.
   std::optional<std::vector<std::uint64_t>> registered(std::uint64_t interp, std::string* why);
   std::optional<RawAsyncioTask> task(std::uint64_t obj);

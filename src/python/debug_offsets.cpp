@@ -262,6 +262,12 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
     o.set_mask = get("set_object.mask");
     o.set_table = get("set_object.table");
   }
+  if (v.count("gen_object.gi_iframe") != 0) {
+    o.gen_iframe = get("gen_object.gi_iframe");
+    o.gen_frame_state = get("gen_object.gi_frame_state");
+    o.frame_stackpointer = get("interpreter_frame.stackpointer");
+  }
+  o.interp_size = static_cast<std::int64_t>(v["interpreter_state.size"]);  // may be large
   l.instance_dict = instance_dict_model(minor);
   if (bad || o.gil_locked < 0 || o.gil_last_holder < 0)
     return Error(Errc::bad_data,

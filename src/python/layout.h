@@ -96,6 +96,11 @@ struct PyOffsets {
   std::int64_t set_mask = -1;
   std::int64_t set_table = -1;
   std::int64_t module_dict = -1;  // PyModuleObject.md_dict
+  // Coroutines (3.14+ from _Py_DebugOffsets; older versions: AsyncioLayout rows).
+  std::int64_t gen_iframe = -1;          // PyGenObject.gi_iframe (embedded frame)
+  std::int64_t gen_frame_state = -1;     // PyGenObject.gi_frame_state (int8)
+  std::int64_t frame_stackpointer = -1;  // _PyInterpreterFrame.stackpointer (_PyStackRef*)
+  std::int64_t interp_size = -1;         // sizeof(PyInterpreterState)
 };
 
 // Where an instance keeps its attributes (Thread._name).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "python/asyncio_debug.h"
 #include "python/debug_offsets.h"
 #include "util/parse_number.h"
 
@@ -246,6 +247,8 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
     if (auto last = syms.find("gil_last_holder", found->module))
       loc.gil_last_holder_ptr = last->address;
   }
+  if (loc.layout.off.gen_iframe >= 0)  // 3.14+: _asyncio describes itself
+    loc.asyncio = find_asyncio_layout(syms, mem, loc.layout, &loc.asyncio_missing);
   note(log, fmt::format("CPython {} via {}; layout from {}", loc.version, loc.locator,
                         loc.layout.source));
   return loc;

@@ -17,6 +17,7 @@
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "python/asyncio_layout.h"
 #include "python/layout.h"
 #include "python/objects.h"
 #include "target/memory_reader.h"
@@ -91,6 +92,10 @@ struct Located {
   std::string version;  // "3.11.2" (or "3.8" when the patch level is unknown)
   std::string locator;  // strategy that found it
   std::string module;   // module holding the runtime
+  // 3.14+: the _asyncio module's own description of its tasks (asyncio_debug.h); when absent,
+  // why (3.8-3.13 use generated rows instead).
+  std::optional<AsyncioLayout> asyncio;
+  std::string asyncio_missing;
 };
 
 class PythonReader {

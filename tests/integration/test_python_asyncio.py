@@ -6,21 +6,29 @@ coroutine) and writes the interpreter's own view of every task (asyncio.all_task
 cr_frame.f_lineno, Task._fut_waiter). For every interpreter 3.8-3.13 here (Debian's
 python3.11 and pyenv's) hangscan's `asyncio_tasks` must equal that view exactly, live and from
 a core written by `hangscan gcore`; the text names "Task "consumer" awaits task "producer"".
+
+Debian's python3.14 too, when HS_PY314_ROOT names its root (see test_python_state.py): the
+program runs under chroot there and hangscan reads it from outside by its host pid, and its
+core with --sysroot. 3.14 keeps no task registry in asyncio.tasks: hangscan follows the task
+lists described by the _asyncio module's own `.AsyncioDebug` section.
 """
 
 import json
 import os
+import shutil
 
 import pytest
 
 import core_testlib as ct
 import hs_testlib as lib
 import test_python as tp
+import test_python_state as tps
 
 PROGRAM = lib.program_source("py_asyncio.py")
 INTERPRETERS = [i for i in tp.INTERPRETERS
                 if i[0].startswith("debian") or i[0].split("-")[1].split(".")[1] in
-                ("8", "9", "10", "11", "12", "13")]
+                ("8", "9", "10", "11", "12", "13")] + [tps.sid_interpreter()]
+INNER_DIR = "/hs-py-asyncio"   # where the program is copied inside a chroot
 
 
 def expected(view_path):
@@ -40,14 +48,25 @@ def got(proc):
 def service(request, tmp_path_factory):
     python = tp.present_or_skip(request.param, [])
     tmp = tmp_path_factory.mktemp(request.param[0])
-    view = os.path.join(str(tmp), "view.json")
+    root = tps.SID_ROOT if request.param[0].startswith("sid") else None
+    view = inner_view = os.path.join(str(tmp), "view.json")
+    command = [python, str(PROGRAM), lib.READY, view]
+    if root:
+        os.makedirs(root + INNER_DIR, exist_ok=True)
+        shutil.copy(str(PROGRAM), root + INNER_DIR)
+        inner_view = "/tmp/hs-asyncio-view-%d.json" % os.getpid()
+        view = root + inner_view
+        command = ["chroot", root, python, INNER_DIR + "/" + PROGRAM.name, lib.READY, inner_view]
     with lib.TargetPool() as pool:
-        target = pool.start([python, str(PROGRAM), lib.READY, view], timeout=90)
-        yield target, expected(view), tmp
+        target = pool.start(command, timeout=90)
+        want = expected(view)
+        if root:
+            os.unlink(view)
+        yield target, want, tmp, root
 
 
 def test_tasks_equal_the_interpreters_own_view(service):
-    target, want, _ = service
+    target, want, _, _ = service
     assert [t["name"] for t in want] == ["Task-1", "consumer", "lock-holder", "lock-waiter",
                                          "producer"]
     run = lib.dump(target.pid, timeout=180)
@@ -56,7 +75,7 @@ def test_tasks_equal_the_interpreters_own_view(service):
 
 
 def test_text_says_which_task_waits_on_which(service):
-    target, _, _ = service
+    target, _, _, _ = service
     run = lib.dump(target.pid, as_json=False, timeout=180)
     assert run.rc == 0, run.describe()
     assert "asyncio tasks (5):" in run.stdout, run.stdout
@@ -65,11 +84,12 @@ def test_text_says_which_task_waits_on_which(service):
 
 
 def test_tasks_from_a_core(service):
-    target, want, tmp = service
+    target, want, tmp, root = service
     run = lib.run_hangscan(["gcore", "--pid", str(target.pid), "-o", str(tmp), "--json"],
                            timeout=300)
     assert run.rc == 0, run.describe()
-    core = ct.hangscan_core([run.doc["path"]], timeout=180)
+    extra = ["--sysroot", root] if root else []
+    core = ct.hangscan_core([run.doc["path"]], *extra, timeout=180)
     assert core.rc == 0, core.describe()
     assert got(ct.only_process(core.doc)) == want
     os.unlink(run.doc["path"])
