@@ -61,6 +61,10 @@ class ObjectReader {
   std::optional<std::uint64_t> read_word(std::uint64_t addr);
   bool read_words(std::uint64_t addr, std::vector<std::uint64_t>& out);
   std::optional<double> read_double(std::uint64_t addr);
+  // `len` raw bytes (a C struct field or array element of an extension type).
+  bool read_raw(std::uint64_t addr, void* buf, std::size_t len) {
+    return mem_.read_exact(addr, buf, len);
+  }
   // Pointer stored in a frame slot or f_executable: strips _PyStackRef tag bits on 3.14+.
   std::uint64_t untag(std::uint64_t bits) const;
 

@@ -1,5 +1,7 @@
 #include "python/value_repr.h"
 
+#include "python/numpy_repr.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,14 +39,8 @@ void escape_ascii(unsigned char c, char quote, std::string& out) {
   }
 }
 
-}  // namespace
-
-std::string float_repr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);  // "-1.2345e+05": shortest round-trip digits
+// Python's float formatting of shortest round-trip digits in scientific form ("-1.2345e+05").
+std::string python_float_format(std::string sci) {
   bool negative = sci[0] == '-';
   if (negative) sci.erase(0, 1);
   auto e = sci.find('e');
@@ -68,6 +64,20 @@ std::string float_repr(double d) {
   }
   return out;
 }
+
+template <typename F>
+std::string shortest_repr(F d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  return python_float_format(std::string(buf, res.ptr));
+}
+
+}  // namespace
+
+std::string float_repr(double d) { return shortest_repr(d); }
+std::string float32_repr(float f) { return shortest_repr(f); }
 
 std::string str_repr(const std::string& utf8, bool truncated) {
   char quote = quote_for(utf8);
@@ -209,6 +219,9 @@ void ValueRenderer::scalar(std::uint64_t obj, const std::string& t, std::string&
     if (!raw && n && *n > limits_.str_chars)
       raw = objects_.read_bytes_prefix(obj, limits_.str_chars);
     out += raw ? bytes_repr(*raw, n && *n > raw->size()) : "<unreadable bytes>";
+  } else if (auto np = t.rfind("numpy.", 0) == 0 ? numpy_repr(objects_, obj, t, limits_.items)
+                                                 : std::nullopt) {
+    out += *np;
   } else {
     out += fmt::format("<{} at {:#x}>", t, obj);
   }

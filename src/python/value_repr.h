@@ -51,6 +51,9 @@ class ValueRenderer {
 
 // Python's repr of a float (shortest round-trip digits, exponent outside 1e-4..1e16).
 std::string float_repr(double d);
+// The same for a 32-bit float, with the shortest digits that round-trip as float32 (as
+// numpy prints a float32).
+std::string float32_repr(float f);
 // Python's repr of a str given as UTF-8, cut after `max_chars` characters ("..." before the
 // closing quote) when `truncated`.
 std::string str_repr(const std::string& utf8, bool truncated);

@@ -66,3 +66,18 @@ TEST(LongToDecimal, BigAndBoundedValues) {
 
 }  // namespace
 }  // namespace hangscan::python
+
+namespace hangscan::python {
+namespace {
+
+TEST(FloatRepr, Float32UsesItsOwnShortestDigits) {
+  EXPECT_EQ(float32_repr(0.1f), "0.1");  // as a double it is 0.10000000149011612
+  EXPECT_EQ(float_repr(static_cast<double>(0.1f)), "0.10000000149011612");
+  EXPECT_EQ(float32_repr(1e20f), "1e+20");
+  EXPECT_EQ(float32_repr(-2.5f), "-2.5");
+  EXPECT_EQ(float32_repr(3.0f), "3.0");
+  EXPECT_EQ(float32_repr(1e-5f), "1e-05");
+}
+
+}  // namespace
+}  // namespace hangscan::python
