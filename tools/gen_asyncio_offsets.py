@@ -4,7 +4,8 @@
 The C Task struct (TaskObj) is private to Modules/_asynciomodule.c, so no installed header has
 it: its offsets are asked of the compiler's own record, the DWARF of each pyenv build's
 _asyncio module (and libpython for the generator/frame fields), through gdb. Nothing is typed
-by hand. 3.14 is not generated: it keeps its tasks in per-thread lists (not read yet).
+by hand. 3.14 is not generated: its _asyncio module publishes its own offsets (.AsyncioDebug,
+read at run time by src/python/asyncio_debug.cpp).
 
 Usage: tools/gen_asyncio_offsets.py [--pyenv-root DIR] [--out src/python/asyncio_offsets.cpp]
 """

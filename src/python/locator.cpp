@@ -249,6 +249,18 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
   }
   if (loc.layout.off.gen_iframe >= 0)  // 3.14+: _asyncio describes itself
     loc.asyncio = find_asyncio_layout(syms, mem, loc.layout, &loc.asyncio_missing);
+  std::uint64_t interp = 0;
+  if (mem.read_obj(loc.interp_head_ptr, interp) && interp != 0) {
+    ObjectReader objects(mem, loc.layout);
+    std::string torch;
+    loc.torch = imported_torch(objects, loc.layout.off, interp, &torch);
+    if (!torch.empty())
+      note(log, loc.torch != nullptr
+                    ? fmt::format("torch {}: tensors read", torch)
+                    : fmt::format("torch {}: no generated layout, tensors not read "
+                                  "(tools/gen_torch_offsets.py)",
+                                  torch));
+  }
   note(log, fmt::format("CPython {} via {}; layout from {}", loc.version, loc.locator,
                         loc.layout.source));
   return loc;

@@ -24,13 +24,7 @@ constexpr std::uint64_t kDescrTypeNum = 28;
 constexpr std::uint64_t kScalarValue = 16;  // Py<Type>ScalarObject.obval
 constexpr int kMaxDims = 64;                // NPY_MAXDIMS of numpy 2 (32 before)
 
-enum class Kind { boolean, signed_int, unsigned_int, real, none };
-
-struct Element {
-  const char* dtype;
-  std::size_t size;
-  Kind kind;  // none: shape and dtype only (no exact rendering of its values here)
-};
+using Kind = ElementKind;
 
 // By NPY_TYPES number (x86-64 Linux: long and long long are 64 bits).
 constexpr std::array<Element, 24> kTypes = {{
@@ -71,7 +65,8 @@ std::optional<Element> scalar_element(const std::string& type) {
   return std::nullopt;
 }
 
-// One element's text, as str() of the numpy scalar prints it.
+}  // namespace
+
 std::optional<std::string> element_text(ObjectReader& objects, std::uint64_t addr,
                                         const Element& e) {
   unsigned char raw[8] = {};
@@ -119,6 +114,43 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
   return out + (dims.size() == 1 ? ",)" : ")");
 }
 
+std::optional<std::uint64_t> element_count(const std::vector<std::int64_t>& dims) {
+  std::uint64_t total = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0 || (d != 0 && total > (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(d)))
+      return std::nullopt;
+    total *= static_cast<std::uint64_t>(d);
+  }
+  return total;
+}
+
+std::optional<std::string> strided_values(ObjectReader& objects, std::uint64_t data,
+                                          const std::vector<std::int64_t>& dims,
+                                          const std::vector<std::int64_t>& strides,
+                                          const Element& e, std::size_t items) {
+  auto total = element_count(dims);
+  if (!total || strides.size() != dims.size()) return std::nullopt;
+  std::string values = "[";
+  std::uint64_t shown = std::min<std::uint64_t>(*total, items);
+  for (std::uint64_t i = 0; i < shown; ++i) {
+    // Flat index i in C order -> byte offset through the strides (views, transposes).
+    std::int64_t offset = 0;
+    std::uint64_t rest = i;
+    for (std::size_t k = dims.size(); k-- > 0;) {
+      auto d = static_cast<std::uint64_t>(dims[k]);
+      offset += static_cast<std::int64_t>(rest % d) * strides[k];
+      rest /= d;
+    }
+    auto text = element_text(objects, data + static_cast<std::uint64_t>(offset), e);
+    if (!text) return std::nullopt;
+    values += (i ? ", " : "") + *text;
+  }
+  if (*total > shown) values += fmt::format(", ... {} more", *total - shown);
+  return values + "]";
+}
+
+namespace {
+
 std::optional<std::string> array_repr(ObjectReader& objects, std::uint64_t obj, std::size_t items) {
   std::uint64_t nd_word = 0;
   std::uint64_t data = 0;
@@ -138,12 +170,7 @@ std::optional<std::string> array_repr(ObjectReader& objects, std::uint64_t obj, 
   if (nd > 0 && (!objects.read_raw(dims_at, dims.data(), dims.size() * 8) ||
                  !objects.read_raw(strides_at, strides.data(), strides.size() * 8)))
     return std::nullopt;
-  std::uint64_t total = 1;
-  for (std::int64_t d : dims) {
-    if (d < 0 || (d != 0 && total > (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(d)))
-      return std::nullopt;
-    total *= static_cast<std::uint64_t>(d);
-  }
+  if (!element_count(dims)) return std::nullopt;
   char order = 0;
   std::int32_t type_num = -1;
   if (!objects.read_raw(descr + kDescrByteorder, &order, 1) ||
@@ -153,23 +180,8 @@ std::optional<std::string> array_repr(ObjectReader& objects, std::uint64_t obj, 
   const Element& e = kTypes[static_cast<std::size_t>(type_num)];
   std::string out = fmt::format("numpy.ndarray(shape={}, dtype={}", shape_text(dims), e.dtype);
   if (e.kind == Kind::none || order == '>' || data == 0) return out + ")";
-  std::string values = "[";
-  std::uint64_t shown = std::min<std::uint64_t>(total, items);
-  for (std::uint64_t i = 0; i < shown; ++i) {
-    // Flat index i in C order -> byte offset through the strides (views, transposes).
-    std::int64_t offset = 0;
-    std::uint64_t rest = i;
-    for (std::size_t k = dims.size(); k-- > 0;) {
-      auto d = static_cast<std::uint64_t>(dims[k]);
-      offset += static_cast<std::int64_t>(rest % d) * strides[k];
-      rest /= d;
-    }
-    auto text = element_text(objects, data + static_cast<std::uint64_t>(offset), e);
-    if (!text) return out + ", data=<unreadable>)";
-    values += (i ? ", " : "") + *text;
-  }
-  if (total > shown) values += fmt::format(", ... {} more", total - shown);
-  return out + ", data=" + values + "])";
+  auto values = strided_values(objects, data, dims, strides, e, items);
+  return out + ", data=" + values.value_or("<unreadable>") + ")";
 }
 
 }  // namespace

@@ -282,7 +282,7 @@ void PythonReader::read_locals(MemoryReader& mem, ObjectReader& objects, std::ui
   count = std::min(count, kMaxLocals);
   std::vector<std::uint64_t> values(count);
   if (!mem.read_exact(frame + o.frame_localsplus, values.data(), count * 8)) return;
-  ValueRenderer render(objects, where_.layout);
+  ValueRenderer render(objects, where_.layout, where_.torch);
   for (std::size_t i = 0; i < count; ++i) {
     if (objects.untag(values[i]) == 0) continue;  // unbound
     auto name = objects.read_str((*names)[i], 256);

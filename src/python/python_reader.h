@@ -20,6 +20,7 @@
 #include "python/asyncio_layout.h"
 #include "python/layout.h"
 #include "python/objects.h"
+#include "python/torch_repr.h"
 #include "target/memory_reader.h"
 #include "target/target.h"
 
@@ -96,6 +97,9 @@ struct Located {
   // why (3.8-3.13 use generated rows instead).
   std::optional<AsyncioLayout> asyncio;
   std::string asyncio_missing;
+  // The layout of the target's torch release for tensors in --locals (torch_repr.h); nullptr
+  // when torch is not imported or its release has no generated row.
+  const TorchLayout* torch = nullptr;
 };
 
 class PythonReader {

@@ -222,6 +222,10 @@ void ValueRenderer::scalar(std::uint64_t obj, const std::string& t, std::string&
   } else if (auto np = t.rfind("numpy.", 0) == 0 ? numpy_repr(objects_, obj, t, limits_.items)
                                                  : std::nullopt) {
     out += *np;
+  } else if (auto tensor = torch_ != nullptr && is_torch_tensor(objects_, obj)
+                               ? tensor_repr(objects_, obj, *torch_, limits_.items)
+                               : std::nullopt) {
+    out += *tensor;
   } else {
     out += fmt::format("<{} at {:#x}>", t, obj);
   }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "python/objects.h"
+#include "python/torch_repr.h"
 
 namespace hangscan::python {
 
@@ -28,8 +29,11 @@ struct ReprLimits {
 
 class ValueRenderer {
  public:
-  ValueRenderer(ObjectReader& objects, const PyLayout& layout, ReprLimits limits = {})
-      : objects_(objects), layout_(layout), limits_(limits) {}
+  // `torch`: the layout of the target's torch release (torch_repr.h), nullptr when torch is
+  // not imported or its release has no generated row (tensors stay `<Tensor at 0x...>`).
+  ValueRenderer(ObjectReader& objects, const PyLayout& layout, const TorchLayout* torch = nullptr,
+                ReprLimits limits = {})
+      : objects_(objects), layout_(layout), torch_(torch), limits_(limits) {}
 
   // The rendering of one frame slot (a PyObject*, or a tagged _PyStackRef on 3.14).
   std::string render(std::uint64_t bits);
@@ -44,6 +48,7 @@ class ValueRenderer {
 
   ObjectReader& objects_;
   const PyLayout& layout_;
+  const TorchLayout* torch_;
   ReprLimits limits_;
   std::size_t spent_ = 0;
   std::set<std::uint64_t> path_;  // containers being rendered (a loop shows as [...])

@@ -7,6 +7,9 @@ the library's own view (shape, dtype.name, str() of every element in C order, de
 float64 2-D, int64 with a value past 2**32, float32 (shortest float32 digits), bool, a strided
 column view, a transposed int32 array, 1000 uint16 (cut after 10), a 0-d int8, an empty 2-D
 array, a str array (shape and dtype only); scalars numpy.int64/float32/float64/bool_/uint8.
+Tensors (python3-torch): float32 2-D, int64, a slice (storage offset and strides), a 6-D int16
+tensor (sizes kept out of line), an nn.Parameter of float64 and a bool tensor, rendered with
+shape, dtype and device as torch prints them.
 Live and from a core written by `hangscan gcore`.
 """
 
@@ -23,6 +26,9 @@ PYTHON = "/usr/bin/python3"
 PROGRAM = lib.program_source("py_arrays.py")
 NUMPY_NAMES = ["grid", "steps", "small", "flags", "column", "transposed", "long_one", "zero_d",
                "empty", "words", "counter", "ratio", "exact", "truth", "byte"]
+
+
+TORCH_NAMES = ["weights", "index", "sliced", "deep", "param", "flags_t"]
 
 
 def has(module):
@@ -74,5 +80,22 @@ def test_numpy_values_from_a_core(arrays):
     assert run.rc == 0, run.describe()
     core = ct.hangscan_core([run.doc["path"]], "--locals", timeout=180)
     assert core.rc == 0, core.describe()
-    check(rendered(ct.only_process(core.doc), target.pid), view, NUMPY_NAMES)
+    got = rendered(ct.only_process(core.doc), target.pid)
+    check(got, view, NUMPY_NAMES)
+    if has("torch"):
+        check(got, view, TORCH_NAMES)
     os.unlink(run.doc["path"])
+
+
+def test_torch_tensors_equal_torchs_own_view(arrays):
+    if not has("torch"):
+        pytest.skip("python3-torch is not installed (tools/deps.sh test installs it)")
+    target, view, _ = arrays
+    run = lib.dump(target.pid, "--locals", "--verbose", timeout=180)
+    assert run.rc == 0, run.describe()
+    got = rendered(lib.process_of(run.doc, target.pid), target.pid)
+    check(got, view, TORCH_NAMES)
+    assert got["index"] == "torch.Tensor(shape=(3,), dtype=int64, device=cpu, data=[5, -6, 7])"
+    assert got["sliced"] == ("torch.Tensor(shape=(2, 2), dtype=float32, device=cpu, "
+                             "data=[0.5, 0.75, 1.0, 1.25])")
+    assert "tensors read" in run.stderr, run.stderr

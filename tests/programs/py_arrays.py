@@ -86,9 +86,13 @@ def arrays_frame(ready_fd, view_path):
     if torch is not None:
         weights = torch.arange(12, dtype=torch.float32).reshape(3, 4) / 8
         index = torch.tensor([5, -6, 7], dtype=torch.int64)
-        sliced = weights[1:, ::2]
+        sliced = weights[1:, ::2]                # storage offset and strides
+        deep = torch.arange(12, dtype=torch.int16).reshape(1, 2, 1, 2, 1, 3)  # sizes out of line
+        param = torch.nn.Parameter(torch.tensor([1.5, -2.0], dtype=torch.float64))
+        flags_t = torch.tensor([True, False])
         view += [["weights", tensor_view(weights)], ["index", tensor_view(index)],
-                 ["sliced", tensor_view(sliced)]]
+                 ["sliced", tensor_view(sliced)], ["deep", tensor_view(deep)],
+                 ["param", tensor_view(param)], ["flags_t", tensor_view(flags_t)]]
     with open(view_path + ".tmp", "w") as fh:
         json.dump(view, fh)
     os.rename(view_path + ".tmp", view_path)

@@ -81,3 +81,22 @@ TEST(FloatRepr, Float32UsesItsOwnShortestDigits) {
 
 }  // namespace
 }  // namespace hangscan::python
+
+namespace hangscan::python {
+namespace {
+
+TEST(TorchLayout, RowsOnlyForGeneratedReleases) {
+  const TorchLayout* row = torch_layout("1.13.0a0");  // Debian 12's python3-torch
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->maybe_owned_impl, 8);
+  EXPECT_EQ(row->max_inline, 5);
+  ASSERT_EQ(row->dtypes.count(6), 1u);
+  EXPECT_STREQ(row->dtypes.at(6).dtype, "float32");
+  EXPECT_EQ(row->dtypes.at(6).size, 4u);
+  EXPECT_EQ(row->dtypes.at(11).kind, ElementKind::boolean);
+  EXPECT_EQ(torch_layout("2.5.1"), nullptr);  // another release: tensors are not read
+  EXPECT_EQ(torch_layout(""), nullptr);
+}
+
+}  // namespace
+}  // namespace hangscan::python
