@@ -9,7 +9,6 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::int64_t kWeakrefObject = 16;  // PyWeakReference.wr_object follows PyObject_HEAD
 constexpr std::string_view kTaskType = "_asyncio.Task";
 // asyncio.tasks' registries: every task (3.8-3.11), or the scheduled ones and those started
 // eagerly (3.12+). A WeakSet holds weak references, a set the tasks themselves.
@@ -71,7 +70,8 @@ std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_
       continue;
     }
     for (std::uint64_t item : *items) {
-      auto obj = weak ? objects_.read_word(item + kWeakrefObject) : std::optional(item);
+      // A weak reference's wr_object follows PyObject_HEAD.
+      auto obj = weak ? objects_.read_word(item + layout_.off.object_head) : std::optional(item);
       if (obj && *obj != 0) out.push_back(*obj);
     }
   }
@@ -193,12 +193,17 @@ std::uint64_t AsyncioReader::awaited(std::uint64_t frame) {
 std::vector<AsyncioTask> PythonReader::asyncio_tasks(const RawPythonState& raw, MemoryReader& mem) {
   std::vector<AsyncioTask> out;
   asyncio_missing_.clear();
-  auto async = where_.asyncio ? where_.asyncio : asyncio_layout(where_.layout.minor);
+  // The generated rows are of default builds: a free-threaded one (larger PyObject_HEAD) is
+  // read only through the offsets its _asyncio publishes (3.14t).
+  auto async = where_.asyncio                ? where_.asyncio
+               : where_.layout.free_threaded ? std::nullopt
+                                             : asyncio_layout(where_.layout.minor);
   if (!async) {
     asyncio_missing_ =
         !where_.asyncio_missing.empty()
             ? where_.asyncio_missing
-            : fmt::format("asyncio tasks are not read on CPython {}", where_.version);
+            : fmt::format("asyncio tasks are not read on CPython {}{}", where_.version,
+                          where_.layout.free_threaded ? " (free-threaded)" : "");
     return out;
   }
   ObjectReader objects(mem, where_.layout);

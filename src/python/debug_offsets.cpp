@@ -173,9 +173,6 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
     std::memcpy(&x, data + 8 + i * 8, 8);
     v[names[i]] = x;
   }
-  if (v["free_threaded"] != 0)
-    return Error(Errc::unsupported, fmt::format("CPython {} free-threaded build: not supported",
-                                                version_from_hex(hex)));
   bool bad = false;
   auto get = [&v, &bad](const char* name) -> std::int64_t {
     std::uint64_t x = v[name];
@@ -193,6 +190,7 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
   l.stackref = minor >= 14;
   l.long_tagged = true;
   l.shim_owner = 3;
+  l.free_threaded = v["free_threaded"] != 0;
   PyOffsets& o = l.off;
   o.runtime_interpreters_head = get("runtime_state.interpreters_head");
   o.interp_next = get("interpreter_state.next");
@@ -251,6 +249,21 @@ Result<PyLayout> parse_debug_offsets(const std::uint8_t* data, std::size_t len,
     o.set_mask = extra->set_mask;
     o.set_table = extra->set_table;
     o.module_dict = extra->module_dict;
+  }
+  // Free-threaded builds: PyObject_HEAD is 16 bytes longer (ob_tid, padding, ob_mutex,
+  // ob_gc_bits, ob_ref_local, ob_ref_shared before ob_type), so every field of a PyObject-headed
+  // struct taken from the default build's headers moves by as much. PyDictKeysObject and
+  // PyDictValues are not PyObjects: their only free-threaded addition (dk_mutex, one byte) fills
+  // the padding after dk_kind, so the keys offsets stay.
+  o.object_head = get("pyobject.ob_type") + 8;
+  std::int64_t shift = o.object_head - 16;
+  for (std::int64_t* f :
+       {&o.type_basicsize, &o.type_dictoffset, &o.type_flags, &o.heaptype_cached_keys, &o.set_used,
+        &o.set_mask, &o.set_table, &o.module_dict})
+    if (*f >= 0) *f += shift;
+  if (l.free_threaded && v.count("code_object.co_tlbc") != 0) {  // 3.14t: per-thread bytecode
+    o.frame_tlbc_index = get("interpreter_frame.tlbc_index");
+    o.code_tlbc = get("code_object.co_tlbc");
   }
   o.interp_modules = get("interpreter_state.imports_modules");
   o.runtime_finalizing = get("runtime_state.finalizing");

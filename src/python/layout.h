@@ -101,6 +101,11 @@ struct PyOffsets {
   std::int64_t gen_frame_state = -1;     // PyGenObject.gi_frame_state (int8)
   std::int64_t frame_stackpointer = -1;  // _PyInterpreterFrame.stackpointer (_PyStackRef*)
   std::int64_t interp_size = -1;         // sizeof(PyInterpreterState)
+  // sizeof(PyObject): 16, or 32 in free-threaded builds (ob_tid, ob_ref_local, ob_ref_shared
+  // come before ob_type); fields that follow PyObject_HEAD are at this offset.
+  std::int64_t object_head = 16;
+  std::int64_t frame_tlbc_index = -1;  // _PyInterpreterFrame.tlbc_index (int32, 3.14t)
+  std::int64_t code_tlbc = -1;         // PyCodeObject.co_tlbc (_PyCodeArray*, 3.14t)
 };
 
 // Where an instance keeps its attributes (Thread._name).
@@ -123,6 +128,7 @@ struct PyLayout {
   int shim_owner = -1;       // owner value of C-stack entry shims (3.12+); -1: none
   PyOffsets off;
   InstanceDict instance_dict = InstanceDict::dict_offset;  // set from the minor version
+  bool free_threaded = false;  // a 3.13t/3.14t build (Py_GIL_DISABLED; _Py_DebugOffsets says)
 };
 
 // The instance attribute model of a minor version.

@@ -14,7 +14,6 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::int64_t kDictUsedOffset = 16;           // PyDictObject.ma_used follows PyObject_HEAD
 constexpr std::int64_t kManagedDictOffset = -3 * 8;    // 3.11+: dict (or tagged values) pointer
 constexpr std::int64_t kManagedValuesOffset = -4 * 8;  // 3.11: values pointer
 constexpr std::uint64_t kManagedDictFlag = 1u << 4;    // Py_TPFLAGS_MANAGED_DICT
@@ -127,7 +126,7 @@ std::optional<std::vector<DictItem>> ObjectReader::dict_items(std::uint64_t dict
   std::uint64_t values = 0;
   std::int64_t used = 0;
   if (!mem_.read_obj(dict + o.dict_keys, keys) || !mem_.read_obj(dict + o.dict_values, values) ||
-      !mem_.read_obj(dict + kDictUsedOffset, used) || used < 0)
+      !mem_.read_obj(dict + layout_.off.object_head, used) || used < 0)  // ma_used
     return std::nullopt;
   if (total != nullptr) *total = static_cast<std::size_t>(used);
   if (used == 0) return std::vector<DictItem>{};

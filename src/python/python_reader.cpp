@@ -44,9 +44,28 @@ T load(const std::vector<std::uint8_t>& buf, std::int64_t off) {
 
 // How many bytes of a frame to copy so that every header field is in one read.
 std::size_t frame_header_size(const PyOffsets& o) {
-  std::int64_t m =
-      std::max({o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner, o.frame_is_entry});
+  std::int64_t m = std::max({o.frame_previous, o.frame_code, o.frame_instr, o.frame_owner,
+                             o.frame_is_entry, o.frame_tlbc_index});
   return static_cast<std::size_t>(m + 8);
+}
+
+// 3.14t: index 0 is the code object's own co_code_adaptive; a thread that specialized the code
+// runs its own copy, entries[index] of the _PyCodeArray {Py_ssize_t size; char *entries[]} at
+// co_tlbc. 0 when the index is 0; kUnresolvedBytecode when the copy cannot be found (then no
+// line is shown rather than a wrong one).
+std::uint64_t tlbc_bytecode(MemoryReader& mem, const PyOffsets& o, std::uint64_t code,
+                            std::int32_t index) {
+  constexpr std::int32_t kMaxTlbc = 4096;
+  std::uint64_t array = 0;
+  std::int64_t size = 0;
+  std::uint64_t entry = 0;
+  if (index == 0) return 0;
+  if (index < 0 || index > kMaxTlbc || o.code_tlbc < 0 ||
+      !mem.read_obj(code + static_cast<std::uint64_t>(o.code_tlbc), array) || array == 0 ||
+      !mem.read_obj(array, size) || index >= size ||
+      !mem.read_obj(array + 8 + 8 * static_cast<std::uint64_t>(index), entry) || entry == 0)
+    return kUnresolvedBytecode;
+  return entry;
 }
 
 std::size_t tstate_header_size(const PyOffsets& o) {
@@ -235,6 +254,8 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
     } else {
       f.instr = load<std::uint64_t>(buf, o.frame_instr);
       f.is_entry = o.frame_is_entry >= 0 && load<std::uint8_t>(buf, o.frame_is_entry) != 0;
+      if (o.frame_tlbc_index >= 0 && code != 0)
+        f.bytecode = tlbc_bytecode(mem, o, code, load<std::int32_t>(buf, o.frame_tlbc_index));
     }
     if (code != 0) {
       if (objects != nullptr) read_locals(mem, *objects, frame, code, f);
@@ -340,7 +361,10 @@ void PythonReader::frame_position(const CodeInfo& info, const RawPythonFrame& f,
     }
     offset = static_cast<std::uint64_t>(lasti) * static_cast<std::uint64_t>(l.lasti_scale);
   } else {
-    std::uint64_t start = f.code_addr + static_cast<std::uint64_t>(l.off.code_adaptive);
+    if (f.bytecode == kUnresolvedBytecode) return;  // 3.14t copy not found: no line
+    std::uint64_t start = f.bytecode != 0
+                              ? f.bytecode
+                              : f.code_addr + static_cast<std::uint64_t>(l.off.code_adaptive);
     if (f.instr < start) {
       out.line = info.firstlineno;
       return;

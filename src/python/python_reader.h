@@ -33,6 +33,8 @@ inline constexpr std::size_t kMaxFrames = 4096;
 inline constexpr std::size_t kMaxLocals = 256;
 inline constexpr std::size_t kMaxTotalFrames = 65536;  // over all threads of one walk
 
+inline constexpr std::uint64_t kUnresolvedBytecode = ~std::uint64_t{0};
+
 struct RawPythonFrame {
   std::uint64_t frame_addr = 0;
   std::uint64_t code_addr = 0;
@@ -42,6 +44,9 @@ struct RawPythonFrame {
   // _PyCFrame on 3.11, the entry shim on 3.12+), 0 unknown. It names the native eval-loop
   // frame without symbols (merge.h).
   std::uint64_t eval_marker = 0;
+  // 3.14t: the start of the thread-local bytecode copy `instr` points into (0: the code
+  // object's own co_code_adaptive; kUnresolvedBytecode: not found).
+  std::uint64_t bytecode = 0;
   std::vector<Local> locals;
 };
 

@@ -13,8 +13,7 @@
 namespace hangscan::python {
 namespace {
 
-constexpr std::uint64_t kTagBits = 3;        // _PyStackRef tag bits (3.14)
-constexpr std::int64_t kCellRefOffset = 16;  // PyCellObject.ob_ref follows PyObject_HEAD
+constexpr std::uint64_t kTagBits = 3;  // _PyStackRef tag bits (3.14)
 
 char quote_for(const std::string& s) {
   bool single = s.find('\'') != std::string::npos;
@@ -138,7 +137,7 @@ std::string ValueRenderer::render(std::uint64_t bits) {
   if (obj == 0) return "<unset>";
   auto type = objects_.type_name(obj);
   if (type && *type == "cell") {  // a local captured by an inner function: its content
-    auto inner = objects_.read_word(obj + kCellRefOffset);
+    auto inner = objects_.read_word(obj + layout_.off.object_head);  // ob_ref
     if (!inner) return "<unreadable>";
     if (*inner == 0) return "<unset>";
     obj = *inner;
@@ -219,12 +218,14 @@ void ValueRenderer::scalar(std::uint64_t obj, const std::string& t, std::string&
     if (!raw && n && *n > limits_.str_chars)
       raw = objects_.read_bytes_prefix(obj, limits_.str_chars);
     out += raw ? bytes_repr(*raw, n && *n > raw->size()) : "<unreadable bytes>";
-  } else if (auto np = t.rfind("numpy.", 0) == 0 ? numpy_repr(objects_, obj, t, limits_.items)
-                                                 : std::nullopt) {
+  } else if (auto np = t.rfind("numpy.", 0) == 0 && !layout_.free_threaded
+                           ? numpy_repr(objects_, obj, t, limits_.items)
+                           : std::nullopt) {
     out += *np;
-  } else if (auto tensor = torch_ != nullptr && is_torch_tensor(objects_, obj)
-                               ? tensor_repr(objects_, obj, *torch_, limits_.items)
-                               : std::nullopt) {
+  } else if (auto tensor =
+                 torch_ != nullptr && !layout_.free_threaded && is_torch_tensor(objects_, obj)
+                     ? tensor_repr(objects_, obj, *torch_, limits_.items)
+                     : std::nullopt) {
     out += *tensor;
   } else {
     out += fmt::format("<{} at {:#x}>", t, obj);

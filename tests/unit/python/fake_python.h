@@ -75,8 +75,9 @@ class FakePython {
     types_[name] = t;
     return t;
   }
+  // `size` as in a default build: a free-threaded PyObject_HEAD adds object_head - 16 bytes.
   std::uint64_t object(const std::string& type_name, std::size_t size) {
-    std::uint64_t o = alloc(size);
+    std::uint64_t o = alloc(size + static_cast<std::size_t>(off().object_head - 16));
     put_u64(o + 0, 1);  // refcount
     put_u64(o + off().object_type, type(type_name));
     return o;
@@ -124,7 +125,8 @@ class FakePython {
   // A combined-table dict of up to 5 items (8 slots, 1-byte indices, 24-byte entries).
   std::uint64_t dict(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& items) {
     std::uint64_t d = object("dict", 48);
-    put_as<std::int64_t>(d + 16, static_cast<std::int64_t>(items.size()));  // ma_used
+    put_as<std::int64_t>(d + off().object_head,
+                         static_cast<std::int64_t>(items.size()));  // ma_used
     std::uint64_t keys = alloc(static_cast<std::size_t>(off().keys_indices) + 8 + 24 * 8);
     if (off().keys_kind < 0) {
       put_as<std::int64_t>(keys + off().keys_size, 8);
@@ -350,8 +352,11 @@ class FakePython {
 };
 
 // A _Py_DebugOffsets blob for minor 13 or 14 with a made-up but self-consistent layout
-// (different from every real table, so nothing passes by accident).
-inline std::vector<std::uint8_t> fake_debug_offsets(int minor, std::uint64_t version_hex) {
+// (different from every real table, so nothing passes by accident). `free_threaded`: a
+// 3.13t/3.14t build, whose PyObject_HEAD is 16 bytes longer (ob_type at 24), so every field of
+// a PyObject-headed struct is 16 further; 3.14t also names the per-thread bytecode fields.
+inline std::vector<std::uint8_t> fake_debug_offsets(int minor, std::uint64_t version_hex,
+                                                    bool free_threaded = false) {
   std::map<std::string, std::uint64_t> v = {
       {"version", version_hex},
       {"runtime_state.interpreters_head", 648},
@@ -395,6 +400,16 @@ inline std::vector<std::uint8_t> fake_debug_offsets(int minor, std::uint64_t ver
       {"unicode_object.length", 16},
       {"unicode_object.asciiobject_size", 40},
   };
+  if (free_threaded) {
+    v["interpreter_frame.tlbc_index"] = 76;
+    v["code_object.co_tlbc"] = 176;
+    for (auto& [name, value] : v)
+      for (const char* object :
+           {"pyobject.", "type_object.", "tuple_object.", "list_object.", "dict_object.",
+            "float_object.", "long_object.", "bytes_object.", "unicode_object.", "code_object."})
+        if (name.rfind(object, 0) == 0) value += 16;
+    v["free_threaded"] = 1;
+  }
   const auto& names = debug_offsets_fields(minor);
   std::vector<std::uint8_t> out(8 + names.size() * 8, 0);
   std::memcpy(out.data(), kDebugCookie, 8);

@@ -12,10 +12,14 @@ namespace {
 using testing::FakeFrame;
 using testing::FakePython;
 
+constexpr int kFreeThreaded = 100;  // minor + this: the free-threaded build (3.13t, 3.14t)
+
 PyLayout layout_for(int minor) {
+  bool ft = minor > kFreeThreaded;
+  if (ft) minor -= kFreeThreaded;
   if (minor >= 13) {
     std::uint64_t hex = 0x03000000u | (static_cast<std::uint64_t>(minor) << 16) | 0xf0;
-    auto blob = testing::fake_debug_offsets(minor, hex);
+    auto blob = testing::fake_debug_offsets(minor, hex, ft);
     auto parsed = parse_debug_offsets(blob.data(), blob.size());
     EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().what());
     return parsed.value();
@@ -182,10 +186,13 @@ TEST_P(WalkDecode, CodeObjectsAreDecodedOnceAndCached) {
 }
 
 std::string minor_name(const ::testing::TestParamInfo<int>& info) {
+  if (info.param > kFreeThreaded) return "py3_" + std::to_string(info.param - kFreeThreaded) + "t";
   return "py3_" + std::to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLayouts, WalkDecode, ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14),
+INSTANTIATE_TEST_SUITE_P(AllLayouts, WalkDecode,
+                         ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14, kFreeThreaded + 13,
+                                           kFreeThreaded + 14),
                          minor_name);
 
 TEST(WalkDecode38, NativeTidFromTheGlibcThreadControlBlock) {
@@ -257,6 +264,47 @@ TEST(Layouts, GeneratedTablesMatchKnownOffsets) {
   }
   EXPECT_FALSE(builtin_layout(3, 13));
   EXPECT_FALSE(builtin_layout(2, 7));
+}
+
+}  // namespace
+}  // namespace hangscan::python
+
+namespace hangscan::python {
+namespace {
+
+// 3.14t: a thread that specialized a code object runs its own copy of the bytecode
+// (co_tlbc->entries[frame->tlbc_index]); the line is found in that copy.
+TEST(WalkDecode314t, LinesOfThreadLocalBytecodeCopies) {
+  FakePython py(layout_for(kFreeThreaded + 14));
+  const PyOffsets& o = py.off();
+  std::uint64_t top = py.chain({{"hot", "/src/hot.py", 10, 14, true, {}}});
+  py.thread(top, 7, 0x1000);
+  std::uint64_t code = py.get_as<std::uint64_t>(top + o.frame_code) & ~std::uint64_t{3};
+  std::uint64_t own = code + static_cast<std::uint64_t>(o.code_adaptive);
+  std::uint64_t at = py.get_as<std::uint64_t>(top + o.frame_instr) - own;
+  std::uint64_t copy = py.alloc(256);
+  std::uint64_t array = py.alloc(24);  // _PyCodeArray {size, entries[2]}
+  py.put_as<std::int64_t>(array, 2);
+  py.put_u64(array + 8, own);
+  py.put_u64(array + 16, copy);
+  py.put_u64(code + o.code_tlbc, array);
+  py.put_as<std::int32_t>(top + o.frame_tlbc_index, 1);
+  py.put_u64(top + o.frame_instr, copy + at);
+  {
+    auto mem = py.memory();
+    PythonReader reader(py.located());
+    RawPythonState raw = reader.walk(*mem, false);
+    ASSERT_EQ(raw.threads.at(0).frames.size(), 1u);
+    EXPECT_EQ(raw.threads[0].frames[0].bytecode, copy);
+    EXPECT_EQ(reader.decode(raw, *mem)[0].frames[0].frame.line, 14);
+  }
+  // An index the array does not have: no line rather than a wrong one.
+  py.put_as<std::int32_t>(top + o.frame_tlbc_index, 5);
+  auto mem = py.memory();
+  PythonReader reader(py.located());
+  RawPythonState raw = reader.walk(*mem, false);
+  EXPECT_EQ(raw.threads.at(0).frames.at(0).bytecode, kUnresolvedBytecode);
+  EXPECT_FALSE(reader.decode(raw, *mem)[0].frames[0].frame.line.has_value());
 }
 
 }  // namespace
