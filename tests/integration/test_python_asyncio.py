@@ -10,7 +10,10 @@ a core written by `hangscan gcore`; the text names "Task "consumer" awaits task 
 Debian's python3.14 too, when HS_PY314_ROOT names its root (see test_python_state.py): the
 program runs under chroot there and hangscan reads it from outside by its host pid, and its
 core with --sysroot. 3.14 keeps no task registry in asyncio.tasks: hangscan follows the task
-lists described by the _asyncio module's own `.AsyncioDebug` section.
+lists described by the _asyncio module's own `.AsyncioDebug` section. There,
+tests/programs/py_asyncio_threads.py also runs loops in two threads and leaves a pending task
+of a thread that ended (moved to the interpreter's list): every task of every list, each equal
+to the interpreter's own view.
 """
 
 import json
@@ -93,3 +96,31 @@ def test_tasks_from_a_core(service):
     assert core.rc == 0, core.describe()
     assert got(ct.only_process(core.doc)) == want
     os.unlink(run.doc["path"])
+
+
+def test_314_tasks_of_every_thread_and_of_ended_threads(tmp_path):
+    ident, python, reason = tps.sid_interpreter()
+    if python is None:
+        pytest.skip("absent: " + reason)
+    root = tps.SID_ROOT
+    os.makedirs(root + INNER_DIR, exist_ok=True)
+    for name in ("py_asyncio.py", "py_asyncio_threads.py"):
+        shutil.copy(str(lib.program_source(name)), root + INNER_DIR)
+    inner_view = "/tmp/hs-asyncio-threads-%d.json" % os.getpid()
+    with lib.TargetPool() as pool:
+        target = pool.start(["chroot", root, python, INNER_DIR + "/py_asyncio_threads.py",
+                             lib.READY, inner_view], timeout=90)
+        want = expected(root + inner_view)
+        os.unlink(root + inner_view)
+        assert sorted(t["name"] for t in want) == ["Task-1", "Task-2", "in-a", "in-b", "orphan"]
+        assert sorted(t["awaits_task"] for t in want if t["awaits_task"]) == ["in-a", "in-b"]
+        run = lib.dump(target.pid, timeout=180)
+        assert run.rc == 0, run.describe()
+        assert got(lib.process_of(run.doc, target.pid)) == want
+        gcore = lib.run_hangscan(["gcore", "--pid", str(target.pid), "-o", str(tmp_path),
+                                  "--json"], timeout=300)
+        assert gcore.rc == 0, gcore.describe()
+        core = ct.hangscan_core([gcore.doc["path"]], "--sysroot", root, timeout=180)
+        assert core.rc == 0, core.describe()
+        assert got(ct.only_process(core.doc)) == want
+        os.unlink(gcore.doc["path"])
