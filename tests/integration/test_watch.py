@@ -235,14 +235,22 @@ def test_watchdog_fires_on_a_stopped_job_and_names_the_odd_rank(ebpf, pool, tmp_
 def test_watchdog_stays_quiet_on_a_job_that_keeps_going(ebpf, pool, tmp_path):
     ranks = start_job(pool, tmp_path, ["burn", "burn"])
     out = tmp_path / "bundles"
-    args = [hangscan_bin(), "watch", "--stall", "3", "--output", str(out)]
+    args = ["watch", "--stall", "3", "--output", str(out)]
     for r in ranks:
         args += ["--pid", str(r.pid)]
-    hs = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    watchdog_stays_quiet(args, out)
+
+
+def watchdog_stays_quiet(args, out: Path, env=None, recording=lambda: None) -> None:
+    """Runs the watchdog `hangscan ARGS` for 10 s once recording() returned (more than three
+    stall periods of 3 s), stops it with SIGINT: it must have written no bundle."""
+    hs = subprocess.Popen([hangscan_bin()] + [str(a) for a in args], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True)
     try:
+        recording()
         time.sleep(10)
         os.kill(hs.pid, signal.SIGINT)
-        stdout, stderr = hs.communicate(timeout=30)
+        stdout, stderr = hs.communicate(timeout=60)
     finally:
         if hs.poll() is None:
             os.killpg(hs.pid, signal.SIGKILL)
