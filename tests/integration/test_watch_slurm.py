@@ -238,3 +238,54 @@ def test_watchdog_across_nodes_stays_quiet_on_a_job_that_keeps_going(ebpf, clust
                                  "every node to record its ranks"))
         hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def test_watchdog_across_nodes_fires_on_a_stale_log_while_the_ranks_run(ebpf, cluster, tmp_path):
+    """--log: the ranks keep going but the log stops being written once every node records: the
+    front end ends every node's window (SIGUSR1 through srun), each still reports, and the
+    bundle says why."""
+    import re
+    import threading
+    log = tmp_path / "train.log"
+    log.write_text("step 0\n")
+    with IdleJob(cluster, GOING) as job:
+        progs0 = bpf_ids("prog")
+        hsp = subprocess.Popen([hs.hangscan_bin(), "watch", "--slurm-job", job.job_id, "--stall", "3", "--log",
+                                str(log), "--output", str(tmp_path / "out"), "--once"], env=cluster.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        writing = threading.Event()
+        writing.set()
+
+        def write_log():
+            while writing.is_set():
+                with open(log, "a") as f:
+                    f.write("step\n")
+                time.sleep(0.5)
+
+        writer = threading.Thread(target=write_log)
+        writer.start()
+        try:
+            hs.wait_for(lambda: set(job.pids.values()) <= watched_pids(), 60, "every node to record its ranks")
+            time.sleep(1)
+            writing.clear()  # the training "hangs" its log; its ranks still burn CPU
+            out, err = hsp.communicate(timeout=90)
+        finally:
+            writing.clear()
+            writer.join()
+            if hsp.poll() is None:
+                os.killpg(hsp.pid, signal.SIGKILL)
+                hsp.wait()
+        assert hsp.returncode == 0, err.decode()
+        m = re.search(rf"^hangscan: stall: {re.escape(str(log))} was not written for (\d+) s; capture written to (\S+)$",
+                      out.decode(), re.M)
+        assert m and int(m.group(1)) >= 3, (out, err)
+        bundle = Path(m.group(2))
+        assert (bundle / "report.txt").read_text().startswith(f"stall: {log} was not written for ")
+        timeline = json.loads((bundle / "timeline.json").read_text())
+        check_ranks(timeline, job, set(range(WORLD)))
+        # Ended by the front end, not by a node's own verdict: the ranks were sampled on CPU.
+        assert all(p["samples"] > 0 for p in timeline["processes"]), timeline["processes"]
+        report = json.loads((bundle / "report.json").read_text())
+        assert sorted(p["rank"] for p in report["processes"] if p.get("rank") is not None) == list(range(WORLD))
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -264,6 +265,9 @@ int run_watch(const WatchCmdOptions& given) {
     print_stall(reason, *dir);
     if (o.once) return kExitComplete;
   }
+  // Node-local: the front end repeats SIGUSR1 until the step ends; once the window is over it
+  // must not kill us (the mask is restored when `stop` goes).
+  if (o.node_local) std::signal(SIGUSR1, SIG_IGN);
   WatchReport report = w.report();
   if (fallback) report.recorder = "ptrace";
   for (auto& d : diags) report.diagnostics.push_back(std::move(d));

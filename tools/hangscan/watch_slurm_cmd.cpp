@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -91,19 +92,20 @@ AgentAnswers run_node_watches(const SlurmOptions& s, const SlurmJob& job, StopSi
     done = true;
   });
   bool stopping = false;
-  std::vector<int> told;
+  std::optional<std::chrono::steady_clock::time_point> last_told;
   while (!done) {
     pollfd p{stop.fd(), POLLIN, 0};
     ::poll(&p, 1, 200);
     if (stop.pending()) stopped = stopping = true;
     if (!stopping && end_now && end_now()) stopping = true;
     if (!stopping) continue;
-    // Once per srun, also one started after the signal came.
-    for (int pid : children_named("srun")) {
-      if (std::find(told.begin(), told.end(), pid) != told.end()) continue;
-      ::kill(pid, SIGUSR1);
-      told.push_back(pid);
-    }
+    // Every second until the step ends: srun drops a signal that comes before its tasks run
+    // (a stale --log is seen at once), and the node-local watches ignore it once their window
+    // ended.
+    auto now = std::chrono::steady_clock::now();
+    if (last_told && now - *last_told < std::chrono::seconds(1)) continue;
+    last_told = now;
+    for (int pid : children_named("srun")) ::kill(pid, SIGUSR1);
   }
   fanout.join();
   return answers;
