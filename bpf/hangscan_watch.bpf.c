@@ -302,7 +302,15 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct
   e->target_tid = BPF_CORE_READ(task, pid);
   e->sig = sig;
   e->result = result;
-  e->code = info ? BPF_CORE_READ(info, si_code) : 0;
+  /* As the tracepoint's own TP_STORE_SIGINFO: SEND_SIG_NOINFO (0) is SI_USER, SEND_SIG_PRIV (1,
+   * a signal from the kernel itself, e.g. the OOM killer's SIGKILL) is SI_KERNEL; only other
+   * values point at a siginfo. */
+  if ((unsigned long)info == 0)
+    e->code = 0; /* SI_USER */
+  else if ((unsigned long)info == 1)
+    e->code = 0x80; /* SI_KERNEL */
+  else
+    e->code = BPF_CORE_READ(info, si_code);
   e->group = group;
   BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
   bpf_ringbuf_submit(e, 0);

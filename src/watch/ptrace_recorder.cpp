@@ -34,7 +34,8 @@ class PtraceRecorder : public Recorder {
     std::int64_t wait = std::min<std::int64_t>(next_ns_ - now, timeout.count() * 1'000'000);
     if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
     if (monotonic_ns() < next_ns_) return Ok{};
-    next_ns_ += period_ns_;
+    // One sample per period; a late tick (a slow start, a long stop) is not made up in a burst.
+    next_ns_ = std::max(next_ns_ + period_ns_, monotonic_ns() + period_ns_ / 2);
     std::vector<int> gone;
     for (auto& [pid, counters] : procs_) {
       if (!sample(pid, out, counters)) gone.push_back(pid);
@@ -64,8 +65,19 @@ class PtraceRecorder : public Recorder {
       if (d.state == 'R') running.push_back(std::move(d));
     }
     if (running.empty()) return true;
+    // The cost the fallback states, counted: the pause as `dump` reports it (first stop to
+    // last resume).
+    counters_.stopped_ns += 1000 * static_cast<std::uint64_t>(std::max<std::int64_t>(
+                                       0, copy_running(pid, target, running, out, counters)));
+    return true;
+  }
+
+  // Freezes the process, copies the registers and stack top of the threads that were running,
+  // resumes it and returns the pause in microseconds (0 when it could not be stopped).
+  std::int64_t copy_running(int pid, Target& target, const std::vector<ThreadSnapshot>& running,
+                            Recording& out, ProcessCounters& counters) {
     auto freeze = target.freeze(Deadline::after(std::chrono::milliseconds(500)));
-    if (!freeze) return true;
+    if (!freeze) return 0;
     std::int64_t ts = monotonic_ns();
     for (const auto& ft : (*freeze)->threads()) {
       auto d = std::find_if(running.begin(), running.end(),
@@ -84,7 +96,7 @@ class PtraceRecorder : public Recorder {
       ++counters.samples;
       ++counters_.events;
     }
-    return true;
+    return (*freeze)->release();
   }
 
   std::int64_t period_ns_;

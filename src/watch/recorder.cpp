@@ -10,10 +10,15 @@
 #include <unistd.h>
 
 #include <string.h>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -58,6 +63,8 @@ bool mark_victim_takes_task() {
 class BpfRecorder : public Recorder {
  public:
   ~BpfRecorder() override {
+    stop_ = true;
+    if (drain_.joinable()) drain_.join();
     if (ring_ != nullptr) ring_buffer__free(ring_);
     for (bpf_link* l : sample_links_) bpf_link__destroy(l);
     for (int fd : perf_fds_) ::close(fd);
@@ -81,6 +88,7 @@ class BpfRecorder : public Recorder {
     ring_ =
         ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
     if (ring_ == nullptr) return bpf_error("cannot open the ring buffer", errno);
+    drain_ = std::thread([this] { drain(); });
     return Ok{};
   }
 
@@ -116,11 +124,13 @@ class BpfRecorder : public Recorder {
     return out;
   }
 
+  // Takes what the drain thread copied so far, waiting up to `timeout` for something.
   Status poll(Recording& out, std::chrono::milliseconds timeout) override {
-    sink_ = &out;
-    int n = ring_buffer__poll(ring_, static_cast<int>(timeout.count()));
-    sink_ = nullptr;
-    if (n < 0 && n != -EINTR) return bpf_error("reading the ring buffer", -n);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return has_records() || drain_err_ != 0; });
+    if (drain_err_ != 0) return bpf_error("reading the ring buffer", drain_err_);
+    append(std::move(drained_), out);
+    drained_ = Recording{};
     return Ok{};
   }
 
@@ -137,7 +147,7 @@ class BpfRecorder : public Recorder {
       return total;
     };
     c.events = sum(HS_CNT_EVENTS);
-    c.lost = sum(HS_CNT_LOST);
+    c.lost = sum(HS_CNT_LOST) + dropped_;
     c.stack_faults = sum(HS_CNT_STACK_FAULTS);
     return c;
   }
@@ -202,6 +212,44 @@ class BpfRecorder : public Recorder {
     return Ok{};
   }
 
+  // The ring buffer is drained by a thread of its own: while the watcher finishes stacks
+  // (libdw, up to seconds on a loaded machine) the 16 MiB ring would fill and records be lost.
+  // Signals stay blocked in it (it inherits the mask of the thread that started the recorder).
+  void drain() {
+    while (!stop_) {
+      Recording got;
+      sink_ = &got;
+      int n = ring_buffer__poll(ring_, 100);
+      sink_ = nullptr;
+      std::lock_guard lock(mu_);
+      if (n < 0 && n != -EINTR) {
+        drain_err_ = -n;
+        cv_.notify_all();
+        return;
+      }
+      if (got.samples.empty() && got.waits.empty() && got.events.empty()) continue;
+      // Bounded while nobody takes them (a watchdog capture): beyond, counted as lost.
+      std::size_t held = drained_.samples.size() + drained_.waits.size();
+      if (held + got.samples.size() + got.waits.size() > kMaxHeld) {
+        dropped_ += got.samples.size() + got.waits.size();
+        got.samples.clear();
+        got.waits.clear();
+      }
+      append(std::move(got), drained_);
+      cv_.notify_all();
+    }
+  }
+
+  bool has_records() const {
+    return !drained_.samples.empty() || !drained_.waits.empty() || !drained_.events.empty();
+  }
+
+  static void append(Recording&& from, Recording& to) {
+    std::move(from.samples.begin(), from.samples.end(), std::back_inserter(to.samples));
+    std::move(from.waits.begin(), from.waits.end(), std::back_inserter(to.waits));
+    std::move(from.events.begin(), from.events.end(), std::back_inserter(to.events));
+  }
+
   static int on_record(void* ctx, void* data, std::size_t size) {
     auto* self = static_cast<BpfRecorder*>(ctx);
     if (self->sink_ != nullptr) {
@@ -215,8 +263,17 @@ class BpfRecorder : public Recorder {
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> sample_links_;
-  Recording* sink_ = nullptr;
+  Recording* sink_ = nullptr;  // the drain thread's batch, during its ring_buffer__poll
   bool oom_ = false;
+  std::thread drain_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)
+  int drain_err_ = 0;                      // errno of a failed ring-buffer read (guarded by mu_)
+  std::atomic<std::uint64_t> dropped_{0};  // records beyond kMaxHeld
+  // Records held between two poll() calls: 2048 stack copies, ~35 MiB (the ring holds ~950).
+  static constexpr std::size_t kMaxHeld = 2048;
 };
 
 }  // namespace

@@ -61,7 +61,7 @@ struct EventRecord {
   int pid = 0;  // the watched process concerned
   int tid = 0;
   std::string comm;
-  int exit_code = 0;  // exit: task->exit_code (status << 8, or the signal | 0x80 core)
+  int exit_code = 0;  // exit: task->exit_code (status << 8, or the signal | 0x80 core); -1: unknown
   int signal = 0;     // signal
   int sender_pid = 0;
   int sender_tid = 0;
@@ -74,6 +74,7 @@ struct RecorderCounters {
   std::uint64_t events = 0;        // records sent
   std::uint64_t lost = 0;          // records the ring buffer had no room for
   std::uint64_t stack_faults = 0;  // user stacks that could not be read at all
+  std::uint64_t stopped_ns = 0;    // ptrace fallback: time the processes were held stopped
 };
 
 // Per-process counters kept in the kernel (progress, without an event each).
@@ -93,7 +94,8 @@ struct Recording {
 // or of an unknown kind (it is dropped). Copies only: this runs in the ring-buffer callback.
 bool decode_record(std::span<const std::uint8_t> data, Recording& out);
 
-// "exited with status 3", "killed by SIGKILL", "killed by SIGSEGV (core dumped)".
+// "exited with status 3", "killed by SIGKILL", "killed by SIGSEGV (core dumped)"; -1 (the
+// ptrace fallback saw the process vanish): "ended (its exit status is not known without eBPF)".
 std::string describe_exit_code(int exit_code);
 
 }  // namespace hangscan

@@ -69,8 +69,12 @@ std::string watch_text(const WatchReport& r) {
   }
   if (!r.timeline.empty()) out += "\ntimeline:\n";
   for (const auto& t : r.timeline) out += fmt::format("  +{:.3f} s  {}\n", t.t_s, t.text);
-  out += fmt::format("\nrecorder: {} events, {} lost{}\n", r.counters.events, r.counters.lost,
+  out += fmt::format("\nrecorder: {} events, {} lost{}", r.counters.events, r.counters.lost,
                      r.counters.lost ? " (the ring buffer was full: lower --rate)" : "");
+  if (r.recorder == "ptrace")
+    out += fmt::format("; the processes were held stopped {:.1f} ms in all (ptrace samples)",
+                       static_cast<double>(r.counters.stopped_ns) / 1e6);
+  out += "\n";
   return out;
 }
 
@@ -82,6 +86,7 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["wait_threshold_ms"] = static_cast<double>(r.wait_threshold_ns) / 1e6;
   j["events"] = r.counters.events;
   j["lost"] = r.counters.lost;
+  j["stopped_s"] = static_cast<double>(r.counters.stopped_ns) / 1e9;
   j["processes"] = nlohmann::json::array();
   for (const auto& p : r.processes) {
     nlohmann::json pj{{"pid", p.pid},
@@ -127,7 +132,8 @@ nlohmann::json watch_json(const WatchReport& r) {
     switch (e.kind) {
       case EventRecord::Kind::exit:
         tj["kind"] = "exit";
-        tj["exit_code"] = e.exit_code;
+        tj["exit_code"] = e.exit_code < 0 ? nlohmann::json(nullptr) : nlohmann::json(e.exit_code);
+        if (e.exit_code < 0) break;  // the ptrace fallback saw it vanish, not its status
         if ((e.exit_code & 0x7f) == 0) tj["status"] = (e.exit_code >> 8) & 0xff;
         else tj["signal"] = e.exit_code & 0x7f;
         break;

@@ -22,7 +22,7 @@ import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
 from slurm_testlib import SlurmCluster, end_job  # noqa: E402
-from test_watch import bpf_ids, ebpf  # noqa: E402,F401  (the fixture skips without eBPF)
+from test_watch import bpf_ids, ebpf, watchdog_stays_quiet  # noqa: E402,F401  (the fixture skips without eBPF)
 
 WORLD = 6
 PER_NODE = 2
@@ -35,10 +35,12 @@ def cluster():
 
 
 class IdleJob:
-    """sbatch -N 3 --ntasks-per-node=2 of sleeping Python tasks; a killed task does not end it."""
+    """sbatch -N 3 --ntasks-per-node=2 of sleeping Python tasks (or tasks doing `work`, Python
+    lines run with `fifo`, a FIFO of their own, and `rank`); a killed task does not end it."""
 
-    def __init__(self, cluster: SlurmCluster):
+    def __init__(self, cluster: SlurmCluster, work: str = "time.sleep(600)\n"):
         self.cluster = cluster
+        self.work = work
         self.dir = Path(tempfile.mkdtemp(prefix="hs-watch-job-"))
         self.job_id = ""
         self.pids: dict[int, int] = {}
@@ -47,8 +49,10 @@ class IdleJob:
         task = ("import os, time\n"
                 f"p = '{self.dir}/rank-' + os.environ['SLURM_PROCID']\n"
                 "open(p + '.tmp', 'w').write(str(os.getpid()))\n"
-                "os.rename(p + '.tmp', p)\n"
-                "time.sleep(600)\n")
+                "rank = int(os.environ['SLURM_PROCID'])\n"
+                "fifo = p + '.fifo'\n"
+                "os.mkfifo(fifo)\n"
+                "os.rename(p + '.tmp', p)\n" + self.work)
         (self.dir / "task.py").write_text(task)
         script = self.dir / "job.sh"
         script.write_text(f"#!/bin/sh\nexec srun --kill-on-bad-exit=0 /usr/bin/python3 {self.dir / 'task.py'}\n")
@@ -180,4 +184,108 @@ def test_a_rank_killed_during_the_window_is_in_the_merged_timeline(ebpf, cluster
         assert doc["timeline"][0]["t_s"] <= doc["timeline"][1]["t_s"]
         start = min(n["window_start_unix_s"] for n in doc["nodes"])
         assert abs(sig["time_unix_s"] - (start + sig["t_s"])) < 1e-6
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+# A job that stops: every rank waits in read() on its own FIFO that nobody writes, but rank 4
+# sleeps (the odd rank). A job that keeps going: every rank burns CPU in Python.
+STOPPED = ("if rank == 4:\n    time.sleep(600)\n"
+           "fd = os.open(fifo, os.O_RDWR)\nos.read(fd, 1)\n")
+GOING = "while True:\n    sum(i * i for i in range(10000))\n"
+
+
+def bundle_of(stdout: str) -> Path:
+    import re
+    m = re.search(r"^hangscan: stall: no rank on any node made progress for (\d+) s; capture written to (\S+)$",
+                  stdout, re.M)
+    assert m, stdout
+    assert int(m.group(1)) >= 3
+    return Path(m.group(2))
+
+
+def test_watchdog_across_nodes_fires_on_a_stopped_job_and_names_the_odd_rank(ebpf, cluster, tmp_path):
+    with IdleJob(cluster, STOPPED) as job:
+        progs0 = bpf_ids("prog")
+        run = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--stall", "3", "--output", tmp_path / "out",
+                               "--once"], env=cluster.env, timeout=120)
+        assert run.rc == 0, run.describe()
+        bundle = bundle_of(run.stdout)
+        report = json.loads((bundle / "report.json").read_text())
+        # The capture of every node (as `hangscan --slurm-job`): the odd rank is the suspect.
+        assert report["suspects"] == [4], report.get("suspect_reasons")
+        assert [m["pid"] for m in report["suspect_members"]] == [job.pids[4]]
+        assert sorted(p["rank"] for p in report["processes"] if p.get("rank") is not None) == list(range(WORLD))
+        assert "stall: no rank on any node made progress" in (bundle / "report.txt").read_text()
+        # The recorders' merged view: every node reported, each rank waited since before its window.
+        timeline = json.loads((bundle / "timeline.json").read_text())
+        check_ranks(timeline, job, set(range(WORLD)))
+        for p in timeline["processes"]:
+            want = "clock_nanosleep" if p["rank"] == 4 else "read"
+            assert p["waits"][0]["syscall"] == want and p["waits"][0]["before_window"], p
+        assert (bundle / "timeline.txt").read_text().count(" on n") >= WORLD
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+        assert all(Path(f"/proc/{pid}").exists() for pid in job.pids.values())
+
+
+def test_watchdog_across_nodes_stays_quiet_on_a_job_that_keeps_going(ebpf, cluster, tmp_path):
+    out = tmp_path / "out"
+    with IdleJob(cluster, GOING) as job:
+        progs0 = bpf_ids("prog")
+        watchdog_stays_quiet(["watch", "--slurm-job", job.job_id, "--stall", "3", "--output", out], out,
+                             env=cluster.env, recording=lambda: hs.wait_for(
+                                 lambda: set(job.pids.values()) <= watched_pids(), 60,
+                                 "every node to record its ranks"))
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def test_watchdog_across_nodes_fires_on_a_stale_log_while_the_ranks_run(ebpf, cluster, tmp_path):
+    """--log: the ranks keep going but the log stops being written once every node records: the
+    front end ends every node's window (SIGUSR1 through srun), each still reports, and the
+    bundle says why."""
+    import re
+    import threading
+    log = tmp_path / "train.log"
+    log.write_text("step 0\n")
+    with IdleJob(cluster, GOING) as job:
+        progs0 = bpf_ids("prog")
+        hsp = subprocess.Popen([hs.hangscan_bin(), "watch", "--slurm-job", job.job_id, "--stall", "3", "--log",
+                                str(log), "--output", str(tmp_path / "out"), "--once"], env=cluster.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        writing = threading.Event()
+        writing.set()
+
+        def write_log():
+            while writing.is_set():
+                with open(log, "a") as f:
+                    f.write("step\n")
+                time.sleep(0.5)
+
+        writer = threading.Thread(target=write_log)
+        writer.start()
+        try:
+            hs.wait_for(lambda: set(job.pids.values()) <= watched_pids(), 60, "every node to record its ranks")
+            time.sleep(1)
+            writing.clear()  # the training "hangs" its log; its ranks still burn CPU
+            out, err = hsp.communicate(timeout=90)
+        finally:
+            writing.clear()
+            writer.join()
+            if hsp.poll() is None:
+                os.killpg(hsp.pid, signal.SIGKILL)
+                hsp.wait()
+        assert hsp.returncode == 0, err.decode()
+        m = re.search(rf"^hangscan: stall: {re.escape(str(log))} was not written for (\d+) s; capture written to (\S+)$",
+                      out.decode(), re.M)
+        assert m and int(m.group(1)) >= 3, (out, err)
+        bundle = Path(m.group(2))
+        assert (bundle / "report.txt").read_text().startswith(f"stall: {log} was not written for ")
+        timeline = json.loads((bundle / "timeline.json").read_text())
+        check_ranks(timeline, job, set(range(WORLD)))
+        # Ended by the front end, not by a node's own verdict: the ranks were sampled on CPU.
+        assert all(p["samples"] > 0 for p in timeline["processes"]), timeline["processes"]
+        report = json.loads((bundle / "report.json").read_text())
+        assert sorted(p["rank"] for p in report["processes"] if p.get("rank") is not None) == list(range(WORLD))
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")

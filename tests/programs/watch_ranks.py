@@ -5,6 +5,8 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
   reader FIFO   reads one byte at a time from FIFO forever (off CPU in read(), woken by the writer)
   block FIFO    like reader, for a job that stops: nobody writes FIFO
   sleep         sleeps in time.sleep() forever (the odd rank of a stopped job)
+  grow FIFO     waits for one byte on FIFO, then allocates memory until something kills it
+                (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
 """
 import os
 import sys
@@ -22,7 +24,7 @@ def main():
     ready_fd = int(sys.argv[1])
     mode = sys.argv[2]
     fd = None
-    if mode in ("reader", "block"):
+    if mode in ("reader", "block", "grow"):
         fd = os.open(sys.argv[3], os.O_RDWR)  # the test finds it in /proc/PID/fd
     os.write(ready_fd, b"ready\n")
     os.close(ready_fd)
@@ -32,6 +34,10 @@ def main():
         while True:
             if not os.read(fd, 1):
                 return
+    elif mode == "grow":
+        os.read(fd, 1)
+        from ring_allreduce import eat_memory  # the deaths tests' OOM victim, the same way
+        eat_memory()
     elif mode == "sleep":
         while True:
             time.sleep(3600)

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -18,8 +19,10 @@
 #include "fanout/agent.h"
 #include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
+#include "gcore_cmd.h"
 #include "jobs/job_loop.h"
 #include "output.h"
+#include "stall_bundle.h"
 #include "stop_signals.h"
 #include "watch/cluster_watch.h"
 #include "watch/ptrace_recorder.h"
@@ -43,6 +46,8 @@ struct WatchCmdOptions {
   std::string log_file;
   std::string output_dir;
   bool once = false;
+  GcoreDumpOptions gcore;                  // --gcore: cores in the bundle (as dump --gcore)
+  CLI::Option* gcore_dir = nullptr;        // --gcore-dir given: cores there instead
   bool ptrace = false;                     // --ptrace: the fallback sampler even where eBPF works
   std::string slurm_job;                   // --slurm-job: every node of the job (watch_slurm.h)
   bool node_local = false;                 // --node-local: one node's part of --slurm-job
@@ -50,32 +55,23 @@ struct WatchCmdOptions {
   long long timeout_ms = 0;                // node-local: the front end's deadline for this node
 };
 
-// Seconds since `path` was last written; nullopt when it cannot be read.
-std::optional<double> seconds_since_write(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) +
-         (now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
-}
-
-// The watchdog's verdict: why the job is stalled now, or "" when it is not.
-std::string stall_reason(const Watcher& w, const WatchCmdOptions& o,
-                         const std::vector<int>& ranks) {
-  if (!o.log_file.empty()) {
-    auto age = seconds_since_write(o.log_file);
-    if (age && *age >= o.stall)
-      return fmt::format("{} was not written for {:.0f} s", o.log_file, *age);
-  }
-  std::int64_t now = monotonic_ns();
+// CLOCK_MONOTONIC ns of the newest progress of any of `ranks`; 0 when none is known.
+std::int64_t newest_progress_ns(const Watcher& w, const std::vector<int>& ranks) {
   std::int64_t newest = 0;
   for (int pid : ranks) {
     auto it = w.last_progress().find(pid);
     if (it != w.last_progress().end()) newest = std::max(newest, it->second);
   }
+  return newest;
+}
+
+// The watchdog's verdict: why the job is stalled now, or "" when it is not.
+std::string stall_reason(const Watcher& w, const WatchCmdOptions& o,
+                         const std::vector<int>& ranks) {
+  if (auto log = log_stall(o.log_file, o.stall); !log.empty()) return log;
+  std::int64_t newest = newest_progress_ns(w, ranks);
   if (ranks.empty() || newest == 0) return {};
-  double idle = static_cast<double>(now - newest) / 1e9;
+  double idle = static_cast<double>(monotonic_ns() - newest) / 1e9;
   if (idle >= o.stall) return fmt::format("no watched rank made progress for {:.0f} s", idle);
   return {};
 }
@@ -100,24 +96,16 @@ Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std
   for (std::size_t i = 0; i < procs.size(); ++i) members[i].process = std::move(procs[i]);
   SymbolCache symbols;
   JobSnapshot job = run_job(members, run, symbols, std::move(diags));
-  std::time_t t = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&t));
-  std::filesystem::path dir = std::filesystem::path(o.output_dir) / fmt::format("stall-{}", stamp);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error(Errc::io, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
-  OutputOptions text;
-  auto g = group_options(text);
+  auto g = group_options(OutputOptions{});
   Analysis analysis = analyze(job, g ? *g : GroupOptions{});
-  std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n"
-                                    << render_report(job, analysis, text);
-  OutputOptions js;
-  js.format = "json";
-  std::ofstream(dir / "report.json") << render_report(job, analysis, js);
-  std::ofstream(dir / "timeline.txt") << watch_text(rec);
-  std::ofstream(dir / "timeline.json") << watch_json(rec).dump(2) << "\n";
-  return dir.string();
+  auto dir =
+      write_stall_bundle(o.output_dir, reason, job, analysis, {watch_text(rec), watch_json(rec)});
+  if (dir && o.gcore.requested()) {  // after the reports: a core that fails leaves them whole
+    GcoreDumpOptions cores = o.gcore;
+    if (o.gcore_dir == nullptr || o.gcore_dir->count() == 0) cores.dir = *dir;
+    write_job_cores(job, analysis, cores);
+  }
+  return dir;
 }
 
 // The node-local part of `watch --slurm-job`: prints the agent's begin line and picks this
@@ -152,15 +140,20 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
 
 int run_watch(const WatchCmdOptions& given) {
   if (!given.slurm_job.empty() && !given.node_local) {
-    if (given.stall > 0 || !given.pids.empty() || !given.match.empty() || given.ptrace) {
+    if (!given.pids.empty() || !given.match.empty() || given.ptrace || given.gcore.requested()) {
       print_error(
-          "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --stall "
+          "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --gcore "
           "do not go with it",
-          "the watchdog across nodes is not done yet: run 'watch --stall' per node "
-          "(slurm/watchdog.sbatch)");
+          "for cores of a Slurm job's ranks, run 'hangscan --slurm-job ID --gcore'");
       return kExitUsage;
     }
-    return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json});
+    if (given.stall > 0 && given.output_dir.empty()) {
+      print_error("--stall needs --output DIR (where the bundle is written)",
+                  "see 'hangscan watch --help'");
+      return kExitUsage;
+    }
+    return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json,
+                            given.stall, given.log_file, given.output_dir, given.once});
   }
   WatchCmdOptions o = given;
   // Blocked from the start, so a stop during start-up ends the window at once instead of
@@ -180,7 +173,16 @@ int run_watch(const WatchCmdOptions& given) {
     print_error("watch needs --pid PID or --match REGEX", "see 'hangscan watch --help'");
     return kExitUsage;
   }
-  if (o.stall > 0 && o.output_dir.empty()) {
+  if (o.gcore.requested() && o.stall <= 0) {
+    print_error("--gcore goes with --stall (the cores are part of the stall bundle)",
+                "for cores now, run 'hangscan dump --gcore'");
+    return kExitUsage;
+  }
+  if (auto st = check_gcore_options(o.gcore); !st) {
+    print_error(st.error());
+    return kExitUsage;
+  }
+  if (o.stall > 0 && o.output_dir.empty() && !o.node_local) {
     print_error("--stall needs --output DIR (where the bundle is written)",
                 "see 'hangscan watch --help'");
     return kExitUsage;
@@ -198,7 +200,12 @@ int run_watch(const WatchCmdOptions& given) {
     if (!r) {
       const Error& e = r.error();
       print_error(
-          e.what() + fmt::format("; falling back to ptrace samples at {} Hz", kPtraceFallbackHz),
+          e.what() +
+              fmt::format(
+                  "; falling back to ptrace samples at {} Hz (each stops the process 1-5 ms: "
+                  "0.2-1% of its time, counted in the report; no waits, signals "
+                  "or exits)",
+                  kPtraceFallbackHz),
           e.hint);
     } else {
       recorder = std::move(*r);
@@ -224,15 +231,16 @@ int run_watch(const WatchCmdOptions& given) {
   std::fflush(stderr);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
   bool armed = true;
+  std::string node_stall;  // node-local --stall: why this node stopped (the front end judges)
   while (!stop.pending()) {
-    if (o.stall <= 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if ((o.stall <= 0 || o.node_local) && std::chrono::steady_clock::now() >= deadline) break;
     if (auto st = w.step(std::chrono::milliseconds(200)); !st) {
       print_error(st.error());
       break;
     }
-    if (o.stall <= 0) {
+    if (o.stall <= 0 || o.node_local) {
       if (w.all_gone()) break;
-      continue;
+      if (o.stall <= 0) continue;
     }
     std::string reason = stall_reason(w, o, w.rank_pids());
     if (!reason.empty() && armed) {
@@ -245,21 +253,36 @@ int run_watch(const WatchCmdOptions& given) {
     }
     if (!armed) continue;  // one bundle per stall: fires again after progress resumed
     armed = false;
+    if (o.node_local) {  // this node's ranks stopped: its report goes to the front end
+      node_stall = reason;
+      break;
+    }
     auto dir = write_bundle(w, o, reason);
     if (!dir) {
       print_error(dir.error());
       return kExitNothing;
     }
-    fmt::print("hangscan: stall: {}; capture written to {}\n", reason, *dir);
-    std::fflush(stdout);
+    print_stall(reason, *dir);
     if (o.once) return kExitComplete;
   }
+  // Node-local: the front end repeats SIGUSR1 until the step ends; once the window is over it
+  // must not kill us (the mask is restored when `stop` goes).
+  if (o.node_local) std::signal(SIGUSR1, SIG_IGN);
   WatchReport report = w.report();
   if (fallback) report.recorder = "ptrace";
   for (auto& d : diags) report.diagnostics.push_back(std::move(d));
-  if (o.stall > 0) return kExitComplete;
+  if (o.stall > 0 && !o.node_local) return kExitComplete;
   if (o.node_local) {
     nlohmann::json j = watch_json(report);
+    if (o.stall > 0) {  // what the front end's watchdog judges across the nodes
+      // The newest progress seen in this window (null: none; a rank's watch start is not).
+      std::int64_t newest = newest_progress_ns(w, w.rank_pids());
+      nlohmann::json last = nullptr;
+      if (newest > report.start_ns)
+        last = read_node_clock().boot_unix_s + static_cast<double>(newest) / 1e9;
+      j["stall"] = {{"reason", node_stall.empty() ? nlohmann::json() : nlohmann::json(node_stall)},
+                    {"last_progress_unix_s", last}};
+    }
     stamp_node_watch(j, node, report.start_ns, read_node_clock());
     return write_stdout(frame_document(node, j.dump())) ? kExitComplete : kExitNothing;
   }
@@ -296,6 +319,10 @@ void add_watch_command(CLI::App& app, Action& action) {
                   "Watchdog: also a stall when FILE was not written for --stall seconds");
   sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
   sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
+  add_gcore_dump_options(sub, opts->gcore);  // watch: the cores go into the bundle by default
+  opts->gcore_dir = sub->get_option("--gcore-dir");
+  opts->gcore_dir->description("Directory for --gcore cores (default: the stall bundle)");
+  opts->gcore_dir->default_str("");
   sub->add_flag("--ptrace", opts->ptrace,
                 "Sample with ptrace (the fallback when eBPF is not allowed)");
   sub->add_option("--slurm-job", opts->slurm_job,

@@ -23,6 +23,8 @@ TEST(WatchRecords, ExitCodesInWords) {
   EXPECT_EQ(describe_exit_code(0), "exited with status 0");
   EXPECT_EQ(describe_exit_code(SIGKILL), "killed by SIGKILL");
   EXPECT_EQ(describe_exit_code(0x80 | SIGSEGV), "killed by SIGSEGV (core dumped)");
+  // The ptrace fallback sees a process vanish, not its status.
+  EXPECT_EQ(describe_exit_code(-1), "ended (its exit status is not known without eBPF)");
 }
 
 TEST(WatchRecords, SignalNamesTheSenderFromTheHeader) {
