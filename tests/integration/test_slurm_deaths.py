@@ -9,8 +9,6 @@ OOM killer in its Slurm cgroup, with Slurm's state of its step, exactly as the o
 the kernel log's own "Killed process" line and sacct's own record of the step.
 """
 
-import json
-import os
 import re
 import shutil
 import socket
@@ -24,7 +22,7 @@ import pytest
 import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
-from slurm_testlib import HERE as FANOUT, PROGRAMS, SlurmCluster, end_job  # noqa: E402
+from slurm_testlib import HERE as FANOUT, PROGRAMS, SlurmCluster, _run, end_job  # noqa: E402
 import hs_rank_ready  # noqa: E402
 
 from test_deaths import kernel_kill_line, rss_of_kill_line  # noqa: E402
@@ -76,8 +74,8 @@ def oom_job(cluster):
     job_id, pids = "", {}
     try:
         with hs_rank_ready.ParkCollector(ctl) as collector:
-            p = cluster.run(["sbatch", "--parsable", "-N", WORLD, "--mem=300M", "-o", d / "job.out",
-                             "-D", d, script], check=True)
+            p = _run(["sbatch", "--parsable", "-N", WORLD, "--mem=300M", "-o", d / "job.out",
+                      "-D", d, script], env=env)
             job_id = p.stdout.strip().split(";")[0]
             survivors = [r for r in range(WORLD) if r != VICTIM]
             pids = collector.wait(survivors, timeout=90.0,
