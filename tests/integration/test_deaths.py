@@ -200,10 +200,12 @@ def torchrun_node(targets, cg, node_rank, port, log_dir, env):
 def test_torchrun_worker_oom_killed_and_reaped(targets, tmp_path):
     """A 2-node torchrun job (4 ranks, both "nodes" on this machine, the whole job in one memory
     cgroup as a batch system would put it): rank 3 on node 1 is OOM-killed. Node 1's torchrun reaps
-    it, tears down rank 2 (SIGTERM) and exits; node 0's ranks 0-1 wait in all_reduce for ever.
+    it, tears down rank 2 (SIGTERM) and waits in its exit barrier; node 0's ranks 0-1 wait at a barrier through the
+    job's store for ever. (Ranks waiting in a gloo all_reduce instead fail at once when a peer's
+    connection closes, and torchrun then ends the whole job: nothing is left to dump.)
     What the user sees from node 0: ranks 0-1 waiting, ranks 2-3 missing, and the OOM kill in the
-    job's cgroup, with which rank it was left open (two ranks are missing, one death is known;
-    torchrun's own error report, the oracle for the pid, says rank 3)."""
+    job's cgroup, with which rank it was left open (two ranks are missing, one death is known). The
+    oracles: the kernel's own OOM record of the pid that rank 3 reported as its own."""
     import importlib.util
     sys.path.insert(0, str(hs.source_dir() / "tests" / "programs"))
     import hs_rank_ready
@@ -224,16 +226,15 @@ def test_torchrun_worker_oom_killed_and_reaped(targets, tmp_path):
         with open(os.path.join(cg.path, cg.limit_file), "w") as fh:
             fh.write(str(limit))
         os.kill(pids[3], signal.SIGUSR1)
+        # Node 1's torchrun reaps rank 3, ends rank 2 (SIGTERM), then waits in its exit barrier
+        # for node 0's agent (up to 300 s): rank 2 gone is what says the teardown happened.
         end = time.monotonic() + 120
-        while node1.alive():
-            assert time.monotonic() < end, "node 1's torchrun did not exit after its worker died"
+        while os.path.exists(f"/proc/{pids[2]}") or os.path.exists(f"/proc/{pids[3]}"):
+            assert time.monotonic() < end, "node 1's torchrun did not end its workers"
             time.sleep(0.1)
         kill = kernel_kill_line(pids[3])  # the kernel's own record of rank 3's OOM kill
-        summary = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "logs1").rglob("*") if p.is_file())
-        summary += node1.stderr()
-        assert re.search(rf"exitcode\s*:\s*-9 \(pid: {pids[3]}\)", summary), summary[-3000:]
         run = hs.dump(node0.pid, "--subprocesses")
-        assert run.rc == 1, run.describe()
+        assert run.rc == 0, run.describe()  # every process of the report was captured
         doc = run.doc
         assert sorted(p["rank"] for p in doc["processes"] if p["role"] == "rank") == [0, 1]
         assert doc["missing_ranks"] == [2, 3]
@@ -247,7 +248,8 @@ def test_torchrun_worker_oom_killed_and_reaped(targets, tmp_path):
         assert re.fullmatch(
             rf"pid {pids[3]} \({re.escape(comm)}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
             rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, rss {round(death['rss_bytes'] / (1 << 20))} MiB\) "
-            rf"while ranks 2-3 went missing; which rank it was is not known; ranks 0-1 are in \S+ \(\S+:\d+\)",
+            rf"while ranks 2-3 went missing; which rank it was is not known; ranks 0-1 are in oom_step "
+            rf"\(hang_gloo.py:{hs.hs_line('hang_gloo.py', 'gloo-store-barrier')}\)",
             reason), reason
         for t in targets.targets:
             t.kill()
