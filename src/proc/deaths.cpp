@@ -292,16 +292,18 @@ void add_cgroup_oom_evidence(Death& d, int pid) {
 
 }  // namespace
 
-bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id) {
+bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id, std::string_view node) {
   if (job_id.empty()) return false;
   std::string job = fmt::format("/job_{}", job_id);
   for (auto at = cgroup.find(job); at != std::string_view::npos; at = cgroup.find(job, at + 1)) {
     std::size_t end = at + job.size();
-    // v1 "/slurm/uid_0/job_42", "/slurm_n2/uid_0/job_42"; v2
-    // "/system.slice/slurmstepd.scope/job_42"
-    if ((end == cgroup.size() || cgroup[end] == '/') &&
-        cgroup.substr(0, at).find("/slurm") != std::string_view::npos)
-      return true;
+    // v1 /slurm/uid_0/job_42, /slurm_n2/uid_0/job_42; v2 /system.slice/slurmstepd.scope/job_42
+    auto slurm = cgroup.substr(0, at).find("/slurm");
+    if ((end != cgroup.size() && cgroup[end] != '/') || slurm == std::string_view::npos) continue;
+    // Several slurmd on one host name their hierarchies "slurm_NODE": another node's is not ours.
+    std::string_view level = cgroup.substr(slurm + 1);
+    level = level.substr(0, level.find('/'));
+    return node.empty() || level.substr(0, 6) != "slurm_" || level.substr(6) == node;
   }
   return false;
 }
@@ -314,7 +316,8 @@ DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
   }
   // The root has no limit: a memory cgroup OOM names a real cgroup; a global one names none.
   if (k.oom_memcg.empty() || k.oom_memcg == "/") return DeathLink::none;
-  if (in_slurm_job_cgroup(k.oom_memcg, e.slurm_job_id)) return DeathLink::slurm_cgroup;
+  if (in_slurm_job_cgroup(k.oom_memcg, e.slurm_job_id, e.slurm_node))
+    return DeathLink::slurm_cgroup;
   for (const std::string& cg : e.memory_cgroups) {
     if (cg == k.oom_memcg ||
         (cg.size() > k.oom_memcg.size() && cg.compare(0, k.oom_memcg.size(), k.oom_memcg) == 0 &&
@@ -465,6 +468,7 @@ void explain_deaths(JobSnapshot& job, const std::string& host, const SlurmDeathS
   if (window_start == UINT64_MAX && !slurm_start_boot_s) return;
   JobEvidence evidence = gather_evidence(job, host);
   evidence.slurm_job_id = slurm.job_id;
+  evidence.slurm_node = host;
   double window_s = window_start == UINT64_MAX
                         ? *slurm_start_boot_s
                         : static_cast<double>(window_start) / evidence.ticks_per_s;

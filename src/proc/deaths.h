@@ -44,6 +44,7 @@ struct JobEvidence {
   std::map<int, std::uint64_t> dead;  // dead processes of the tree: pid -> start ticks (0: unknown)
   std::vector<std::string> memory_cgroups;  // the members' memory cgroups (hierarchy-relative)
   std::string slurm_job_id;  // a Slurm job: its cgroups (task/cgroup) are .../job_ID/...
+  std::string slurm_node;    // this node's Slurm name (hierarchies "slurm_NODE" of multiple slurmd)
   double ticks_per_s = 100;
 };
 
@@ -58,7 +59,9 @@ DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e);
 
 // True when `cgroup` is Slurm job `job_id`'s or below it: a "job_ID" level under a "slurm..."
 // one (v1 /slurm/uid_0/job_42/step_0, /slurm_n2/...; v2 /system.slice/slurmstepd.scope/job_42).
-bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id);
+// A "slurm_NAME" level (several slurmd on one host) must name `node` when `node` is given.
+bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id,
+                         std::string_view node = {});
 
 // The memory cgroup of a /proc/PID/cgroup text: the v1 "memory" line, else the v2 "0::" line;
 // empty when neither is there.

@@ -189,6 +189,10 @@ TEST(DeathLinks, SlurmJobCgroupNames) {
   EXPECT_FALSE(in_slurm_job_cgroup("/slurm/uid_1000/job_421/step_0", "42"));
   EXPECT_FALSE(in_slurm_job_cgroup("/kubepods/job_42/step_0", "42"));  // not Slurm's
   EXPECT_FALSE(in_slurm_job_cgroup("/slurm/uid_1000/job_42", ""));
+  // Several slurmd on one host (the test cluster): each node's own hierarchy only.
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm_n2/uid_0/job_1/step_1", "1", "n2"));
+  EXPECT_FALSE(in_slurm_job_cgroup("/slurm_n2/uid_0/job_1/step_1", "1", "n1"));
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm/uid_0/job_1/step_1", "1", "n1"));
 }
 
 }  // namespace
