@@ -106,17 +106,17 @@ bool step_failed(const SlurmStepRecord& r) {
 
 void join_slurm_records(JobSnapshot& job, const std::vector<SlurmStepRecord>& records) {
   std::vector<const SlurmStepRecord*> used;
-  auto join = [&](Death& d) {
-    if (d.host.empty()) return;
-    if (const SlurmStepRecord* r = step_of_node(records, d.host)) {
+  auto join = [&](Death& d, const std::string& host) {
+    if (host.empty()) return;
+    if (const SlurmStepRecord* r = step_of_node(records, host)) {
       attach(d, *r);
       used.push_back(r);
     }
   };
   for (ProcessSnapshot& p : job.processes) {
-    if (p.death) join(*p.death);
+    if (p.death) join(*p.death, p.death->host.empty() ? p.host : p.death->host);
   }
-  for (Death& d : job.deaths) join(d);
+  for (Death& d : job.deaths) join(d, d.host);
   for (const SlurmStepRecord& r : records) {
     if (!rank_step(r) || !step_failed(r) || r.nodes.empty()) continue;
     bool joined = false;

@@ -93,7 +93,7 @@ JobSnapshot rich_job() {
   crashed.core = ci;
   job.processes.push_back(crashed);
   job.processes[0].memory =
-      MemoryUsage{1 << 30, 2u << 30, "/slurm/job_1", 3u << 30, 4u << 30, 5u << 30};
+      MemoryUsage{1ull << 30, 2ull << 30, "/slurm/job_1", 3ull << 30, 4ull << 30, 5ull << 30};
   Death oom;
   oom.how = "oom-kill";
   oom.host = "n2";
