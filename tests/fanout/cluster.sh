@@ -15,6 +15,9 @@
 #                           memory cgroup limit, and a step whose task the OOM killer hit ends
 #                           OUT_OF_MEMORY. Slurm's cgroups are slurm_hs<PORT>_<node> under each
 #                           v1 controller; `stop` removes them.
+#   Either makes job ids start at the cluster's port base (FirstJobId): all "nodes" of every test
+#   cluster on this machine share one pid namespace and one kernel log, and a job 1 of another
+#   cluster running at the same time would otherwise be taken for ours (tasks, Slurm cgroups).
 #
 # Why this shape: everything lives under DIR (munge socket and key, state, spool, logs, pids)
 # so two clusters or a stray system install never collide; daemons run in the foreground in
@@ -156,6 +159,7 @@ SlurmdTimeout=300
 KillWait=2
 InactiveLimit=0
 MinJobAge=2
+$([ $acct = 1 ] || [ $cg = 1 ] && echo "FirstJobId=${base}")
 NodeName=n[1-${n}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + n)) CPUs=4 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=n[1-${n}] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
