@@ -52,6 +52,9 @@ TEST(DeathWords, SlurmsRecordOfTheStep) {
   only.slurm_state = "OUT_OF_MEMORY";
   only.slurm_exit_code = "0:125";
   EXPECT_EQ(death_words(only), "died; Slurm: step 42.1 OUT_OF_MEMORY (exit code 0:125)");
+  only.slurm_state = "RUNNING";  // a step whose other tasks still run: no exit code yet
+  only.slurm_exit_code = "0:0";
+  EXPECT_EQ(death_words(only), "died; Slurm: step 42.1 RUNNING");
   // A coredumpctl entry is said as it is, after Slurm's record.
   d.core_dumped = true;
   d.core =
