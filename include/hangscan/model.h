@@ -137,6 +137,7 @@ struct MemoryUsage {
   std::string cgroup;                           // memory cgroup path ("" unknown)
   std::optional<std::uint64_t> cgroup_usage_bytes;
   std::optional<std::uint64_t> cgroup_limit_bytes;  // nullopt: no limit
+  std::optional<std::uint64_t> gpu_bytes;           // NVML, when the node has it
   bool operator==(const MemoryUsage&) const = default;
 };
 
@@ -158,6 +159,11 @@ struct Death {
   std::string comm;
   std::string host;
   std::optional<int> rank;  // linked to a rank (see docs/ranks.md)
+  // Slurm's record (sacct) of the step that ran on this death's node: "42.1", "OUT_OF_MEMORY",
+  // "0:125" (exit code:signal as sacct prints it); empty outside Slurm or without accounting.
+  std::string slurm_step;
+  std::string slurm_state;
+  std::string slurm_exit_code;
   bool operator==(const Death&) const = default;
 };
 

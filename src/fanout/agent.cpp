@@ -10,6 +10,7 @@
 
 #include "corewrite/member_core.h"
 #include "discovery/discovery.h"
+#include "fanout/coredumps.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "jobs/job_loop.h"
@@ -187,6 +188,8 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   run.deadline = Deadline::after(o.timeout);
   run.host = o.node;
   run.explain_deaths = true;
+  run.slurm_job_id = o.job_id;
+  run.slurm_job_start = o.job_start;
   run.resolve_waits = true;
   std::vector<Diagnostic> found;
   auto procs = discover_job_processes(o, found);
@@ -195,6 +198,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   for (std::size_t i = 0; i < procs->size(); ++i) members[i].process = std::move((*procs)[i]);
   SymbolCache symbols;
   JobSnapshot job = run_job(members, run, symbols, std::move(found));
+  locate_coredumps(job, run.deadline);
   job.job_id = o.job_id;
   return job;
 }

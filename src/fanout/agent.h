@@ -56,6 +56,7 @@ struct AgentOptions {
   std::string job_id;                      // --slurm-job; "" in --match mode
   std::string node;                        // the node name to report (validated)
   std::vector<std::string> exclude_steps;  // --exclude-step, plus the agent's own step
+  std::optional<double> job_start;         // --job-start: the Slurm job's start (Unix seconds)
   std::string match;                       // --match REGEX (pdsh mode)
   CaptureOptions capture;
   std::chrono::milliseconds timeout{25000};  // for the whole node

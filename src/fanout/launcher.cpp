@@ -7,6 +7,7 @@ ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
   ClusterRun run;
   run.result = read_job_answers(launcher.run_agents(plan.nodes, capture_args, progress));
   run.merged = run.result.merged(plan.job_id, plan.world_size);
+  launcher.annotate(run.merged);
   return run;
 }
 

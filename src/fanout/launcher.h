@@ -39,6 +39,9 @@ class Launcher {
   virtual AgentAnswers run_agents(const std::vector<std::string>& nodes,
                                   const std::vector<std::string>& agent_args,
                                   const ProgressFn& progress) const = 0;
+  // Adds what the scheduler itself recorded of the job (Slurm: sacct's step states joined to
+  // the deaths) to the merged report; nothing by default.
+  virtual void annotate(JobSnapshot& /*job*/) const {}
 };
 
 // The capture round of a cluster mode, merged.

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "fanout/hostlist.h"
+#include "fanout/sacct.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
 
@@ -168,7 +169,10 @@ Result<SlurmJob> resolve_slurm_job(const SlurmOptions& o, const Deadline& deadli
   job->nodes = std::move(*nodes);
   std::vector<std::string> show{o.scontrol, "show", "job", o.job_id};
   auto s = run_slurm_command(show, deadline);
-  if (s && s->succeeded()) job->num_tasks = parse_num_tasks(s->out);
+  if (s && s->succeeded()) {
+    job->num_tasks = parse_num_tasks(s->out);
+    job->start = parse_start_time(s->out);
+  }
   return job;
 }
 
@@ -199,6 +203,10 @@ std::vector<std::string> build_srun_argv(const SlurmOptions& o,
       "--timeout-ms",
       std::to_string(agent_timeout.count()),
   };
+  if (o.job_start) {
+    argv.push_back("--job-start");
+    argv.push_back(fmt::format("{:.0f}", *o.job_start));
+  }
   if (!o.context.step_id.empty() && o.context.job_id == o.job_id) {
     argv.push_back("--exclude-step");
     argv.push_back(o.context.step_id);
@@ -288,6 +296,7 @@ class SlurmLauncher : public Launcher {
   Result<LaunchPlan> plan() override {
     auto job = resolve_slurm_job(options_, Deadline::after(options_.timeout));
     if (!job) return job.error();
+    options_.job_start = job->start;
     LaunchPlan plan;
     plan.job_id = job->id;
     plan.world_size = job->num_tasks;
@@ -305,6 +314,14 @@ class SlurmLauncher : public Launcher {
     round.agent_args = agent_args;
     round.progress = progress;
     return run_slurm_agents(round, nodes);
+  }
+
+  // sacct's records of the job's steps, joined to the deaths; nothing without accounting.
+  void annotate(JobSnapshot& job) const override {
+    auto r = run_slurm_command(sacct_argv(options_.sacct, options_.job_id),
+                               Deadline::after(std::chrono::milliseconds(10000)));
+    if (!r || !r->succeeded()) return;
+    join_slurm_records(job, parse_sacct(r->out));
   }
 
  private:

@@ -32,6 +32,7 @@ struct SlurmJob {
   std::string nodelist;            // as squeue prints it: "n[1-3]"
   std::vector<std::string> nodes;  // expanded by scontrol show hostnames, validated
   std::optional<int> num_tasks;    // scontrol show job: NumTasks (the world size)
+  std::optional<double> start;     // scontrol show job: StartTime (Unix seconds)
 };
 
 // Where hangscan runs, from its own environment: inside a step of some job or not.
@@ -51,7 +52,9 @@ struct SlurmOptions {
   std::string srun = "srun";
   std::string squeue = "squeue";
   std::string scontrol = "scontrol";
-  int max_rounds = 3;  // srun attempts, each without nodes that failed
+  std::string sacct = "sacct";
+  std::optional<double> job_start;  // passed to the agents (--job-start): their deaths' window
+  int max_rounds = 3;               // srun attempts, each without nodes that failed
   ProgressFn progress;
 };
 

@@ -83,8 +83,15 @@ std::string death_words(const Death& d) {
     if (!d.detail.empty()) s += " (" + d.detail + ")";
   } else if (d.how == "exited") {
     s = fmt::format("exited with code {}{}", d.exit_code.value_or(0), when);
+  } else if (d.how == "slurm") {
+    s = "died";  // Slurm's record below is all that is known
   } else {
     s = "died" + when;
+  }
+  if (!d.slurm_step.empty()) {
+    s += fmt::format("; Slurm: step {} {}", d.slurm_step, d.slurm_state);
+    if (!d.slurm_exit_code.empty() && d.slurm_exit_code != "0:0")
+      s += fmt::format(" (exit code {})", d.slurm_exit_code);
   }
   // A core file is named with the command that reads it; anything else (systemd-coredump, a
   // program in core_pattern, a pattern that cannot be expanded) is said as it is.

@@ -13,6 +13,7 @@
 #include "discovery/environ_memory.h"
 #include "group/progress.h"
 #include "proc/deaths.h"
+#include "proc/gpu_memory.h"
 #include "proc/socket_waits.h"
 #include "target/live_target.h"
 #include "util/contain.h"
@@ -109,6 +110,16 @@ JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o,
   return job;
 }
 
+// GPU memory of this node's live processes (NVML, when the node has it: nothing otherwise).
+void add_gpu_memory(JobSnapshot& job) {
+  auto gpu = gpu_memory_by_pid();
+  if (!gpu) return;
+  for (ProcessSnapshot& p : job.processes) {
+    auto it = gpu->find(p.pid);
+    if (!p.core && p.memory && it != gpu->end()) p.memory->gpu_bytes = it->second;
+  }
+}
+
 }  // namespace
 
 JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols,
@@ -132,7 +143,10 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     }
     for (auto& d : job.diagnostics) d.host = o.host;
   }
-  if (o.explain_deaths) explain_deaths(job, o.host);
+  if (o.explain_deaths) {
+    explain_deaths(job, o.host, {o.slurm_job_id, o.slurm_job_start});
+    add_gpu_memory(job);
+  }
   if (o.resolve_waits) resolve_socket_waits(job, o.host);
   return job;
 }

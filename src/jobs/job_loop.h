@@ -39,6 +39,8 @@ struct JobOptions {
   Deadline deadline = Deadline::never();  // members not reached by then are snapshots saying so
   std::string host;                       // node name for every snapshot and diagnostic ("": local)
   bool explain_deaths = false;            // live jobs: the node's record of processes that died
+  std::string slurm_job_id;               // a Slurm job's agent: its cgroups and start link deaths
+  std::optional<double> slurm_job_start;  // the Slurm job's StartTime (Unix seconds)
   bool resolve_waits = false;  // live jobs: who waits on whom through sockets (proc/socket_waits.h)
   int samples = 1;             // snapshots of every member (progress when > 1)
   double interval_s = 1.0;     // between samples

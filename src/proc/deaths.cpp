@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/gpu_xid.h"
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
@@ -291,6 +292,22 @@ void add_cgroup_oom_evidence(Death& d, int pid) {
 
 }  // namespace
 
+bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id, std::string_view node) {
+  if (job_id.empty()) return false;
+  std::string job = fmt::format("/job_{}", job_id);
+  for (auto at = cgroup.find(job); at != std::string_view::npos; at = cgroup.find(job, at + 1)) {
+    std::size_t end = at + job.size();
+    // v1 /slurm/uid_0/job_42, /slurm_n2/uid_0/job_42; v2 /system.slice/slurmstepd.scope/job_42
+    auto slurm = cgroup.substr(0, at).find("/slurm");
+    if ((end != cgroup.size() && cgroup[end] != '/') || slurm == std::string_view::npos) continue;
+    // Several slurmd on one host name their hierarchies "slurm_NODE": another node's is not ours.
+    std::string_view level = cgroup.substr(slurm + 1);
+    level = level.substr(0, level.find('/'));
+    return node.empty() || level.substr(0, 6) != "slurm_" || level.substr(6) == node;
+  }
+  return false;
+}
+
 DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
   if (auto d = e.dead.find(k.pid); d != e.dead.end()) {
     // A dead process of the tree that started after this death has the pid of an earlier one.
@@ -299,6 +316,8 @@ DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e) {
   }
   // The root has no limit: a memory cgroup OOM names a real cgroup; a global one names none.
   if (k.oom_memcg.empty() || k.oom_memcg == "/") return DeathLink::none;
+  if (in_slurm_job_cgroup(k.oom_memcg, e.slurm_job_id, e.slurm_node))
+    return DeathLink::slurm_cgroup;
   for (const std::string& cg : e.memory_cgroups) {
     if (cg == k.oom_memcg ||
         (cg.size() > k.oom_memcg.size() && cg.compare(0, k.oom_memcg.size(), k.oom_memcg) == 0 &&
@@ -381,6 +400,32 @@ bool merge_into_member(JobSnapshot& job, const std::string& host, const KernelDe
   return true;
 }
 
+// The GPUs' own error reports of the job's window, one diagnostic for the node; an Xid naming
+// a dead process of the report is evidence of its death too.
+void note_gpu_errors(JobSnapshot& job, const std::string& host, const std::vector<XidEvent>& xids) {
+  if (xids.empty()) return;
+  constexpr std::size_t kListed = 5;
+  std::string s = xids.size() == 1
+                      ? std::string("a GPU error in the job's window: ")
+                      : fmt::format("{} GPU errors in the job's window: ", xids.size());
+  for (std::size_t i = 0; i < xids.size() && i < kListed; ++i) {
+    s += (i ? "; " : "") + xid_words(xids[i]);
+    for (ProcessSnapshot& p : job.processes) {
+      if (p.death && xids[i].pid == p.pid && (host.empty() || p.host == host || p.host.empty()))
+        p.death->evidence.push_back(fmt::format("kernel log (NVIDIA Xid {})", xids[i].xid));
+    }
+  }
+  if (xids.size() > kListed) s += fmt::format("; and {} more", xids.size() - kListed);
+  Diagnostic d;
+  d.severity = Diagnostic::Severity::warning;
+  d.message = std::move(s);
+  d.hint =
+      "NVIDIA's \"Xid Errors\" table says what each code means; 'nvidia-smi -q' on the node "
+      "shows the GPU's state now";
+  d.host = host;
+  job.diagnostics.push_back(std::move(d));
+}
+
 void name_cores(JobSnapshot& job) {
   auto pattern = read_text_file("/proc/sys/kernel/core_pattern", 4096);
   auto uses_pid = read_text_file("/proc/sys/kernel/core_uses_pid", 64);
@@ -402,7 +447,7 @@ void name_cores(JobSnapshot& job) {
 
 }  // namespace
 
-void explain_deaths(JobSnapshot& job, const std::string& host) {
+void explain_deaths(JobSnapshot& job, const std::string& host, const SlurmDeathScope& slurm) {
   std::uint64_t window_start = UINT64_MAX;
   for (ProcessSnapshot& p : job.processes) {
     if (!host.empty() && !p.host.empty() && p.host != host) continue;
@@ -417,11 +462,21 @@ void explain_deaths(JobSnapshot& job, const std::string& host) {
       }
     }
   }
-  if (window_start == UINT64_MAX) return;
+  // A Slurm job whose processes on this node are all gone still has a window: its start.
+  std::optional<double> slurm_start_boot_s;
+  if (slurm.start) slurm_start_boot_s = *slurm.start - wall_from_boot(0);
+  if (window_start == UINT64_MAX && !slurm_start_boot_s) return;
   JobEvidence evidence = gather_evidence(job, host);
-  double window_s = static_cast<double>(window_start) / evidence.ticks_per_s;
+  evidence.slurm_job_id = slurm.job_id;
+  evidence.slurm_node = host;
+  double window_s = window_start == UINT64_MAX
+                        ? *slurm_start_boot_s
+                        : static_cast<double>(window_start) / evidence.ticks_per_s;
+  if (slurm_start_boot_s) window_s = std::min(window_s, *slurm_start_boot_s);
   std::vector<KernelDeath> unlinked;
-  for (KernelDeath& k : kernel_deaths(read_kernel_log())) {
+  std::vector<KernelRecord> records = read_kernel_log();
+  note_gpu_errors(job, host, xid_events(records, window_s));
+  for (KernelDeath& k : kernel_deaths(records)) {
     if (k.boot_s < window_s) continue;
     k.death.at = wall_from_boot(k.boot_s);
     k.death.pid = k.pid;

@@ -43,15 +43,25 @@ std::vector<KernelDeath> kernel_deaths(const std::vector<KernelRecord>& records)
 struct JobEvidence {
   std::map<int, std::uint64_t> dead;  // dead processes of the tree: pid -> start ticks (0: unknown)
   std::vector<std::string> memory_cgroups;  // the members' memory cgroups (hierarchy-relative)
+  std::string slurm_job_id;  // a Slurm job: its cgroups (task/cgroup) are .../job_ID/...
+  std::string slurm_node;    // this node's Slurm name (hierarchies "slurm_NODE" of multiple slurmd)
   double ticks_per_s = 100;
 };
 
 // How a kernel-log death is linked to the job: its pid is a dead process of the job's tree
 // (a member or a zombie descendant, started before the death), or it was killed for the limit
-// of a memory cgroup that holds a member (the member's own cgroup or a parent of it). `none`:
-// nothing links it, it is not the job's.
-enum class DeathLink { none, tree_pid, memory_cgroup };
+// of a memory cgroup that holds a member (the member's own cgroup or a parent of it), or of the
+// Slurm job's own cgroup (a "slurm..." hierarchy with a "job_ID" level: Slurm's task/cgroup
+// names it so, and it outlives a step whose processes are all gone). `none`: nothing links it,
+// it is not the job's.
+enum class DeathLink { none, tree_pid, memory_cgroup, slurm_cgroup };
 DeathLink link_kernel_death(const KernelDeath& k, const JobEvidence& e);
+
+// True when `cgroup` is Slurm job `job_id`'s or below it: a "job_ID" level under a "slurm..."
+// one (v1 /slurm/uid_0/job_42/step_0, /slurm_n2/...; v2 /system.slice/slurmstepd.scope/job_42).
+// A "slurm_NAME" level (several slurmd on one host) must name `node` when `node` is given.
+bool in_slurm_job_cgroup(std::string_view cgroup, std::string_view job_id,
+                         std::string_view node = {});
 
 // The memory cgroup of a /proc/PID/cgroup text: the v1 "memory" line, else the v2 "0::" line;
 // empty when neither is there.
@@ -73,11 +83,18 @@ std::optional<int> parse_stat_exit_code(std::string_view stat_text);
 // the pattern is relative); empty when no core can be named.
 std::string core_destination(std::string_view core_pattern, int pid, const std::string& comm);
 
+// A Slurm job's identity on a node that may hold none of its processes any more.
+struct SlurmDeathScope {
+  std::string job_id;
+  std::optional<double> start;  // the job's StartTime, Unix seconds
+};
+
 // Fills `death` of this node's zombies and dead processes of `job` (host `host`), and adds to
-// job.deaths the kernel log's deaths since the job's oldest process started that
-// link_kernel_death links to the job and that no process of the report is; the others make one
-// info diagnostic (unlinked_deaths_note). Reads /proc/PID/stat, /proc/PID/cgroup, the process
-// tree, /dev/kmsg (root; else nothing from the log) and kernel.core_pattern.
-void explain_deaths(JobSnapshot& job, const std::string& host);
+// job.deaths the kernel log's deaths since the job's oldest process started (or the Slurm job's
+// start) that link_kernel_death links to the job and that no process of the report is; the
+// others make one info diagnostic (unlinked_deaths_note). Reads /proc/PID/stat,
+// /proc/PID/cgroup, the process tree, /dev/kmsg (root; else nothing from the log) and
+// kernel.core_pattern.
+void explain_deaths(JobSnapshot& job, const std::string& host, const SlurmDeathScope& slurm = {});
 
 }  // namespace hangscan

@@ -222,6 +222,13 @@ class Converter {
     d.comm = str(o, "comm", path);
     d.host = str(o, "host", path);
     d.rank = opt_int(o, "rank", path, 0, kMax);
+    if (const json* s = member(o, "slurm")) {
+      const Path sp = at(path, "slurm");
+      const json& so = object(*s, sp);
+      d.slurm_step = str(so, "step", sp);
+      d.slurm_state = str(so, "state", sp);
+      d.slurm_exit_code = str(so, "exit_code", sp);
+    }
     return d;
   }
 
@@ -251,6 +258,7 @@ class Converter {
     m.cgroup = str(mo, "cgroup", mp);
     m.cgroup_usage_bytes = opt_bytes(mo, "cgroup_usage_bytes", mp);
     m.cgroup_limit_bytes = opt_bytes(mo, "cgroup_limit_bytes", mp);
+    m.gpu_bytes = opt_bytes(mo, "gpu_bytes", mp);
     return m;
   }
 

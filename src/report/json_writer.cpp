@@ -170,7 +170,8 @@ json memory_json(const std::optional<MemoryUsage>& m) {
           {"peak_rss_bytes", opt(m->peak_rss_bytes)},
           {"cgroup", string_or_null(m->cgroup)},
           {"cgroup_usage_bytes", opt(m->cgroup_usage_bytes)},
-          {"cgroup_limit_bytes", opt(m->cgroup_limit_bytes)}};
+          {"cgroup_limit_bytes", opt(m->cgroup_limit_bytes)},
+          {"gpu_bytes", opt(m->gpu_bytes)}};
 }
 
 json death_json(const Death& d) {
@@ -189,7 +190,11 @@ json death_json(const Death& d) {
           {"pid", opt(d.pid)},
           {"comm", string_or_null(d.comm)},
           {"host", string_or_null(d.host)},
-          {"rank", opt(d.rank)}};
+          {"rank", opt(d.rank)},
+          {"slurm", d.slurm_step.empty() ? json(nullptr)
+                                         : json{{"step", d.slurm_step},
+                                                {"state", d.slurm_state},
+                                                {"exit_code", d.slurm_exit_code}}}};
 }
 
 json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {

@@ -64,10 +64,12 @@ std::string human_bytes(std::uint64_t bytes) {
 std::string memory_words(const std::optional<MemoryUsage>& m) {
   if (!m || !m->rss_bytes) return {};
   std::string s = "rss " + human_bytes(*m->rss_bytes);
-  if (m->cgroup_limit_bytes) return s + " of " + human_bytes(*m->cgroup_limit_bytes) + " (cgroup)";
+  std::string gpu = m->gpu_bytes ? ", gpu " + human_bytes(*m->gpu_bytes) : std::string();
+  if (m->cgroup_limit_bytes)
+    return s + " of " + human_bytes(*m->cgroup_limit_bytes) + " (cgroup)" + gpu;
   if (m->peak_rss_bytes && *m->peak_rss_bytes > *m->rss_bytes)
     s += " (peak " + human_bytes(*m->peak_rss_bytes) + ")";
-  return s;
+  return s + gpu;
 }
 
 class TextWriter {

@@ -8,6 +8,17 @@
 #                           recorded in DIR/pids), and any slurmstepd still serving DIR
 #   cluster.sh status DIR   daemons alive or not, and sinfo
 #
+# Opt-in (off by default: they cost start-up time and most tests need neither):
+#   HS_SLURM_ACCOUNTING=1   a MariaDB server (its own datadir, socket and port under DIR) and
+#                           slurmdbd, so sacct answers; `stop` stops both and removes the data.
+#   HS_SLURM_CGROUP=1       task/cgroup with ConstrainRAMSpace (cgroup v1): a step's --mem is a
+#                           memory cgroup limit, and a step whose task the OOM killer hit ends
+#                           OUT_OF_MEMORY. Slurm's cgroups are slurm_hs<PORT>_<node> under each
+#                           v1 controller; `stop` removes them.
+#   Either makes job ids start at the cluster's port base (FirstJobId): all "nodes" of every test
+#   cluster on this machine share one pid namespace and one kernel log, and a job 1 of another
+#   cluster running at the same time would otherwise be taken for ours (tasks, Slurm cgroups).
+#
 # Why this shape: everything lives under DIR (munge socket and key, state, spool, logs, pids)
 # so two clusters or a stray system install never collide; daemons run in the foreground in
 # their own sessions so the pid we record is the daemon itself, and stop never kills by name.
@@ -37,6 +48,12 @@ node_count() {
   [ "$n" -ge 1 ] && [ "$n" -le 256 ] || { log "HS_SLURM_NODES must be 1-256, not $n"; exit 64; }
   echo "$n"
 }
+# An opt-in read at start, then from DIR/slurm.conf ("# accounting: 1").
+opt_on() {
+  local v
+  if [ "$cmd" = start ]; then v=${!2:-0}; else v=$(sed -n "s/^# $1: //p" "$conf" 2>/dev/null); fi
+  [ "$v" = 1 ]
+}
 nodes=()
 start_deadline_s=${HS_SLURM_START_TIMEOUT:-60}
 stop_deadline_s=${HS_SLURM_STOP_TIMEOUT:-15}
@@ -54,13 +71,15 @@ block_free() {
   for ((p = $1; p <= $1 + $2; p++)); do port_free "$p" || return 1; done
 }
 
-# First base port with base..base+N all free (slurmctld + N slurmd).
+# First base port with base..base+N all free (slurmctld + N slurmd; + slurmdbd and MariaDB
+# with accounting).
 choose_ports() {
   if [ -n "${HS_SLURM_PORT_BASE:-}" ]; then
     echo "$HS_SLURM_PORT_BASE"
     return
   fi
   local n=${#nodes[@]}
+  opt_on accounting HS_SLURM_ACCOUNTING && n=$((n + 2))
   local base=$((20000 + ($$ * 7) % 20000))
   local tries=0
   while [ $tries -lt 200 ]; do
@@ -92,9 +111,14 @@ write_conf() {
   local base=$1 host
   host=$(hostname -s)
   local n=${#nodes[@]}
+  local acct=0 cg=0 dbd_port=$((base + n + 1))
+  opt_on accounting HS_SLURM_ACCOUNTING && acct=1
+  opt_on cgroup HS_SLURM_CGROUP && cg=1
   cat >"$conf" <<EOF
 # Written by hangscan tests/fanout/cluster.sh; a private test cluster, not for production.
 # nodes: ${n}
+# accounting: ${acct}
+# cgroup: ${cg}
 ClusterName=hstest
 SlurmctldHost=${host}(127.0.0.1)
 SlurmctldPort=${base}
@@ -112,14 +136,22 @@ SlurmdLogFile=${dir}/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$([ $cg = 1 ] && echo TaskPlugin=task/cgroup || echo TaskPlugin=task/none)
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=$([ $cg = 1 ] && echo CR_Core_Memory || echo CR_Core)
 SlurmdParameters=config_overrides
 SchedulerType=sched/builtin
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(if [ $acct = 1 ]; then
+    echo "AccountingStorageType=accounting_storage/slurmdbd"
+    echo "AccountingStorageHost=127.0.0.1"
+    echo "AccountingStoragePort=${dbd_port}"
+    # Clients reach slurmdbd with the munge socket named here, not AuthInfo's (22.05).
+    echo "AccountingStoragePass=${dir}/munge/munge.socket"
+  else
+    echo "AccountingStorageType=accounting_storage/none"
+  fi)
 JobCompType=jobcomp/none
 ReturnToService=2
 MessageTimeout=5
@@ -127,6 +159,7 @@ SlurmdTimeout=300
 KillWait=2
 InactiveLimit=0
 MinJobAge=2
+$([ $acct = 1 ] || [ $cg = 1 ] && echo "FirstJobId=${base}")
 NodeName=n[1-${n}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + n)) CPUs=4 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=n[1-${n}] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
@@ -152,6 +185,63 @@ start_munge() {
   done
 }
 
+# cgroup.conf next to slurm.conf (Slurm reads it from there).
+write_cgroup_conf() {
+  cat >"$dir/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainRAMSpace=yes
+ConstrainSwapSpace=no
+EOF
+}
+
+# MariaDB as a plain process: its own datadir, socket and TCP port under DIR (slurmdbd speaks
+# TCP only), a user for slurmdbd, then slurmdbd itself and the cluster registered in it.
+start_accounting() {
+  local db_port=$1 dbd_port=$2 db=$dir/db
+  rm -rf "$db"
+  mkdir -p "$db"
+  mariadb-install-db --no-defaults --datadir="$db" --user=root --auth-root-authentication-method=socket \
+    --skip-test-db >"$dir/log/mariadb-install.log" 2>&1 || { log "mariadb-install-db failed (see $dir/log/mariadb-install.log)"; return 1; }
+  start_daemon mariadbd "$dir/log/mariadbd.out" mariadbd --no-defaults --datadir="$db" --user=root \
+    --socket="$dir/run/mysql.sock" --port="$db_port" --bind-address=127.0.0.1 --skip-name-resolve \
+    --pid-file="$dir/run/mariadbd.pid" --log-error="$dir/log/mariadbd.log" --innodb-buffer-pool-size=16M
+  local deadline=$((SECONDS + 30))
+  until mariadb --no-defaults --socket="$dir/run/mysql.sock" -e 'select 1' >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && { log "mariadbd not up after 30s (see $dir/log/mariadbd.log)"; return 1; }
+    alive "$(pid_of mariadbd)" || { log "mariadbd died (see $dir/log/mariadbd.log)"; return 1; }
+    sleep 0.1
+  done
+  mariadb --no-defaults --socket="$dir/run/mysql.sock" -e \
+    "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'hstest'; GRANT ALL ON *.* TO 'slurm'@'127.0.0.1';"
+  (umask 077; cat >"$dir/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=${dir}/munge/munge.socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=${dbd_port}
+SlurmUser=root
+DebugLevel=info
+LogFile=${dir}/log/slurmdbd.log
+PidFile=${dir}/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=${db_port}
+StorageUser=slurm
+StoragePass=hstest
+StorageLoc=hs_acct_db
+EOF
+)
+  start_daemon slurmdbd "$dir/log/slurmdbd.out" env SLURM_CONF="$conf" slurmdbd -D
+  deadline=$((SECONDS + 30))
+  until SLURM_CONF=$conf sacctmgr -i add cluster hstest >/dev/null 2>&1 ||
+        SLURM_CONF=$conf sacctmgr -n list cluster format=cluster 2>/dev/null | grep -q hstest; do
+    [ $SECONDS -ge $deadline ] && { log "slurmdbd not answering after 30s (see $dir/log/slurmdbd.log)"; return 1; }
+    alive "$(pid_of slurmdbd)" || { log "slurmdbd died (see $dir/log/slurmdbd.log)"; return 1; }
+    sleep 0.2
+  done
+}
+
 nodes_idle() {
   local states
   states=$(SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
@@ -170,7 +260,11 @@ do_start() {
   local base
   base=$(choose_ports)
   write_conf "$base"
+  opt_on cgroup HS_SLURM_CGROUP && write_cgroup_conf
   start_munge
+  if opt_on accounting HS_SLURM_ACCOUNTING; then
+    start_accounting $((base + ${#nodes[@]} + 2)) $((base + ${#nodes[@]} + 1))
+  fi
   start_daemon slurmctld "$dir/log/slurmctld.out" slurmctld -D -i -f "$conf"
   for n in "${nodes[@]}"; do
     start_daemon "slurmd-$n" "$dir/log/slurmd-$n.out" slurmd -D -f "$conf" -N "$n"
@@ -243,6 +337,20 @@ terminate() {
   done
 }
 
+# The cgroups task/cgroup made for this cluster's nodes (HS_SLURM_CGROUP), deepest first; a
+# cgroup that still holds a process is left and said.
+remove_slurm_cgroups() {
+  opt_on cgroup HS_SLURM_CGROUP || return 0
+  local n d
+  for n in "${nodes[@]}"; do
+    for d in $(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "slurm_${n}" 2>/dev/null); do
+      find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [ -d "$d" ] && log "could not remove $d (still in use)"
+    done
+  done
+  return 0
+}
+
 pid_of() { awk -v n="$1" '$1 == n {print $2}' "$pids" 2>/dev/null; }
 
 do_stop() {
@@ -271,6 +379,13 @@ do_stop() {
   # shellcheck disable=SC2086
   terminate 3 $stepds
   terminate "$stop_deadline_s" "${daemons[@]}"
+  local pid
+  for name in slurmdbd mariadbd; do
+    pid=$(pid_of "$name")
+    [ -n "$pid" ] && terminate "$stop_deadline_s" "$pid"
+  done
+  rm -rf "$dir/db"
+  remove_slurm_cgroups
   local munged_pid
   munged_pid=$(pid_of munged)
   [ -n "$munged_pid" ] && terminate 5 "$munged_pid"

@@ -41,9 +41,13 @@ def _run(argv, env=None, timeout=60.0, check=True):
 class SlurmCluster:
     """A running test cluster; stopped (every daemon, by pid) when the block ends."""
 
-    def __init__(self, directory: str | None = None, nodes: int = 3):
+    def __init__(self, directory: str | None = None, nodes: int = 3, accounting: bool = False,
+                 cgroup: bool = False):
+        """accounting: MariaDB + slurmdbd, so sacct answers; cgroup: task/cgroup with --mem as a
+        memory cgroup limit (both opt-in: cluster.sh's HS_SLURM_ACCOUNTING, HS_SLURM_CGROUP)."""
         self._own_dir = directory is None
         self.nodes = nodes
+        self._opts = {"HS_SLURM_ACCOUNTING": str(int(accounting)), "HS_SLURM_CGROUP": str(int(cgroup))}
         self.dir = Path(directory or tempfile.mkdtemp(prefix="hs-slurm-"))
         self.env = dict(os.environ, SLURM_CONF=str(self.dir / "slurm.conf"))
         for k in list(self.env):
@@ -53,7 +57,7 @@ class SlurmCluster:
     def __enter__(self) -> "SlurmCluster":
         try:
             _run([CLUSTER_SH, "start", self.dir], timeout=120,
-                 env=dict(os.environ, HS_SLURM_NODES=str(self.nodes)))
+                 env=dict(os.environ, HS_SLURM_NODES=str(self.nodes), **self._opts))
         except BaseException:
             self.stop()
             raise

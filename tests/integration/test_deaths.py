@@ -13,6 +13,9 @@ import resource
 import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -176,5 +179,77 @@ def test_unrelated_segfault_of_the_same_command_is_not_the_jobs(targets):
         assert len(notes) == 1 and notes[0]["severity"] == "info", run.doc["diagnostics"]
         assert f"pid {stranger.pid} (python3) by SIGSEGV" in notes[0]["message"], (notes, line)
         assert f"pid {death['pid']} (" not in notes[0]["message"]
+        for t in targets.targets:
+            t.kill()
+
+
+def torchrun_node(targets, cg, node_rank, port, log_dir, env):
+    """One "node" of a 2-node torchrun job (static rendezvous on 127.0.0.1:port, 2 workers per
+    node, gloo), started inside memory cgroup `cg` (before torchrun runs: its workers are
+    born there)."""
+    torchrun = "/usr/bin/torchrun"
+    gloo = hs.program_source("hang_gloo.py")
+    return targets.start(
+        ["/bin/sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec "$@"', "sh", torchrun,
+         "--nnodes", 2, "--node_rank", node_rank, "--nproc_per_node", 2, "--master_addr", "127.0.0.1",
+         "--master_port", port, "--max_restarts", 0, "--redirects", 1, "--tee", 1, "--log_dir", log_dir,
+         gloo, "-", "--launcher", "torchrun", "--odd", -1, "--oom-rank", 3],
+        ready=None, main_parked=False, env=env)
+
+
+def test_torchrun_worker_oom_killed_and_reaped(targets, tmp_path):
+    """A 2-node torchrun job (4 ranks, both "nodes" on this machine, the whole job in one memory
+    cgroup as a batch system would put it): rank 3 on node 1 is OOM-killed. Node 1's torchrun reaps
+    it, tears down rank 2 (SIGTERM) and waits in its exit barrier; node 0's ranks 0-1 wait at a barrier through the
+    job's store for ever. (Ranks waiting in a gloo all_reduce instead fail at once when a peer's
+    connection closes, and torchrun then ends the whole job: nothing is left to dump.)
+    What the user sees from node 0: ranks 0-1 waiting, ranks 2-3 missing, and the OOM kill in the
+    job's cgroup, with which rank it was left open (two ranks are missing, one death is known). The
+    oracles: the kernel's own OOM record of the pid that rank 3 reported as its own."""
+    import importlib.util
+    sys.path.insert(0, str(hs.source_dir() / "tests" / "programs"))
+    import hs_rank_ready
+    import socket
+    if not os.access("/usr/bin/torchrun", os.X_OK) or importlib.util.find_spec("torch") is None:
+        pytest.skip("torchrun is not installed (python3-torch)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctl = str(tmp_path / "ctl")
+    env = dict(os.environ, **{hs_rank_ready.CTL_ENV: ctl})
+    with hs.MemoryCgroup(16 << 30) as cg, hs_rank_ready.ParkCollector(ctl) as collector:
+        node0 = torchrun_node(targets, cg, 0, port, tmp_path / "logs0", env)
+        node1 = torchrun_node(targets, cg, 1, port, tmp_path / "logs1", env)
+        pids = collector.wait(range(4), timeout=400, alive=lambda: node0.alive() and node1.alive())
+        # The limit: what the job uses now and 256 MiB more, so only the growing rank meets it.
+        limit = (cg.usage() >> 20) + 256 << 20
+        with open(os.path.join(cg.path, cg.limit_file), "w") as fh:
+            fh.write(str(limit))
+        os.kill(pids[3], signal.SIGUSR1)
+        # Node 1's torchrun reaps rank 3, ends rank 2 (SIGTERM), then waits in its exit barrier
+        # for node 0's agent (up to 300 s): rank 2 gone is what says the teardown happened.
+        end = time.monotonic() + 120
+        while os.path.exists(f"/proc/{pids[2]}") or os.path.exists(f"/proc/{pids[3]}"):
+            assert time.monotonic() < end, "node 1's torchrun did not end its workers"
+            time.sleep(0.1)
+        kill = kernel_kill_line(pids[3])  # the kernel's own record of rank 3's OOM kill
+        run = hs.dump(node0.pid, "--subprocesses")
+        assert run.rc == 0, run.describe()  # every process of the report was captured
+        doc = run.doc
+        assert sorted(p["rank"] for p in doc["processes"] if p["role"] == "rank") == [0, 1]
+        assert doc["missing_ranks"] == [2, 3]
+        [death] = doc["deaths"]
+        comm = re.search(rf"Killed process {pids[3]} \(([^)]*)\)", kill).group(1)
+        assert death["pid"] == pids[3] and death["how"] == "oom-kill" and death["comm"] == comm, death
+        assert death["cgroup"] == cg.rel and death["limit_bytes"] == limit, death
+        assert death["rss_bytes"] == rss_of_kill_line(kill), (death, kill)
+        assert death["rank"] is None
+        [reason] = [r for r in doc["suspect_reasons"] if f"pid {pids[3]}" in r]
+        assert re.fullmatch(
+            rf"pid {pids[3]} \({re.escape(comm)}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
+            rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, rss {round(death['rss_bytes'] / (1 << 20))} MiB\) "
+            rf"while ranks 2-3 went missing; which rank it was is not known; ranks 0-1 are in oom_step "
+            rf"\(hang_gloo.py:{hs.hs_line('hang_gloo.py', 'gloo-store-barrier')}\)",
+            reason), reason
         for t in targets.targets:
             t.kill()

@@ -13,6 +13,11 @@ usage:
   torchrun --standalone --nproc_per_node N ... hang_gloo.py - --launcher torchrun [--odd R]
       each process is a rank (RANK/WORLD_SIZE from torchrun); readiness goes to the
       collector socket named by $HS_RANK_CTL (see hs_rank_ready.py).
+  --oom-rank R: after the first all_reduce, rank R waits (parked in a sleep) for SIGUSR1, then
+      grows its memory until a memory cgroup's OOM killer ends it (the test sets the limit once
+      every rank is parked); the other ranks wait at a barrier through the job's store (as
+      torch's store-based barrier does), which a dead peer does not break: gloo's all_reduce
+      would fail at once when a peer's connection closes and torchrun would end the whole job.
 """
 
 import argparse
@@ -44,14 +49,30 @@ def train_step(rank, odd, tensor):
     dist.all_reduce(tensor)  # HS-LINE: gloo-allreduce
 
 
-def rank_main(rank, world, odd, init_method):
+def rank_main(rank, world, odd, init_method, oom_rank=-1):
     import torch
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=HANG_S))
     tensor = torch.ones(8)
     dist.all_reduce(tensor)  # every rank joins the first one
+    if oom_rank >= 0:
+        oom_step(rank, oom_rank)
+        return
     train_step(rank, odd, tensor)
+
+
+def oom_step(rank, oom_rank):
+    import signal
+    from torch.distributed.distributed_c10d import _get_default_store
+    if rank == oom_rank:
+        from ring_allreduce import eat_memory
+        signal.signal(signal.SIGUSR1, eat_memory)
+        ready.notify_parked(rank, ready.SLEEP)
+        time.sleep(HANG_S)  # HS-LINE: gloo-oom
+        return
+    ready.notify_parked(rank, "any")
+    _get_default_store().wait(["hs-never"])  # HS-LINE: gloo-store-barrier
 
 
 def spawn_entry(rank, world, odd, init_method, ctl):
@@ -68,9 +89,11 @@ def main():
     ap.add_argument("--launcher", choices=["spawn", "torchrun"], default="spawn")
     ap.add_argument("--world", type=int, default=4)
     ap.add_argument("--odd", type=int, default=2)
+    ap.add_argument("--oom-rank", type=int, default=-1)
     args = ap.parse_args()
     if args.launcher == "torchrun":
-        rank_main(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args.odd, "env://")
+        rank_main(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args.odd, "env://",
+                  args.oom_rank)
         return
     import torch.multiprocessing as mp
     rundir = tempfile.mkdtemp(prefix="hs-gloo-")

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct AgentCliOptions {
   std::string job_id;
   std::string node;
   std::vector<std::string> exclude_steps;
+  std::optional<double> job_start;
   std::string match;
   int timeout_ms = 25000;
   bool raw = false;
@@ -80,6 +82,7 @@ int run_agent_command(const AgentCliOptions& o) {
   a.job_id = o.job_id;
   a.node = default_agent_node(o.node, slurm_mode);
   a.exclude_steps = o.exclude_steps;
+  a.job_start = o.job_start;
   a.match = o.match;
   a.capture = live_capture_options(o.capture);
   a.timeout = std::chrono::milliseconds(o.timeout_ms);
@@ -110,6 +113,8 @@ void add_agent_command(CLI::App& app, Action& action) {
                   "Node name to report (default: SLURMD_NODENAME, else the host name)");
   sub->add_option("--exclude-step", opts->exclude_steps,
                   "Leave out this step of the job (hangscan's own)");
+  sub->add_option("--job-start", opts->job_start,
+                  "The Slurm job's start (Unix seconds): the window of its deaths on this node");
   sub->add_option("--match", opts->match, "Capture processes whose command line matches REGEX");
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline for the whole node")
       ->check(whole_number("a number of milliseconds", 100, 86400000))

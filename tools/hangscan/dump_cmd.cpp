@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "fanout/coredumps.h"
 #include "gcore_cmd.h"
 #include "jobs/local_jobs.h"
 #include "output.h"
@@ -81,6 +82,7 @@ int run_dump(const DumpOptions& o) {
     }
   }
   for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
+  locate_coredumps(run.job, Deadline::after(std::chrono::milliseconds(5000)));
   return finish_local_report(run.job, o.output, o.gcore);
 }
 

@@ -40,5 +40,31 @@ TEST(DeathWords, ASigkillTheCgroupCountedIsSaid) {
             "oom_kill))");
 }
 
+TEST(DeathWords, SlurmsRecordOfTheStep) {
+  Death d = killed(9, "SIGKILL");
+  d.slurm_step = "42.1";
+  d.slurm_state = "CANCELLED";
+  d.slurm_exit_code = "0:9";
+  EXPECT_EQ(death_words(d), "was killed by SIGKILL; Slurm: step 42.1 CANCELLED (exit code 0:9)");
+  Death only;
+  only.how = "slurm";
+  only.slurm_step = "42.1";
+  only.slurm_state = "OUT_OF_MEMORY";
+  only.slurm_exit_code = "0:125";
+  EXPECT_EQ(death_words(only), "died; Slurm: step 42.1 OUT_OF_MEMORY (exit code 0:125)");
+  only.slurm_state = "RUNNING";  // a step whose other tasks still run: no exit code yet
+  only.slurm_exit_code = "0:0";
+  EXPECT_EQ(death_words(only), "died; Slurm: step 42.1 RUNNING");
+  // A coredumpctl entry is said as it is, after Slurm's record.
+  d.core_dumped = true;
+  d.core =
+      "systemd-coredump (present, 1.0 MiB); write it out with: coredumpctl dump 7 -o core.7, "
+      "then: hangscan core core.7";
+  EXPECT_EQ(death_words(d),
+            "was killed by SIGKILL (core dumped); Slurm: step 42.1 CANCELLED (exit code 0:9); its "
+            "core went to systemd-coredump (present, 1.0 MiB); write it out with: coredumpctl "
+            "dump 7 -o core.7, then: hangscan core core.7");
+}
+
 }  // namespace
 }  // namespace hangscan

@@ -161,5 +161,39 @@ TEST(DeathLinks, UnlinkedNoteNamesEachDeath) {
             " and 2 more");
 }
 
+// As this machine's kernel logged an OOM kill in the test cluster's task/cgroup hierarchy.
+constexpr const char* kSlurmLog =
+    "6,3001,23254686841,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,"
+    "mems_allowed=0,oom_memcg=/slurm_n2/uid_0/job_1/step_1,task_memcg=/slurm_n2/uid_0/job_1/"
+    "step_1/task_0,task=python3,pid=32059,uid=0\n"
+    "3,3002,23254686857,-;Memory cgroup out of memory: Killed process 32059 (python3) "
+    "total-vm:423480kB, anon-rss:101632kB, file-rss:5284kB, shmem-rss:0kB, UID:0 pgtables:264kB "
+    "oom_score_adj:0\n";
+
+TEST(DeathLinks, TheSlurmJobsOwnCgroupLinksWithoutAnyMember) {
+  auto deaths = kernel_deaths(parse_kmsg(kSlurmLog));
+  ASSERT_EQ(deaths.size(), 1u);
+  JobEvidence e;  // no member, no dead process on this node
+  EXPECT_EQ(link_kernel_death(deaths[0], e), DeathLink::none);
+  e.slurm_job_id = "1";
+  EXPECT_EQ(link_kernel_death(deaths[0], e), DeathLink::slurm_cgroup);
+  e.slurm_job_id = "11";  // another job: job_1 is not job_11
+  EXPECT_EQ(link_kernel_death(deaths[0], e), DeathLink::none);
+}
+
+TEST(DeathLinks, SlurmJobCgroupNames) {
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm/uid_1000/job_42/step_0", "42"));
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm/uid_1000/job_42", "42"));
+  EXPECT_TRUE(
+      in_slurm_job_cgroup("/system.slice/slurmstepd.scope/job_42/step_0/user/task_1", "42"));
+  EXPECT_FALSE(in_slurm_job_cgroup("/slurm/uid_1000/job_421/step_0", "42"));
+  EXPECT_FALSE(in_slurm_job_cgroup("/kubepods/job_42/step_0", "42"));  // not Slurm's
+  EXPECT_FALSE(in_slurm_job_cgroup("/slurm/uid_1000/job_42", ""));
+  // Several slurmd on one host (the test cluster): each node's own hierarchy only.
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm_n2/uid_0/job_1/step_1", "1", "n2"));
+  EXPECT_FALSE(in_slurm_job_cgroup("/slurm_n2/uid_0/job_1/step_1", "1", "n1"));
+  EXPECT_TRUE(in_slurm_job_cgroup("/slurm/uid_0/job_1/step_1", "1", "n1"));
+}
+
 }  // namespace
 }  // namespace hangscan

@@ -92,6 +92,17 @@ JobSnapshot rich_job() {
   ci.omitted = {"anonymous mappings above 64 MB"};
   crashed.core = ci;
   job.processes.push_back(crashed);
+  job.processes[0].memory =
+      MemoryUsage{1ull << 30, 2ull << 30, "/slurm/job_1", 3ull << 30, 4ull << 30, 5ull << 30};
+  Death oom;
+  oom.how = "oom-kill";
+  oom.host = "n2";
+  oom.pid = 4725;
+  oom.evidence = {"kernel log", "sacct"};
+  oom.slurm_step = "4242.1";
+  oom.slurm_state = "OUT_OF_MEMORY";
+  oom.slurm_exit_code = "0:125";
+  job.deaths.push_back(oom);
   job.unreachable.push_back({"n3", "no answer within 30 s"});
   job.diagnostics.push_back({Diagnostic::Severity::error, "pid 99: no such process",
                              "check the pid", "", 99, std::nullopt});
@@ -186,6 +197,8 @@ TEST(JsonReader, RoundTripsTheOutputDocument) {
   EXPECT_EQ(back->processes[4].core->signal->address, 0u);
   EXPECT_EQ(back->processes[1].cpu_percent, 97.5);
   EXPECT_EQ(back->processes[0].cpu_percent, -1);
+  EXPECT_EQ(back->processes[0].memory->gpu_bytes, 5ull << 30);
+  EXPECT_EQ(back->deaths, job.deaths);
   // A document with analysis fields reads the same snapshot back.
   Analysis a = analyze(job, GroupOptions{});
   auto with_groups = read_job_json(write_json(job, &a, -1));
