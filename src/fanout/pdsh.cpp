@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <regex>
 
 #include "fanout/hostlist.h"
 #include "fanout/runner.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -68,13 +68,13 @@ std::vector<std::string> build_pdsh_argv(const PdshOptions& o,
 }
 
 std::vector<PdshHostError> parse_pdsh_errors(std::string_view text) {
-  static const std::regex host_error(R"(^pdsh@[^:\s]*: ([^:\s]+): (.*)$)");
+  static const Pattern host_error(R"(^pdsh@[^:\s]*: ([^:\s]+): (.*)$)");
   std::vector<PdshHostError> out;
   for (auto line : output_lines(text)) {
     std::string s(line.substr(0, 1000));
-    std::smatch m;
-    if (std::regex_match(s, m, host_error) && validate_host_name(m[1].str())) {
-      out.push_back({m[1].str(), fmt::format("pdsh: {}", m[2].str())});
+    auto m = host_error.match_groups(s);
+    if (m && validate_host_name((*m)[1])) {
+      out.push_back({(*m)[1], fmt::format("pdsh: {}", (*m)[2])});
     }
   }
   return out;

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <regex>
 
 #include "fanout/hostlist.h"
 #include "fanout/sacct.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -107,21 +107,20 @@ Result<std::vector<std::string>> parse_hostnames(std::string_view output) {
 }
 
 std::vector<SrunNodeError> parse_srun_errors(std::string_view text) {
-  static const std::regex launch(
+  static const Pattern launch(
       R"(^srun: error: Task launch for \S+ failed on node ([^:\s]+): (.*)$)");
-  static const std::regex task(R"(^srun: error: ([^:\s]+): tasks? [0-9,\-]+: (.*)$)");
+  static const Pattern task(R"(^srun: error: ([^:\s]+): tasks? [0-9,\-]+: (.*)$)");
   std::vector<SrunNodeError> out;
   for (auto line : output_lines(text)) {
     std::string s(line.substr(0, 1000));
-    std::smatch m;
-    if (std::regex_match(s, m, launch) && validate_host_name(m[1].str())) {
+    if (auto m = launch.match_groups(s); m && validate_host_name((*m)[1])) {
       out.push_back(
-          {m[1].str(), fmt::format("srun could not start the agent there: {}", m[2].str()), true});
-    } else if (std::regex_match(s, m, task) && validate_host_name(m[1].str())) {
-      std::string what = m[2].str();
+          {(*m)[1], fmt::format("srun could not start the agent there: {}", (*m)[2]), true});
+    } else if (auto t = task.match_groups(s); t && validate_host_name((*t)[1])) {
+      std::string what = (*t)[2];
       if (!what.empty())
         what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-      out.push_back({m[1].str(), fmt::format("agent {}", what), false});
+      out.push_back({(*t)[1], fmt::format("agent {}", what), false});
     }
   }
   return out;
@@ -133,8 +132,8 @@ std::vector<std::string> srun_general_errors(std::string_view text) {
     bool error = line.rfind("srun: error: ", 0) == 0 || line.rfind("srun: fatal: ", 0) == 0;
     if (!error) continue;
     if (line.find("Task launch for ") != std::string_view::npos) continue;
-    static const std::regex task(R"(^srun: error: [^:\s]+: tasks? [0-9,\-]+: .*$)");
-    if (std::regex_match(std::string(line.substr(0, 1000)), task)) continue;
+    static const Pattern task(R"(^srun: error: [^:\s]+: tasks? [0-9,\-]+: .*$)");
+    if (task.matches(line.substr(0, 1000))) continue;
     out.emplace_back(line.substr(0, 300));
   }
   std::reverse(out.begin(), out.end());

@@ -14,11 +14,10 @@ Status validate_group_options(const GroupOptions& opts) {
     if (opts.thread_regex.empty()) {
       return Error(Errc::usage, "thread selection 'matching' needs a regex on the thread name");
     }
-    try {
-      std::regex re(opts.thread_regex);
-    } catch (const std::regex_error& e) {
-      return Error(Errc::usage,
-                   fmt::format("bad thread regex \"{}\": {}", opts.thread_regex, e.what()));
+    auto re = Pattern::compile(opts.thread_regex);
+    if (!re) {
+      return Error(Errc::usage, fmt::format("bad thread regex \"{}\": {}", opts.thread_regex,
+                                            re.error().message));
     }
   }
   return Ok{};
@@ -26,11 +25,9 @@ Status validate_group_options(const GroupOptions& opts) {
 
 ThreadSelector::ThreadSelector(const GroupOptions& opts) : mode_(opts.threads) {
   if (mode_ != GroupOptions::Threads::matching) return;
-  try {
-    regex_ = std::regex(opts.thread_regex);
-  } catch (const std::regex_error&) {
-    regex_ok_ = false;
-  }
+  auto re = Pattern::compile(opts.thread_regex);
+  if (re) regex_ = *re;
+  else regex_ok_ = false;
 }
 
 std::vector<std::size_t> ThreadSelector::select(const ProcessSnapshot& process) const {
@@ -58,7 +55,7 @@ std::vector<std::size_t> ThreadSelector::select(const ProcessSnapshot& process) 
     case GroupOptions::Threads::matching:
       if (!regex_ok_) return out;
       for (std::size_t i = 0; i < threads.size(); ++i) {
-        if (std::regex_search(threads[i].name, regex_)) out.push_back(i);
+        if (regex_->search(threads[i].name)) out.push_back(i);
       }
       return out;
   }

@@ -6,13 +6,14 @@
 #pragma once
 
 #include <cstddef>
-#include <regex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -42,7 +43,7 @@ class ThreadSelector {
 
  private:
   GroupOptions::Threads mode_;
-  std::regex regex_;
+  std::optional<Pattern> regex_;
   bool regex_ok_ = true;
 };
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <regex>
 #include <thread>
 
 #include "crash/crash_explainer.h"
@@ -20,6 +19,7 @@
 #include "util/diagnostic.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -154,10 +154,9 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
 std::optional<int> rank_from_file_name(const std::string& path) {
   auto slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  static const std::regex kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))",
-                                std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(base, m, kRank)) return parse_int<int>(m[1].str());
+  static const Pattern kRank(R"((?:^|[^a-z])rank[-_.]?([0-9]{1,7})(?:[^0-9]|$))",
+                             {Pattern::Syntax::ecmascript, true});
+  if (auto m = kRank.search_groups(base)) return parse_int<int>((*m)[1]);
   return std::nullopt;
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -128,13 +127,14 @@ std::string joined_cmdline(const std::vector<std::string>& argv) {
   return out;
 }
 
-Result<std::regex> compile_match_pattern(const std::string& regex) {
-  try {
-    return std::regex(regex, std::regex::extended | std::regex::nosubs);
-  } catch (const std::regex_error& e) {
-    return Error(Errc::usage, fmt::format("invalid --match pattern '{}': {}", regex, e.what()), 0,
-                 "the pattern is a POSIX extended regular expression, as for 'pgrep -f'");
+Result<Pattern> compile_match_pattern(const std::string& regex) {
+  auto compiled = Pattern::compile(regex, {Pattern::Syntax::posix_extended});
+  if (!compiled) {
+    return Error(Errc::usage,
+                 fmt::format("invalid --match pattern '{}': {}", regex, compiled.error().message),
+                 0, "the pattern is a POSIX extended regular expression, as for 'pgrep -f'");
   }
+  return compiled;
 }
 
 Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::string& regex,
@@ -142,14 +142,14 @@ Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::str
                                          const std::string& proc_root) {
   auto compiled = compile_match_pattern(regex);
   if (!compiled) return std::move(compiled).error();
-  const std::regex& re = *compiled;
+  const Pattern& re = *compiled;
   std::vector<int> out;
   for (const auto& e : tree.entries()) {
     if (e.kernel_thread) continue;
     if (std::find(exclude.begin(), exclude.end(), e.pid) != exclude.end()) continue;
     auto argv = process_cmdline(e.pid, proc_root);
     if (argv.empty()) continue;
-    if (std::regex_search(joined_cmdline(argv), re)) out.push_back(e.pid);
+    if (re.search(joined_cmdline(argv))) out.push_back(e.pid);
   }
   return out;
 }

@@ -8,11 +8,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "hangscan/result.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -57,7 +57,7 @@ std::string joined_cmdline(const std::vector<std::string>& argv);
 
 // The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid. Why
 // exposed: front ends (pdsh) check it before sending it to every node.
-Result<std::regex> compile_match_pattern(const std::string& regex);
+Result<Pattern> compile_match_pattern(const std::string& regex);
 
 // Pids whose joined command line matches `regex` (POSIX extended, searched anywhere), like
 // `pgrep -f`. Processes in `exclude` (hangscan itself and its ancestors, whose command lines

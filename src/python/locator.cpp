@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "python/asyncio_debug.h"
 #include "python/debug_offsets.h"
 #include "util/parse_number.h"
+#include "util/pattern.h"
 
 namespace hangscan::python {
 namespace {
@@ -65,23 +65,22 @@ std::optional<std::uint64_t> read_py_version(MemoryReader& mem, ModuleSymbols& s
 }  // namespace
 
 std::optional<VersionHint> version_from_path(const std::string& path) {
-  static const std::regex kName(R"(python(\d)\.(\d+))");
-  static const std::regex kDir(R"(/(\d)\.(\d+)\.(\d+)/)");
-  std::smatch m;
+  static const Pattern kName(R"(python(\d)\.(\d+))");
+  static const Pattern kDir(R"(/(\d)\.(\d+)\.(\d+)/)");
   std::string base = basename(path);
-  if (!std::regex_search(base, m, kName)) return std::nullopt;
+  auto m = kName.search_groups(base);
+  if (!m) return std::nullopt;
   // A name like python3.99999999999 is no version: no hint, the target's memory decides.
-  auto major = parse_int_in<int>(m[1].str(), 2, 9);
-  auto minor = parse_int_in<int>(m[2].str(), 0, 999);
+  auto major = parse_int_in<int>((*m)[1], 2, 9);
+  auto minor = parse_int_in<int>((*m)[2], 0, 999);
   if (!major || !minor) return std::nullopt;
   VersionHint h;
   h.major = *major;
   h.minor = *minor;
   h.full = fmt::format("{}.{}", h.major, h.minor);
-  std::smatch d;
-  if (std::regex_search(path, d, kDir) && parse_int<int>(d[1].str()) == h.major &&
-      parse_int<int>(d[2].str()) == h.minor)
-    h.full = d[1].str() + "." + d[2].str() + "." + d[3].str();
+  auto d = kDir.search_groups(path);
+  if (d && parse_int<int>((*d)[1]) == h.major && parse_int<int>((*d)[2]) == h.minor)
+    h.full = (*d)[1] + "." + (*d)[2] + "." + (*d)[3];
   return h;
 }
 

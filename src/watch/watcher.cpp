@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
 #include "target/live_target.h"
+#include "util/pattern.h"
 
 namespace hangscan {
 
@@ -45,14 +45,14 @@ std::int64_t monotonic_ns() {
 
 bool in_wait_loop(const std::vector<Frame>& frames) {
   // The innermost frames only: a loop that waits is at the top of the stack.
-  static const std::regex waits(
+  static const Pattern waits(
       "(sched_yield|(^|_)(poll|ppoll|epoll_wait|epoll_pwait2?|select|pselect6?)$|nanosleep|futex|"
       "pthread_cond_"
       "(timed)?wait|sem_(timed)?wait|pthread_spin_lock|_progress|progress_|[Pp]oll[A-Z_]|"
       "waitUntil|ncclProxy|shm_poll|usleep|^sleep)");
   std::size_t n = std::min<std::size_t>(frames.size(), 4);
   for (std::size_t i = 0; i < n; ++i) {
-    if (std::regex_search(frames[i].function, waits)) return true;
+    if (waits.search(frames[i].function)) return true;
   }
   return false;
 }
