@@ -52,7 +52,7 @@ struct SlurmOptions {
   std::string squeue = "squeue";
   std::string scontrol = "scontrol";
   int max_rounds = 3;  // srun attempts, each without nodes that failed
-  ProgressFn progress;
+  AnswerWatch watch;   // progress and documents as they arrive
 };
 
 // Parsers of what Slurm prints (pure, unit-tested).
