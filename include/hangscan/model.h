@@ -6,9 +6,13 @@
 // can be symbolized again elsewhere.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hangscan {
@@ -44,6 +48,76 @@ struct Frame {
   bool operator==(const Frame&) const = default;
 };
 
+// FrameStack: the frames of one stack, shared by every thread that has the same stack.
+//
+// Why: in a job of 100,000 ranks nearly all threads stand in a handful of distinct stacks. A
+// thread holds its stack through a shared, immutable vector (copy on write), so a reader or a
+// merge that interns stacks (StackTable, util/stack_table.h) keeps each distinct stack once,
+// grouping keys on the stack's identity (id()), and code that builds or edits one thread's
+// frames still reads and writes it like a std::vector<Frame>.
+class FrameStack {
+ public:
+  using value_type = Frame;
+  using iterator = std::vector<Frame>::iterator;
+  using const_iterator = std::vector<Frame>::const_iterator;
+
+  FrameStack() = default;
+  FrameStack(std::vector<Frame> frames);  // NOLINT: implicit, a stack is a list of frames
+  FrameStack(std::initializer_list<Frame> frames);
+  FrameStack& operator=(std::vector<Frame> frames);
+  FrameStack& operator=(std::initializer_list<Frame> frames);
+
+  // Read access never copies.
+  const std::vector<Frame>& frames() const;
+  operator const std::vector<Frame>&() const { return frames(); }  // NOLINT
+  const_iterator begin() const { return frames().begin(); }
+  const_iterator end() const { return frames().end(); }
+  const_iterator cbegin() const { return frames().begin(); }
+  const_iterator cend() const { return frames().end(); }
+  std::size_t size() const { return data_ ? data_->size() : 0; }
+  bool empty() const { return size() == 0; }
+  const Frame& operator[](std::size_t i) const { return (*data_)[i]; }
+  const Frame& front() const { return data_->front(); }
+  const Frame& back() const { return data_->back(); }
+  const Frame* data() const { return data_ ? data_->data() : nullptr; }
+
+  // Write access makes this thread's own copy first when the stack is shared.
+  std::vector<Frame>& edit();
+  iterator begin() { return edit().begin(); }
+  iterator end() { return edit().end(); }
+  Frame& operator[](std::size_t i) { return edit()[i]; }
+  Frame& front() { return edit().front(); }
+  Frame& back() { return edit().back(); }
+  void push_back(Frame f);
+  template <class... A>
+  Frame& emplace_back(A&&... args) {
+    return edit().emplace_back(std::forward<A>(args)...);
+  }
+  template <class... A>
+  iterator insert(const_iterator pos, A&&... args) {
+    auto off = pos - begin_const();
+    return edit().insert(edit().begin() + off, std::forward<A>(args)...);
+  }
+  iterator erase(const_iterator first, const_iterator last);
+  iterator erase(const_iterator pos);
+  void pop_back() { edit().pop_back(); }
+  void resize(std::size_t n) { edit().resize(n); }
+  void reserve(std::size_t n) { edit().reserve(n); }
+  void clear() { data_.reset(); }
+
+  // The identity of the shared frames: equal ids mean equal stacks (the converse holds for
+  // interned stacks). nullptr for an empty stack.
+  const void* id() const { return data_ ? data_.get() : nullptr; }
+
+  bool operator==(const FrameStack& o) const;
+  bool operator==(const std::vector<Frame>& o) const { return frames() == o; }
+
+ private:
+  const_iterator begin_const() const { return frames().begin(); }
+
+  std::shared_ptr<const std::vector<Frame>> data_;  // null: empty
+};
+
 // Why: a diagnostic is how "degrade, don't die" shows up in the report: what was not
 // captured, why, and how to fix it.
 struct Diagnostic {
@@ -77,9 +151,9 @@ struct ThreadSnapshot {
   char state = '?';  // R S D T t Z X I, '?' unknown
   std::optional<std::string> wchan;
   std::optional<std::string> syscall;      // e.g. "futex" or "running"
-  std::vector<Frame> frames;               // merged native+python, innermost first
-  std::vector<Frame> native_frames;        // native stack when a merge was not possible
-  std::vector<Frame> kernel_frames;        // /proc/TID/stack where readable
+  FrameStack frames;                       // merged native+python, innermost first
+  FrameStack native_frames;                // native stack when a merge was not possible
+  FrameStack kernel_frames;                // /proc/TID/stack where readable
   std::optional<bool> gil;                 // python targets: holds the GIL
   std::optional<bool> python_idle;         // python thread state exists but no frame
   std::optional<std::string> python_name;  // threading.Thread name, read from memory

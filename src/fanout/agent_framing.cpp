@@ -133,8 +133,10 @@ NodeOutput& FrameCollector::stream(std::string_view key) {
 }
 
 void FrameCollector::fail(NodeOutput& out, std::string reason) {
-  if (out.state != NodeOutput::State::failed && out.state != NodeOutput::State::complete)
+  if (out.state != NodeOutput::State::failed && out.state != NodeOutput::State::complete) {
     ++finished_;
+    ++failed_;
+  }
   out.state = NodeOutput::State::failed;
   out.document.clear();
   out.document.shrink_to_fit();
@@ -203,6 +205,7 @@ void FrameCollector::add_line(std::string_view key, std::string_view payload) {
       return fail(out, "agent document damaged on the way: checksum mismatch");
     out.state = State::complete;
     ++finished_;
+    if (on_document_) on_document_(out.document);
     return;
   }
   if (out.noise.size() < kMaxNoiseLines) out.noise.push_back(printable(payload, kMaxNoiseChars));

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ class FrameCollector {
 
   // Sources that delivered a complete document or a failure so far (for progress).
   std::size_t finished() const { return finished_; }
+  // Of those, the ones that failed.
+  std::size_t failed() const { return failed_; }
+  // Called with each document the moment it is complete and its checksum matches.
+  void on_document(std::function<void(const std::string&)> fn) { on_document_ = std::move(fn); }
 
   // Every source seen, in order of first appearance.
   std::vector<NodeOutput> outputs() const;
@@ -66,6 +71,8 @@ class FrameCollector {
 
   std::size_t max_document_bytes_;
   std::size_t finished_ = 0;
+  std::size_t failed_ = 0;
+  std::function<void(const std::string&)> on_document_;
   std::map<std::string, std::size_t, std::less<>> index_;
   std::vector<NodeOutput> outputs_;
 };

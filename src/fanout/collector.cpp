@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fanout/early_reader.h"
 #include "report/agent_format.h"
 
 namespace hangscan {
@@ -68,7 +69,21 @@ std::vector<NodeVerdict> decode_outputs(const std::vector<NodeOutput>& outputs, 
   return verdicts;
 }
 
-FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
+std::string progress_line(const NodeProgress& p) {
+  auto grouped = [](std::size_t n) {
+    std::string digits = std::to_string(n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+      if (i && (digits.size() - i) % 3 == 0) out += ',';
+      out += digits[i];
+    }
+    return out;
+  };
+  std::string line = fmt::format("{}/{} nodes answered", grouped(p.answered), grouped(p.total));
+  if (p.unreachable) line += fmt::format(", {} unreachable", grouped(p.unreachable));
+  return line;
+}
+
+FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits, EarlyReader* early) {
   FanoutResult r;
   r.requested = std::move(answers.requested);
   r.unreachable = std::move(answers.unreachable);
@@ -84,7 +99,9 @@ FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits) {
       r.unreachable.push_back(UnreachableNode{doc.node, std::move(mismatch)});
       continue;
     }
-    auto job = read_job_json(doc.text, limits);
+    std::optional<Result<JobSnapshot>> read_early;
+    if (early) read_early = early->take(doc.text);
+    Result<JobSnapshot> job = read_early ? std::move(*read_early) : read_job_json(doc.text, limits);
     if (!job) {
       r.unreachable.push_back(
           UnreachableNode{doc.node, fmt::format("bad agent document: {}", job.error().what())});

@@ -22,8 +22,23 @@
 
 namespace hangscan {
 
-// Called as nodes finish: (nodes answered or failed, nodes asked). The CLI prints it on a TTY.
-using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+// How many nodes have answered so far, and how many failed for good.
+struct NodeProgress {
+  std::size_t answered = 0;
+  std::size_t unreachable = 0;
+  std::size_t total = 0;
+};
+
+// "7,912/10,000 nodes answered, 3 unreachable": the line the CLI shows on a terminal.
+std::string progress_line(const NodeProgress& p);
+
+// What a launcher tells the front end while nodes answer; either member may be empty.
+// Why: the front end shows progress on a terminal and reads each document as it arrives
+// (EarlyReader), so that the job is ready when the last node answers.
+struct AnswerWatch {
+  std::function<void(const NodeProgress&)> progress;
+  std::function<void(const std::string& document)> document;  // each complete document
+};
 
 // The agent gets less time than the front end, so that it answers with what it has before
 // srun or pdsh is killed: a quarter of the time, at most 5 s, is left for start-up and transfer.
@@ -82,7 +97,10 @@ struct FanoutResult {
 
 // Reads capture documents: processes and diagnostics get `host` = the node as asked; a
 // document that does not read makes its node unreachable ("bad agent document: ...").
-FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits = {});
+// `early` (may be null) holds documents already read while nodes answered.
+class EarlyReader;
+FanoutResult read_job_answers(AgentAnswers answers, const ReadLimits& limits = {},
+                              EarlyReader* early = nullptr);
 
 // Collects verdicts across rounds (srun is retried without nodes that failed to launch).
 class VerdictBook {

@@ -35,10 +35,11 @@ class Launcher {
   virtual Result<LaunchPlan> plan() = 0;
   // Runs `hangscan agent` with `agent_args` once on each of `nodes`, within the launcher's
   // own deadline, and collects what they sent; a node without a usable answer is unreachable.
-  // `progress` (may be empty) is told how many nodes have answered.
+  // `watch` (members may be empty) is told how many nodes have answered and gets each
+  // document as it arrives.
   virtual AgentAnswers run_agents(const std::vector<std::string>& nodes,
                                   const std::vector<std::string>& agent_args,
-                                  const ProgressFn& progress) const = 0;
+                                  const AnswerWatch& watch) const = 0;
   // Adds what the scheduler itself recorded of the job (Slurm: sacct's step states joined to
   // the deaths) to the merged report; nothing by default.
   virtual void annotate(JobSnapshot& /*job*/) const {}
@@ -50,9 +51,11 @@ struct ClusterRun {
   JobSnapshot merged;
 };
 
-// Runs the agents with `capture_args` on every node of `plan`, reads and merges their answers
-// (as the plan's job, with its world size).
+// Runs the agents with `capture_args` on every node of `plan`, reads each answer as it arrives
+// (on worker threads) and merges them (as the plan's job, with its world size). `progress`
+// (may be empty) is told how many nodes have answered.
 ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
-                       const std::vector<std::string>& capture_args, const ProgressFn& progress);
+                       const std::vector<std::string>& capture_args,
+                       const std::function<void(const NodeProgress&)>& progress);
 
 }  // namespace hangscan

@@ -89,12 +89,13 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
   spec.argv = build_pdsh_argv(o, agent_timeout_for(o.timeout));
   spec.max_stderr = std::size_t{4} << 20;
   FrameCollector frames;
+  frames.on_document(o.watch.document);
   std::size_t reported = 0;
   auto on_line = [&](std::string_view line) {
     frames.add_pdsh_line(line);
-    if (o.progress && frames.finished() != reported) {
+    if (o.watch.progress && frames.finished() != reported) {
       reported = frames.finished();
-      o.progress(std::min(total, reported), total);
+      o.watch.progress(NodeProgress{frames.finished() - frames.failed(), frames.failed(), total});
     }
   };
   std::vector<std::string> log;
@@ -132,7 +133,8 @@ AgentAnswers run_pdsh_agents(const PdshOptions& o) {
       for (const auto& h : book.pending()) book.note_failure(h, general);
     }
   }
-  if (o.progress) o.progress(std::min(total, book.settled()), total);
+  if (o.watch.progress)
+    o.watch.progress(NodeProgress{book.answered(), book.settled() - book.answered(), total});
   return std::move(book).finish(timed_out, o.timeout, std::move(log), started);
 }
 
@@ -150,11 +152,11 @@ class PdshLauncher : public Launcher {
 
   AgentAnswers run_agents(const std::vector<std::string>& nodes,
                           const std::vector<std::string>& agent_args,
-                          const ProgressFn& progress) const override {
+                          const AnswerWatch& watch) const override {
     PdshOptions round = options_;
     round.hosts = nodes;
     round.agent_args = agent_args;
-    round.progress = progress;
+    round.watch = watch;
     return run_pdsh_agents(round);
   }
 

@@ -28,7 +28,7 @@ struct PdshOptions {
   std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::string pdsh = "pdsh";
-  ProgressFn progress;
+  AnswerWatch watch;  // progress and documents as they arrive
 };
 
 // The rcmd type pdsh will use: options.rcmd, else $PDSH_RCMD_TYPE, else "" (pdsh's default).

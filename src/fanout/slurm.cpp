@@ -231,13 +231,17 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
     clean_slurm_environment(spec);
     spec.max_stderr = std::size_t{4} << 20;
     FrameCollector frames;
+    frames.on_document(o.watch.document);
     const std::size_t settled_before = book.settled();
+    const std::size_t answered_before = book.answered();
+    const std::size_t failed_before = settled_before - answered_before;
     std::size_t reported = 0;
     auto on_line = [&](std::string_view line) {
       frames.add_srun_line(line);
-      if (o.progress && frames.finished() != reported) {
+      if (o.watch.progress && frames.finished() != reported) {
         reported = frames.finished();
-        o.progress(std::min(total, settled_before + reported), total);
+        o.watch.progress(NodeProgress{answered_before + frames.finished() - frames.failed(),
+                                      failed_before + frames.failed(), total});
       }
     };
     auto r = run_command(spec, deadline, on_line);
@@ -261,7 +265,8 @@ AgentAnswers run_slurm_agents(const SlurmOptions& o, const std::vector<std::stri
         soft_reasons[e.node] = e.reason;
       }
     }
-    if (o.progress) o.progress(std::min(total, book.settled()), total);
+    if (o.watch.progress)
+      o.watch.progress(NodeProgress{book.answered(), book.settled() - book.answered(), total});
     if (r->timed_out) {
       timed_out = true;
       break;
@@ -308,10 +313,10 @@ class SlurmLauncher : public Launcher {
 
   AgentAnswers run_agents(const std::vector<std::string>& nodes,
                           const std::vector<std::string>& agent_args,
-                          const ProgressFn& progress) const override {
+                          const AnswerWatch& watch) const override {
     SlurmOptions round = options_;
     round.agent_args = agent_args;
-    round.progress = progress;
+    round.watch = watch;
     return run_slurm_agents(round, nodes);
   }
 

@@ -55,7 +55,7 @@ struct SlurmOptions {
   std::string sacct = "sacct";
   std::optional<double> job_start;  // passed to the agents (--job-start): their deaths' window
   int max_rounds = 3;               // srun attempts, each without nodes that failed
-  ProgressFn progress;
+  AnswerWatch watch;                // progress and documents as they arrive
 };
 
 // Parsers of what Slurm prints (pure, unit-tested).

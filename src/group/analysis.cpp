@@ -122,13 +122,20 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   std::map<std::vector<std::size_t>, std::size_t> by_key;
   std::vector<std::size_t> face;  // per group: trie node of the first selected thread
   std::vector<std::size_t> key;
+  std::map<std::pair<const Frame*, std::size_t>, std::size_t> end_node;  // stack -> trie node
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     const ProcessSnapshot& p = job.processes[i];
     if (!is_groupable(p, has_ranks)) continue;
     a.grouped.push_back(i);
     key.clear();
     for (std::size_t t : selector.select(p)) {
-      key.push_back(a.trie.insert(i, key_frames(p.threads[t], opts.top_n)));
+      FrameRange r = key_frames(p.threads[t], opts.top_n);
+      // Threads that share a stack (FrameStack) share its frames' address: one trie walk
+      // per distinct stack, then only its path is credited with the member.
+      auto [known, fresh] = end_node.try_emplace(std::make_pair(r.begin, r.size()), 0);
+      if (fresh) known->second = a.trie.insert(i, r);
+      else a.trie.insert_again(i, known->second);
+      key.push_back(known->second);
     }
     if (key.empty()) key.push_back(a.trie.insert(i, FrameRange{}));
     std::size_t first = key.front();

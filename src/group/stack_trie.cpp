@@ -64,6 +64,14 @@ std::size_t StackTrie::insert(std::size_t member, FrameRange stack) {
   return node;
 }
 
+void StackTrie::insert_again(std::size_t member, std::size_t node) {
+  add_member(nodes_[node].ending, member);
+  for (std::size_t n = node;; n = nodes_[n].parent) {
+    add_member(nodes_[n].members, member);
+    if (n == kRoot) break;
+  }
+}
+
 void StackTrie::finish(const std::vector<ProcessSnapshot>& processes) {
   // Ranks gathered once: walking members of every node through ProcessSnapshot misses cache.
   constexpr int kNoRank = std::numeric_limits<int>::min();

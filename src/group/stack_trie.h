@@ -37,6 +37,10 @@ class StackTrie {
   // returns the node it ends on. Members must be inserted in ascending order.
   std::size_t insert(std::size_t member, FrameRange stack);
 
+  // Adds `member` along the path that ends on `node` (returned by an earlier insert of the same
+  // stack): a stack shared by many members is compared frame by frame only once.
+  void insert_again(std::size_t member, std::size_t node);
+
   // Fills every node's rank set from the members' ranks (members without rank are skipped).
   void finish(const std::vector<ProcessSnapshot>& processes);
 

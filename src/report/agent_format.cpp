@@ -10,6 +10,7 @@
 
 #include "group/wait_graph.h"
 #include "report/json_writer.h"
+#include "util/stack_table.h"
 #include "util/version.h"
 
 namespace hangscan {
@@ -249,7 +250,10 @@ JobSnapshot merge_job_snapshots(std::vector<JobSnapshot> parts) {
   std::size_t n = 0;
   for (const JobSnapshot& p : parts) n += p.processes.size();
   out.processes.reserve(n);
+  // Nodes of one job send the same stacks: one copy of each for the whole job.
+  StackTable stacks;
   for (JobSnapshot& p : parts) {
+    stacks.intern_job(p);
     for (ProcessSnapshot& proc : p.processes) out.processes.push_back(std::move(proc));
     for (Diagnostic& d : p.diagnostics) out.diagnostics.push_back(std::move(d));
     for (UnreachableNode& u : p.unreachable) out.unreachable.push_back(std::move(u));

@@ -359,7 +359,8 @@ class Converter {
   }
 
   // A stack: an inline array, or (agent documents) an index into the stacks table.
-  std::vector<Frame> stack(const json& obj, const char* key, const Path& path, bool agent) {
+  // Threads that refer to one stack of the table share one FrameStack.
+  FrameStack stack(const json& obj, const char* key, const Path& path, bool agent) {
     const json* v = member(obj, key);
     if (!v) return {};
     if (!agent) return frame_list(*v, at(path, key));
@@ -367,9 +368,14 @@ class Converter {
         static_cast<std::size_t>(int_value(*v, at(path, key), 0, std::numeric_limits<int>::max()));
     if (idx >= stacks_.size()) fail(at(path, key), fmt::format("stack {} does not exist", idx));
     count_frames(stacks_[idx].size(), at(path, key));
-    std::vector<Frame> out;
-    out.reserve(stacks_[idx].size());
-    for (std::uint32_t fi : stacks_[idx]) out.push_back(frames_[fi]);
+    if (built_.size() < stacks_.size()) built_.resize(stacks_.size());
+    FrameStack& out = built_[idx];
+    if (out.empty() && !stacks_[idx].empty()) {
+      std::vector<Frame> frames;
+      frames.reserve(stacks_[idx].size());
+      for (std::uint32_t fi : stacks_[idx]) frames.push_back(frames_[fi]);
+      out = std::move(frames);
+    }
     return out;
   }
 
@@ -601,6 +607,7 @@ class Converter {
   std::vector<std::string> strings_;                // agent string table
   std::vector<Frame> frames_;                       // agent frame table
   std::vector<std::vector<std::uint32_t>> stacks_;  // agent stack table
+  std::vector<FrameStack> built_;                   // stacks_[i] as frames, once used
 };
 
 }  // namespace

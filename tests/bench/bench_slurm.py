@@ -10,7 +10,8 @@ recovery path where one node's slurmd is gone. Numbers go into docs/performance.
 usage: HANGSCAN_BIN=build/hangscan tests/bench/bench_slurm.py [--runs N] [--scale 3,16,32]
 --scale: instead, one cluster per node count (slurmd daemons on this host), a ring job of two
 ranks per node, and the end-to-end time of `hangscan --slurm-job ID --json` at each size (issue
-"10,000 nodes": the time should grow less than 2x from 3 to 32 nodes).
+"10,000 nodes": the time should grow less than 2x from 3 to 32 nodes). With HANGSCAN_BASE_BIN set
+(an older build), that binary is timed too, alternated with the new one on the same cluster and job.
 The cluster and the job are always stopped at the end (by pid).
 """
 
@@ -41,22 +42,26 @@ def report(name, samples):
           f"{statistics.median(samples):6.3f} s  max {max(samples):6.3f} s")
 
 
-def scale(hs, sizes, runs):
+def scale(hs, sizes, runs, base=None):
     """One row per cluster size: the whole `--slurm-job` command from the login node."""
     print("srun true: `srun --overlap -N N true` on the same job, Slurm's own launch cost (every\n"
           "slurmd and slurmstepd of the cluster shares this host's CPUs)\n")
-    print(f"{'nodes':>5} {'ranks':>5}  {'min s':>7} {'median s':>8} {'max s':>7}  {'srun true s':>11}")
+    extra = f"  {'base median s':>13} {'base min s':>10}" if base else ""
+    print(f"{'nodes':>5} {'ranks':>5}  {'min s':>7} {'median s':>8} {'max s':>7}  {'srun true s':>11}{extra}")
     for n in sizes:
         with SlurmCluster(nodes=n) as cluster, RingJob(cluster, nodes=n, per_node=2, odd=3) as job:
             login = [hs, "--slurm-job", job.job_id, "--json"]
             srun = ["srun", f"--jobid={job.job_id}", "--overlap", f"-N{n}", f"-n{n}",
                     "--ntasks-per-node=1", "true"]
-            t, s = [], []
-            for _ in range(runs):  # alternated, so load drift affects both alike
+            t, s, b = [], [], []
+            for _ in range(runs):  # alternated, so load drift affects all alike
                 t.append(timed(login, cluster.env, 0))
                 s.append(timed(srun, cluster.env, 0))
+                if base:
+                    b.append(timed([base] + login[1:], cluster.env, 0))
+            extra = f"  {statistics.median(b):13.3f} {min(b):10.3f}" if base else ""
             print(f"{n:>5} {job.world:>5}  {min(t):7.3f} {statistics.median(t):8.3f} {max(t):7.3f}"
-                  f"  {statistics.median(s):11.3f}", flush=True)
+                  f"  {statistics.median(s):11.3f}{extra}", flush=True)
 
 
 def main():
@@ -66,7 +71,8 @@ def main():
     args = ap.parse_args()
     hs = os.environ.get("HANGSCAN_BIN") or str(HERE.parents[1] / "build" / "hangscan")
     if args.scale:
-        scale(hs, [int(n) for n in args.scale.split(",")], args.runs)
+        scale(hs, [int(n) for n in args.scale.split(",")], args.runs,
+              os.environ.get("HANGSCAN_BASE_BIN"))
         return
     with SlurmCluster() as cluster, RingJob(cluster, nodes=3, per_node=2, odd=3) as job:
         env = cluster.env

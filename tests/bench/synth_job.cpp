@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "util/stack_table.h"
+
 namespace hangscan::bench {
 
 namespace {
@@ -56,6 +58,7 @@ std::size_t synth_minority_count(const SynthOptions& o) {
 JobSnapshot make_synthetic_job(const SynthOptions& o, int first, int count) {
   std::vector<int> cls = synth_classes(o);
   JobSnapshot job;
+  StackTable stacks;  // as a reader or a merge leaves them: one copy of each distinct stack
   job.expected_world_size = o.ranks;
   job.processes.reserve(static_cast<std::size_t>(count));
   for (int r = first; r < first + count && r < o.ranks; ++r) {
@@ -78,18 +81,20 @@ JobSnapshot make_synthetic_job(const SynthOptions& o, int first, int count) {
     t.name = "python3";
     t.state = 'S';
     t.is_main = true;
-    t.frames.reserve(static_cast<std::size_t>(o.depth));
+    std::vector<Frame> frames;
+    frames.reserve(static_cast<std::size_t>(o.depth));
     for (int d = o.depth - 1; d >= 0; --d) {  // innermost first
-      if (d < shared) t.frames.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
-      else t.frames.push_back(frame(fmt::format("odd{}_{}", k, d), 100 + k, 20 + d));
+      if (d < shared) frames.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
+      else frames.push_back(frame(fmt::format("odd{}_{}", k, d), 100 + k, 20 + d));
     }
+    t.frames = stacks.intern(std::move(frames));
     p.threads.push_back(std::move(t));
     if (o.helper_thread) {
       ThreadSnapshot h;
       h.tid = p.pid + 100000;
       h.name = "pt_data_worker";
       h.state = 'S';
-      h.frames = {frame("poll", 50, r % 3)};
+      h.frames = stacks.intern(FrameStack{frame("poll", 50, r % 3)});
       p.threads.push_back(std::move(h));
     }
     job.processes.push_back(std::move(p));

@@ -93,11 +93,12 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-ProgressFn tty_progress() {
+std::function<void(const NodeProgress&)> tty_progress() {
   if (::isatty(STDERR_FILENO) != 1) return {};
-  return [](std::size_t done, std::size_t total) {
-    fmt::print(stderr, "\rhangscan: nodes answered {}/{}{}", done, total,
-               done == total ? "\n" : "");
+  return [](const NodeProgress& p) {
+    // \x1b[K clears what a longer earlier line left behind.
+    fmt::print(stderr, "\rhangscan: {}\x1b[K{}", progress_line(p),
+               p.answered + p.unreachable >= p.total ? "\n" : "");
     std::fflush(stderr);
   };
 }

@@ -32,8 +32,9 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o);
 // --agent-path when given (must be absolute), else /proc/self/exe resolved.
 Result<std::string> resolve_agent_path(const std::string& explicit_path);
 
-// "nodes answered 3/40" on stderr, rewritten in place, when stderr is a terminal; else empty.
-ProgressFn tty_progress();
+// "3/40 nodes answered, 1 unreachable" on stderr, rewritten in place, when stderr is a
+// terminal; else empty (scripts and tests see clean output).
+std::function<void(const NodeProgress&)> tty_progress();
 
 // Prints what went missing, writes the report of `merged` grouped as `analysis` (and
 // --output DIR), returns the exit code.

@@ -1,0 +1,60 @@
+// Interning stacks by content.
+#include "util/stack_table.h"
+
+#include <functional>
+#include <string_view>
+
+namespace hangscan {
+
+namespace {
+void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+}  // namespace
+
+std::size_t frame_hash(const Frame& f) {
+  std::size_t h = std::hash<std::string_view>{}(f.function);
+  mix(h, static_cast<std::size_t>(f.kind));
+  if (f.file) mix(h, std::hash<std::string_view>{}(*f.file));
+  mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
+  mix(h, std::hash<std::string_view>{}(f.module));
+  mix(h, static_cast<std::size_t>(f.pc));
+  mix(h, static_cast<std::size_t>(f.offset));
+  mix(h, f.locals.size());
+  return h;
+}
+
+FrameStack StackTable::intern(const FrameStack& stack) {
+  if (stack.empty()) return stack;
+  std::size_t h = stack.size();
+  for (const Frame& f : stack) mix(h, frame_hash(f));
+  std::vector<FrameStack>& bucket = buckets_[h];
+  for (const FrameStack& s : bucket) {
+    if (s == stack) return s;
+  }
+  bucket.push_back(stack);
+  ++count_;
+  return stack;
+}
+
+void StackTable::intern_job(JobSnapshot& job) {
+  // The stack seen is held with its interned copy until the end, so no address is reused.
+  struct Seen {
+    FrameStack seen;
+    FrameStack interned;
+  };
+  std::unordered_map<const void*, Seen> by_id;
+  auto one = [&](FrameStack& s) {
+    if (s.empty()) return;
+    auto [it, fresh] = by_id.try_emplace(s.id());
+    if (fresh) it->second = Seen{s, intern(s)};
+    s = it->second.interned;
+  };
+  for (ProcessSnapshot& p : job.processes) {
+    for (ThreadSnapshot& t : p.threads) {
+      one(t.frames);
+      one(t.native_frames);
+      one(t.kernel_frames);
+    }
+  }
+}
+
+}  // namespace hangscan
