@@ -140,8 +140,14 @@ def test_gloo_ranks_wait_on_every_peer_and_the_chain_ends_at_the_sleeper(targets
     world, odd = 4, 2
     job = targets.start([PYTHON, GLOO, hs.READY, "--launcher", "spawn", "--world", world, "--odd", odd],
                         ready="pipe", timeout=400)
-    doc = dump_job(job.pid)
-    ranks = ranks_of(doc)
+    # gloo's loop thread can be caught on a CPU handling an event: capture again (at most 10
+    # times) until every rank's loop thread is in epoll_wait, the state this test is about.
+    for _ in range(10):
+        doc = dump_job(job.pid)
+        ranks = ranks_of(doc)
+        if all(any(t["syscall"] == "epoll_wait" and t["waits_on"] for t in ranks[r]["threads"])
+               for r in range(world)):
+            break
     host = ranks[0]["host"]
     table = ss_tcp()
     for r in range(world):
