@@ -282,6 +282,12 @@ struct ProcessSnapshot {
   std::vector<Diagnostic> diagnostics;
 };
 
+// The process's main thread: the one marked so, or else the one whose tid is the pid; nullptr when
+// it was not captured. One rule for every reader that speaks of "the process's stack" (grouping
+// by main thread, waits, progress, states), so they never disagree about which thread that is.
+bool is_main_thread(const ProcessSnapshot& p, const ThreadSnapshot& t);
+const ThreadSnapshot* main_thread(const ProcessSnapshot& p);
+
 // A node that was asked but gave nothing usable (multi-node modes).
 struct UnreachableNode {
   std::string host;

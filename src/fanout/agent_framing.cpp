@@ -194,7 +194,7 @@ void FrameCollector::add_line(std::string_view key, std::string_view payload) {
     std::string_view bytes_text = next_word(rest);
     std::string_view hash = next_word(rest);
     auto bytes = parse_int<std::size_t>(bytes_text);
-    if (node != out.node || !bytes || bytes_text != trim_number_text(bytes_text) || hash.empty()) {
+    if (node != out.node || !bytes || bytes_text != trim_space(bytes_text) || hash.empty()) {
       return fail(out, fmt::format("malformed agent end line '{}'", printable(payload, 120)));
     }
     if (*bytes != out.document.size()) {

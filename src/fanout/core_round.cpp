@@ -24,7 +24,7 @@ constexpr std::size_t kMaxString = 4096;
 constexpr std::size_t kMaxWarnings = 64;
 
 std::optional<long long> parse_number(std::string_view text) {
-  if (text != trim_number_text(text)) return std::nullopt;
+  if (text != trim_space(text)) return std::nullopt;
   return parse_int<long long>(text);
 }
 

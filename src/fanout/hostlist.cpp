@@ -289,7 +289,7 @@ Result<std::vector<HostEntry>> parse_hostfile(std::string_view text, std::size_t
       if (words[w].substr(0, eq) == "slots") {
         std::string_view v = words[w].substr(eq + 1);
         auto n = parse_int_in<int>(v, 1, std::numeric_limits<int>::max());
-        if (!n || v != trim_number_text(v)) {
+        if (!n || v != trim_space(v)) {
           return usage(fmt::format("{}: bad slots value '{}'", where(), shown(v)));
         }
         slots = *n;

@@ -18,12 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 Result<CommandResult> run_slurm_command(std::vector<std::string> argv, const Deadline& deadline) {
   CommandSpec spec;
   spec.argv = std::move(argv);
@@ -57,7 +51,7 @@ void clean_slurm_environment(CommandSpec& spec) {
 
 Result<SlurmJob> parse_squeue_line(std::string_view output, std::string_view job_id) {
   for (auto line : output_lines(output)) {
-    line = trim(line);
+    line = trim_space(line);
     if (line.empty()) continue;
     std::size_t a = line.find('|');
     std::size_t b = a == std::string_view::npos ? a : line.find('|', a + 1);
@@ -68,7 +62,7 @@ Result<SlurmJob> parse_squeue_line(std::string_view output, std::string_view job
     SlurmJob job;
     job.id = std::string(line.substr(0, a));
     job.state = std::string(line.substr(a + 1, b - a - 1));
-    job.nodelist = std::string(trim(line.substr(b + 1)));
+    job.nodelist = std::string(trim_space(line.substr(b + 1)));
     if (job.id != job_id) continue;  // array or het siblings printed alongside
     return job;
   }
@@ -94,7 +88,7 @@ std::optional<int> parse_num_tasks(std::string_view text) {
 Result<std::vector<std::string>> parse_hostnames(std::string_view output) {
   std::vector<std::string> nodes;
   for (auto line : output_lines(output)) {
-    line = trim(line);
+    line = trim_space(line);
     if (line.empty()) continue;
     if (auto st = validate_host_name(line); !st)
       return st.error().with_context("scontrol show hostnames");

@@ -97,10 +97,8 @@ std::string member_set_label(const JobSnapshot& job, const std::vector<std::size
 }
 
 char main_state(const ProcessSnapshot& p) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.is_main || t.tid == p.pid) return t.state != '?' ? t.state : p.state;
-  }
-  return p.state;
+  const ThreadSnapshot* t = main_thread(p);
+  return t && t->state != '?' ? t->state : p.state;
 }
 
 Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {

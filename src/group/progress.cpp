@@ -12,11 +12,10 @@ namespace hangscan {
 
 namespace {
 
-const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.is_main || t.tid == p.pid) return &t;
-  }
-  return p.threads.empty() ? nullptr : &p.threads.front();
+// The main thread, or the first one when the main thread was not captured.
+const ThreadSnapshot* main_or_first(const ProcessSnapshot& p) {
+  const ThreadSnapshot* m = main_thread(p);
+  return m || p.threads.empty() ? m : &p.threads.front();
 }
 
 std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
@@ -108,9 +107,9 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
     pr.pid = first.pid;
     pr.samples = static_cast<int>(apps.size());
     pr.stuck = true;
-    const ThreadSnapshot* base = main_thread(first);
+    const ThreadSnapshot* base = main_or_first(first);
     for (std::size_t i = 1; i < apps.size() && pr.stuck; ++i) {
-      const ThreadSnapshot* t = main_thread(*apps[i].second);
+      const ThreadSnapshot* t = main_or_first(*apps[i].second);
       pr.stuck = base && t && same_place(*base, *t);
     }
     const ProcessSnapshot& last = *apps.back().second;

@@ -70,12 +70,6 @@ std::string RankSet::to_string() const { return compress_ranges(ranks_); }
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Reads one (possibly negative) integer from the front of `s`.
 bool read_int(std::string_view& s, int& out) {
   auto v = take_int<int>(s);
@@ -87,12 +81,12 @@ bool read_int(std::string_view& s, int& out) {
 
 Result<RankSet> RankSet::parse(std::string_view text, std::size_t max_size) {
   RankSet set;
-  std::string_view rest = trim(text);
+  std::string_view rest = trim_space(text);
   if (rest.empty()) return set;
   std::vector<int> out;
   while (true) {
     std::size_t comma = rest.find(',');
-    std::string_view item = trim(rest.substr(0, comma));
+    std::string_view item = trim_space(rest.substr(0, comma));
     std::string_view cursor = item;
     int lo = 0;
     if (!read_int(cursor, lo)) {

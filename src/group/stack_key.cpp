@@ -36,7 +36,7 @@ std::vector<std::size_t> ThreadSelector::select(const ProcessSnapshot& process) 
   switch (mode_) {
     case GroupOptions::Threads::main: {
       for (std::size_t i = 0; i < threads.size(); ++i) {
-        if (threads[i].is_main || threads[i].tid == process.pid) {
+        if (is_main_thread(process, threads[i])) {
           out.push_back(i);
           return out;
         }

@@ -299,9 +299,8 @@ void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t
     char s = (p.state == 'Z' || p.state == 'X') ? p.state : main_state(p);
     if (s != 'Z' && s != 'X' && s != 'T' && s != 't' && s != 'D') continue;
     std::string wchan;
-    for (const ThreadSnapshot& t : p.threads) {
-      if ((t.is_main || t.tid == p.pid) && t.wchan) wchan = *t.wchan;
-    }
+    const ThreadSnapshot* main = main_thread(p);
+    if (main && main->wchan) wchan = *main->wchan;
     by_state[{s, s == 'D' ? wchan : std::string()}].push_back(m);
   }
   for (const auto& entry : by_state) {

@@ -35,13 +35,6 @@ std::optional<std::string> reversed_tcp(const std::string& via) {
   return b + " -> " + a;
 }
 
-const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.is_main || t.tid == p.pid) return &t;
-  }
-  return nullptr;
-}
-
 // The edges that stand for the process (see process_waits()).
 std::vector<const WaitEdge*> process_edges(const ProcessSnapshot& p) {
   std::vector<const WaitEdge*> out;

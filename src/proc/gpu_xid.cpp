@@ -8,23 +8,16 @@ namespace hangscan {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // "pid=1234" or "pid='<unknown>'" / "name=python3" at the front of `rest`: the value, and
 // `rest` moved past the field and its comma.
 std::optional<std::string_view> take_field(std::string_view& rest, std::string_view key) {
-  rest = trim(rest);
+  rest = trim_space(rest);
   if (rest.substr(0, key.size()) != key) return std::nullopt;
   auto comma = rest.find(',');
   std::string_view value = rest.substr(
       key.size(), comma == std::string_view::npos ? std::string_view::npos : comma - key.size());
   rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
-  return trim(value);
+  return trim_space(value);
 }
 
 }  // namespace
@@ -43,7 +36,7 @@ std::optional<XidEvent> parse_xid(std::string_view m, double boot_s) {
   e.pci = std::string(pci);
   rest.remove_prefix(close + 3);
   auto comma = rest.find(',');
-  auto xid = parse_int<int>(trim(rest.substr(0, comma)));
+  auto xid = parse_int<int>(trim_space(rest.substr(0, comma)));
   if (!xid) return std::nullopt;
   e.xid = *xid;
   rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
@@ -51,7 +44,7 @@ std::optional<XidEvent> parse_xid(std::string_view m, double boot_s) {
   if (auto name = take_field(rest, "name=")) {
     if (*name != "<unknown>") e.comm = std::string(*name);
   }
-  e.message = std::string(trim(rest).substr(0, 300));
+  e.message = std::string(trim_space(rest).substr(0, 300));
   return e;
 }
 

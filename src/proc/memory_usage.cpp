@@ -1,11 +1,11 @@
 #include "proc/memory_usage.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -14,26 +14,11 @@ namespace {
 // v1 reports "no limit" as a huge page-rounded value (9223372036854771712 on x86-64).
 constexpr std::uint64_t kV1Unlimited = std::uint64_t{1} << 62;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  s = trim(s);
-  std::uint64_t v = 0;
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (res.ec != std::errc() || res.ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
+std::optional<std::uint64_t> parse_u64(std::string_view s) { return parse_int<std::uint64_t>(s); }
 
 // "VmRSS:	  123456 kB" -> bytes.
 std::optional<std::uint64_t> kb_value(std::string_view val) {
-  val = trim(val);
+  val = trim_space(val);
   if (val.size() > 3 && val.substr(val.size() - 3) == " kB") val.remove_suffix(3);
   auto kb = parse_u64(val);
   if (!kb || *kb > (UINT64_MAX >> 10)) return std::nullopt;
@@ -108,7 +93,7 @@ std::vector<CgroupEntry> parse_proc_cgroup(std::string_view text) {
       if (comma == std::string_view::npos) break;
       ctl.remove_prefix(comma + 1);
     }
-    e.path = std::string(trim(line.substr(c2 + 1)));
+    e.path = std::string(trim_space(line.substr(c2 + 1)));
     if (e.path.empty() || e.path.front() != '/') return;
     out.push_back(std::move(e));
   });
@@ -140,7 +125,7 @@ CgroupMounts parse_cgroup_mounts(std::string_view text) {
       auto sp2 = right.find(' ', sp1 == std::string_view::npos ? right.size() : sp1 + 1);
       std::string_view super =
           sp2 == std::string_view::npos ? std::string_view() : right.substr(sp2 + 1);
-      std::string opts = "," + std::string(trim(super)) + ",";
+      std::string opts = "," + std::string(trim_space(super)) + ",";
       if (opts.find(",memory,") != std::string::npos) out.v1_memory = mount;
     }
   });
@@ -148,7 +133,7 @@ CgroupMounts parse_cgroup_mounts(std::string_view text) {
 }
 
 std::optional<std::uint64_t> parse_memory_limit(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text == "max") return std::nullopt;
   auto v = parse_u64(text);
   if (!v || *v >= kV1Unlimited) return std::nullopt;
@@ -158,8 +143,8 @@ std::optional<std::uint64_t> parse_memory_limit(std::string_view text) {
 std::optional<std::uint64_t> parse_oom_kill_count(std::string_view text) {
   std::optional<std::uint64_t> out;
   for_each_line(text, [&](std::string_view line) {
-    line = trim(line);
-    if (line.substr(0, 9) == "oom_kill ") out = parse_u64(trim(line.substr(9)));
+    line = trim_space(line);
+    if (line.substr(0, 9) == "oom_kill ") out = parse_u64(trim_space(line.substr(9)));
   });
   return out;
 }

@@ -17,14 +17,6 @@ namespace hangscan {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // Leaves `out` untouched when `s` is not a number of its type.
 template <class T>
 bool parse_num(std::string_view s, T& out, int base = 10) {
@@ -96,7 +88,7 @@ std::vector<Mapping> parse_maps(std::string_view text) {
       // The path is everything after the inode field (it may contain spaces).
       std::size_t pos =
           line.find(f[5], static_cast<std::size_t>(f[4].data() - line.data()) + f[4].size());
-      std::string_view path = trim(line.substr(pos));
+      std::string_view path = trim_space(line.substr(pos));
       constexpr std::string_view kDeleted = " (deleted)";
       if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
         m.deleted = true;
@@ -139,7 +131,7 @@ std::optional<ProcStatus> parse_status(std::string_view text) {
     auto colon = line.find(':');
     if (colon == std::string_view::npos) return;
     std::string_view key = line.substr(0, colon);
-    std::string_view val = trim(line.substr(colon + 1));
+    std::string_view val = trim_space(line.substr(colon + 1));
     any = true;
     if (key == "Name") {
       st.name = std::string(val);
@@ -164,7 +156,7 @@ std::optional<ProcStatus> parse_status(std::string_view text) {
 }
 
 std::optional<std::string> parse_syscall(std::string_view text) {
-  text = trim(text);
+  text = trim_space(text);
   if (text.empty()) return std::nullopt;
   if (text == "running") return std::string("running");
   auto f = fields(text);
@@ -175,7 +167,7 @@ std::optional<std::string> parse_syscall(std::string_view text) {
 }
 
 std::optional<std::uint64_t> parse_syscall_sp(std::string_view text) {
-  auto f = fields(trim(text));
+  auto f = fields(trim_space(text));
   if (f.size() < 3) return std::nullopt;
   std::string_view sp = f[f.size() - 2];
   if (sp.size() > 2 && sp.substr(0, 2) == "0x") sp.remove_prefix(2);
@@ -185,7 +177,7 @@ std::optional<std::uint64_t> parse_syscall_sp(std::string_view text) {
 }
 
 std::vector<std::uint64_t> parse_syscall_args(std::string_view text) {
-  auto f = fields(trim(text));
+  auto f = fields(trim_space(text));
   long nr = 0;
   if (f.size() != 9 || !parse_num(f[0], nr) || nr < 0) return {};
   std::vector<std::uint64_t> args;
@@ -202,11 +194,11 @@ std::vector<std::uint64_t> parse_syscall_args(std::string_view text) {
 std::vector<Frame> parse_kernel_stack(std::string_view text) {
   std::vector<Frame> out;
   for_each_line(text, [&](std::string_view line) {
-    line = trim(line);
+    line = trim_space(line);
     if (line.empty()) return;
     auto close = line.find("] ");
     if (line.front() == '[' && close != std::string_view::npos) line.remove_prefix(close + 2);
-    line = trim(line);
+    line = trim_space(line);
     if (line.empty()) return;
     Frame fr;
     fr.kind = FrameKind::kernel;
@@ -282,7 +274,7 @@ std::optional<ProcStatus> read_status(int pid) {
 std::optional<std::string> read_wchan(int pid, int tid) {
   auto text = read_text_file(fmt::format("/proc/{}/task/{}/wchan", pid, tid));
   if (!text) return std::nullopt;
-  std::string_view v = trim(*text);
+  std::string_view v = trim_space(*text);
   if (v.empty() || v == "0") return std::nullopt;
   return std::string(v);
 }
@@ -290,7 +282,7 @@ std::optional<std::string> read_wchan(int pid, int tid) {
 std::string read_comm(int pid, int tid) {
   auto text = read_text_file(fmt::format("/proc/{}/task/{}/comm", pid, tid));
   if (!text) return {};
-  return std::string(trim(*text));
+  return std::string(trim_space(*text));
 }
 
 bool process_exiting(int pid) {

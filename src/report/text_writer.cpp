@@ -331,7 +331,7 @@ class TextWriter {
     core_lines(p, ind);
     if (p.death) line(kRed, ind + "died: " + death_words(*p.death));
     for (const ThreadSnapshot& t : p.threads) {
-      if (!o_.all_threads && !(t.is_main || t.tid == p.pid) && !t.crashed) continue;
+      if (!o_.all_threads && !is_main_thread(p, t) && !t.crashed) continue;
       thread_block(t, ind);
     }
     if (p.threads.empty()) line(ind + "(no threads captured)");

@@ -29,4 +29,15 @@ const char* severity_name(Diagnostic::Severity s) {
   return "warning";
 }
 
+bool is_main_thread(const ProcessSnapshot& p, const ThreadSnapshot& t) {
+  return t.is_main || t.tid == p.pid;
+}
+
+const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (is_main_thread(p, t)) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace hangscan

@@ -4,7 +4,7 @@
 
 namespace hangscan {
 
-std::string_view trim_number_text(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
@@ -12,7 +12,7 @@ std::string_view trim_number_text(std::string_view s) {
 }
 
 std::optional<double> parse_finite_double(std::string_view text) {
-  text = trim_number_text(text);
+  text = trim_space(text);
   if (text.empty() || text.front() == '+') return std::nullopt;
   double out = 0;
   const char* end = text.data() + text.size();

@@ -14,8 +14,9 @@
 
 namespace hangscan {
 
-// Spaces, tabs and line ends at either end are ignored ("123\n" from a /proc file is 123).
-std::string_view trim_number_text(std::string_view s);
+// `s` without spaces, tabs and line ends at either end: the trimming every parser of outside
+// text uses ("123\n" from a /proc file is 123; a Slurm or kernel log field loses its padding).
+std::string_view trim_space(std::string_view s);
 
 // The whole of `text` (trimmed) as an integer of type T in base `base`; nullopt for an empty
 // text, a sign on an unsigned type, trailing characters, or a value outside T. No "0x"
@@ -23,7 +24,7 @@ std::string_view trim_number_text(std::string_view s);
 template <class T>
 std::optional<T> parse_int(std::string_view text, int base = 10) {
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
-  text = trim_number_text(text);
+  text = trim_space(text);
   if (text.empty() || text.front() == '+') return std::nullopt;
   T out{};
   const char* end = text.data() + text.size();
