@@ -39,7 +39,7 @@ void EarlyReader::work() {
     queue_.pop_front();
     lock.unlock();
     // The slot is not erased before it is done, so its key stays valid while unlocked.
-    Result<JobSnapshot> r = read_job_json(*text, limits_);  // never throws
+    Result<JobSnapshot> r = read_job_json(*text, limits_, &stacks_);  // never throws
     lock.lock();
     auto it = slots_.find(*text);
     if (it != slots_.end()) {

@@ -4,7 +4,8 @@
 // reading time after the wait. The launchers hand each complete, checksummed document to an
 // EarlyReader the moment its end line arrives; worker threads read it (read_job_json) while
 // srun or pdsh is still running, and read_job_answers() then takes the results instead of
-// reading again. A document that was never submitted is simply read then.
+// reading again. A document that was never submitted is simply read then. The workers intern
+// frames and stacks in one run-wide table, so every node's threads with one stack share it.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +22,7 @@
 #include "hangscan/model.h"
 #include "hangscan/result.h"
 #include "report/json_reader.h"
+#include "util/shared_stacks.h"
 
 namespace hangscan {
 
@@ -46,6 +48,7 @@ class EarlyReader {
   void work();
 
   ReadLimits limits_;
+  SharedStacks stacks_;  // every document's frames and stacks, once for the run
   std::mutex mu_;
   std::condition_variable wake_;  // workers: a document was queued, or stop
   std::condition_variable read_;  // take(): a document was read
