@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fanout/early_suspects.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
 #include "report/json_reader.h"
@@ -28,8 +30,10 @@ namespace hangscan {
 
 class EarlyReader {
  public:
-  // `threads` 0: one per CPU (at least 1).
-  explicit EarlyReader(ReadLimits limits = {}, unsigned threads = 0);
+  // `threads` 0: one per CPU (at least 1). `note` (may be empty) is called from a worker
+  // thread with each early note on odd ranks (EarlySuspects) as documents are read.
+  explicit EarlyReader(ReadLimits limits = {}, unsigned threads = 0,
+                       std::function<void(const std::string&)> note = {});
   ~EarlyReader();  // stops and joins the workers (documents not read yet are dropped)
   EarlyReader(const EarlyReader&) = delete;
   EarlyReader& operator=(const EarlyReader&) = delete;
@@ -49,6 +53,8 @@ class EarlyReader {
 
   ReadLimits limits_;
   SharedStacks stacks_;  // every document's frames and stacks, once for the run
+  std::function<void(const std::string&)> note_;
+  EarlySuspects suspects_;  // under mu_
   std::mutex mu_;
   std::condition_variable wake_;  // workers: a document was queued, or stop
   std::condition_variable read_;  // take(): a document was read
