@@ -72,7 +72,7 @@ class DocumentStream : public nlohmann::json_sax<json> {
   JobSnapshot out_;
   json top_ = json::object();  // top-level members kept whole
   RawStrings strings_;
-  RawTable<RawEntry> frames_, stacks_;
+  RawEntries frames_, stacks_;
   bool processes_streamed_ = false;
   std::size_t process_count_ = 0;
   std::optional<std::string> process_error_;
@@ -83,9 +83,9 @@ class DocumentStream : public nlohmann::json_sax<json> {
   int depth_ = 0;
   std::string key_;  // the current top-level member
   Section section_ = Section::none;
-  RawTable<RawEntry>* table_ = nullptr;  // frames_ or stacks_ while in one
-  RawEntry* entry_ = nullptr;            // the table entry (an array) being read
-  int skip_from_ = 0;                    // > 0: ignoring a value that opened at this depth
+  RawEntries* table_ = nullptr;  // frames_ or stacks_ while in one
+  RawEntry* entry_ = nullptr;    // the table entry (an array) being read
+  int skip_from_ = 0;            // > 0: ignoring a value that opened at this depth
   // A value being built whole (a DOM of one process, or one small member).
   std::optional<DomBuilder> capture_;
   int capture_depth_ = 0;
@@ -148,8 +148,10 @@ bool DocumentStream::scalar(json v) {
   } else if (depth_ == 2) {
     begin_element(false, &v);
   } else if (depth_ == 3 && entry_) {
-    if (entry_->count++ < (table_ == &frames_ ? 13 : lim_.max_frames))
-      entry_->values.push_back(std::move(v));
+    if (entry_->count++ < (table_ == &frames_ ? 13 : lim_.max_frames)) {
+      table_->values.push_back(std::move(v));
+      ++entry_->stored;
+    }
   }
   return true;
 }
@@ -173,7 +175,8 @@ bool DocumentStream::open(bool array) {
     begin_element(array, nullptr);
   } else if (depth_ == 4 && entry_) {
     if (entry_->count++ < (table_ == &frames_ ? 13 : lim_.max_frames)) {
-      begin_capture(&entry_->values.emplace_back(), Sink::entry_value, array);
+      ++entry_->stored;
+      begin_capture(&table_->values.emplace_back(), Sink::entry_value, array);
     } else {
       skip_from_ = depth_;
     }
@@ -242,10 +245,8 @@ void DocumentStream::begin_member(bool array) {
                 : key_ == "frames" ? Section::frames
                                    : Section::stacks;
     if (s == Section::strings) strings_ = RawStrings{};
-    else (s == Section::frames ? frames_ : stacks_) = RawTable<RawEntry>{};
-    RawTable<RawEntry>* raw = s == Section::frames   ? &frames_
-                              : s == Section::stacks ? &stacks_
-                                                     : nullptr;
+    else (s == Section::frames ? frames_ : stacks_) = RawEntries{};
+    RawEntries* raw = s == Section::frames ? &frames_ : s == Section::stacks ? &stacks_ : nullptr;
     if (raw) raw->present = true;
     else strings_.table.present = true;
     if (array) {
@@ -300,6 +301,7 @@ void DocumentStream::begin_element(bool array, json* v) {
         return;
       }
       RawEntry& e = table_->items.emplace_back();
+      e.first = table_->values.size();
       if (v) {
         e.not_array = std::move(*v);
       } else if (array) {
@@ -355,7 +357,7 @@ JobSnapshot DocumentStream::finish(SharedStacks& shared) {
          fmt::format("{} entries, more than the limit of {}", process_count_, lim_.max_processes));
   }
   if (process_error_) throw BadDocument{*process_error_};
-  fields_.resolve_stacks(out_, shared);
+  fields_.resolve_stacks(out_, frames_, shared);
   fields_.rest(top_, out_);
   return std::move(out_);
 }

@@ -310,18 +310,18 @@ std::vector<std::string_view> SnapshotFields::strings_table(const RawStrings& ra
 
 // [kind, function, file, line, module, pc, offset, build_id, locals, column, end_line,
 // end_column, source]: strings by index, trailing defaults omitted.
-FrameView SnapshotFields::compact_frame(const RawEntry& raw,
-                                        const std::vector<std::string_view>& strings,
+FrameView SnapshotFields::compact_frame(const RawEntry& raw, const json* values,
                                         const JsonPath& path) const {
+  const std::vector<std::string_view>& strings = table_strings_;
   if (raw.not_array)
     fail(path, fmt::format("expected an array, got {}", raw.not_array->type_name()));
   if (raw.count > 13) fail(path, fmt::format("{} entries, more than the limit of 13", raw.count));
   if (raw.count == 0) fail(path, "empty frame");
-  const std::vector<json>& a = raw.values;
+  const json* a = values + raw.first;
   FrameView f;
   f.kind = static_cast<FrameKind>(int_value(a[0], at(path, std::size_t{0}), 0, 3));
   auto slot = [&](std::size_t i) -> const json* {
-    return i < a.size() && !a[i].is_null() ? &a[i] : nullptr;
+    return i < raw.stored && !a[i].is_null() ? &a[i] : nullptr;
   };
   auto text = [&](std::size_t i) {
     return strings[index(a[i], strings.size(), at(path, i), "string")];
@@ -351,36 +351,41 @@ FrameView SnapshotFields::compact_frame(const RawEntry& raw,
   return f;
 }
 
-std::vector<std::uint32_t> SnapshotFields::stack_entry(const RawEntry& raw, std::size_t frames,
+std::vector<std::uint32_t> SnapshotFields::stack_entry(const RawEntry& raw, const json* values,
+                                                       std::size_t frames,
                                                        const JsonPath& path) const {
   if (raw.not_array)
     fail(path, fmt::format("expected an array, got {}", raw.not_array->type_name()));
   if (raw.count > lim_.max_frames)
     fail(path, fmt::format("{} entries, more than the limit of {}", raw.count, lim_.max_frames));
   std::vector<std::uint32_t> ids;
-  ids.reserve(raw.values.size());
-  for (const json& v : raw.values)
-    ids.push_back(static_cast<std::uint32_t>(index(v, frames, path, "frame")));
+  ids.reserve(raw.stored);
+  for (std::size_t i = 0; i < raw.stored; ++i)
+    ids.push_back(static_cast<std::uint32_t>(index(values[raw.first + i], frames, path, "frame")));
   return ids;
 }
 
-void SnapshotFields::check_tables(const RawStrings& strings, const RawTable<RawEntry>& frames,
-                                  const RawTable<RawEntry>& stacks) {
+// Every frame is checked here; only those a thread's stack uses are read again (as views) by
+// resolve_stacks().
+void SnapshotFields::check_tables(const RawStrings& strings, const RawEntries& frames,
+                                  const RawEntries& stacks) {
   const JsonPath root;
   table_strings_ = strings_table(strings, root);
   const JsonPath frames_path = at(root, "frames");
   check_table_shape(frames.present, frames.not_array, frames.count, frames_path);
-  views_.reserve(frames.items.size());
   for (std::size_t i = 0; i < frames.items.size(); ++i)
-    views_.push_back(compact_frame(frames.items[i], table_strings_, at(frames_path, i)));
+    compact_frame(frames.items[i], frames.values.data(), at(frames_path, i));
+  frame_count_ = frames.items.size();
   const JsonPath stacks_path = at(root, "stacks");
   check_table_shape(stacks.present, stacks.not_array, stacks.count, stacks_path);
   entries_.reserve(stacks.items.size());
   for (std::size_t i = 0; i < stacks.items.size(); ++i)
-    entries_.push_back(stack_entry(stacks.items[i], views_.size(), at(stacks_path, i)));
+    entries_.push_back(
+        stack_entry(stacks.items[i], stacks.values.data(), frame_count_, at(stacks_path, i)));
 }
 
-void SnapshotFields::resolve_stacks(JobSnapshot& out, SharedStacks& shared) {
+void SnapshotFields::resolve_stacks(JobSnapshot& out, const RawEntries& frames,
+                                    SharedStacks& shared) {
   const JsonPath root;
   auto ref_path = [&](const StackRef& r, auto&& use) {
     const JsonPath procs = at(root, "processes");
@@ -397,7 +402,7 @@ void SnapshotFields::resolve_stacks(JobSnapshot& out, SharedStacks& shared) {
   }
   if (inline_stack_) throw BadDocument{*inline_stack_ + ": expected an integer, got array"};
   // Only stacks a thread uses are built: the total frame bound counts what threads expand to.
-  std::vector<std::int64_t> run_frame(views_.size(), -1);
+  std::vector<std::int64_t> run_frame(frame_count_, -1);
   std::vector<std::optional<FrameStack>> built(entries_.size());
   std::vector<std::uint32_t> ids;
   auto lock = shared.hold();
@@ -409,7 +414,12 @@ void SnapshotFields::resolve_stacks(JobSnapshot& out, SharedStacks& shared) {
       if (!built[idx]) {
         ids.clear();
         for (std::uint32_t fi : entries_[idx]) {
-          if (run_frame[fi] < 0) run_frame[fi] = shared.frame_id(views_[fi]);
+          if (run_frame[fi] < 0) {
+            const JsonPath frames_path = at(root, "frames");
+            const JsonPath fp = at(frames_path, fi);  // checked already: cannot fail
+            run_frame[fi] =
+                shared.frame_id(compact_frame(frames.items[fi], frames.values.data(), fp));
+          }
           ids.push_back(static_cast<std::uint32_t>(run_frame[fi]));
         }
         built[idx] = shared.stack(ids);

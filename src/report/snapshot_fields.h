@@ -31,12 +31,20 @@ struct RawTable {
   std::optional<nlohmann::json> not_array;  // includes null
 };
 
-// One entry of the "frames" or "stacks" table: its first values (scalars; nested values as
-// they were), how many values it had, and the entry itself when it was not an array.
+// One entry of the "frames" or "stacks" table: where its first values (scalars; nested values
+// as they were) stand in the table's flat `values`, how many values it had, and the entry
+// itself when it was not an array.
 struct RawEntry {
-  std::vector<nlohmann::json> values;
+  std::size_t first = 0;
+  std::size_t stored = 0;
   std::size_t count = 0;
   std::optional<nlohmann::json> not_array;
+};
+
+// The "frames" or "stacks" table: every entry's values in one flat array (no allocation per
+// entry).
+struct RawEntries : RawTable<RawEntry> {
+  std::vector<nlohmann::json> values;
 };
 
 // The string table: non-string entries are kept aside (by position) for the error message.
@@ -61,11 +69,11 @@ class SnapshotFields : public BoundedFields {
   // job_id and expected_world_size.
   void top_level(const json& doc, JobSnapshot& out);
   // Checks the agent tables, in their order (every entry, used or not).
-  void check_tables(const RawStrings& strings, const RawTable<RawEntry>& frames,
-                    const RawTable<RawEntry>& stacks);
+  void check_tables(const RawStrings& strings, const RawEntries& frames, const RawEntries& stacks);
   // Resolves every kept stack reference of `out`'s threads through the checked tables,
   // interning frames and stacks in `shared`. Plain documents: a kept reference is an error.
-  void resolve_stacks(JobSnapshot& out, SharedStacks& shared);
+  // `frames` is the table check_tables() checked.
+  void resolve_stacks(JobSnapshot& out, const RawEntries& frames, SharedStacks& shared);
   // unreachable, diagnostics and deaths.
   void rest(const json& doc, JobSnapshot& out) const;
   // Forgets the references kept so far (a repeated "processes" member replaces the first).
@@ -82,10 +90,10 @@ class SnapshotFields : public BoundedFields {
   void check_table_shape(bool present, const std::optional<json>& not_array, std::size_t count,
                          const JsonPath& path) const;
   std::vector<std::string_view> strings_table(const RawStrings& raw, const JsonPath& root) const;
-  FrameView compact_frame(const RawEntry& raw, const std::vector<std::string_view>& strings,
+  FrameView compact_frame(const RawEntry& raw, const nlohmann::json* values,
                           const JsonPath& path) const;
-  std::vector<std::uint32_t> stack_entry(const RawEntry& raw, std::size_t frames,
-                                         const JsonPath& path) const;
+  std::vector<std::uint32_t> stack_entry(const RawEntry& raw, const nlohmann::json* values,
+                                         std::size_t frames, const JsonPath& path) const;
 
   Death death(const json& v, const JsonPath& path) const;
   std::vector<WaitEdge> waits_on(const json& obj, const JsonPath& path) const;
@@ -105,7 +113,7 @@ class SnapshotFields : public BoundedFields {
   std::vector<StackRef> refs_;
   std::optional<std::string> inline_stack_;  // first inline stack seen while the mode was unknown
   std::vector<std::string_view> table_strings_;  // the agent tables, checked
-  std::vector<FrameView> views_;
+  std::size_t frame_count_ = 0;
   std::vector<std::vector<std::uint32_t>> entries_;
 };
 
