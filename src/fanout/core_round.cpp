@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fanout/hostlist.h"
+#include "report/bounded_json.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -32,71 +33,28 @@ Error bad(const std::string& what) {
   return Error(Errc::bad_data, fmt::format("core answer: {}", what));
 }
 
-// Reads a string member; absent is empty, anything else than a bounded string is an error.
-Result<std::string> string_member(const json& o, const char* key, std::size_t i) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return std::string();
-  if (!it->is_string())
-    return bad(fmt::format("cores[{}].{} is {}, expected a string", i, key, it->type_name()));
-  const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > kMaxString)
-    return bad(fmt::format("cores[{}].{} is longer than {} bytes", i, key, kMaxString));
-  return s;
-}
-
-Result<long long> integer_member(const json& o, const char* key, std::size_t i, long long lo,
-                                 long long hi) {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_number_integer()) {
-    return bad(fmt::format("cores[{}].{} is missing or not an integer", i, key));
-  }
-  const bool too_big = it->is_number_unsigned() &&
-                       it->get<unsigned long long>() > static_cast<unsigned long long>(hi);
-  const long long v = too_big ? hi : it->get<long long>();
-  if (too_big || v < lo || v > hi) return bad(fmt::format("cores[{}].{} is out of range", i, key));
-  return v;
-}
-
-Result<CoreOutcome> read_outcome(const json& o, std::size_t i) {
-  if (!o.is_object())
-    return bad(fmt::format("cores[{}] is {}, expected an object", i, o.type_name()));
+// One entry of "cores", read with the bounds every untrusted document gets (BoundedFields).
+CoreOutcome read_outcome(const BoundedFields& f, const json& v, const JsonPath& path) {
+  constexpr int kMaxInt = std::numeric_limits<int>::max();
+  constexpr long long kMaxLong = std::numeric_limits<long long>::max();
+  const json& o = f.object(v, path);
   CoreOutcome c;
-  auto node = string_member(o, "node", i);
-  if (!node) return node.error();
-  if (!validate_host_name(*node)) return bad(fmt::format("cores[{}].node is not a host name", i));
-  c.node = std::move(*node);
-  auto pid = integer_member(o, "pid", i, 1, std::numeric_limits<int>::max());
-  if (!pid) return pid.error();
-  c.pid = static_cast<int>(*pid);
-  if (auto it = o.find("rank"); it != o.end() && !it->is_null()) {
-    auto rank = integer_member(o, "rank", i, 0, std::numeric_limits<int>::max());
-    if (!rank) return rank.error();
-    c.rank = static_cast<int>(*rank);
-  }
-  for (auto [key, field] : {std::pair{"path", &c.path}, {"error", &c.error}, {"hint", &c.hint}}) {
-    auto s = string_member(o, key, i);
-    if (!s) return s.error();
-    *field = std::move(*s);
-  }
+  c.node = f.str(o, "node", path);
+  if (!validate_host_name(c.node)) fail(at(path, "node"), "not a host name");
+  c.pid = f.req_int(o, "pid", path, 1, kMaxInt);
+  c.rank = f.opt_int(o, "rank", path, 0, kMaxInt);
+  c.path = f.str(o, "path", path);
+  c.error = f.str(o, "error", path);
+  c.hint = f.str(o, "hint", path);
   if (c.written()) {
-    if (c.path.empty()) return bad(fmt::format("cores[{}] has neither a path nor an error", i));
-    auto size = integer_member(o, "file_size", i, 0, std::numeric_limits<long long>::max());
-    auto pause = integer_member(o, "pause_us", i, 0, std::numeric_limits<long long>::max());
-    if (!size) return size.error();
-    if (!pause) return pause.error();
-    c.file_size = static_cast<std::uint64_t>(*size);
-    c.pause_us = *pause;
-  }
-  if (auto it = o.find("warnings"); it != o.end()) {
-    if (!it->is_array() || it->size() > kMaxWarnings)
-      return bad(fmt::format("cores[{}].warnings is not a short list", i));
-    for (const auto& w : *it) {
-      if (!w.is_string() || w.get_ref<const std::string&>().size() > kMaxString) {
-        return bad(fmt::format("cores[{}].warnings holds something else than a short string", i));
-      }
-      c.warnings.push_back(w.get<std::string>());
+    if (c.path.empty()) fail(path, "has neither a path nor an error");
+    for (const char* key : {"file_size", "pause_us"}) {
+      if (!BoundedFields::member(o, key)) fail(at(path, key), "missing");
     }
+    c.file_size = static_cast<std::uint64_t>(*f.opt_int64(o, "file_size", path, 0, kMaxLong));
+    c.pause_us = *f.opt_int64(o, "pause_us", path, 0, kMaxLong);
   }
+  c.warnings = f.strings(o, "warnings", path);
   return c;
 }
 
@@ -177,17 +135,19 @@ Result<std::vector<CoreOutcome>> read_core_outcomes_json(std::string_view text) 
   if (schema == doc.end() || !schema->is_string() || *schema != kCoreSchema) {
     return bad(fmt::format("schema is not {}", kCoreSchema));
   }
-  auto cores = doc.find("cores");
-  if (cores == doc.end() || !cores->is_array()) return bad("no 'cores' list");
-  if (cores->size() > kMaxOutcomes) return bad(fmt::format("more than {} entries", kMaxOutcomes));
-  std::vector<CoreOutcome> out;
-  out.reserve(cores->size());
-  for (std::size_t i = 0; i < cores->size(); ++i) {
-    auto c = read_outcome((*cores)[i], i);
-    if (!c) return c.error();
-    out.push_back(std::move(*c));
+  const BoundedFields fields(kMaxString, kMaxWarnings);
+  try {
+    const JsonPath root;
+    const json& cores = fields.array(doc, "cores", root, kMaxOutcomes, true);
+    const JsonPath cores_path = at(root, "cores");
+    std::vector<CoreOutcome> out;
+    out.reserve(cores.size());
+    for (std::size_t i = 0; i < cores.size(); ++i)
+      out.push_back(read_outcome(fields, cores[i], at(cores_path, i)));
+    return out;
+  } catch (const BadDocument& e) {
+    return bad(e.message);
   }
-  return out;
 }
 
 std::vector<std::string> core_round_agent_args(const std::vector<CoreRequest>& requests,

@@ -5,7 +5,9 @@
 
 namespace hangscan {
 
-EarlyReader::EarlyReader(ReadLimits limits, unsigned threads) : limits_(limits) {
+EarlyReader::EarlyReader(ReadLimits limits, unsigned threads,
+                         std::function<void(const std::string&)> note)
+    : limits_(limits), note_(std::move(note)) {
   unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
@@ -39,8 +41,16 @@ void EarlyReader::work() {
     queue_.pop_front();
     lock.unlock();
     // The slot is not erased before it is done, so its key stays valid while unlocked.
-    Result<JobSnapshot> r = read_job_json(*text, limits_);  // never throws
+    Result<JobSnapshot> r = read_job_json(*text, limits_, &stacks_);  // never throws
     lock.lock();
+    if (note_ && r.ok()) {
+      std::vector<std::string> notes = suspects_.add(*r);
+      if (!notes.empty()) {
+        lock.unlock();
+        for (const std::string& n : notes) note_(n);
+        lock.lock();
+      }
+    }
     auto it = slots_.find(*text);
     if (it != slots_.end()) {
       it->second.result = std::move(r);

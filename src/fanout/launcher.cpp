@@ -6,9 +6,10 @@ namespace hangscan {
 
 ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
                        const std::vector<std::string>& capture_args,
-                       const std::function<void(const NodeProgress&)>& progress) {
+                       const std::function<void(const NodeProgress&)>& progress,
+                       const std::function<void(const std::string&)>& note) {
   ClusterRun run;
-  EarlyReader early;
+  EarlyReader early({}, 0, note);
   AnswerWatch watch{progress, [&early](const std::string& doc) { early.submit(doc); }};
   AgentAnswers answers = launcher.run_agents(plan.nodes, capture_args, watch);
   run.result = read_job_answers(std::move(answers), ReadLimits{}, &early);

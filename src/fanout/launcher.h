@@ -53,9 +53,11 @@ struct ClusterRun {
 
 // Runs the agents with `capture_args` on every node of `plan`, reads each answer as it arrives
 // (on worker threads) and merges them (as the plan's job, with its world size). `progress`
-// (may be empty) is told how many nodes have answered.
+// (may be empty) is told how many nodes have answered; `note` (may be empty) gets the early
+// notes on odd ranks (EarlySuspects) from the reader threads, while nodes still answer.
 ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
                        const std::vector<std::string>& capture_args,
-                       const std::function<void(const NodeProgress&)>& progress);
+                       const std::function<void(const NodeProgress&)>& progress,
+                       const std::function<void(const std::string&)>& note = {});
 
 }  // namespace hangscan

@@ -23,6 +23,7 @@ struct TrieNode {
   int depth = 0;                      // root 0, outermost frame 1
   std::vector<std::size_t> children;  // in insertion order
   std::vector<std::size_t> members;   // process indexes through this node, ascending, unique
+                                      // (filled by finish())
   std::vector<std::size_t> ending;    // members whose stack ends here (ascending, unique)
   RankSet ranks;                      // ranks of `members` (filled by finish())
 };
@@ -41,7 +42,8 @@ class StackTrie {
   // stack): a stack shared by many members is compared frame by frame only once.
   void insert_again(std::size_t member, std::size_t node);
 
-  // Fills every node's rank set from the members' ranks (members without rank are skipped).
+  // Fills every node's members (from the endings below it) and rank set (members without
+  // rank are skipped). Call once, after the last insert.
   void finish(const std::vector<ProcessSnapshot>& processes);
 
   const std::vector<TrieNode>& nodes() const { return nodes_; }
@@ -53,6 +55,7 @@ class StackTrie {
 
  private:
   std::size_t child_for(std::size_t parent, const Frame& f);
+  void gather_members();
 
   GroupOptions::Granularity granularity_;
   std::vector<TrieNode> nodes_;

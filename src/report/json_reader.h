@@ -13,6 +13,8 @@
 
 namespace hangscan {
 
+class SharedStacks;
+
 // Bounds applied before and while parsing one document. Defaults fit a node of 1,024 ranks
 // with deep stacks; the merged front end reads one document per node.
 struct ReadLimits {
@@ -31,6 +33,11 @@ struct ReadLimits {
 // Any violation (syntax, truncation, wrong type, out-of-range number, a limit) is an
 // Error{Errc::bad_data} whose message names the JSON path ("processes[3].threads[0].tid").
 // Analysis fields (groups, suspects...) are ignored: they are recomputed from the snapshot.
-Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits = {});
+// The document is read as it streams through the parser (no DOM of the stack tables; each
+// process is converted as soon as it is complete, then dropped). With `shared`, frames and
+// stacks are interned in that run-wide table (threads of every document read with it that
+// stand in one stack share one FrameStack); without, in a table of this document's own.
+Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits = {},
+                                  SharedStacks* shared = nullptr);
 
 }  // namespace hangscan

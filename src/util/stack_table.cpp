@@ -36,15 +36,9 @@ FrameStack StackTable::intern(const FrameStack& stack) {
 }
 
 void StackTable::intern_job(JobSnapshot& job) {
-  // The stack seen is held with its interned copy until the end, so no address is reused.
-  struct Seen {
-    FrameStack seen;
-    FrameStack interned;
-  };
-  std::unordered_map<const void*, Seen> by_id;
   auto one = [&](FrameStack& s) {
     if (s.empty()) return;
-    auto [it, fresh] = by_id.try_emplace(s.id());
+    auto [it, fresh] = by_id_.try_emplace(s.id());
     if (fresh) it->second = Seen{s, intern(s)};
     s = it->second.interned;
   };

@@ -23,11 +23,18 @@ class StackTable {
   // The table's copy of `stack` (added when new). Empty stacks stay empty.
   FrameStack intern(const FrameStack& stack);
   // Interns frames, native_frames and kernel_frames of every thread of `job`; threads that
-  // already share a stack (a reader's table) cost one lookup by id, not a hash of its frames.
+  // already share a stack (a reader's table, or SharedStacks across documents) cost one lookup
+  // by id, not a hash of its frames, for as long as the table lives.
   void intern_job(JobSnapshot& job);
   std::size_t size() const { return count_; }
 
  private:
+  // A stack seen by intern_job, held with its interned copy so that its address is not reused.
+  struct Seen {
+    FrameStack seen;
+    FrameStack interned;
+  };
+  std::unordered_map<const void*, Seen> by_id_;
   // Buckets by content hash; a bucket holds every distinct stack with that hash.
   std::unordered_map<std::size_t, std::vector<FrameStack>> buckets_;
   std::size_t count_ = 0;

@@ -23,6 +23,7 @@
 #include "report/agent_format.h"
 #include "report/json_reader.h"
 #include "synth_job.h"
+#include "util/shared_stacks.h"
 
 namespace hangscan::bench {
 namespace {
@@ -118,13 +119,14 @@ int run_merge(const Args& args) {
   // Documents are parsed by `threads` workers, as a collector parses each node's answer on
   // arrival; the merge itself then only moves processes.
   std::vector<JobSnapshot> parts(docs.size());
+  SharedStacks shared;  // as EarlyReader's workers share one
   std::vector<std::thread> workers;
   std::atomic<bool> bad{false};
   for (int w = 0; w < args.threads; ++w) {
     workers.emplace_back([&, w] {
       for (std::size_t i = static_cast<std::size_t>(w); i < docs.size();
            i += static_cast<std::size_t>(args.threads)) {
-        auto r = read_job_json(docs[i]);
+        auto r = read_job_json(docs[i], ReadLimits{}, &shared);
         if (!r.ok()) {
           bad = true;
           return;

@@ -93,14 +93,11 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-std::function<void(const NodeProgress&)> tty_progress() {
-  if (::isatty(STDERR_FILENO) != 1) return {};
-  return [](const NodeProgress& p) {
-    // \x1b[K clears what a longer earlier line left behind.
-    fmt::print(stderr, "\rhangscan: {}\x1b[K{}", progress_line(p),
-               p.answered + p.unreachable >= p.total ? "\n" : "");
+std::shared_ptr<TerminalProgress> tty_progress() {
+  return std::make_shared<TerminalProgress>(::isatty(STDERR_FILENO) == 1, [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stderr);
     std::fflush(stderr);
-  };
+  });
 }
 
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
@@ -135,7 +132,14 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
   }
   if (o.verbose && !plan->description.empty())
     fmt::print(stderr, "hangscan: {}\n", plan->description);
-  ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), tty_progress());
+  std::shared_ptr<TerminalProgress> tty = tty_progress();
+  std::function<void(const NodeProgress&)> progress;
+  std::function<void(const std::string&)> note;
+  if (tty->on_terminal()) {  // off a terminal nothing is shown, and nothing computed for it
+    progress = [tty](const NodeProgress& p) { tty->progress(p); };
+    note = [tty](const std::string& line) { tty->note(line); };
+  }
+  ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
   auto analysis = analyze_job(run.merged, o.output);
   if (!analysis) return kExitNothing;
   int rc = finish_fanout(run.result, run.merged, *analysis, o);

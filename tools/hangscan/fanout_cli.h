@@ -7,11 +7,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fanout/collector.h"
 #include "fanout/launcher.h"
+#include "fanout/terminal_progress.h"
 #include "jobs/capture_flags.h"
 #include "output.h"
 
@@ -32,9 +34,10 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o);
 // --agent-path when given (must be absolute), else /proc/self/exe resolved.
 Result<std::string> resolve_agent_path(const std::string& explicit_path);
 
-// "3/40 nodes answered, 1 unreachable" on stderr, rewritten in place, when stderr is a
-// terminal; else empty (scripts and tests see clean output).
-std::function<void(const NodeProgress&)> tty_progress();
+// "3/40 nodes answered, 1 unreachable" on stderr, rewritten in place, and the early notes on
+// odd ranks above it, when stderr is a terminal; else nothing (scripts and tests see clean
+// output).
+std::shared_ptr<TerminalProgress> tty_progress();
 
 // Prints what went missing, writes the report of `merged` grouped as `analysis` (and
 // --output DIR), returns the exit code.
