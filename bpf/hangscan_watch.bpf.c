@@ -21,6 +21,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 wait_threshold_ns = 10000000; /* a system call this long becomes an event */
 const volatile __u64 offcpu_threshold_ns = 10000000;
 const volatile __u8 follow_children = 0;
+/* The longest waits the report keeps per process (0, or above HS_TOP_WAITS_MAX: send all). */
+const volatile __u32 top_waits = 5;
+/* The reader is woken when this much is waiting in the ring; it also drains every 100 ms. */
+#define WAKE_AT_BYTES (2 << 20)
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -73,6 +77,45 @@ static __always_inline void* reserve(__u64 size) {
   return e;
 }
 
+/* A wake-up per record would cost the reader an epoll return and a copy each: records are
+ * batched, and the reader woken only when the ring fills up (an eighth of it). */
+static __always_inline void submit(void* e) {
+  __u64 flag = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKE_AT_BYTES ? BPF_RB_FORCE_WAKEUP
+                                                                              : BPF_RB_NO_WAKEUP;
+  bpf_ringbuf_submit(e, flag);
+}
+
+/* Whether a wait of `dur` ns is among the `top_waits` longest of its process so far (then it
+ * takes the place of the shortest kept one and is sent). The report keeps only those, so one
+ * that is not would be dropped there: it is only counted. Two CPUs racing on the same slot can
+ * only lose a kept value, which lowers the bar (more sent), never raises it. */
+static __always_inline bool among_longest(struct hs_proc_stats* st, __u64 dur) {
+  __sync_fetch_and_add(&st->waits, 1);
+  if (top_waits == 0 || top_waits > HS_TOP_WAITS_MAX) return true;
+  __u32 min_i = 0;
+  __u64 min_v = ~0ULL;
+  for (__u32 i = 0; i < HS_TOP_WAITS_MAX && i < top_waits; i++) {
+    __u64 v = st->top_wait_ns[i];
+    if (v < min_v) {
+      min_v = v;
+      min_i = i;
+    }
+  }
+  if (dur <= min_v) {
+    __sync_fetch_and_add(&st->waits_not_sent, 1);
+    return false;
+  }
+  st->top_wait_ns[min_i & (HS_TOP_WAITS_MAX - 1)] = dur;
+  return true;
+}
+
+/* The kernel stack where a thread that is about to run again slept (it is not running yet, so
+ * its stack is as it was when it left the CPU). Taken only for waits long enough to report. */
+static __always_inline __u32 sleep_stack(struct task_struct* t, __u64* out, __u32 size) {
+  long n = bpf_get_task_stack(t, out, size, 0);
+  return n > 0 ? n : 0;
+}
+
 static __always_inline void fill_header(struct hs_header* h, __u32 kind, struct task_struct* t) {
   h->kind = kind;
   h->pid = BPF_CORE_READ(t, tgid);
@@ -118,7 +161,7 @@ int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   copy_user_stack(&e->u, task);
   long n = e->in_kernel ? bpf_get_stack(ctx, e->u.kstack, sizeof(e->u.kstack), 0) : 0;
   e->u.kstack_len = n > 0 ? n : 0;
-  bpf_ringbuf_submit(e, 0);
+  submit(e);
   return 0;
 }
 
@@ -141,7 +184,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs* regs, long nr) {
   struct thread_state* ts = thread_of((__u32)id, true);
   if (!ts) return 0;
   ts->syscall_nr = nr;
-  ts->arg0 = BPF_CORE_READ(regs, di);
+  ts->arg0 = regs->di;
   ts->sys_start_ns = bpf_ktime_get_ns();
   ts->offcpu_ns = 0;
   ts->waker_pid = 0;
@@ -184,11 +227,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
   if (!st) return 0;
   struct thread_state* ts = thread_of((__u32)id, false);
   if (!ts || ts->syscall_nr < 0) return 0;
-  __sync_fetch_and_add(&st->syscalls_done, 1);
   if (ret > 0 && moves_data(ts->syscall_nr)) __sync_fetch_and_add(&st->io_done, 1);
   __u64 now = bpf_ktime_get_ns();
   __u64 dur = now - ts->sys_start_ns;
-  if (dur >= wait_threshold_ns) {
+  if (dur >= wait_threshold_ns && among_longest(st, dur)) {
     struct hs_wait* e = reserve(sizeof(*e));
     if (e) {
       struct task_struct* task = bpf_get_current_task_btf();
@@ -206,7 +248,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
       if (klen > sizeof(e->u.kstack)) klen = sizeof(e->u.kstack);
       bpf_probe_read_kernel(e->u.kstack, sizeof(e->u.kstack), ts->kstack);
       e->u.kstack_len = klen;
-      bpf_ringbuf_submit(e, 0);
+      submit(e);
     }
   }
   ts->syscall_nr = -1;
@@ -218,26 +260,27 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
              unsigned int prev_state) {
   __u64 now = bpf_ktime_get_ns();
   __u32 prev_tgid = BPF_CORE_READ(prev, tgid);
-  /* A thread that leaves the CPU to wait (not preempted): when, and its kernel stack. */
+  /* A thread that leaves the CPU to wait (not preempted): when. Its kernel stack is taken when
+   * it runs again, and only if the wait was long (below). */
   if (prev_state != 0 && watched_proc(prev_tgid)) {
     struct thread_state* ts = thread_of(BPF_CORE_READ(prev, pid), true);
-    if (ts) {
-      ts->offcpu_start_ns = now;
-      long n = bpf_get_stack(ctx, ts->kstack, sizeof(ts->kstack), 0);
-      ts->kstack_len = n > 0 ? n : 0;
-    }
+    if (ts) ts->offcpu_start_ns = now;
   }
   __u32 next_tgid = BPF_CORE_READ(next, tgid);
-  if (!watched_proc(next_tgid)) return 0;
+  struct hs_proc_stats* st = watched_proc(next_tgid);
+  if (!st) return 0;
   struct thread_state* ts = thread_of(BPF_CORE_READ(next, pid), false);
   if (!ts || ts->offcpu_start_ns == 0) return 0;
   __u64 off = now - ts->offcpu_start_ns;
   ts->offcpu_start_ns = 0;
   if (ts->syscall_nr >= 0) {
     ts->offcpu_ns += off; /* reported with the system call, at its return */
+    /* Where it slept, once the call is long enough to be a wait (the last such sleep wins). */
+    if (now - ts->sys_start_ns >= wait_threshold_ns)
+      ts->kstack_len = sleep_stack(next, ts->kstack, sizeof(ts->kstack));
     return 0;
   }
-  if (off < offcpu_threshold_ns) return 0;
+  if (off < offcpu_threshold_ns || !among_longest(st, off)) return 0;
   struct hs_offcpu* e = reserve(sizeof(*e));
   if (!e) return 0;
   fill_header(&e->h, HS_EV_OFFCPU, next);
@@ -245,11 +288,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
   e->waker_pid = ts->waker_pid;
   e->waker_tid = ts->waker_tid;
   __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
-  __u32 klen = ts->kstack_len;
-  if (klen > sizeof(e->kstack)) klen = sizeof(e->kstack);
-  bpf_probe_read_kernel(e->kstack, sizeof(e->kstack), ts->kstack);
-  e->kstack_len = klen;
-  bpf_ringbuf_submit(e, 0);
+  e->kstack_len = sleep_stack(next, e->kstack, sizeof(e->kstack));
+  submit(e);
   return 0;
 }
 
@@ -287,7 +327,7 @@ int BPF_PROG(on_exit, struct task_struct* p) {
   fill_header(&e->h, HS_EV_EXIT, p);
   e->exit_code = BPF_CORE_READ(p, exit_code);
   e->group_dead = 1;
-  bpf_ringbuf_submit(e, 0);
+  submit(e);
   return 0;
 }
 
@@ -305,15 +345,12 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct
   /* As the tracepoint's own TP_STORE_SIGINFO: SEND_SIG_NOINFO (0) is SI_USER, SEND_SIG_PRIV (1,
    * a signal from the kernel itself, e.g. the OOM killer's SIGKILL) is SI_KERNEL; only other
    * values point at a siginfo. */
-  if ((unsigned long)info == 0)
-    e->code = 0; /* SI_USER */
-  else if ((unsigned long)info == 1)
-    e->code = 0x80; /* SI_KERNEL */
-  else
-    e->code = BPF_CORE_READ(info, si_code);
+  if ((unsigned long)info == 0) e->code = 0;         /* SI_USER */
+  else if ((unsigned long)info == 1) e->code = 0x80; /* SI_KERNEL */
+  else e->code = BPF_CORE_READ(info, si_code);
   e->group = group;
   BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
-  bpf_ringbuf_submit(e, 0);
+  submit(e);
   return 0;
 }
 
@@ -324,6 +361,6 @@ int BPF_PROG(on_oom_victim, struct task_struct* task) {
   struct hs_oom* e = reserve(sizeof(*e));
   if (!e) return 0;
   fill_header(&e->h, HS_EV_OOM, task);
-  bpf_ringbuf_submit(e, 0);
+  submit(e);
   return 0;
 }

@@ -81,7 +81,8 @@ struct RecorderCounters {
 struct ProcessCounters {
   std::uint64_t samples = 0;
   std::uint64_t io_done = 0;
-  std::uint64_t syscalls_done = 0;
+  std::uint64_t waits = 0;           // waits of at least the threshold
+  std::uint64_t waits_not_sent = 0;  // of those, shorter than every kept one (counted only)
 };
 
 struct Recording {

@@ -35,6 +35,18 @@ std::string stack_key(const std::vector<Frame>& frames) {
   return key;
 }
 
+// Where a thread sleeps now, from the kernel's own record (/proc/PID/task/TID/stack, root):
+// the recorder takes a wait's kernel stack when the thread runs again, so a thread still
+// waiting at the end of the window has none of its own.
+std::vector<std::string> sleeping_kernel_stack(int pid, int tid) {
+  std::vector<std::string> out;
+  auto text = read_text_file(fmt::format("/proc/{}/task/{}/stack", pid, tid));
+  if (!text) return out;
+  for (const Frame& f : parse_kernel_stack(*text))
+    out.push_back(fmt::format("{}+{:#x}", f.function, f.offset));
+  return out;
+}
+
 }  // namespace
 
 std::int64_t monotonic_ns() {
@@ -281,7 +293,8 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
   std::stable_sort(waits.begin(), waits.end(), [](const WaitView& a, const WaitView& b) {
     return a.duration_s > b.duration_s;
   });
-  if (waits.size() > options_.top_waits) waits.resize(options_.top_waits);
+  if (options_.recorder.top_waits > 0 && waits.size() > options_.recorder.top_waits)
+    waits.resize(options_.recorder.top_waits);
 }
 
 // Threads that were blocked before the window began produce no events (the recorder sees a
@@ -333,7 +346,9 @@ WatchReport Watcher::report() {
   for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
-    it->second.waits.push_back(wait_view(w, {}));
+    WaitView v = wait_view(w, {});
+    if (v.kernel.empty()) v.kernel = sleeping_kernel_stack(w.pid, w.tid);
+    it->second.waits.push_back(std::move(v));
   }
   for (auto& [pid, p] : procs_) {
     if (!p.gone) add_blocked_before(pid, p, now);

@@ -28,7 +28,7 @@ struct WatchOptions {
   std::string match;
   RecorderOptions recorder;
   std::size_t top_stacks = 5;
-  std::size_t top_waits = 5;
+  // (The longest waits kept per process: recorder.top_waits, which the kernel side filters by.)
 };
 
 class Watcher {
