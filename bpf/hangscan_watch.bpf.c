@@ -125,6 +125,14 @@ static __always_inline void fill_header(struct hs_header* h, __u32 kind, struct 
   BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
 }
 
+/* Whether saved user registers are those of a system call in progress: the entry code keeps
+ * the number in orig_ax and sets ax to -ENOSYS until the call returns (a fault or an interrupt
+ * leaves the user's ax there, and orig_ax is its error code or -1). */
+#define HS_ENOSYS 38
+static __always_inline bool in_syscall(const struct hs_regs* r) {
+  return (__s64)r->orig_ax >= 0 && (__s64)r->ax == -HS_ENOSYS;
+}
+
 /* Registers and the top of the user stack of the current task, for an unwind in user space. */
 static __always_inline void copy_user_stack(struct hs_user_stack* u, struct task_struct* task) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
@@ -155,10 +163,8 @@ int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   /* The context allows whole-register loads only: a volatile 8-byte read of cs. */
   __u64 cs = *(volatile __u64*)&ctx->regs.cs;
   e->in_kernel = (cs & 3) == 0;
-  __u32 tid = (__u32)id;
-  struct thread_state* ts = bpf_map_lookup_elem(&threads, &tid);
-  e->syscall_nr = ts ? (__s32)ts->syscall_nr : -1;
   copy_user_stack(&e->u, task);
+  e->syscall_nr = e->in_kernel && in_syscall(&e->u.regs) ? (__s32)e->u.regs.orig_ax : -1;
   long n = e->in_kernel ? bpf_get_stack(ctx, e->u.kstack, sizeof(e->u.kstack), 0) : 0;
   e->u.kstack_len = n > 0 ? n : 0;
   submit(e);
@@ -175,22 +181,6 @@ static __always_inline struct thread_state* thread_of(__u32 tid, bool create) {
   init->tgid = bpf_get_current_pid_tgid() >> 32;
   bpf_map_update_elem(&threads, &tid, init, BPF_NOEXIST);
   return bpf_map_lookup_elem(&threads, &tid);
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs* regs, long nr) {
-  __u64 id = bpf_get_current_pid_tgid();
-  if (!watched_proc(id >> 32)) return 0;
-  struct thread_state* ts = thread_of((__u32)id, true);
-  if (!ts) return 0;
-  ts->syscall_nr = nr;
-  ts->arg0 = regs->di;
-  ts->sys_start_ns = bpf_ktime_get_ns();
-  ts->offcpu_ns = 0;
-  ts->waker_pid = 0;
-  ts->waker_tid = 0;
-  ts->kstack_len = 0;
-  return 0;
 }
 
 /* read, write, readv, writev, pread64, pwrite64, sendto, recvfrom, sendmsg, recvmsg, sendfile,
@@ -225,9 +215,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
   __u64 id = bpf_get_current_pid_tgid();
   struct hs_proc_stats* st = watched_proc(id >> 32);
   if (!st) return 0;
+  if (ret > 0 && moves_data(regs->orig_ax)) __sync_fetch_and_add(&st->io_done, 1);
+  /* Only a call that left the CPU to wait has a state (sched_switch began it). */
   struct thread_state* ts = thread_of((__u32)id, false);
   if (!ts || ts->syscall_nr < 0) return 0;
-  if (ret > 0 && moves_data(ts->syscall_nr)) __sync_fetch_and_add(&st->io_done, 1);
   __u64 now = bpf_ktime_get_ns();
   __u64 dur = now - ts->sys_start_ns;
   if (dur >= wait_threshold_ns && among_longest(st, dur)) {
@@ -255,21 +246,41 @@ int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
   return 0;
 }
 
+/* A thread leaves the CPU for the first time in a system call: the wait starts now (the call's
+ * few microseconds on CPU before are not waiting), with the call's number and first argument
+ * from the registers it entered with. Not in a system call (a page fault): nothing here. */
+static __always_inline void begin_wait(struct thread_state* ts, struct task_struct* t, __u64 now) {
+  struct pt_regs* r = (struct pt_regs*)bpf_task_pt_regs(t);
+  __s64 nr = r->orig_ax;
+  if (nr < 0 || (__s64)r->ax != -HS_ENOSYS) return; /* as in_syscall() */
+  ts->syscall_nr = nr;
+  ts->arg0 = r->di;
+  ts->sys_start_ns = now;
+  ts->offcpu_ns = 0;
+  ts->waker_pid = 0;
+  ts->waker_tid = 0;
+  ts->kstack_len = 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
              unsigned int prev_state) {
   __u64 now = bpf_ktime_get_ns();
-  __u32 prev_tgid = BPF_CORE_READ(prev, tgid);
-  /* A thread that leaves the CPU to wait (not preempted): when. Its kernel stack is taken when
-   * it runs again, and only if the wait was long (below). */
+  __u32 prev_tgid = prev->tgid;
+  /* A thread that leaves the CPU to wait (not preempted): when, and, the first time in a system
+   * call, which call (a wait begins). Its kernel stack is taken when it runs again, and only if
+   * the wait was long (below). */
   if (prev_state != 0 && watched_proc(prev_tgid)) {
-    struct thread_state* ts = thread_of(BPF_CORE_READ(prev, pid), true);
-    if (ts) ts->offcpu_start_ns = now;
+    struct thread_state* ts = thread_of(prev->pid, true);
+    if (ts) {
+      ts->offcpu_start_ns = now;
+      if (ts->syscall_nr < 0) begin_wait(ts, prev, now);
+    }
   }
-  __u32 next_tgid = BPF_CORE_READ(next, tgid);
+  __u32 next_tgid = next->tgid;
   struct hs_proc_stats* st = watched_proc(next_tgid);
   if (!st) return 0;
-  struct thread_state* ts = thread_of(BPF_CORE_READ(next, pid), false);
+  struct thread_state* ts = thread_of(next->pid, false);
   if (!ts || ts->offcpu_start_ns == 0) return 0;
   __u64 off = now - ts->offcpu_start_ns;
   ts->offcpu_start_ns = 0;
@@ -295,8 +306,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
-  if (!watched_proc(BPF_CORE_READ(p, tgid))) return 0;
-  struct thread_state* ts = thread_of(BPF_CORE_READ(p, pid), false);
+  if (!watched_proc(p->tgid)) return 0;
+  struct thread_state* ts = thread_of(p->pid, false);
   if (!ts || ts->offcpu_start_ns == 0) return 0;
   __u64 id = bpf_get_current_pid_tgid();
   ts->waker_pid = id >> 32;
