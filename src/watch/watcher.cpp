@@ -165,6 +165,7 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     Proc& p = procs_[pid];
     if (counters.io_done > p.io_done) last_progress_[pid] = now;
     p.io_done = counters.io_done;
+    p.wait_count = counters.waits;
   }
   // Finishing costs a libdw session per process and batch (~20 ms of CPU for a python3
   // process): every 5 s, not every poll. The watchdog flushes before it judges a stall.
@@ -343,6 +344,9 @@ WatchReport Watcher::report() {
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.counters = recorder_->counters();
   r.diagnostics = diagnostics_;
+  for (const auto& [pid, c] : recorder_->watched()) {
+    if (auto it = procs_.find(pid); it != procs_.end()) it->second.wait_count = c.waits;
+  }
   for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
@@ -373,6 +377,7 @@ WatchReport Watcher::report() {
                      static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
     }
     pw.waits = p.waits;
+    pw.wait_count = p.wait_count;
     pw.exit = p.exit;
     pw.notes = p.notes;
     r.processes.push_back(std::move(pw));

@@ -121,6 +121,10 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     names = [f["function"] for f in w["frames"]]
     assert "_PyEval_EvalFrameDefault" in names, w
     assert any("pipe_read" in k for k in w["kernel"]), w
+    # Every read that blocked and returned in the window is counted in the kernel (each ended
+    # with one of the feeder's writes), but only the longest five are sent and reported.
+    assert len(r["waits"]) <= 5, r["waits"]
+    assert 5 < r["wait_count"] <= len(writes), (r["wait_count"], len(writes))
 
 
 def test_sigkill_from_another_process_names_the_sender(ebpf, pool, tmp_path):
