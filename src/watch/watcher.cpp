@@ -17,8 +17,8 @@ namespace hangscan {
 namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
-constexpr std::int64_t kFoldNs = 5'000'000'000;
-constexpr std::size_t kFoldRecords = 4096;
+constexpr std::int64_t kFoldNs = 15'000'000'000;
+constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
@@ -167,8 +167,9 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     p.io_done = counters.io_done;
     p.wait_count = counters.waits;
   }
-  // Finishing costs a libdw session per process and batch (~20 ms of CPU for a python3
-  // process): every 5 s, not every poll. The watchdog flushes before it judges a stall.
+  // Each batch names the new addresses of each module in one pass over its symbol table
+  // (libtorch's: several ms a process; the libdw session itself is kept): every 15 s, not
+  // every poll. The watchdog flushes before it judges a stall.
   if (now - last_fold_ns_ >= kFoldNs ||
       pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
     fold(pending_);
