@@ -215,7 +215,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
   __u64 id = bpf_get_current_pid_tgid();
   struct hs_proc_stats* st = watched_proc(id >> 32);
   if (!st) return 0;
-  if (ret > 0 && moves_data(regs->orig_ax)) __sync_fetch_and_add(&st->io_done, 1);
+  /* Progress: the last jiffy a data call moved bytes. Written at most once a jiffy, so the
+   * ranks' CPUs do not fight over the line on every call (an atomic count did). */
+  if (ret > 0 && moves_data(regs->orig_ax)) {
+    __u64 j = bpf_jiffies64();
+    if (st->io_jiffies != j) st->io_jiffies = j;
+  }
   /* Only a call that left the CPU to wait has a state (sched_switch began it). */
   struct thread_state* ts = thread_of((__u32)id, false);
   if (!ts || ts->syscall_nr < 0) return 0;

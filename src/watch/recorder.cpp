@@ -118,7 +118,7 @@ class BpfRecorder : public Recorder {
       hs_proc_stats st{};
       if (bpf_map_lookup_elem(fd, &next, &st) == 0) {
         out[static_cast<int>(next)] =
-            ProcessCounters{st.samples, st.io_done, st.waits, st.waits_not_sent};
+            ProcessCounters{st.samples, st.io_jiffies, st.waits, st.waits_not_sent};
       }
       key = next;
       prev = &key;

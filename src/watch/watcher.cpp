@@ -163,8 +163,8 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
       last_progress_[pid] = now;
     }
     Proc& p = procs_[pid];
-    if (counters.io_done > p.io_done) last_progress_[pid] = now;
-    p.io_done = counters.io_done;
+    if (counters.io_jiffies > p.io_jiffies) last_progress_[pid] = now;
+    p.io_jiffies = counters.io_jiffies;
     p.wait_count = counters.waits;
   }
   // Each batch names the new addresses of each module in one pass over its symbol table

@@ -65,7 +65,7 @@ class Watcher {
     std::vector<WaitView> waits;
     std::optional<std::string> exit;
     std::vector<std::string> notes;
-    std::uint64_t io_done = 0;
+    std::uint64_t io_jiffies = 0;
     std::uint64_t wait_count = 0;  // the kernel's count of the process's waits
     bool gone = false;
   };
