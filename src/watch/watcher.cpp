@@ -17,7 +17,7 @@ namespace hangscan {
 namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
-constexpr std::int64_t kFoldNs = 15'000'000'000;
+constexpr std::int64_t kFoldNs = 5'000'000'000;
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 
 // x86-64 system calls whose first argument is a file descriptor.
@@ -168,9 +168,13 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     p.wait_count = counters.waits;
   }
   // Each batch names the new addresses of each module in one pass over its symbol table
-  // (libtorch's: several ms a process; the libdw session itself is kept): every 15 s, not
-  // every poll. The watchdog flushes before it judges a stall.
-  if (now - last_fold_ns_ >= kFoldNs ||
+  // (libtorch's: several ms a process; the libdw session itself is kept): every 5 s, not
+  // every poll (a process's copies must be finished while it lives: a longer batch loses more
+  // of those of a process that ends). An exit is folded at once: the window may end with it.
+  // The watchdog flushes before it judges a stall.
+  bool exited = std::any_of(pending_.events.begin(), pending_.events.end(),
+                            [](const EventRecord& e) { return e.kind == EventRecord::Kind::exit; });
+  if (exited || now - last_fold_ns_ >= kFoldNs ||
       pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
     fold(pending_);
     pending_ = Recording{};
