@@ -134,7 +134,7 @@ struct hs_thread_state {
 
 /* Per watched process counters (the `watched` map's value), read by user space each second. */
 struct hs_proc_stats {
-  hs_u64 samples; /* on-CPU samples taken */
+  hs_u64 samples;    /* on-CPU samples taken */
   hs_u64 io_jiffies; /* when a data call (read/write/send/recv...) last returned > 0 (jiffies) */
   /* Durations of the longest waits sent so far (0: a free slot); a wait no longer than all of
    * them is counted in `waits_not_sent` instead of being sent (it would not be reported). */
