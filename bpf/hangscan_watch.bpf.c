@@ -77,13 +77,17 @@ static __always_inline void* reserve(__u64 size) {
   return e;
 }
 
-/* A wake-up per record would cost the reader an epoll return and a copy each: records are
- * batched, and the reader woken only when the ring fills up (an eighth of it). */
+/* A wake-up per record would cost the reader an epoll return and a copy each: samples and
+ * waits are batched, and the reader woken only when the ring fills up (an eighth of it). */
 static __always_inline void submit(void* e) {
   __u64 flag = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKE_AT_BYTES ? BPF_RB_FORCE_WAKEUP
                                                                               : BPF_RB_NO_WAKEUP;
   bpf_ringbuf_submit(e, flag);
 }
+
+/* Exits, signals and OOM victims are rare and end windows (the last exit; a window ended right
+ * after a kill must still show it): the reader is woken at once. */
+static __always_inline void submit_now(void* e) { bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); }
 
 /* Whether a wait of `dur` ns is among the `top_waits` longest of its process so far (then it
  * takes the place of the shortest kept one and is sent). The report keeps only those, so one
@@ -343,7 +347,7 @@ int BPF_PROG(on_exit, struct task_struct* p) {
   fill_header(&e->h, HS_EV_EXIT, p);
   e->exit_code = BPF_CORE_READ(p, exit_code);
   e->group_dead = 1;
-  submit(e);
+  submit_now(e);
   return 0;
 }
 
@@ -366,7 +370,7 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct
   else e->code = BPF_CORE_READ(info, si_code);
   e->group = group;
   BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
-  submit(e);
+  submit_now(e);
   return 0;
 }
 
@@ -377,6 +381,6 @@ int BPF_PROG(on_oom_victim, struct task_struct* task) {
   struct hs_oom* e = reserve(sizeof(*e));
   if (!e) return 0;
   fill_header(&e->h, HS_EV_OOM, task);
-  submit(e);
+  submit_now(e);
   return 0;
 }
