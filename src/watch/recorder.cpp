@@ -220,15 +220,19 @@ class BpfRecorder : public Recorder {
   void drain() {
     while (!stop_) {
       Recording got;
-      sink_ = &got;
-      // The kernel wakes this thread only when the ring fills up (records are batched): what
-      // came without a wake-up is taken after the 100 ms.
-      int n = ring_buffer__poll(ring_, 100);
-      if (n >= 0) {
-        int more = ring_buffer__consume(ring_);
-        n = more < 0 ? more : n + more;
+      int n = 0;
+      {
+        std::lock_guard ring_lock(ring_mu_);
+        sink_ = &got;
+        // The kernel wakes this thread only when the ring fills up (records are batched): what
+        // came without a wake-up is taken after the 100 ms.
+        n = ring_buffer__poll(ring_, 100);
+        if (n >= 0) {
+          int more = ring_buffer__consume(ring_);
+          n = more < 0 ? more : n + more;
+        }
+        sink_ = nullptr;
       }
-      sink_ = nullptr;
       std::lock_guard lock(mu_);
       if (n < 0 && n != -EINTR) {
         drain_err_ = -n;
@@ -246,6 +250,20 @@ class BpfRecorder : public Recorder {
       append(std::move(got), drained_);
       cv_.notify_all();
     }
+  }
+
+  void drain_now(Recording& out) override {
+    Recording got;
+    {
+      std::lock_guard ring_lock(ring_mu_);  // the drain thread's poll ends within 100 ms
+      sink_ = &got;
+      ring_buffer__consume(ring_);
+      sink_ = nullptr;
+    }
+    std::lock_guard lock(mu_);
+    append(std::move(drained_), out);
+    drained_ = Recording{};
+    append(std::move(got), out);
   }
 
   bool has_records() const {
@@ -275,6 +293,7 @@ class BpfRecorder : public Recorder {
   bool oom_ = false;
   std::thread drain_;
   std::atomic<bool> stop_{false};
+  std::mutex ring_mu_;  // one reader of the ring at a time: the drain thread or drain_now()
   std::mutex mu_;
   std::condition_variable cv_;
   Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)

@@ -339,6 +339,7 @@ void Watcher::flush() {
 }
 
 WatchReport Watcher::report() {
+  recorder_->drain_now(pending_);
   flush();
   std::int64_t now = monotonic_ns();
   WatchReport r;
