@@ -128,11 +128,19 @@ struct hs_thread_state {
   hs_u64 kstack[HS_KSTACK_DEPTH];
 };
 
-/* Per watched process counters (the `procs` map's value), read by user space each second. */
+/* The longest waits kept per process: the report shows the `top_waits` longest (5 by default), so
+ * the recorder sends a wait only when it is longer than one of those it already sent. */
+#define HS_TOP_WAITS_MAX 8
+
+/* Per watched process counters (the `watched` map's value), read by user space each second. */
 struct hs_proc_stats {
-  hs_u64 samples;       /* on-CPU samples taken */
-  hs_u64 io_done;       /* data calls (read/write/send/recv...) that returned > 0 */
-  hs_u64 syscalls_done; /* system calls completed */
+  hs_u64 samples;    /* on-CPU samples taken */
+  hs_u64 io_jiffies; /* when a data call (read/write/send/recv...) last returned > 0 (jiffies) */
+  /* Durations of the longest waits sent so far (0: a free slot); a wait no longer than all of
+   * them is counted in `waits_not_sent` instead of being sent (it would not be reported). */
+  hs_u64 top_wait_ns[HS_TOP_WAITS_MAX];
+  hs_u64 waits;          /* waits seen (system calls and off-CPU intervals over the threshold) */
+  hs_u64 waits_not_sent; /* of those, shorter than every kept one: counted only */
 };
 
 /* Global counters (per CPU, summed by user space). */

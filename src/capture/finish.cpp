@@ -62,11 +62,6 @@ std::string pause_line(const ProcessCopy& copy, const PauseTimes& p) {
 }
 
 // The unwinder over the source's modules; null (and a warning) when it cannot be made.
-struct NativeUnwinding {
-  std::unique_ptr<DwflSession> session;
-  std::unique_ptr<Unwinder> unwinder;
-};
-
 NativeUnwinding make_native(ModuleSource& source, const CaptureOptions& options, int pid,
                             ProcessSnapshot& snap) {
   NativeUnwinding out;
@@ -113,7 +108,8 @@ void attach_native(const UnwindResult& u, DwflSession& session, SymbolCache& sym
 }
 
 ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
-                                 const CaptureOptions& options, SymbolCache& symbols) {
+                                 const CaptureOptions& options, SymbolCache& symbols,
+                                 NativeUnwinding* keep) {
   ProcessSnapshot snap = copy.process;
   for (auto& d : copy.diagnostics) snap.diagnostics.push_back(std::move(d));
   if (copy.pause) snap.pause_us = copy.pause->pause_us;
@@ -121,8 +117,9 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   report_uninterruptible(copy, snap);
   if (options.log != nullptr && copy.pause) options.log->push_back(pause_line(copy, *copy.pause));
 
-  NativeUnwinding native;
-  if (options.native && copy.registers_copied && !copy.threads.empty())
+  NativeUnwinding made;
+  NativeUnwinding& native = keep != nullptr ? *keep : made;
+  if (options.native && copy.registers_copied && !copy.threads.empty() && !native.unwinder)
     native = make_native(source, options, copy.pid, snap);
 
   // Unwind every copy (raw addresses only), by index: samples of one thread may share a tid.
@@ -192,11 +189,18 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
 
 }  // namespace
 
+NativeUnwinding::NativeUnwinding() = default;
+NativeUnwinding::~NativeUnwinding() = default;
+NativeUnwinding::NativeUnwinding(NativeUnwinding&&) noexcept = default;
+NativeUnwinding& NativeUnwinding::operator=(NativeUnwinding&&) noexcept = default;
+
 ProcessSnapshot finish_process(ProcessCopy copy, ModuleSource& source,
-                               const CaptureOptions& options, SymbolCache& symbols) {
+                               const CaptureOptions& options, SymbolCache& symbols,
+                               NativeUnwinding* keep) {
   ProcessSnapshot snap;
-  auto failure = failure_of([&] { snap = finish_unguarded(copy, source, options, symbols); });
+  auto failure = failure_of([&] { snap = finish_unguarded(copy, source, options, symbols, keep); });
   if (!failure) return snap;
+  if (keep != nullptr) *keep = NativeUnwinding{};  // not reused after a failure inside it
   // Keep what describes the process.
   snap = std::move(copy.process);
   snap.threads.clear();

@@ -74,10 +74,29 @@ struct ProcessCopy {
   std::shared_ptr<PythonCopy> python;
 };
 
+class DwflSession;
+class Unwinder;
+
+// The unwinder and symbolizer of one address space. Why a caller may keep one (`keep` below):
+// the recorder finishes copies of the same process every few seconds, and opening them (the
+// module list, CFI, symbol tables) costs 10-20 ms a process, unwinding a copy ~0.1 ms. Made on
+// the first call that needs it; valid while the ModuleSource it was made with lives and has the
+// same mappings (drop it when they change).
+struct NativeUnwinding {
+  NativeUnwinding();
+  ~NativeUnwinding();
+  NativeUnwinding(NativeUnwinding&&) noexcept;
+  NativeUnwinding& operator=(NativeUnwinding&&) noexcept;
+  std::unique_ptr<DwflSession> session;
+  std::unique_ptr<Unwinder> unwinder;
+};
+
 // Turns the copies into a snapshot, after the target runs again (or without any target).
 // Reads `options.unwinder`, `native`, `merge_native`, `log`. `source` must describe the process
-// the copies came from. Never throws: a failure is an error diagnostic of the snapshot.
+// the copies came from. Never throws: a failure is an error diagnostic of the snapshot. With
+// `keep`, its unwinder is used (made first if empty) and kept for the next call.
 ProcessSnapshot finish_process(ProcessCopy copy, ModuleSource& source,
-                               const CaptureOptions& options, SymbolCache& symbols);
+                               const CaptureOptions& options, SymbolCache& symbols,
+                               NativeUnwinding* keep = nullptr);
 
 }  // namespace hangscan

@@ -77,6 +77,7 @@ class BpfRecorder : public Recorder {
     skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
     skel_->rodata->offcpu_threshold_ns = o.wait_threshold_ns;
     skel_->rodata->follow_children = o.follow_children ? 1 : 0;
+    skel_->rodata->top_waits = o.top_waits;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
     if (int err = hangscan_watch__load(skel_); err != 0)
@@ -116,7 +117,8 @@ class BpfRecorder : public Recorder {
     while (bpf_map_get_next_key(fd, prev, &next) == 0) {
       hs_proc_stats st{};
       if (bpf_map_lookup_elem(fd, &next, &st) == 0) {
-        out[static_cast<int>(next)] = ProcessCounters{st.samples, st.io_done, st.syscalls_done};
+        out[static_cast<int>(next)] =
+            ProcessCounters{st.samples, st.io_jiffies, st.waits, st.waits_not_sent};
       }
       key = next;
       prev = &key;
@@ -218,9 +220,19 @@ class BpfRecorder : public Recorder {
   void drain() {
     while (!stop_) {
       Recording got;
-      sink_ = &got;
-      int n = ring_buffer__poll(ring_, 100);
-      sink_ = nullptr;
+      int n = 0;
+      {
+        std::lock_guard ring_lock(ring_mu_);
+        sink_ = &got;
+        // The kernel wakes this thread only when the ring fills up (records are batched): what
+        // came without a wake-up is taken after the 100 ms.
+        n = ring_buffer__poll(ring_, 100);
+        if (n >= 0) {
+          int more = ring_buffer__consume(ring_);
+          n = more < 0 ? more : n + more;
+        }
+        sink_ = nullptr;
+      }
       std::lock_guard lock(mu_);
       if (n < 0 && n != -EINTR) {
         drain_err_ = -n;
@@ -238,6 +250,20 @@ class BpfRecorder : public Recorder {
       append(std::move(got), drained_);
       cv_.notify_all();
     }
+  }
+
+  void drain_now(Recording& out) override {
+    Recording got;
+    {
+      std::lock_guard ring_lock(ring_mu_);  // the drain thread's poll ends within 100 ms
+      sink_ = &got;
+      ring_buffer__consume(ring_);
+      sink_ = nullptr;
+    }
+    std::lock_guard lock(mu_);
+    append(std::move(drained_), out);
+    drained_ = Recording{};
+    append(std::move(got), out);
   }
 
   bool has_records() const {
@@ -267,6 +293,7 @@ class BpfRecorder : public Recorder {
   bool oom_ = false;
   std::thread drain_;
   std::atomic<bool> stop_{false};
+  std::mutex ring_mu_;  // one reader of the ring at a time: the drain thread or drain_now()
   std::mutex mu_;
   std::condition_variable cv_;
   Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)

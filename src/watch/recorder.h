@@ -21,6 +21,8 @@ struct RecorderOptions {
   int sample_hz = 49;                            // on-CPU samples per second per CPU
   std::uint64_t wait_threshold_ns = 10'000'000;  // a system call this long is an event
   bool follow_children = false;                  // processes the watched ones fork join
+  // The longest waits kept per process: the kernel sends only waits among them (0: all).
+  std::uint32_t top_waits = 5;
 };
 
 class Recorder {
@@ -36,6 +38,10 @@ class Recorder {
   virtual std::map<int, ProcessCounters> watched() = 0;
   // Waits up to `timeout` for records and appends them to `out` (copies only).
   virtual Status poll(Recording& out, std::chrono::milliseconds timeout) = 0;
+  // Appends everything recorded so far, including what the kernel still buffers: the eBPF
+  // recorder wakes its reader in batches, so a window's last ~100 ms would otherwise be missing
+  // from its report. Call once, at the end of a window.
+  virtual void drain_now(Recording& out) { (void)out; }
   virtual RecorderCounters counters() = 0;
   // System calls of watched threads still in progress and at least `min_ns` old at `now_ns`
   // (CLOCK_MONOTONIC): the waits the window ends in. No user stack (the thread is not running).

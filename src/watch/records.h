@@ -80,8 +80,9 @@ struct RecorderCounters {
 // Per-process counters kept in the kernel (progress, without an event each).
 struct ProcessCounters {
   std::uint64_t samples = 0;
-  std::uint64_t io_done = 0;
-  std::uint64_t syscalls_done = 0;
+  std::uint64_t io_jiffies = 0;      // when a data call last moved bytes (grows with each new one)
+  std::uint64_t waits = 0;           // waits of at least the threshold
+  std::uint64_t waits_not_sent = 0;  // of those, shorter than every kept one (counted only)
 };
 
 struct Recording {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "capture/finish.h"
 #include "target/live_target.h"
 
 namespace hangscan {
@@ -41,6 +40,7 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
       return out;
     }
     it = targets_.insert_or_assign(pid, std::move(*t)).first;
+    unwinding_.erase(pid);  // made again over the new maps
   }
   ProcessCopy copy;
   copy.pid = pid;
@@ -54,7 +54,8 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
   CaptureOptions options;
   options.python = false;
   options.kernel_stacks = false;
-  ProcessSnapshot snap = finish_process(std::move(copy), *it->second, options, symbols_);
+  ProcessSnapshot snap =
+      finish_process(std::move(copy), *it->second, options, symbols_, &unwinding_[pid]);
   for (auto& t : snap.threads) {
     std::size_t i = static_cast<std::size_t>(t.tid - kCopyIdBase);
     if (t.tid >= kCopyIdBase && i < out.size()) out[i] = std::move(t.frames);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/finish.h"
 #include "hangscan/model.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"
@@ -29,11 +30,16 @@ class SampleStacks {
   std::vector<std::vector<Frame>> finish(int pid, const std::vector<const SampledStack*>& copies,
                                          std::vector<std::string>& notes);
   // The process ended: drop what is kept for it.
-  void forget(int pid) { targets_.erase(pid); }
+  void forget(int pid) {
+    targets_.erase(pid);
+    unwinding_.erase(pid);
+  }
   SymbolCache& symbols() { return symbols_; }
 
  private:
   std::map<int, std::unique_ptr<Target>> targets_;
+  // Each process's unwinder, kept between batches while its target (and so its maps) is.
+  std::map<int, NativeUnwinding> unwinding_;
   SymbolCache symbols_;
 };
 

@@ -58,7 +58,8 @@ std::string watch_text(const WatchReport& r) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
       frames_text(out, s.frames, "      ");
     }
-    if (!p.waits.empty()) out += "  longest waits:\n";
+    if (!p.waits.empty())
+      out += fmt::format("  longest waits ({} completed in the window):\n", p.wait_count);
     for (const auto& w : p.waits) {
       out += fmt::format("    {}\n", wait_line(w));
       for (std::size_t i = 0; i < w.kernel.size() && i < kKernelShown; ++i)
@@ -89,11 +90,9 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["stopped_s"] = static_cast<double>(r.counters.stopped_ns) / 1e9;
   j["processes"] = nlohmann::json::array();
   for (const auto& p : r.processes) {
-    nlohmann::json pj{{"pid", p.pid},
-                      {"role", p.role},
-                      {"comm", p.comm},
-                      {"samples", p.samples},
-                      {"cpu_share", p.cpu_share}};
+    nlohmann::json pj{
+        {"pid", p.pid},         {"role", p.role},           {"comm", p.comm},
+        {"samples", p.samples}, {"cpu_share", p.cpu_share}, {"wait_count", p.wait_count}};
     pj["rank"] = p.rank ? nlohmann::json(*p.rank) : nlohmann::json(nullptr);
     pj["exit"] = p.exit ? nlohmann::json(*p.exit) : nlohmann::json(nullptr);
     pj["top_stacks"] = nlohmann::json::array();

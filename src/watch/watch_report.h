@@ -55,6 +55,7 @@ struct ProcessWatch {
   double cpu_share = 0;  // CPUs used on average: samples / (rate * window)
   std::vector<StackShare> top;
   std::vector<WaitView> waits;      // longest first
+  std::uint64_t wait_count = 0;     // waits completed in the window (the kernel counts them all)
   std::optional<std::string> exit;  // how it ended, when it did within the window
   std::vector<std::string> notes;
 };

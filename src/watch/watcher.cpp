@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
 constexpr std::int64_t kFoldNs = 5'000'000'000;
-constexpr std::size_t kFoldRecords = 4096;
+constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
@@ -33,6 +33,18 @@ std::string stack_key(const std::vector<Frame>& frames) {
   std::string key;
   for (const auto& f : frames) key += fmt::format("{}@{:x};", f.function, f.offset);
   return key;
+}
+
+// Where a thread sleeps now, from the kernel's own record (/proc/PID/task/TID/stack, root):
+// the recorder takes a wait's kernel stack when the thread runs again, so a thread still
+// waiting at the end of the window has none of its own.
+std::vector<std::string> sleeping_kernel_stack(int pid, int tid) {
+  std::vector<std::string> out;
+  auto text = read_text_file(fmt::format("/proc/{}/task/{}/stack", pid, tid));
+  if (!text) return out;
+  for (const Frame& f : parse_kernel_stack(*text))
+    out.push_back(fmt::format("{}+{:#x}", f.function, f.offset));
+  return out;
 }
 
 }  // namespace
@@ -151,12 +163,18 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
       last_progress_[pid] = now;
     }
     Proc& p = procs_[pid];
-    if (counters.io_done > p.io_done) last_progress_[pid] = now;
-    p.io_done = counters.io_done;
+    if (counters.io_jiffies > p.io_jiffies) last_progress_[pid] = now;
+    p.io_jiffies = counters.io_jiffies;
+    p.wait_count = counters.waits;
   }
-  // Finishing costs a libdw session per process and batch (~20 ms of CPU for a python3
-  // process): every 5 s, not every poll. The watchdog flushes before it judges a stall.
-  if (now - last_fold_ns_ >= kFoldNs ||
+  // Each batch names the new addresses of each module in one pass over its symbol table
+  // (libtorch's: several ms a process; the libdw session itself is kept): every 5 s, not
+  // every poll (a process's copies must be finished while it lives: a longer batch loses more
+  // of those of a process that ends). An exit is folded at once: the window may end with it.
+  // The watchdog flushes before it judges a stall.
+  bool exited = std::any_of(pending_.events.begin(), pending_.events.end(),
+                            [](const EventRecord& e) { return e.kind == EventRecord::Kind::exit; });
+  if (exited || now - last_fold_ns_ >= kFoldNs ||
       pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
     fold(pending_);
     pending_ = Recording{};
@@ -281,7 +299,8 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
   std::stable_sort(waits.begin(), waits.end(), [](const WaitView& a, const WaitView& b) {
     return a.duration_s > b.duration_s;
   });
-  if (waits.size() > options_.top_waits) waits.resize(options_.top_waits);
+  if (options_.recorder.top_waits > 0 && waits.size() > options_.recorder.top_waits)
+    waits.resize(options_.recorder.top_waits);
 }
 
 // Threads that were blocked before the window began produce no events (the recorder sees a
@@ -320,6 +339,7 @@ void Watcher::flush() {
 }
 
 WatchReport Watcher::report() {
+  recorder_->drain_now(pending_);
   flush();
   std::int64_t now = monotonic_ns();
   WatchReport r;
@@ -330,10 +350,15 @@ WatchReport Watcher::report() {
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.counters = recorder_->counters();
   r.diagnostics = diagnostics_;
+  for (const auto& [pid, c] : recorder_->watched()) {
+    if (auto it = procs_.find(pid); it != procs_.end()) it->second.wait_count = c.waits;
+  }
   for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
-    it->second.waits.push_back(wait_view(w, {}));
+    WaitView v = wait_view(w, {});
+    if (v.kernel.empty()) v.kernel = sleeping_kernel_stack(w.pid, w.tid);
+    it->second.waits.push_back(std::move(v));
   }
   for (auto& [pid, p] : procs_) {
     if (!p.gone) add_blocked_before(pid, p, now);
@@ -358,6 +383,7 @@ WatchReport Watcher::report() {
                      static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
     }
     pw.waits = p.waits;
+    pw.wait_count = p.wait_count;
     pw.exit = p.exit;
     pw.notes = p.notes;
     r.processes.push_back(std::move(pw));

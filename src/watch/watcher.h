@@ -28,7 +28,7 @@ struct WatchOptions {
   std::string match;
   RecorderOptions recorder;
   std::size_t top_stacks = 5;
-  std::size_t top_waits = 5;
+  // (The longest waits kept per process: recorder.top_waits, which the kernel side filters by.)
 };
 
 class Watcher {
@@ -65,7 +65,8 @@ class Watcher {
     std::vector<WaitView> waits;
     std::optional<std::string> exit;
     std::vector<std::string> notes;
-    std::uint64_t io_done = 0;
+    std::uint64_t io_jiffies = 0;
+    std::uint64_t wait_count = 0;  // the kernel's count of the process's waits
     bool gone = false;
   };
 

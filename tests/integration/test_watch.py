@@ -121,6 +121,52 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     names = [f["function"] for f in w["frames"]]
     assert "_PyEval_EvalFrameDefault" in names, w
     assert any("pipe_read" in k for k in w["kernel"]), w
+    # Every read that blocked and returned in the window is counted in the kernel (each ended
+    # with one of the feeder's writes), but only the longest five are sent and reported.
+    assert len(r["waits"]) <= 5, r["waits"]
+    assert 5 < r["wait_count"] <= len(writes), (r["wait_count"], len(writes))
+
+
+def test_the_five_longest_waits_are_reported_though_the_kernel_sends_only_those(ebpf, pool, tmp_path):
+    """The kernel sends a wait only when it beats one of the process's five longest so far; the
+    report must still hold exactly the five longest. Oracle: the gaps between the test's own
+    writes to the FIFO the reader waits on (each read returns at a write), in an order where
+    long gaps replace shorter kept ones and short ones come after (counted, not sent)."""
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    reader = pool.start([PY, RANKS, READY, "reader", fifo], main_parked=True)
+    gaps = [0.2, 0.7, 0.05, 0.4, 0.6, 0.1, 0.8, 0.3, 0.5, 0.08, 0.15]
+    hs = subprocess.Popen([hangscan_bin(), "watch", "--pid", str(reader.pid), "--for", "60", "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    w = os.open(fifo, os.O_WRONLY)
+    measured = []
+    try:
+        wait_recording(hs)
+        os.write(w, b"x")  # ends the read that began before the window; the next one is the first wait
+        last = time.monotonic()
+        for gap in gaps:
+            time.sleep(gap)
+            os.write(w, b"x")
+            now = time.monotonic()
+            measured.append(now - last)
+            last = now
+        os.kill(reader.pid, signal.SIGKILL)  # its end ends the window: no wait is left in progress
+        reader.proc.wait(timeout=60)
+        out, err = hs.communicate(timeout=60)
+    finally:
+        os.close(w)
+        if hs.poll() is None:
+            os.killpg(hs.pid, signal.SIGKILL)
+            hs.wait()
+    assert hs.returncode == 0, err.decode()
+    r = process(json.loads(out), reader.pid)
+    got = [x["duration_s"] for x in r["waits"]]
+    want = sorted(measured, reverse=True)[:5]
+    assert all(x["syscall"] == "read" and not x["ongoing"] for x in r["waits"]), r["waits"]
+    assert len(got) == 5 and all(abs(g - m) < 0.06 for g, m in zip(got, want)), (got, want)
+    # Each gap was a read of >= 10 ms the kernel counted (the counts are read every ~0.1 s, the
+    # last ones may be missed when the process ends; the killed read may count as one more).
+    assert len(gaps) - 2 <= r["wait_count"] <= len(gaps) + 1, (r["wait_count"], measured)
 
 
 def test_sigkill_from_another_process_names_the_sender(ebpf, pool, tmp_path):
