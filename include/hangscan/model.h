@@ -287,6 +287,9 @@ struct ProcessSnapshot {
 // by main thread, waits, progress, states), so they never disagree about which thread that is.
 bool is_main_thread(const ProcessSnapshot& p, const ThreadSnapshot& t);
 const ThreadSnapshot* main_thread(const ProcessSnapshot& p);
+// The main thread, or the first thread when the main one was not captured (a stack to compare
+// is better than none); nullptr only for a process without threads.
+const ThreadSnapshot* main_or_first_thread(const ProcessSnapshot& p);
 
 // A node that was asked but gave nothing usable (multi-node modes).
 struct UnreachableNode {

@@ -9,13 +9,6 @@ namespace hangscan {
 
 namespace {
 
-const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.is_main) return &t;
-  }
-  return p.threads.empty() ? nullptr : &p.threads.front();
-}
-
 const FrameStack& stack_of(const ThreadSnapshot& t) {
   return t.frames.empty() ? t.native_frames : t.frames;
 }
@@ -31,7 +24,7 @@ std::string describe(const FrameStack& s) {
 
 std::vector<std::string> EarlySuspects::add(const JobSnapshot& doc) {
   for (const ProcessSnapshot& p : doc.processes) {
-    const ThreadSnapshot* t = p.rank ? main_thread(p) : nullptr;
+    const ThreadSnapshot* t = p.rank ? main_or_first_thread(p) : nullptr;
     if (!t) continue;
     const FrameStack& s = stack_of(*t);
     auto [it, fresh] = groups_.try_emplace(s.id());

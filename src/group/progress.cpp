@@ -12,12 +12,6 @@ namespace hangscan {
 
 namespace {
 
-// The main thread, or the first one when the main thread was not captured.
-const ThreadSnapshot* main_or_first(const ProcessSnapshot& p) {
-  const ThreadSnapshot* m = main_thread(p);
-  return m || p.threads.empty() ? m : &p.threads.front();
-}
-
 std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
   std::vector<const Frame*> out;
   for (const Frame& f : t.frames) {
@@ -107,9 +101,9 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
     pr.pid = first.pid;
     pr.samples = static_cast<int>(apps.size());
     pr.stuck = true;
-    const ThreadSnapshot* base = main_or_first(first);
+    const ThreadSnapshot* base = main_or_first_thread(first);
     for (std::size_t i = 1; i < apps.size() && pr.stuck; ++i) {
-      const ThreadSnapshot* t = main_or_first(*apps[i].second);
+      const ThreadSnapshot* t = main_or_first_thread(*apps[i].second);
       pr.stuck = base && t && same_place(*base, *t);
     }
     const ProcessSnapshot& last = *apps.back().second;

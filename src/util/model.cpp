@@ -40,4 +40,9 @@ const ThreadSnapshot* main_thread(const ProcessSnapshot& p) {
   return nullptr;
 }
 
+const ThreadSnapshot* main_or_first_thread(const ProcessSnapshot& p) {
+  const ThreadSnapshot* m = main_thread(p);
+  return m || p.threads.empty() ? m : &p.threads.front();
+}
+
 }  // namespace hangscan
