@@ -215,7 +215,8 @@ for l in lines:
 @pytest.mark.skipif(shutil.which("pdsh") is None, reason="pdsh is not installed")
 def test_fanout_refuses_an_agent_of_another_version(installed, hangscan, targets, tmp_path):
     t = targets.start([hs_testlib.program("deadlock")])
-    match = f"^{re.escape(hs_testlib.program('deadlock'))} "
+    # A POSIX ERE escape (Python's re.escape writes \-, which POSIX regex rejects).
+    match = "^" + re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", hs_testlib.program("deadlock")) + " "
     fake_version = "9" * len(project_version())   # same length: the frame stays the same size
     fake = tmp_path / "agent-9"
     fake.write_text(FAKE_AGENT % {"real": installed_bin(installed), "version": project_version(),
