@@ -29,7 +29,10 @@ class EarlySuspects {
   EarlySuspects() = default;
   explicit EarlySuspects(Rules rules) : rules_(rules) {}
 
-  // Adds the ranks of one node's document; returns the new notes (each odd stack once):
+  // Adds the ranks of one node's document; returns the new notes (each odd stack once). The
+  // documents' stacks must outlive this object (a run's stack table holds them): groups are
+  // keyed by stack identity.
+  // Notes read:
   // "early: rank 17 (node n4) differs: in recv (/t/x.py:88); 79 of 80 ranks read so far are
   // in all_reduce (/t/c10d.py:1541)". Not thread-safe.
   std::vector<std::string> add(const JobSnapshot& doc);

@@ -20,9 +20,12 @@ Frame frame(const char* function, const char* file, int line) {
 }
 
 // Ranks first..first+count-1 of node `host`; `odd` ranks wait in recv, the others all-reduce.
+// The two stacks live as long as the test, as the run-wide stack table's do in a real run: the
+// notes key on stack identity, so a stack freed between documents would be a dangling key (ASan
+// keeps freed memory out of reuse, which is how this was found).
 JobSnapshot node(const std::string& host, int first, int count, std::vector<int> odd = {}) {
-  const FrameStack reduce{frame("all_reduce", "/t/c10d.py", 1541)};
-  const FrameStack recv{frame("recv", "/t/io.py", 88)};
+  static const FrameStack reduce{frame("all_reduce", "/t/c10d.py", 1541)};
+  static const FrameStack recv{frame("recv", "/t/io.py", 88)};
   JobSnapshot job;
   for (int r = first; r < first + count; ++r) {
     ProcessSnapshot p;
