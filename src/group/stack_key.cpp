@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "util/hash_mix.h"
+
 namespace hangscan {
 
 Status validate_group_options(const GroupOptions& opts) {
@@ -111,7 +113,7 @@ bool same_key_frame(const Frame& a, const Frame& b, GroupOptions::Granularity g)
 
 std::size_t key_frame_hash(const Frame& f, GroupOptions::Granularity g) {
   std::size_t h = std::hash<std::string_view>{}(f.function);
-  h ^= std::hash<std::string_view>{}(where(f)) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  hash_mix(h, std::hash<std::string_view>{}(where(f)));
   h ^= static_cast<std::size_t>(f.kind) * 0x100000001b3ULL;
   if (g != GroupOptions::Granularity::function)
     h ^= static_cast<std::size_t>(f.line.value_or(-1)) * 31u;

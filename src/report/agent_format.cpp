@@ -10,6 +10,7 @@
 
 #include "group/wait_graph.h"
 #include "report/json_writer.h"
+#include "util/hash_mix.h"
 #include "util/stack_table.h"
 #include "util/version.h"
 
@@ -19,24 +20,22 @@ using nlohmann::json;
 
 namespace {
 
-void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
-
 struct FrameHash {
   std::size_t operator()(const Frame& f) const {
     std::hash<std::string> hs;
     std::size_t h = hs(f.function);
-    mix(h, static_cast<std::size_t>(f.kind));
-    mix(h, f.file ? hs(*f.file) : 1);
-    mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
-    mix(h, hs(f.module));
-    mix(h, std::hash<std::uint64_t>{}(f.pc));
-    mix(h, std::hash<std::uint64_t>{}(f.offset));
-    mix(h, hs(f.build_id));
+    hash_mix(h, static_cast<std::size_t>(f.kind));
+    hash_mix(h, f.file ? hs(*f.file) : 1);
+    hash_mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
+    hash_mix(h, hs(f.module));
+    hash_mix(h, std::hash<std::uint64_t>{}(f.pc));
+    hash_mix(h, std::hash<std::uint64_t>{}(f.offset));
+    hash_mix(h, hs(f.build_id));
     for (const Local& l : f.locals) {
-      mix(h, hs(l.name));
-      mix(h, hs(l.value));
+      hash_mix(h, hs(l.name));
+      hash_mix(h, hs(l.value));
     }
-    mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
+    hash_mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
     return h;
   }
 };
@@ -44,7 +43,7 @@ struct FrameHash {
 struct IdsHash {
   std::size_t operator()(const std::vector<std::size_t>& ids) const {
     std::size_t h = ids.size();
-    for (std::size_t id : ids) mix(h, id);
+    for (std::size_t id : ids) hash_mix(h, id);
     return h;
   }
 };

@@ -3,23 +3,23 @@
 
 #include <functional>
 
+#include "util/hash_mix.h"
+
 namespace hangscan {
 
 namespace {
 
-void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
-
 std::size_t view_hash(const FrameView& f) {
   std::hash<std::string_view> hs;
   std::size_t h = hs(f.function);
-  mix(h, static_cast<std::size_t>(f.kind));
-  mix(h, f.file ? hs(*f.file) : 1);
-  mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
-  mix(h, hs(f.module));
-  mix(h, static_cast<std::size_t>(f.pc));
-  mix(h, static_cast<std::size_t>(f.offset));
-  mix(h, f.locals.size());
-  mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
+  hash_mix(h, static_cast<std::size_t>(f.kind));
+  hash_mix(h, f.file ? hs(*f.file) : 1);
+  hash_mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
+  hash_mix(h, hs(f.module));
+  hash_mix(h, static_cast<std::size_t>(f.pc));
+  hash_mix(h, static_cast<std::size_t>(f.offset));
+  hash_mix(h, f.locals.size());
+  hash_mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
   return h;
 }
 
@@ -66,7 +66,7 @@ Frame build(const FrameView& v) {
 
 std::size_t SharedStacks::IdsHash::operator()(const std::vector<std::uint32_t>& ids) const {
   std::size_t h = ids.size();
-  for (std::uint32_t id : ids) mix(h, id);
+  for (std::uint32_t id : ids) hash_mix(h, id);
   return h;
 }
 
