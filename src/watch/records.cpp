@@ -90,33 +90,29 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
       return true;
     }
     case HS_EV_WAIT: {
-      if (data.size() < sizeof(hs_wait)) return false;
-      const auto* e = reinterpret_cast<const hs_wait*>(data.data());
-      WaitRecord& w = out.waits.emplace_back();
-      header_into(e->h, w.pid, w.tid, w.end_ns, w.comm);
-      w.syscall_nr = static_cast<long>(e->syscall_nr);
-      w.arg0 = e->arg0;
-      w.ret = static_cast<long>(e->ret);
-      w.duration_ns = e->duration_ns;
-      w.offcpu_ns = e->offcpu_ns;
-      w.waker_pid = static_cast<int>(e->waker_pid);
-      w.waker_tid = static_cast<int>(e->waker_tid);
-      w.waker_comm = comm_of(e->waker_comm);
-      w.has_user_stack = true;
-      w.copy = copy_of(e->u, true);
-      return true;
-    }
-    case HS_EV_OFFCPU: {
-      hs_offcpu e{};
+      hs_wait e{};
       if (!view(data, e)) return false;
       WaitRecord& w = out.waits.emplace_back();
       header_into(e.h, w.pid, w.tid, w.end_ns, w.comm);
-      w.duration_ns = w.offcpu_ns = e.duration_ns;
+      w.syscall_nr = static_cast<long>(e.syscall_nr);
+      w.arg0 = e.arg0;
+      w.seq = e.seq;
+      w.duration_ns = e.duration_ns;
       w.waker_pid = static_cast<int>(e.waker_pid);
       w.waker_tid = static_cast<int>(e.waker_tid);
       w.waker_comm = comm_of(e.waker_comm);
       std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
       w.copy.kernel.assign(e.kstack, e.kstack + k);
+      return true;
+    }
+    case HS_EV_WAIT_STACK: {
+      if (data.size() < sizeof(hs_wait_stack)) return false;
+      const auto* e = reinterpret_cast<const hs_wait_stack*>(data.data());
+      WaitStackRecord& w = out.wait_stacks.emplace_back();
+      w.pid = static_cast<int>(e->h.pid);
+      w.tid = static_cast<int>(e->h.tid);
+      w.seq = e->seq;
+      w.copy = copy_of(e->u, true);
       return true;
     }
     case HS_EV_EXIT: {

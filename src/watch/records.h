@@ -34,22 +34,30 @@ struct SampleRecord {
   SampledStack copy;
 };
 
-// A system call that took long (syscall_nr >= 0), or a long off-CPU interval outside one.
+// One long sleep of a thread: in a system call (syscall_nr >= 0) or outside one (a page fault).
 struct WaitRecord {
   int pid = 0;
   int tid = 0;
-  std::int64_t end_ns = 0;  // when it returned (or the thread ran again)
+  std::int64_t end_ns = 0;  // when the thread ran again (or the window ended)
   std::string comm;
   long syscall_nr = -1;
   std::uint64_t arg0 = 0;
-  long ret = 0;
+  std::uint64_t seq = 0;  // which sleep of the thread: its WaitStackRecord has the same
   std::uint64_t duration_ns = 0;
-  std::uint64_t offcpu_ns = 0;
   int waker_pid = 0;  // 0: not woken by anyone we saw (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;
   bool has_user_stack = false;
   bool ongoing = false;  // still waiting when the window ended
+  SampledStack copy;
+};
+
+// The user stack of a thread copied while it still slept in a wait (tid, seq): it becomes that
+// WaitRecord's copy when the wait ends (Recorder joins them).
+struct WaitStackRecord {
+  int pid = 0;
+  int tid = 0;
+  std::uint64_t seq = 0;
   SampledStack copy;
 };
 
@@ -89,6 +97,7 @@ struct Recording {
   std::vector<SampleRecord> samples;
   std::vector<WaitRecord> waits;
   std::vector<EventRecord> events;
+  std::vector<WaitStackRecord> wait_stacks;  // joined into `waits` by the recorder
 };
 
 // Decodes one ring-buffer record and appends it to `out`. Returns false for a record too short

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "watch/records.h"
+#include "watch/wait_stacks.h"
 #include "watch/watcher.h"
 #include "watch_events.h"
 
@@ -90,6 +91,102 @@ TEST(WatchRecords, SampleRegistersStackAndKernelStack) {
   EXPECT_EQ(s.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000010, 0xffffffff81000020}));
   EXPECT_TRUE(s.in_kernel);
   EXPECT_EQ(s.syscall_nr, 0);
+}
+
+TEST(WatchRecords, WaitAndItsStackCopyNameTheSameSleep) {
+  hs_wait w{};
+  w.h.kind = HS_EV_WAIT;
+  w.h.pid = 10;
+  w.h.tid = 12;
+  w.h.ts_ns = 5000;
+  w.syscall_nr = 0;
+  w.arg0 = 3;
+  w.seq = 7;
+  w.duration_ns = 300'000'000;
+  w.waker_pid = 20;
+  w.kstack_len = sizeof(std::uint64_t);
+  w.kstack[0] = 0xffffffff81000030;
+  auto c = std::make_unique<hs_wait_stack>();
+  std::memset(c.get(), 0, sizeof(*c));
+  c->h.kind = HS_EV_WAIT_STACK;
+  c->h.pid = 10;
+  c->h.tid = 12;
+  c->seq = 7;
+  c->u.regs.ip = 0x402000;
+  c->u.regs.sp = 0x7ffd1000;
+  c->u.stack_len = HS_STACK_CHUNK;
+  c->u.stack[1] = 0x5a;
+  Recording out;
+  ASSERT_TRUE(decode_record(bytes(*c), out));
+  ASSERT_TRUE(decode_record(bytes(w), out));
+  ASSERT_EQ(out.wait_stacks.size(), 1u);
+  ASSERT_EQ(out.waits.size(), 1u);
+  EXPECT_EQ(out.waits[0].seq, 7u);
+  EXPECT_EQ(out.waits[0].duration_ns, 300'000'000u);
+  EXPECT_EQ(out.waits[0].arg0, 3u);
+  EXPECT_EQ(out.waits[0].end_ns, 5000);
+  EXPECT_FALSE(out.waits[0].has_user_stack);
+  WaitStacks stacks;
+  stacks.join(out);
+  EXPECT_TRUE(out.wait_stacks.empty());
+  const WaitRecord& r = out.waits[0];
+  ASSERT_TRUE(r.has_user_stack);
+  EXPECT_EQ(r.copy.regs.pc(), 0x402000u);
+  EXPECT_EQ(r.copy.stack.start, 0x7ffd1000u);
+  ASSERT_EQ(r.copy.stack.bytes.size(), std::size_t{HS_STACK_CHUNK});
+  EXPECT_EQ(r.copy.stack.bytes[1], 0x5a);
+  // The kernel stack is the wait's (where it slept), not the copy's (none).
+  EXPECT_EQ(r.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000030}));
+  EXPECT_EQ(stacks.held(), 0u);
+}
+
+SampledStack stack_at(std::uint64_t pc) {
+  SampledStack s;
+  s.regs.raw.rip = pc;
+  return s;
+}
+
+TEST(WaitStacks, OnlyTheCopyOfTheSameSleepJoins) {
+  WaitStacks stacks;
+  Recording first;
+  first.wait_stacks.push_back({1, 12, 3, stack_at(0x3000)});  // tid 12, sleep 3
+  first.wait_stacks.push_back({1, 12, 5, stack_at(0x5000)});  // tid 12, sleep 5
+  first.wait_stacks.push_back({1, 13, 4, stack_at(0x4000)});  // tid 13, sleep 4
+  stacks.join(first);
+  EXPECT_EQ(stacks.held(), 3u);
+  Recording second;
+  WaitRecord w;
+  w.pid = 1;
+  w.tid = 12;
+  w.seq = 4;  // a sleep nobody copied: no stack, though 3 and 5 of the same thread are held
+  second.waits.push_back(w);
+  w.tid = 13;  // tid 13's sleep 4
+  second.waits.push_back(w);
+  stacks.join(second);
+  EXPECT_FALSE(second.waits[0].has_user_stack);
+  ASSERT_TRUE(second.waits[1].has_user_stack);
+  EXPECT_EQ(second.waits[1].copy.regs.pc(), 0x4000u);
+  // Sleep 4 of tid 12 ended: its sleep 3 can never join (dropped); 5 still may.
+  EXPECT_EQ(stacks.held(), 1u);
+  EXPECT_FALSE(stacks.take(12, 3).has_value());
+  auto five = stacks.take(12, 5);
+  ASSERT_TRUE(five.has_value());
+  EXPECT_EQ(five->regs.pc(), 0x5000u);
+  EXPECT_EQ(stacks.held(), 0u);
+}
+
+TEST(WaitStacks, HoldsABoundedNumberFirstArrivedDroppedFirst) {
+  WaitStacks stacks;
+  Recording r;
+  for (int i = 0; i < static_cast<int>(WaitStacks::kMaxHeld) + 2; ++i)
+    r.wait_stacks.push_back({1, 1000 - i, 1, stack_at(0x1000 + static_cast<std::uint64_t>(i))});
+  stacks.join(r);
+  EXPECT_EQ(stacks.held(), WaitStacks::kMaxHeld);
+  EXPECT_FALSE(stacks.take(1000, 1).has_value());
+  EXPECT_FALSE(stacks.take(999, 1).has_value());
+  auto third = stacks.take(998, 1);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->regs.pc(), 0x1002u);
 }
 
 TEST(WatchRecords, ShortOrUnknownRecordsAreDropped) {
