@@ -84,6 +84,10 @@ class BpfRecorder : public Recorder {
     skel_->rodata->top_waits = o.top_waits;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
+    if (!o.data_progress) {
+      bpf_program__set_autoload(skel_->progs.on_sock_send, false);
+      bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
+    }
     if (int err = hangscan_watch__load(skel_); err != 0)
       return bpf_error("cannot load the programs", -err);
     if (int err = hangscan_watch__attach(skel_); err != 0) {

@@ -249,14 +249,17 @@ RECORDER_PROGRAMS = {"on_cpu_sample", "on_sched_switch", "on_sched_wakeup", "on_
                      "on_sys_exit", "on_sys_enter"}
 
 
-def test_no_system_call_hook_is_attached_by_default(ebpf, pool, tmp_path):
+@pytest.mark.parametrize("mode", ["window", "watchdog"])
+def test_no_system_call_hook_is_attached(ebpf, pool, tmp_path, mode):
     """A raw_syscalls program costs every system call of the machine (docs/performance.md): the
-    recorder attaches none. Its programs are those bpftool lists only while it runs."""
+    recorder attaches none. Its programs are those bpftool lists only while it runs; the socket
+    programs (progress) only for the watchdog."""
     fifo = str(tmp_path / "feed")
     os.mkfifo(fifo)
     target = pool.start([PY, RANKS, READY, "block", fifo])
     progs0 = bpf_ids("prog")
-    hs = subprocess.Popen([hangscan_bin(), "watch", "--pid", str(target.pid), "--for", "60"],
+    extra = ["--for", "60"] if mode == "window" else ["--stall", "60", "--output", str(tmp_path / "out")]
+    hs = subprocess.Popen([hangscan_bin(), "watch", "--pid", str(target.pid)] + extra,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         wait_recording(hs)
@@ -268,8 +271,10 @@ def test_no_system_call_hook_is_attached_by_default(ebpf, pool, tmp_path):
         os.killpg(hs.pid, signal.SIGKILL)
         hs.wait()
     ours = {p["id"]: p["name"] for p in progs if p["id"] not in progs0 and p.get("name") in RECORDER_PROGRAMS}
-    assert set(ours.values()) >= {"on_sched_switch", "on_sock_recv", "copy_wait_stacks", "on_cpu_sample"}, ours
+    assert set(ours.values()) >= {"on_sched_switch", "copy_wait_stacks", "on_cpu_sample"}, ours
     assert not {"on_sys_exit", "on_sys_enter"} & set(ours.values()), ours
+    sockets = {"on_sock_send", "on_sock_recv"} & set(ours.values())
+    assert sockets == (set() if mode == "window" else {"on_sock_send", "on_sock_recv"}), ours
     attached = [(l.get("type"), l.get("tp_name"), l.get("target_name")) for l in links if l.get("prog_id") in ours]
     assert ("iter", None, "task") in attached, attached
     assert not [a for a in attached if a[1] in ("sys_enter", "sys_exit")], attached
