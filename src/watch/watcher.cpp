@@ -109,6 +109,7 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
   }
   Proc& p = procs_[dp.pid];
   p.discovered = dp;
+  p.recording_ns = monotonic_ns();
   p.io_chars = read_io_chars(dp.pid);
   std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));
   std::getline(comm, p.comm);
@@ -320,8 +321,9 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
     waits.resize(options_.recorder.top_waits);
 }
 
-// Threads that were blocked before the window began produce no events (the recorder sees a
-// wait from its start); the kernel's own record says what they wait in and since when.
+// Threads that were blocked before their process's recording began produce no events (the
+// recorder sees a sleep from its start); the kernel's own record says what they wait in and
+// since when.
 void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
   auto t = open_live_target(pid, true);
   if (!t) return;
@@ -335,7 +337,9 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
     if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s)
       continue;
     if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
-    if (*d.blocked_s < since_start(now)) continue;  // began in the window: the recorder saw it
+    // Began after its threads had their state: the recorder saw it (watch() gives every thread
+    // its state before it returns; a sleep between the window's start and then is here too).
+    if (*d.blocked_s * 1e9 < static_cast<double>(now - p.recording_ns)) continue;
     WaitView v;
     v.tid = tid;
     v.comm = d.name;

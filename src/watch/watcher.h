@@ -68,6 +68,9 @@ class Watcher {
     std::uint64_t io_jiffies = 0;
     std::optional<std::uint64_t> io_chars;  // /proc/PID/io rchar + wchar at the last look
     std::uint64_t wait_count = 0;  // the kernel's count of the process's waits
+    // When its threads had their recorder state (CLOCK_MONOTONIC ns; 0: from birth, a fork the
+    // kernel added): a sleep that began before has no event, /proc tells of it.
+    std::int64_t recording_ns = 0;
     bool gone = false;
   };
 
