@@ -63,6 +63,18 @@ bool mark_victim_takes_task() {
   return ok;
 }
 
+// The socket layer's sock_send_length/sock_recv_length tracepoints exist since Linux 6.3: the
+// progress programs are loaded only where the kernel's BTF has them (elsewhere progress comes
+// from /proc/PID/io alone, which does not count send/recv calls).
+bool socket_tracepoints() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return false;
+  bool ok = btf__find_by_name_kind(vmlinux, "btf_trace_sock_send_length", BTF_KIND_TYPEDEF) > 0 &&
+            btf__find_by_name_kind(vmlinux, "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF) > 0;
+  btf__free(vmlinux);
+  return ok;
+}
+
 class BpfRecorder : public Recorder {
  public:
   ~BpfRecorder() override {
@@ -84,7 +96,7 @@ class BpfRecorder : public Recorder {
     skel_->rodata->top_waits = o.top_waits;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
-    if (!o.data_progress) {
+    if (!o.data_progress || !socket_tracepoints()) {
       bpf_program__set_autoload(skel_->progs.on_sock_send, false);
       bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
     }
