@@ -63,14 +63,6 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
-/* The iterator's stack copy before it is known to be valid (too large for the BPF stack). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct hs_wait_stack);
-} stack_scratch SEC(".maps");
-
 static __always_inline void count(__u32 which) {
   __u64* v = bpf_map_lookup_elem(&counters, &which);
   if (v) *v += 1;
@@ -220,9 +212,19 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
   if (off < wait_threshold_ns) return;
   struct hs_proc_stats* st = watched_proc(t->tgid);
   if (!st || !among_longest(st, off)) return;
-  struct hs_wait* e = reserve(sizeof(*e));
-  if (!e) return;
-  fill_header(&e->h, HS_EV_WAIT, t);
+  /* With the user stack the iterator copied of this very sleep, when it did. */
+  bool with_stack = ts->copied_seq == seq + 1;
+  struct hs_wait* e = 0;
+  if (with_stack) { /* two reservations of constant sizes: the verifier checks each */
+    struct hs_wait_stack* full = reserve(sizeof(*full));
+    if (!full) return;
+    bpf_probe_read_kernel(&full->u, sizeof(full->u), &ts->copy);
+    e = &full->w;
+  } else {
+    e = reserve(sizeof(*e));
+    if (!e) return;
+  }
+  fill_header(&e->h, with_stack ? HS_EV_WAIT_STACK : HS_EV_WAIT, t);
   e->syscall_nr = ts->syscall_nr;
   e->arg0 = ts->arg0;
   e->seq = seq;
@@ -305,8 +307,10 @@ int BPF_PROG(on_fork, struct task_struct* parent, struct task_struct* child) {
  * a thread of a watched process without a state gets one; a thread asleep in a wait at least
  * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
  * may be sent when it ends) and not copied yet has its registers and the top of its user stack
- * copied (sleepable: the copy reads another task's memory). The copy is sent only if the thread did not run meanwhile (its seq
- * and sleep start unchanged after the copy): the stack is then exactly the sleeping one's. */
+ * copied into its state (sleepable: the copy reads another task's memory). The copy is marked
+ * valid (copied_seq) only if the thread did not run meanwhile (its seq and sleep start
+ * unchanged after the copy): the stack is then exactly the sleeping one's, and end_sleep sends
+ * it with the wait if the wait is sent. */
 SEC("iter.s/task")
 int copy_wait_stacks(struct bpf_iter__task* ctx) {
   struct task_struct* t = ctx->task;
@@ -325,22 +329,22 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
   if (age < wait_threshold_ns) return 0;
   if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
     return 0;
-  __u32 zero = 0;
-  struct hs_wait_stack* c = bpf_map_lookup_elem(&stack_scratch, &zero);
-  if (!c) return 0;
+  /* Into the thread's own state; valid only once copied_seq says so (below). */
+  ts->copied_seq = 0;
+  struct hs_user_stack* c = &ts->copy;
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
-  bpf_probe_read_kernel(&c->u.regs, sizeof(c->u.regs), regs);
-  c->u.fs_base = t->thread.fsbase;
-  c->u.stack_len = 0;
-  c->u.kstack_len = 0;
-  __u64 sp = c->u.regs.sp;
+  bpf_probe_read_kernel(&c->regs, sizeof(c->regs), regs);
+  c->fs_base = t->thread.fsbase;
+  c->stack_len = 0;
+  c->kstack_len = 0;
+  __u64 sp = c->regs.sp;
   for (int i = 0; i < HS_STACK_CHUNKS; i++) {
-    if (bpf_copy_from_user_task(&c->u.stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
+    if (bpf_copy_from_user_task(&c->stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
                                 (void*)(sp + (__u64)i * HS_STACK_CHUNK), t, 0) != 0) {
       if (i == 0) count(HS_CNT_STACK_FAULTS);
       break;
     }
-    c->u.stack_len += HS_STACK_CHUNK;
+    c->stack_len += HS_STACK_CHUNK;
   }
   /* Read again after the copy (volatile: not the values loaded before it). */
   if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != start) {
@@ -348,11 +352,6 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
     return 0;
   }
   ts->copied_seq = seq + 1;
-  fill_header(&c->h, HS_EV_WAIT_STACK, t);
-  c->seq = seq;
-  c->start_ns = start;
-  if (bpf_ringbuf_output(&events, c, sizeof(*c), 0) == 0) count(HS_CNT_EVENTS);
-  else count(HS_CNT_LOST);
   return 0;
 }
 

@@ -37,7 +37,7 @@ enum hs_event_kind {
   HS_EV_EXIT = 4,       /* a thread group leader exited (sched_process_exit) */
   HS_EV_SIGNAL = 5,     /* a signal was generated for a watched process (signal_generate) */
   HS_EV_OOM = 6,        /* the OOM killer chose a watched process (oom:mark_victim) */
-  HS_EV_WAIT_STACK = 7, /* the user stack of a thread still asleep in a long wait (iterator) */
+  HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
 };
 
 struct hs_header {
@@ -72,8 +72,8 @@ struct hs_sample {
 };
 
 /* One sleep of a watched thread (off CPU, not preempted) of at least wait_threshold_ns, sent
- * when the thread runs again. `seq` names the sleep: the HS_EV_WAIT_STACK of the same tid and
- * seq (if the iterator copied one while it slept) holds its user stack. */
+ * when the thread runs again (as HS_EV_WAIT_STACK with its user stack when the iterator copied
+ * one of this very sleep, `seq`). */
 struct hs_wait {
   struct hs_header h; /* ts_ns: when it ran again */
   hs_s64 syscall_nr;  /* the system call it slept in, -1: none (a page fault, ...) */
@@ -87,13 +87,10 @@ struct hs_wait {
   hs_u64 kstack[HS_KSTACK_DEPTH]; /* where it slept */
 };
 
-/* The registers and top of the user stack of a thread asleep in a wait already long enough to
- * be among its process's longest, copied by the sleepable task iterator (copy_wait_stacks)
- * while it still slept; sent only if the thread did not run during the copy (same seq). */
+/* A wait with the registers and top of the user stack the sleepable task iterator
+ * (copy_wait_stacks) copied while the thread still slept in it (u.kstack unused: w.kstack). */
 struct hs_wait_stack {
-  struct hs_header h; /* ts_ns: when the copy was checked */
-  hs_u64 seq;
-  hs_u64 start_ns; /* when the sleep began */
+  struct hs_wait w;
   struct hs_user_stack u;
 };
 
@@ -127,8 +124,11 @@ struct hs_thread_state {
   hs_u64 arg0;
   hs_u32 waker_pid, waker_tid;
   char waker_comm[HS_COMM_LEN];
-  hs_u64 copied_seq;  /* seq + 1 of the last sleep whose user stack was sent */
+  hs_u64 copied_seq;  /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
   hs_u64 io_jiffies;  /* the last jiffy a data call of this thread moved bytes */
+  /* Its user registers and stack, copied by the iterator while it slept: sent with the wait
+   * only if the wait is sent, so copies of waits that are not cost no record. */
+  struct hs_user_stack copy;
 };
 
 /* The longest waits kept per process: the report shows the `top_waits` longest (5 by default), so
@@ -151,7 +151,7 @@ enum hs_counter {
   HS_CNT_EVENTS = 0,
   HS_CNT_LOST = 1,
   HS_CNT_STACK_FAULTS = 2,
-  HS_CNT_STALE_COPIES = 3, /* wait stacks dropped: the thread ran during the copy */
+  HS_CNT_STALE_COPIES = 3, /* wait stack copies voided: the thread ran during the copy */
   HS_CNT_MAX = 4
 };
 

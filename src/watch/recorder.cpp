@@ -26,7 +26,6 @@
 
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
-#include "watch/wait_stacks.h"
 #include "watch_events.h"
 
 namespace hangscan {
@@ -208,9 +207,9 @@ class BpfRecorder : public Recorder {
         w.waker_tid = static_cast<int>(st.waker_tid);
         w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
         w.ongoing = true;
-        std::lock_guard lock(mu_);
-        if (auto copy = wait_stacks_.take(tid, st.seq)) {
-          w.copy = std::move(*copy);
+        if (st.copied_seq == st.seq + 1) {  // the iterator copied this very sleep's stack
+          w.copy = sampled_stack_of(st.copy);
+          w.copy.kernel.clear();
           w.has_user_stack = true;
         }
       }
@@ -284,7 +283,6 @@ class BpfRecorder : public Recorder {
         last_iter_ = now;
       }
       std::lock_guard lock(mu_);
-      wait_stacks_.join(got);
       if (n < 0 && n != -EINTR) {
         drain_err_ = -n;
         cv_.notify_all();
@@ -312,7 +310,6 @@ class BpfRecorder : public Recorder {
       sink_ = nullptr;
     }
     std::lock_guard lock(mu_);
-    wait_stacks_.join(got);
     append(std::move(drained_), out);
     drained_ = Recording{};
     append(std::move(got), out);
@@ -349,7 +346,6 @@ class BpfRecorder : public Recorder {
   std::mutex mu_;
   std::condition_variable cv_;
   Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)
-  WaitStacks wait_stacks_;                 // copies of sleeping threads' stacks (guarded by mu_)
   std::mutex iter_mu_;                     // one run of the iterator at a time (its scratch)
   std::chrono::steady_clock::time_point last_iter_{};
   int drain_err_ = 0;                      // errno of a failed ring-buffer read (guarded by mu_)

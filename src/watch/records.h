@@ -15,6 +15,8 @@
 
 #include "target/target.h"
 
+struct hs_user_stack;  // bpf/watch_events.h (a C struct, in no namespace)
+
 namespace hangscan {
 
 // Registers and the top of the user stack of one thread at one moment, plus its kernel stack.
@@ -42,22 +44,13 @@ struct WaitRecord {
   std::string comm;
   long syscall_nr = -1;
   std::uint64_t arg0 = 0;
-  std::uint64_t seq = 0;  // which sleep of the thread: its WaitStackRecord has the same
+  std::uint64_t seq = 0;  // which sleep of the thread
   std::uint64_t duration_ns = 0;
   int waker_pid = 0;  // 0: not woken by anyone we saw (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;
   bool has_user_stack = false;
   bool ongoing = false;  // still waiting when the window ended
-  SampledStack copy;
-};
-
-// The user stack of a thread copied while it still slept in a wait (tid, seq): it becomes that
-// WaitRecord's copy when the wait ends (Recorder joins them).
-struct WaitStackRecord {
-  int pid = 0;
-  int tid = 0;
-  std::uint64_t seq = 0;
   SampledStack copy;
 };
 
@@ -97,8 +90,10 @@ struct Recording {
   std::vector<SampleRecord> samples;
   std::vector<WaitRecord> waits;
   std::vector<EventRecord> events;
-  std::vector<WaitStackRecord> wait_stacks;  // joined into `waits` by the recorder
 };
+
+// The registers and stack bytes of the recorder's struct hs_user_stack (kernel stack included).
+SampledStack sampled_stack_of(const ::hs_user_stack& u);
 
 // Decodes one ring-buffer record and appends it to `out`. Returns false for a record too short
 // or of an unknown kind (it is dropped). Copies only: this runs in the ring-buffer callback.

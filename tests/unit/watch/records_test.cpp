@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "watch/records.h"
-#include "watch/wait_stacks.h"
 #include "watch/watcher.h"
 #include "watch_events.h"
 
@@ -93,9 +92,9 @@ TEST(WatchRecords, SampleRegistersStackAndKernelStack) {
   EXPECT_EQ(s.syscall_nr, 0);
 }
 
-TEST(WatchRecords, WaitAndItsStackCopyNameTheSameSleep) {
+hs_wait wait_of(std::uint32_t kind) {
   hs_wait w{};
-  w.h.kind = HS_EV_WAIT;
+  w.h.kind = kind;
   w.h.pid = 10;
   w.h.tid = 12;
   w.h.ts_ns = 5000;
@@ -106,30 +105,42 @@ TEST(WatchRecords, WaitAndItsStackCopyNameTheSameSleep) {
   w.waker_pid = 20;
   w.kstack_len = sizeof(std::uint64_t);
   w.kstack[0] = 0xffffffff81000030;
-  auto c = std::make_unique<hs_wait_stack>();
-  std::memset(c.get(), 0, sizeof(*c));
-  c->h.kind = HS_EV_WAIT_STACK;
-  c->h.pid = 10;
-  c->h.tid = 12;
-  c->seq = 7;
-  c->u.regs.ip = 0x402000;
-  c->u.regs.sp = 0x7ffd1000;
-  c->u.stack_len = HS_STACK_CHUNK;
-  c->u.stack[1] = 0x5a;
+  return w;
+}
+
+TEST(WatchRecords, WaitWithoutAUserStack) {
+  hs_wait w = wait_of(HS_EV_WAIT);
   Recording out;
-  ASSERT_TRUE(decode_record(bytes(*c), out));
   ASSERT_TRUE(decode_record(bytes(w), out));
-  ASSERT_EQ(out.wait_stacks.size(), 1u);
   ASSERT_EQ(out.waits.size(), 1u);
-  EXPECT_EQ(out.waits[0].seq, 7u);
-  EXPECT_EQ(out.waits[0].duration_ns, 300'000'000u);
-  EXPECT_EQ(out.waits[0].arg0, 3u);
-  EXPECT_EQ(out.waits[0].end_ns, 5000);
-  EXPECT_FALSE(out.waits[0].has_user_stack);
-  WaitStacks stacks;
-  stacks.join(out);
-  EXPECT_TRUE(out.wait_stacks.empty());
   const WaitRecord& r = out.waits[0];
+  EXPECT_EQ(r.pid, 10);
+  EXPECT_EQ(r.tid, 12);
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.duration_ns, 300'000'000u);
+  EXPECT_EQ(r.arg0, 3u);
+  EXPECT_EQ(r.end_ns, 5000);
+  EXPECT_EQ(r.waker_pid, 20);
+  EXPECT_FALSE(r.has_user_stack);
+  EXPECT_TRUE(r.copy.stack.bytes.empty());
+  EXPECT_EQ(r.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000030}));
+}
+
+TEST(WatchRecords, WaitWithTheStackCopiedWhileItSlept) {
+  auto e = std::make_unique<hs_wait_stack>();
+  std::memset(e.get(), 0, sizeof(*e));
+  e->w = wait_of(HS_EV_WAIT_STACK);
+  e->u.regs.ip = 0x402000;
+  e->u.regs.sp = 0x7ffd1000;
+  e->u.stack_len = HS_STACK_CHUNK;
+  e->u.stack[1] = 0x5a;
+  Recording out;
+  ASSERT_FALSE(decode_record(bytes(*e).first(sizeof(hs_wait)), out));  // cut short: dropped
+  ASSERT_TRUE(decode_record(bytes(*e), out));
+  ASSERT_EQ(out.waits.size(), 1u);
+  const WaitRecord& r = out.waits[0];
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.duration_ns, 300'000'000u);
   ASSERT_TRUE(r.has_user_stack);
   EXPECT_EQ(r.copy.regs.pc(), 0x402000u);
   EXPECT_EQ(r.copy.stack.start, 0x7ffd1000u);
@@ -137,56 +148,6 @@ TEST(WatchRecords, WaitAndItsStackCopyNameTheSameSleep) {
   EXPECT_EQ(r.copy.stack.bytes[1], 0x5a);
   // The kernel stack is the wait's (where it slept), not the copy's (none).
   EXPECT_EQ(r.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000030}));
-  EXPECT_EQ(stacks.held(), 0u);
-}
-
-SampledStack stack_at(std::uint64_t pc) {
-  SampledStack s;
-  s.regs.raw.rip = pc;
-  return s;
-}
-
-TEST(WaitStacks, OnlyTheCopyOfTheSameSleepJoins) {
-  WaitStacks stacks;
-  Recording first;
-  first.wait_stacks.push_back({1, 12, 3, stack_at(0x3000)});  // tid 12, sleep 3
-  first.wait_stacks.push_back({1, 12, 5, stack_at(0x5000)});  // tid 12, sleep 5
-  first.wait_stacks.push_back({1, 13, 4, stack_at(0x4000)});  // tid 13, sleep 4
-  stacks.join(first);
-  EXPECT_EQ(stacks.held(), 3u);
-  Recording second;
-  WaitRecord w;
-  w.pid = 1;
-  w.tid = 12;
-  w.seq = 4;  // a sleep nobody copied: no stack, though 3 and 5 of the same thread are held
-  second.waits.push_back(w);
-  w.tid = 13;  // tid 13's sleep 4
-  second.waits.push_back(w);
-  stacks.join(second);
-  EXPECT_FALSE(second.waits[0].has_user_stack);
-  ASSERT_TRUE(second.waits[1].has_user_stack);
-  EXPECT_EQ(second.waits[1].copy.regs.pc(), 0x4000u);
-  // Sleep 4 of tid 12 ended: its sleep 3 can never join (dropped); 5 still may.
-  EXPECT_EQ(stacks.held(), 1u);
-  EXPECT_FALSE(stacks.take(12, 3).has_value());
-  auto five = stacks.take(12, 5);
-  ASSERT_TRUE(five.has_value());
-  EXPECT_EQ(five->regs.pc(), 0x5000u);
-  EXPECT_EQ(stacks.held(), 0u);
-}
-
-TEST(WaitStacks, HoldsABoundedNumberFirstArrivedDroppedFirst) {
-  WaitStacks stacks;
-  Recording r;
-  for (int i = 0; i < static_cast<int>(WaitStacks::kMaxHeld) + 2; ++i)
-    r.wait_stacks.push_back({1, 1000 - i, 1, stack_at(0x1000 + static_cast<std::uint64_t>(i))});
-  stacks.join(r);
-  EXPECT_EQ(stacks.held(), WaitStacks::kMaxHeld);
-  EXPECT_FALSE(stacks.take(1000, 1).has_value());
-  EXPECT_FALSE(stacks.take(999, 1).has_value());
-  auto third = stacks.take(998, 1);
-  ASSERT_TRUE(third.has_value());
-  EXPECT_EQ(third->regs.pc(), 0x1002u);
 }
 
 TEST(WatchRecords, ShortOrUnknownRecordsAreDropped) {
