@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* hangscan's recorder: what the watched processes do over time (docs/watch.md).
  *
- * Why these programs: on-CPU samples say where each rank spends its CPU; system calls that
- * take long, with the time the thread was off CPU inside them and who woke it, say where it
- * waits; exits, signals and OOM victims say how a rank ended. Every record carries what user
- * space needs to finish it later (registers and the top of the user stack for an unwind with
- * libdw): nothing is unwound here, since Debian's python and libc have no frame pointers.
- * Only processes in `watched` are recorded; their children join when `follow_children` is set.
+ * Why these programs: on-CPU samples say where each rank spends its CPU; long sleeps, with the
+ * system call they are in and who woke them, say where it waits (their user stacks are copied
+ * by a sleepable task iterator while they still sleep); exits, signals and OOM victims say how a
+ * rank ended; socket sends and receives that moved bytes are the watchdog's progress. No system
+ * call hook: one costs every system call of the machine (docs/performance.md). Every record
+ * carries what user space needs to finish it later (registers and the top of the user stack for
+ * an unwind with libdw): nothing is unwound here, since Debian's python and libc have no frame
+ * pointers. Only processes in `watched` are recorded; every thread of them gets a
+ * `thread_state` (task storage), and only threads that have one pay more than one lookup in the
+ * scheduler programs. Children join when `follow_children` is set.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -18,9 +22,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader before load (the skeleton's rodata). */
-const volatile __u64 wait_threshold_ns = 10000000; /* a system call this long becomes an event */
-const volatile __u64 offcpu_threshold_ns = 10000000;
+const volatile __u64 wait_threshold_ns = 10000000; /* a sleep this long is a wait */
 const volatile __u8 follow_children = 0;
+/* Twice the period of the iterator's passes (user space runs it): a sleep is copied once it is
+ * this close to its process's shortest kept wait, so one that ends between two passes longer
+ * than that wait (and is then sent) was copied at the pass before. */
+const volatile __u64 copy_margin_ns = 200000000;
 /* The longest waits the report keeps per process (0, or above HS_TOP_WAITS_MAX: send all). */
 const volatile __u32 top_waits = 5;
 /* The reader is woken when this much is waiting in the ring; it also drains every 100 ms. */
@@ -35,12 +42,14 @@ struct {
 
 #define thread_state hs_thread_state
 
+/* Why task storage: the scheduler programs run for every task of the machine; a task without a
+ * state (not watched) costs one lookup that finds nothing, with no hash of a tid. */
 struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 16384);
-  __type(key, __u32); /* tid */
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
   __type(value, struct thread_state);
-} threads SEC(".maps");
+} thread_states SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -53,14 +62,6 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } counters SEC(".maps");
-
-/* One zeroed thread_state to insert from (too large for the BPF stack). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct thread_state);
-} scratch SEC(".maps");
 
 static __always_inline void count(__u32 which) {
   __u64* v = bpf_map_lookup_elem(&counters, &which);
@@ -93,9 +94,7 @@ static __always_inline void submit_now(void* e) { bpf_ringbuf_submit(e, BPF_RB_F
  * takes the place of the shortest kept one and is sent). The report keeps only those, so one
  * that is not would be dropped there: it is only counted. Two CPUs racing on the same slot can
  * only lose a kept value, which lowers the bar (more sent), never raises it. */
-static __always_inline bool among_longest(struct hs_proc_stats* st, __u64 dur) {
-  __sync_fetch_and_add(&st->waits, 1);
-  if (top_waits == 0 || top_waits > HS_TOP_WAITS_MAX) return true;
+static __always_inline __u64 shortest_kept(struct hs_proc_stats* st, __u32* at) {
   __u32 min_i = 0;
   __u64 min_v = ~0ULL;
   for (__u32 i = 0; i < HS_TOP_WAITS_MAX && i < top_waits; i++) {
@@ -105,6 +104,15 @@ static __always_inline bool among_longest(struct hs_proc_stats* st, __u64 dur) {
       min_i = i;
     }
   }
+  *at = min_i;
+  return min_v;
+}
+
+static __always_inline bool among_longest(struct hs_proc_stats* st, __u64 dur) {
+  __sync_fetch_and_add(&st->waits, 1);
+  if (top_waits == 0 || top_waits > HS_TOP_WAITS_MAX) return true;
+  __u32 min_i = 0;
+  __u64 min_v = shortest_kept(st, &min_i);
   if (dur <= min_v) {
     __sync_fetch_and_add(&st->waits_not_sent, 1);
     return false;
@@ -175,148 +183,75 @@ int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   return 0;
 }
 
-static __always_inline struct thread_state* thread_of(__u32 tid, bool create) {
-  struct thread_state* ts = bpf_map_lookup_elem(&threads, &tid);
-  if (ts || !create) return ts;
-  __u32 zero = 0;
-  struct thread_state* init = bpf_map_lookup_elem(&scratch, &zero);
-  if (!init) return 0;
-  init->syscall_nr = -1;
-  init->tgid = bpf_get_current_pid_tgid() >> 32;
-  bpf_map_update_elem(&threads, &tid, init, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&threads, &tid);
+static __always_inline struct thread_state* state_of(struct task_struct* t) {
+  return bpf_task_storage_get(&thread_states, t, 0, 0);
 }
 
-/* read, write, readv, writev, pread64, pwrite64, sendto, recvfrom, sendmsg, recvmsg, sendfile,
- * preadv, pwritev, recvmmsg, sendmmsg, copy_file_range, splice (x86-64 numbers): a return
- * above 0 moved data, which is progress (docs/watch.md, "Stall"). */
-static __always_inline bool moves_data(long nr) {
-  switch (nr) {
-    case 0:
-    case 1:
-    case 17:
-    case 18:
-    case 19:
-    case 20:
-    case 40:
-    case 44:
-    case 45:
-    case 46:
-    case 47:
-    case 275:
-    case 295:
-    case 296:
-    case 299:
-    case 307:
-    case 326:
-      return true;
-  }
-  return false;
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct hs_proc_stats* st = watched_proc(id >> 32);
-  if (!st) return 0;
-  /* Progress: the last jiffy a data call moved bytes. Written at most once a jiffy, so the
-   * ranks' CPUs do not fight over the line on every call (an atomic count did). */
-  if (ret > 0 && moves_data(regs->orig_ax)) {
-    __u64 j = bpf_jiffies64();
-    if (st->io_jiffies != j) st->io_jiffies = j;
-  }
-  /* Only a call that left the CPU to wait has a state (sched_switch began it). */
-  struct thread_state* ts = thread_of((__u32)id, false);
-  if (!ts || ts->syscall_nr < 0) return 0;
-  __u64 now = bpf_ktime_get_ns();
-  __u64 dur = now - ts->sys_start_ns;
-  if (dur >= wait_threshold_ns && among_longest(st, dur)) {
-    struct hs_wait* e = reserve(sizeof(*e));
-    if (e) {
-      struct task_struct* task = bpf_get_current_task_btf();
-      fill_header(&e->h, HS_EV_WAIT, task);
-      e->syscall_nr = ts->syscall_nr;
-      e->arg0 = ts->arg0;
-      e->ret = ret;
-      e->duration_ns = dur;
-      e->offcpu_ns = ts->offcpu_ns;
-      e->waker_pid = ts->waker_pid;
-      e->waker_tid = ts->waker_tid;
-      __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
-      copy_user_stack(&e->u, task);
-      __u32 klen = ts->kstack_len;
-      if (klen > sizeof(e->u.kstack)) klen = sizeof(e->u.kstack);
-      bpf_probe_read_kernel(e->u.kstack, sizeof(e->u.kstack), ts->kstack);
-      e->u.kstack_len = klen;
-      submit(e);
-    }
-  }
-  ts->syscall_nr = -1;
-  return 0;
-}
-
-/* A thread leaves the CPU for the first time in a system call: the wait starts now (the call's
- * few microseconds on CPU before are not waiting), with the call's number and first argument
- * from the registers it entered with. Not in a system call (a page fault): nothing here. */
-static __always_inline void begin_wait(struct thread_state* ts, struct task_struct* t, __u64 now) {
+/* A thread leaves the CPU to wait (not preempted): its sleep begins, in the system call its
+ * saved registers say (the number and first argument it entered with), or in none. */
+static __always_inline void begin_sleep(struct thread_state* ts, struct task_struct* t, __u64 now) {
   struct pt_regs* r = (struct pt_regs*)bpf_task_pt_regs(t);
   __s64 nr = r->orig_ax;
-  if (nr < 0 || (__s64)r->ax != -HS_ENOSYS) return; /* as in_syscall() */
-  ts->syscall_nr = nr;
-  ts->arg0 = r->di;
-  ts->sys_start_ns = now;
-  ts->offcpu_ns = 0;
+  bool sys = nr >= 0 && (__s64)r->ax == -HS_ENOSYS; /* as in_syscall() */
+  ts->syscall_nr = sys ? nr : -1;
+  ts->arg0 = sys ? r->di : 0;
   ts->waker_pid = 0;
   ts->waker_tid = 0;
-  ts->kstack_len = 0;
+  ts->offcpu_start_ns = now;
+}
+
+/* A thread runs again after a sleep: the sleep ends (seq moves on, which voids a stack copy
+ * the iterator is making of it); one at least wait_threshold_ns long among its process's
+ * longest is sent, with the kernel stack where it slept (it has not run yet: as it left it). */
+static __always_inline void end_sleep(struct thread_state* ts, struct task_struct* t, __u64 now) {
+  __u64 start = ts->offcpu_start_ns;
+  __u64 seq = ts->seq;
+  ts->offcpu_start_ns = 0;
+  ts->seq = seq + 1; /* only this thread's switch-in writes it: one CPU at a time */
+  __u64 off = now - start;
+  if (off < wait_threshold_ns) return;
+  struct hs_proc_stats* st = watched_proc(t->tgid);
+  if (!st || !among_longest(st, off)) return;
+  /* With the user stack the iterator copied of this very sleep, when it did. */
+  bool with_stack = ts->copied_seq == seq + 1;
+  struct hs_wait* e = 0;
+  if (with_stack) { /* two reservations of constant sizes: the verifier checks each */
+    struct hs_wait_stack* full = reserve(sizeof(*full));
+    if (!full) return;
+    bpf_probe_read_kernel(&full->u, sizeof(full->u), &ts->copy);
+    e = &full->w;
+  } else {
+    e = reserve(sizeof(*e));
+    if (!e) return;
+  }
+  fill_header(&e->h, with_stack ? HS_EV_WAIT_STACK : HS_EV_WAIT, t);
+  e->syscall_nr = ts->syscall_nr;
+  e->arg0 = ts->arg0;
+  e->seq = seq;
+  e->duration_ns = off;
+  e->waker_pid = ts->waker_pid;
+  e->waker_tid = ts->waker_tid;
+  __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
+  e->kstack_len = sleep_stack(t, e->kstack, sizeof(e->kstack));
+  e->pad = 0;
+  submit(e);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
              unsigned int prev_state) {
+  struct thread_state* ts = prev_state != 0 ? state_of(prev) : 0;
+  struct thread_state* tn = state_of(next);
+  if (!ts && !tn) return 0;
   __u64 now = bpf_ktime_get_ns();
-  __u32 prev_tgid = prev->tgid;
-  /* A thread that leaves the CPU to wait (not preempted): when, and, the first time in a system
-   * call, which call (a wait begins). Its kernel stack is taken when it runs again, and only if
-   * the wait was long (below). */
-  if (prev_state != 0 && watched_proc(prev_tgid)) {
-    struct thread_state* ts = thread_of(prev->pid, true);
-    if (ts) {
-      ts->offcpu_start_ns = now;
-      if (ts->syscall_nr < 0) begin_wait(ts, prev, now);
-    }
-  }
-  __u32 next_tgid = next->tgid;
-  struct hs_proc_stats* st = watched_proc(next_tgid);
-  if (!st) return 0;
-  struct thread_state* ts = thread_of(next->pid, false);
-  if (!ts || ts->offcpu_start_ns == 0) return 0;
-  __u64 off = now - ts->offcpu_start_ns;
-  ts->offcpu_start_ns = 0;
-  if (ts->syscall_nr >= 0) {
-    ts->offcpu_ns += off; /* reported with the system call, at its return */
-    /* Where it slept, once the call is long enough to be a wait (the last such sleep wins). */
-    if (now - ts->sys_start_ns >= wait_threshold_ns)
-      ts->kstack_len = sleep_stack(next, ts->kstack, sizeof(ts->kstack));
-    return 0;
-  }
-  if (off < offcpu_threshold_ns || !among_longest(st, off)) return 0;
-  struct hs_offcpu* e = reserve(sizeof(*e));
-  if (!e) return 0;
-  fill_header(&e->h, HS_EV_OFFCPU, next);
-  e->duration_ns = off;
-  e->waker_pid = ts->waker_pid;
-  e->waker_tid = ts->waker_tid;
-  __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
-  e->kstack_len = sleep_stack(next, e->kstack, sizeof(e->kstack));
-  submit(e);
+  if (ts) begin_sleep(ts, prev, now);
+  if (tn && tn->offcpu_start_ns != 0) end_sleep(tn, next, now);
   return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
-  if (!watched_proc(p->tgid)) return 0;
-  struct thread_state* ts = thread_of(p->pid, false);
+  struct thread_state* ts = state_of(p);
   if (!ts || ts->offcpu_start_ns == 0) return 0;
   __u64 id = bpf_get_current_pid_tgid();
   ts->waker_pid = id >> 32;
@@ -325,20 +260,103 @@ int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
   return 0;
 }
 
+/* Progress for the watchdog: a socket send or receive of a watched thread moved bytes (any
+ * call: send, sendto, sendmsg, sendmmsg, write and writev on a socket, and the receiving
+ * ones). Only sockets pay: the tracepoints are in the socket layer. A peek moves nothing.
+ * Written at most once a jiffy per thread, and per process only when that jiffy is new. */
+#define HS_MSG_PEEK 2
+static __always_inline void data_moved(int ret, int flags) {
+  if (ret <= 0 || (flags & HS_MSG_PEEK)) return;
+  struct task_struct* t = bpf_get_current_task_btf();
+  struct thread_state* ts = state_of(t);
+  if (!ts) return;
+  __u64 j = bpf_jiffies64();
+  if (ts->io_jiffies == j) return;
+  ts->io_jiffies = j;
+  struct hs_proc_stats* st = watched_proc(t->tgid);
+  if (st && st->io_jiffies != j) st->io_jiffies = j;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(on_sock_send, struct sock* sk, int ret, int flags) {
+  data_moved(ret, flags);
+  return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(on_sock_recv, struct sock* sk, int ret, int flags) {
+  data_moved(ret, flags);
+  return 0;
+}
+
+/* New threads of a watched process get their state here; with follow_children a forked
+ * process joins `watched` first. (Threads that existed before are joined by the iterator.) */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct* parent, struct task_struct* child) {
-  if (!follow_children) return 0;
-  if (!watched_proc(BPF_CORE_READ(parent, tgid))) return 0;
-  __u32 child_tgid = BPF_CORE_READ(child, tgid);
-  struct hs_proc_stats zero = {};
-  bpf_map_update_elem(&watched, &child_tgid, &zero, BPF_NOEXIST);
+  __u32 child_tgid = child->tgid;
+  if (follow_children && child_tgid != parent->tgid && watched_proc(parent->tgid)) {
+    struct hs_proc_stats zero = {};
+    bpf_map_update_elem(&watched, &child_tgid, &zero, BPF_NOEXIST);
+  }
+  if (watched_proc(child_tgid))
+    bpf_task_storage_get(&thread_states, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  return 0;
+}
+
+/* Run by user space every 100 ms (and at once when a process is watched) over every task:
+ * a thread of a watched process without a state gets one; a thread asleep in a wait at least
+ * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
+ * may be sent when it ends) and not copied yet has its registers and the top of its user stack
+ * copied into its state (sleepable: the copy reads another task's memory). The copy is marked
+ * valid (copied_seq) only if the thread did not run meanwhile (its seq and sleep start
+ * unchanged after the copy): the stack is then exactly the sleeping one's, and end_sleep sends
+ * it with the wait if the wait is sent. */
+SEC("iter.s/task")
+int copy_wait_stacks(struct bpf_iter__task* ctx) {
+  struct task_struct* t = ctx->task;
+  if (!t) return 0;
+  struct thread_state* ts = state_of(t);
+  struct hs_proc_stats* st = watched_proc(t->tgid);
+  if (!ts) {
+    if (st) bpf_task_storage_get(&thread_states, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    return 0;
+  }
+  __u64 start = ts->offcpu_start_ns;
+  __u64 seq = ts->seq;
+  if (!st || start == 0 || ts->copied_seq == seq + 1) return 0;
+  __u64 age = bpf_ktime_get_ns() - start;
+  __u32 at = 0;
+  if (age < wait_threshold_ns) return 0;
+  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
+    return 0;
+  /* Into the thread's own state; valid only once copied_seq says so (below). */
+  ts->copied_seq = 0;
+  struct hs_user_stack* c = &ts->copy;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
+  bpf_probe_read_kernel(&c->regs, sizeof(c->regs), regs);
+  c->fs_base = t->thread.fsbase;
+  c->stack_len = 0;
+  c->kstack_len = 0;
+  __u64 sp = c->regs.sp;
+  for (int i = 0; i < HS_STACK_CHUNKS; i++) {
+    if (bpf_copy_from_user_task(&c->stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
+                                (void*)(sp + (__u64)i * HS_STACK_CHUNK), t, 0) != 0) {
+      if (i == 0) count(HS_CNT_STACK_FAULTS);
+      break;
+    }
+    c->stack_len += HS_STACK_CHUNK;
+  }
+  /* Read again after the copy (volatile: not the values loaded before it). */
+  if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != start) {
+    count(HS_CNT_STALE_COPIES);
+    return 0;
+  }
+  ts->copied_seq = seq + 1;
   return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct* p) {
-  __u32 tid = BPF_CORE_READ(p, pid);
-  bpf_map_delete_elem(&threads, &tid);
   if (!watched_proc(BPF_CORE_READ(p, tgid))) return 0;
   /* The last thread of the group: its exit code is the process's. */
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;

@@ -32,12 +32,12 @@ typedef __s64 hs_s64;
 #define HS_KSTACK_DEPTH 24
 
 enum hs_event_kind {
-  HS_EV_SAMPLE = 1, /* an on-CPU sample (perf_event cpu-clock) */
-  HS_EV_WAIT = 2,   /* a system call that took at least wait_threshold_ns, at its return */
-  HS_EV_OFFCPU = 3, /* a long off-CPU interval outside a system call (page fault, ...) */
-  HS_EV_EXIT = 4,   /* a thread group leader exited (sched_process_exit) */
-  HS_EV_SIGNAL = 5, /* a signal was generated for a watched process (signal_generate) */
-  HS_EV_OOM = 6,    /* the OOM killer chose a watched process (oom:mark_victim) */
+  HS_EV_SAMPLE = 1,     /* an on-CPU sample (perf_event cpu-clock) */
+  HS_EV_WAIT = 2,       /* a sleep of at least wait_threshold_ns, when the thread ran again */
+  HS_EV_EXIT = 4,       /* a thread group leader exited (sched_process_exit) */
+  HS_EV_SIGNAL = 5,     /* a signal was generated for a watched process (signal_generate) */
+  HS_EV_OOM = 6,        /* the OOM killer chose a watched process (oom:mark_victim) */
+  HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
 };
 
 struct hs_header {
@@ -71,26 +71,27 @@ struct hs_sample {
   struct hs_user_stack u;
 };
 
+/* One sleep of a watched thread (off CPU, not preempted) of at least wait_threshold_ns, sent
+ * when the thread runs again (as HS_EV_WAIT_STACK with its user stack when the iterator copied
+ * one of this very sleep, `seq`). */
 struct hs_wait {
-  struct hs_header h;
-  hs_s64 syscall_nr;
-  hs_u64 arg0; /* the fd for fd-taking calls */
-  hs_s64 ret;
-  hs_u64 duration_ns;
-  hs_u64 offcpu_ns; /* of that, time off CPU */
-  hs_u32 waker_pid, waker_tid;
-  char waker_comm[HS_COMM_LEN];
-  struct hs_user_stack u; /* kstack: where it was switched out last */
-};
-
-struct hs_offcpu {
-  struct hs_header h;
+  struct hs_header h; /* ts_ns: when it ran again */
+  hs_s64 syscall_nr;  /* the system call it slept in, -1: none (a page fault, ...) */
+  hs_u64 arg0;        /* the fd for fd-taking calls */
+  hs_u64 seq;
   hs_u64 duration_ns;
   hs_u32 waker_pid, waker_tid;
   char waker_comm[HS_COMM_LEN];
   hs_u32 kstack_len;
   hs_u32 pad;
-  hs_u64 kstack[HS_KSTACK_DEPTH];
+  hs_u64 kstack[HS_KSTACK_DEPTH]; /* where it slept */
+};
+
+/* A wait with the registers and top of the user stack the sleepable task iterator
+ * (copy_wait_stacks) copied while the thread still slept in it (u.kstack unused: w.kstack). */
+struct hs_wait_stack {
+  struct hs_wait w;
+  struct hs_user_stack u;
 };
 
 struct hs_exit {
@@ -113,19 +114,21 @@ struct hs_oom {
   struct hs_header h; /* pid/tid/comm: the victim */
 };
 
-/* Per thread state (the `threads` map): the system call in progress and the last switch-out.
- * User space reads it at the end of a window for the waits still going on. */
+/* Per thread state (the `thread_state` task storage, created for each thread of a watched
+ * process): its current sleep. User space reads it (by pidfd) at the end of a window for the
+ * waits still going on. */
 struct hs_thread_state {
-  hs_s64 syscall_nr; /* -1: not in a system call */
+  hs_u64 seq;             /* sleeps ended (incremented when the thread runs again) */
+  hs_u64 offcpu_start_ns; /* 0: on CPU (or preempted: runnable, not waiting) */
+  hs_s64 syscall_nr;      /* the system call of the current sleep, -1: none */
   hs_u64 arg0;
-  hs_u64 sys_start_ns;
-  hs_u64 offcpu_ns;       /* off CPU since sys_start */
-  hs_u64 offcpu_start_ns; /* 0: on CPU */
   hs_u32 waker_pid, waker_tid;
   char waker_comm[HS_COMM_LEN];
-  hs_u32 kstack_len;
-  hs_u32 tgid;
-  hs_u64 kstack[HS_KSTACK_DEPTH];
+  hs_u64 copied_seq;  /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
+  hs_u64 io_jiffies;  /* the last jiffy a data call of this thread moved bytes */
+  /* Its user registers and stack, copied by the iterator while it slept: sent with the wait
+   * only if the wait is sent, so copies of waits that are not cost no record. */
+  struct hs_user_stack copy;
 };
 
 /* The longest waits kept per process: the report shows the `top_waits` longest (5 by default), so
@@ -135,7 +138,7 @@ struct hs_thread_state {
 /* Per watched process counters (the `watched` map's value), read by user space each second. */
 struct hs_proc_stats {
   hs_u64 samples;    /* on-CPU samples taken */
-  hs_u64 io_jiffies; /* when a data call (read/write/send/recv...) last returned > 0 (jiffies) */
+  hs_u64 io_jiffies; /* when a socket send or receive last moved bytes (jiffies) */
   /* Durations of the longest waits sent so far (0: a free slot); a wait no longer than all of
    * them is counted in `waits_not_sent` instead of being sent (it would not be reported). */
   hs_u64 top_wait_ns[HS_TOP_WAITS_MAX];
@@ -144,6 +147,12 @@ struct hs_proc_stats {
 };
 
 /* Global counters (per CPU, summed by user space). */
-enum hs_counter { HS_CNT_EVENTS = 0, HS_CNT_LOST = 1, HS_CNT_STACK_FAULTS = 2, HS_CNT_MAX = 3 };
+enum hs_counter {
+  HS_CNT_EVENTS = 0,
+  HS_CNT_LOST = 1,
+  HS_CNT_STACK_FAULTS = 2,
+  HS_CNT_STALE_COPIES = 3, /* wait stack copies voided: the thread ran during the copy */
+  HS_CNT_MAX = 4
+};
 
 #endif

@@ -297,4 +297,26 @@ Error exiting_error(int pid, int err) {
                "it ended while hangscan was reading it: there is nothing left to capture");
 }
 
+
+std::optional<std::uint64_t> parse_io_chars(std::string_view text) {
+  std::optional<std::uint64_t> r, w;
+  for_each_line(text, [&](std::string_view line) {
+    auto f = split_fields(line);
+    if (f.size() != 2) return;
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), v);
+    if (ec != std::errc{} || p != f[1].data() + f[1].size()) return;
+    if (f[0] == "rchar:") r = v;
+    if (f[0] == "wchar:") w = v;
+  });
+  if (!r || !w) return std::nullopt;
+  return *r + *w;
+}
+
+std::optional<std::uint64_t> read_io_chars(int pid) {
+  auto text = read_text_file(fmt::format("/proc/{}/io", pid));
+  if (!text) return std::nullopt;
+  return parse_io_chars(*text);
+}
+
 }  // namespace hangscan

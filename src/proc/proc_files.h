@@ -83,6 +83,12 @@ std::vector<std::string> split_nul(std::string_view text);
 // Thread ids in /proc/PID/task, sorted. Errc::no_such_process when the process is gone.
 Result<std::vector<int>> list_tasks(int pid);
 
+// /proc/PID/io's rchar + wchar: bytes the process's read and write calls moved through the VFS
+// (read, write, their vector and positional forms, sendfile, copy_file_range), all its threads,
+// the dead ones included. Why: a rank's data-call progress for the watchdog, with no hook.
+std::optional<std::uint64_t> parse_io_chars(std::string_view text);
+std::optional<std::uint64_t> read_io_chars(int pid);
+
 // Convenience readers; nullopt / empty when unreadable.
 std::optional<ProcStat> read_stat(int pid, int tid = 0);
 std::optional<ProcStatus> read_status(int pid);

@@ -67,18 +67,17 @@ bool same_section(Search& s, const Entry& e) {
   return e.shndx == s.section;
 }
 
-void consider(Search& s, const Entry& e) {
+// The symbol `e`, which starts at or below `s.addr` and (if sized) covers it, against what `s`
+// found so far; `min_label`: the largest end of the symbols read so far that start at or below
+// the address, `e` included (any symbol below the address hides the labels inside it).
+void consider(Search& s, const Entry& e, GElf_Addr min_label) {
   const GElf_Sym& sym = e.sym;
-  if (e.value > s.addr) return;
-  // Any symbol below the address hides the labels inside it.
-  s.min_label = std::max<GElf_Addr>(s.min_label, e.value + sym.st_size);
-  if (sym.st_size != 0 && s.addr - e.value >= sym.st_size) return;  // ends before addr
   if (s.name == nullptr || s.value < e.value || binding_rank(s.sym) < binding_rank(sym)) {
     if (sym.st_size != 0) {
       s.name = e.name;
       s.sym = sym;
       s.value = e.value;
-    } else if (s.name == nullptr && e.value >= s.min_label && same_section(s, e)) {
+    } else if (s.name == nullptr && e.value >= min_label && same_section(s, e)) {
       s.label = e.name;
       s.label_value = e.value;
     }
@@ -101,20 +100,51 @@ bool usable(const Entry& e) {
          type != STT_SECTION && type != STT_FILE && type != STT_TLS;
 }
 
-// One pass over table entries [first, end) for the searches in `active`.
+// The largest symbol end seen so far at or below each of a pass's sorted addresses: a symbol
+// raises it for every address from its start up (a Fenwick tree of maxima: both in O(log n)).
+// Why: it is all a symbol changes for the addresses above its end, so a sized symbol is then
+// tested only against the addresses it covers, not against every address above its start.
+class EndsBelow {
+ public:
+  explicit EndsBelow(std::size_t n) : tree_(n + 1, 0) {}
+  void raise_from(std::size_t i, GElf_Addr end) {
+    for (std::size_t k = i + 1; k < tree_.size(); k += k & (~k + 1)) tree_[k] = std::max(tree_[k], end);
+  }
+  GElf_Addr at(std::size_t i) const {
+    GElf_Addr m = 0;
+    for (std::size_t k = i + 1; k > 0; k -= k & (~k + 1)) m = std::max(m, tree_[k]);
+    return m;
+  }
+
+ private:
+  std::vector<GElf_Addr> tree_;
+};
+
+// One pass over table entries [first, end) for the searches in `active`, in table order (ties
+// go to the first symbol read, as in dwfl_module_addrinfo).
 void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
   if (active.empty()) return;
   // Sorted by address: a symbol is tested only against the addresses at or above it.
   std::sort(active.begin(), active.end(),
             [](const Search* a, const Search* b) { return a->addr < b->addr; });
+  EndsBelow ends(active.size());
+  auto min_label = [&](std::size_t k) { return std::max(active[k]->min_label, ends.at(k)); };
   Entry e;
   for (int i = first; i < end; ++i) {
     e.name = dwfl_module_getsym_info(mod, i, &e.sym, &e.value, &e.shndx, &e.elf, &e.bias);
     if (!usable(e)) continue;
     auto from = std::lower_bound(active.begin(), active.end(), e.value,
                                  [](const Search* s, GElf_Addr v) { return s->addr < v; });
-    for (auto it = from; it != active.end(); ++it) consider(**it, e);
+    auto k0 = static_cast<std::size_t>(from - active.begin());
+    if (k0 == active.size()) continue;
+    ends.raise_from(k0, e.value + e.sym.st_size);
+    // A sized symbol names only the addresses it covers (a prefix of those above its start).
+    for (std::size_t k = k0; k < active.size(); ++k) {
+      if (e.sym.st_size != 0 && active[k]->addr - e.value >= e.sym.st_size) break;
+      consider(*active[k], e, min_label(k));
+    }
   }
+  for (std::size_t k = 0; k < active.size(); ++k) active[k]->min_label = min_label(k);
 }
 
 }  // namespace

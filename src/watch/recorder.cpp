@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "hangscan_watch.skel.h"
+#include "proc/proc_files.h"
 #include "watch_events.h"
 
 namespace hangscan {
@@ -60,6 +62,18 @@ bool mark_victim_takes_task() {
   return ok;
 }
 
+// The socket layer's sock_send_length/sock_recv_length tracepoints exist since Linux 6.3: the
+// progress programs are loaded only where the kernel's BTF has them (elsewhere progress comes
+// from /proc/PID/io alone, which does not count send/recv calls).
+bool socket_tracepoints() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return false;
+  bool ok = btf__find_by_name_kind(vmlinux, "btf_trace_sock_send_length", BTF_KIND_TYPEDEF) > 0 &&
+            btf__find_by_name_kind(vmlinux, "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF) > 0;
+  btf__free(vmlinux);
+  return ok;
+}
+
 class BpfRecorder : public Recorder {
  public:
   ~BpfRecorder() override {
@@ -75,16 +89,22 @@ class BpfRecorder : public Recorder {
     skel_ = hangscan_watch__open();
     if (skel_ == nullptr) return bpf_error("cannot open the programs", errno);
     skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
-    skel_->rodata->offcpu_threshold_ns = o.wait_threshold_ns;
+    skel_->rodata->copy_margin_ns =
+        2 * static_cast<std::uint64_t>(std::chrono::nanoseconds(kIterEvery).count());
     skel_->rodata->follow_children = o.follow_children ? 1 : 0;
     skel_->rodata->top_waits = o.top_waits;
     oom_ = mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
+    if (!o.data_progress || !socket_tracepoints()) {
+      bpf_program__set_autoload(skel_->progs.on_sock_send, false);
+      bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
+    }
     if (int err = hangscan_watch__load(skel_); err != 0)
       return bpf_error("cannot load the programs", -err);
     if (int err = hangscan_watch__attach(skel_); err != 0) {
-      return bpf_error("cannot attach to the scheduler and system call tracepoints", -err);
+      return bpf_error("cannot attach to the scheduler and socket tracepoints", -err);
     }
+    if (auto st = run_iterator(); !st) return st;
     if (auto st = open_sampling(o.sample_hz); !st) return st;
     ring_ =
         ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
@@ -100,7 +120,10 @@ class BpfRecorder : public Recorder {
         errno != EEXIST) {
       return bpf_error(fmt::format("cannot watch pid {}", pid), errno);
     }
-    return Ok{};
+    // Its threads get their state now (the iterator), not at the next pass: a wait that begins
+    // right after `watch` returned is seen.
+    std::lock_guard lock(iter_mu_);
+    return run_iterator();
   }
 
   void unwatch(int pid) override {
@@ -156,35 +179,40 @@ class BpfRecorder : public Recorder {
 
   bool records_oom() const override { return oom_; }
 
+  // The threads' states are task storage, read by pidfd (one per thread of each watched process).
   std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) override {
     std::vector<WaitRecord> out;
-    auto procs = watched();
-    int fd = bpf_map__fd(skel_->maps.threads);
-    std::uint32_t key = 0;
-    std::uint32_t next = 0;
-    const std::uint32_t* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      hs_thread_state st{};
-      if (bpf_map_lookup_elem(fd, &next, &st) != 0 || st.syscall_nr < 0) continue;
-      if (procs.count(static_cast<int>(st.tgid)) == 0) continue;
-      auto start = static_cast<std::int64_t>(st.sys_start_ns);
-      if (now_ns - start < static_cast<std::int64_t>(min_ns)) continue;
-      WaitRecord& w = out.emplace_back();
-      w.pid = static_cast<int>(st.tgid);
-      w.tid = static_cast<int>(next);
-      w.end_ns = now_ns;
-      w.syscall_nr = static_cast<long>(st.syscall_nr);
-      w.arg0 = st.arg0;
-      w.duration_ns = static_cast<std::uint64_t>(now_ns - start);
-      w.offcpu_ns = st.offcpu_ns + (st.offcpu_start_ns != 0 ? now_ns - st.offcpu_start_ns : 0);
-      w.waker_pid = static_cast<int>(st.waker_pid);
-      w.waker_tid = static_cast<int>(st.waker_tid);
-      w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
-      std::size_t k = std::min<std::size_t>(st.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
-      w.copy.kernel.assign(st.kstack, st.kstack + k);
-      w.ongoing = true;
+    int fd = bpf_map__fd(skel_->maps.thread_states);
+    for (const auto& [pid, counters] : watched()) {
+      auto tids = list_tasks(pid);
+      if (!tids) continue;
+      for (int tid : *tids) {
+        int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
+        if (pidfd < 0) continue;
+        hs_thread_state st{};
+        int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
+        ::close(pidfd);
+        if (rc != 0 || st.offcpu_start_ns == 0 || st.syscall_nr < 0) continue;
+        auto start = static_cast<std::int64_t>(st.offcpu_start_ns);
+        if (now_ns - start < static_cast<std::int64_t>(min_ns)) continue;
+        WaitRecord& w = out.emplace_back();
+        w.pid = pid;
+        w.tid = tid;
+        w.end_ns = now_ns;
+        w.syscall_nr = static_cast<long>(st.syscall_nr);
+        w.arg0 = st.arg0;
+        w.seq = st.seq;
+        w.duration_ns = static_cast<std::uint64_t>(now_ns - start);
+        w.waker_pid = static_cast<int>(st.waker_pid);
+        w.waker_tid = static_cast<int>(st.waker_tid);
+        w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
+        w.ongoing = true;
+        if (st.copied_seq == st.seq + 1) {  // the iterator copied this very sleep's stack
+          w.copy = sampled_stack_of(st.copy);
+          w.copy.kernel.clear();
+          w.has_user_stack = true;
+        }
+      }
     }
     return out;
   }
@@ -214,6 +242,22 @@ class BpfRecorder : public Recorder {
     return Ok{};
   }
 
+  // Runs copy_wait_stacks over every task: threads of watched processes get their state, and
+  // those asleep in a long wait their user stack copied (into the ring). Called with iter_mu_.
+  Status run_iterator() {
+    int fd = bpf_iter_create(bpf_link__fd(skel_->links.copy_wait_stacks));
+    if (fd < 0) return bpf_error("cannot run the wait-stack iterator", errno);
+    char buf[64];
+    ssize_t n = 0;
+    do {
+      n = ::read(fd, buf, sizeof(buf));
+    } while (n > 0 || (n < 0 && errno == EINTR));
+    int err = errno;
+    ::close(fd);
+    if (n < 0) return bpf_error("running the wait-stack iterator", err);
+    return Ok{};
+  }
+
   // The ring buffer is drained by a thread of its own: while the watcher finishes stacks
   // (libdw, up to seconds on a loaded machine) the 16 MiB ring would fill and records be lost.
   // Signals stay blocked in it (it inherits the mask of the thread that started the recorder).
@@ -232,6 +276,11 @@ class BpfRecorder : public Recorder {
           n = more < 0 ? more : n + more;
         }
         sink_ = nullptr;
+      }
+      if (auto now = std::chrono::steady_clock::now(); now - last_iter_ >= kIterEvery) {
+        std::lock_guard iter_lock(iter_mu_);
+        (void)run_iterator();  // a failed pass only costs the stacks of this pass's waits
+        last_iter_ = now;
       }
       std::lock_guard lock(mu_);
       if (n < 0 && n != -EINTR) {
@@ -297,10 +346,18 @@ class BpfRecorder : public Recorder {
   std::mutex mu_;
   std::condition_variable cv_;
   Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)
+  std::mutex iter_mu_;                     // one run of the iterator at a time (its scratch)
+  std::chrono::steady_clock::time_point last_iter_{};
   int drain_err_ = 0;                      // errno of a failed ring-buffer read (guarded by mu_)
   std::atomic<std::uint64_t> dropped_{0};  // records beyond kMaxHeld
   // Records held between two poll() calls: 2048 stack copies, ~35 MiB (the ring holds ~950).
   static constexpr std::size_t kMaxHeld = 2048;
+  // How often the iterator copies the stacks of long sleeps: a wait gets its user stack when a
+  // pass finds it already among its process's longest, so waits that end sooner than this after
+  // that may have none (docs/watch.md, "Waits"). Each pass walks every task of the machine.
+  static constexpr std::chrono::milliseconds kIterEvery{100};
+  // pidfd_open's flag for a pidfd of one thread (Linux 6.9; O_EXCL in <linux/pidfd.h>).
+  static constexpr unsigned kPidfdThread = O_EXCL;
 };
 
 }  // namespace

@@ -23,6 +23,9 @@ struct RecorderOptions {
   bool follow_children = false;                  // processes the watched ones fork join
   // The longest waits kept per process: the kernel sends only waits among them (0: all).
   std::uint32_t top_waits = 5;
+  // The socket tracepoints that count sends and receives as progress (only the watchdog needs
+  // progress: without --stall they are not attached, and the job's socket calls pay nothing).
+  bool data_progress = true;
 };
 
 class Recorder {

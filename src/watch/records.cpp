@@ -66,6 +66,20 @@ SampledStack copy_of(const hs_user_stack& u, bool with_stack) {
   return c;
 }
 
+// Everything of a wait but its user stack.
+void wait_into(const hs_wait& e, WaitRecord& w) {
+  header_into(e.h, w.pid, w.tid, w.end_ns, w.comm);
+  w.syscall_nr = static_cast<long>(e.syscall_nr);
+  w.arg0 = e.arg0;
+  w.seq = e.seq;
+  w.duration_ns = e.duration_ns;
+  w.waker_pid = static_cast<int>(e.waker_pid);
+  w.waker_tid = static_cast<int>(e.waker_tid);
+  w.waker_comm = comm_of(e.waker_comm);
+  std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
+  w.copy.kernel.assign(e.kstack, e.kstack + k);
+}
+
 template <typename T>
 bool view(std::span<const std::uint8_t> data, T& out) {
   if (data.size() < sizeof(T)) return false;
@@ -74,6 +88,8 @@ bool view(std::span<const std::uint8_t> data, T& out) {
 }
 
 }  // namespace
+
+SampledStack sampled_stack_of(const hs_user_stack& u) { return copy_of(u, true); }
 
 bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
   hs_header h{};
@@ -90,33 +106,18 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
       return true;
     }
     case HS_EV_WAIT: {
-      if (data.size() < sizeof(hs_wait)) return false;
-      const auto* e = reinterpret_cast<const hs_wait*>(data.data());
-      WaitRecord& w = out.waits.emplace_back();
-      header_into(e->h, w.pid, w.tid, w.end_ns, w.comm);
-      w.syscall_nr = static_cast<long>(e->syscall_nr);
-      w.arg0 = e->arg0;
-      w.ret = static_cast<long>(e->ret);
-      w.duration_ns = e->duration_ns;
-      w.offcpu_ns = e->offcpu_ns;
-      w.waker_pid = static_cast<int>(e->waker_pid);
-      w.waker_tid = static_cast<int>(e->waker_tid);
-      w.waker_comm = comm_of(e->waker_comm);
-      w.has_user_stack = true;
-      w.copy = copy_of(e->u, true);
+      hs_wait e{};
+      if (!view(data, e)) return false;
+      wait_into(e, out.waits.emplace_back());
       return true;
     }
-    case HS_EV_OFFCPU: {
-      hs_offcpu e{};
-      if (!view(data, e)) return false;
+    case HS_EV_WAIT_STACK: {
+      if (data.size() < sizeof(hs_wait_stack)) return false;
+      const auto* e = reinterpret_cast<const hs_wait_stack*>(data.data());
       WaitRecord& w = out.waits.emplace_back();
-      header_into(e.h, w.pid, w.tid, w.end_ns, w.comm);
-      w.duration_ns = w.offcpu_ns = e.duration_ns;
-      w.waker_pid = static_cast<int>(e.waker_pid);
-      w.waker_tid = static_cast<int>(e.waker_tid);
-      w.waker_comm = comm_of(e.waker_comm);
-      std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
-      w.copy.kernel.assign(e.kstack, e.kstack + k);
+      w.copy = copy_of(e->u, true);
+      w.has_user_stack = true;
+      wait_into(e->w, w);  // the kernel stack: the wait's, where it slept
       return true;
     }
     case HS_EV_EXIT: {

@@ -15,6 +15,8 @@
 
 #include "target/target.h"
 
+struct hs_user_stack;  // bpf/watch_events.h (a C struct, in no namespace)
+
 namespace hangscan {
 
 // Registers and the top of the user stack of one thread at one moment, plus its kernel stack.
@@ -34,17 +36,16 @@ struct SampleRecord {
   SampledStack copy;
 };
 
-// A system call that took long (syscall_nr >= 0), or a long off-CPU interval outside one.
+// One long sleep of a thread: in a system call (syscall_nr >= 0) or outside one (a page fault).
 struct WaitRecord {
   int pid = 0;
   int tid = 0;
-  std::int64_t end_ns = 0;  // when it returned (or the thread ran again)
+  std::int64_t end_ns = 0;  // when the thread ran again (or the window ended)
   std::string comm;
   long syscall_nr = -1;
   std::uint64_t arg0 = 0;
-  long ret = 0;
+  std::uint64_t seq = 0;  // which sleep of the thread
   std::uint64_t duration_ns = 0;
-  std::uint64_t offcpu_ns = 0;
   int waker_pid = 0;  // 0: not woken by anyone we saw (a timeout, a signal)
   int waker_tid = 0;
   std::string waker_comm;
@@ -90,6 +91,9 @@ struct Recording {
   std::vector<WaitRecord> waits;
   std::vector<EventRecord> events;
 };
+
+// The registers and stack bytes of the recorder's struct hs_user_stack (kernel stack included).
+SampledStack sampled_stack_of(const ::hs_user_stack& u);
 
 // Decodes one ring-buffer record and appends it to `out`. Returns false for a record too short
 // or of an unknown kind (it is dropped). Copies only: this runs in the ring-buffer callback.

@@ -39,7 +39,7 @@ std::string wait_line(const WaitView& w) {
                      w.offcpu_s,
                      w.before_window ? ", since before the window, still waiting at the end"
                      : w.ongoing     ? ", still waiting at the end"
-                                     : fmt::format(", returned {} at +{:.2f} s", w.ret, w.end_s),
+                                     : fmt::format(", ran again at +{:.2f} s", w.end_s),
                      waker);
 }
 
@@ -113,7 +113,6 @@ nlohmann::json watch_json(const WatchReport& r) {
           {"kernel", w.kernel},
           {"frames", frames_to_json(w.frames)}};
       wj["fd"] = w.fd ? nlohmann::json(*w.fd) : nlohmann::json(nullptr);
-      wj["ret"] = w.ongoing ? nlohmann::json(nullptr) : nlohmann::json(w.ret);
       wj["waker"] =
           w.waker_pid == 0
               ? nlohmann::json(nullptr)

@@ -26,9 +26,8 @@ struct WaitView {
   long syscall_nr = -1;         // -1: unknown, or off CPU outside a system call
   std::string syscall;          // its name; empty: off CPU outside a system call
   std::optional<long long> fd;  // the first argument of calls that take an fd
-  long ret = 0;
   double duration_s = 0;
-  double offcpu_s = 0;
+  double offcpu_s = 0;  // the same as duration_s: a wait is one sleep (docs/watch.md "Waits")
   double end_s = 0;            // seconds from the window's start
   bool ongoing = false;        // still waiting when the window ended
   bool before_window = false;  // blocked since before the window (from /proc: no user stack)

@@ -19,6 +19,8 @@ namespace {
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
 constexpr std::int64_t kFoldNs = 5'000'000'000;
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
+// How often /proc/PID/io is read for the watchdog's progress (a few us per process).
+constexpr std::int64_t kIoCheckNs = 250'000'000;
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
@@ -107,6 +109,8 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
   }
   Proc& p = procs_[dp.pid];
   p.discovered = dp;
+  p.recording_ns = monotonic_ns();
+  p.io_chars = read_io_chars(dp.pid);
   std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));
   std::getline(comm, p.comm);
   last_progress_[dp.pid] = monotonic_ns();
@@ -167,6 +171,10 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     p.io_jiffies = counters.io_jiffies;
     p.wait_count = counters.waits;
   }
+  if (now - last_io_ns_ >= kIoCheckNs) {
+    check_io(now);
+    last_io_ns_ = now;
+  }
   // Each batch names the new addresses of each module in one pass over its symbol table
   // (libtorch's: several ms a process; the libdw session itself is kept): every 5 s, not
   // every poll (a process's copies must be finished while it lives: a longer batch loses more
@@ -185,6 +193,18 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
     last_discovery_ns_ = now;
   }
   return st;
+}
+
+// Data calls through the VFS (files, pipes, and sockets by read/write) that moved bytes: the
+// process's rchar + wchar grew. Socket calls of any kind are counted in the kernel (io_jiffies).
+void Watcher::check_io(std::int64_t now) {
+  for (auto& [pid, p] : procs_) {
+    if (p.gone) continue;
+    auto chars = read_io_chars(pid);
+    if (!chars) continue;
+    if (p.io_chars && *chars > *p.io_chars) last_progress_[pid] = now;
+    p.io_chars = chars;
+  }
 }
 
 void Watcher::fold(Recording& batch) {
@@ -263,9 +283,7 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
   if (w.syscall_nr >= 0) v.syscall = syscall_name(w.syscall_nr);
   if (w.syscall_nr >= 0 && takes_fd(w.syscall_nr))
     v.fd = static_cast<long long>(static_cast<std::int32_t>(w.arg0));
-  v.ret = w.ret;
-  v.duration_s = static_cast<double>(w.duration_ns) / 1e9;
-  v.offcpu_s = static_cast<double>(w.offcpu_ns) / 1e9;
+  v.duration_s = v.offcpu_s = static_cast<double>(w.duration_ns) / 1e9;
   v.end_s = since_start(w.end_ns);
   v.ongoing = w.ongoing;
   v.waker_pid = w.waker_pid;
@@ -303,8 +321,9 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
     waits.resize(options_.recorder.top_waits);
 }
 
-// Threads that were blocked before the window began produce no events (the recorder sees a
-// wait from its start); the kernel's own record says what they wait in and since when.
+// Threads that were blocked before their process's recording began produce no events (the
+// recorder sees a sleep from its start); the kernel's own record says what they wait in and
+// since when.
 void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
   auto t = open_live_target(pid, true);
   if (!t) return;
@@ -318,7 +337,9 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
     if ((d.state != 'S' && d.state != 'D') || !d.syscall || *d.syscall == "running" || !d.blocked_s)
       continue;
     if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
-    if (*d.blocked_s < since_start(now)) continue;  // began in the window: the recorder saw it
+    // Began after its threads had their state: the recorder saw it (watch() gives every thread
+    // its state before it returns; a sleep between the window's start and then is here too).
+    if (*d.blocked_s * 1e9 < static_cast<double>(now - p.recording_ns)) continue;
     WaitView v;
     v.tid = tid;
     v.comm = d.name;
@@ -353,10 +374,13 @@ WatchReport Watcher::report() {
   for (const auto& [pid, c] : recorder_->watched()) {
     if (auto it = procs_.find(pid); it != procs_.end()) it->second.wait_count = c.waits;
   }
-  for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
+  for (auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
-    WaitView v = wait_view(w, {});
+    // Its user stack, when the recorder copied it while it slept (the same finish stage).
+    std::vector<Frame> frames;
+    if (w.has_user_stack) frames = std::move(stacks_.finish(w.pid, {&w.copy}, it->second.notes)[0]);
+    WaitView v = wait_view(w, std::move(frames));
     if (v.kernel.empty()) v.kernel = sleeping_kernel_stack(w.pid, w.tid);
     it->second.waits.push_back(std::move(v));
   }

@@ -66,7 +66,11 @@ class Watcher {
     std::optional<std::string> exit;
     std::vector<std::string> notes;
     std::uint64_t io_jiffies = 0;
+    std::optional<std::uint64_t> io_chars;  // /proc/PID/io rchar + wchar at the last look
     std::uint64_t wait_count = 0;  // the kernel's count of the process's waits
+    // When its threads had their recorder state (CLOCK_MONOTONIC ns; 0: from birth, a fork the
+    // kernel added): a sleep that began before has no event, /proc tells of it.
+    std::int64_t recording_ns = 0;
     bool gone = false;
   };
 
@@ -74,6 +78,7 @@ class Watcher {
   void add_process(const DiscoveredProcess& dp);
   void rediscover();
   void add_blocked_before(int pid, Proc& p, std::int64_t now);
+  void check_io(std::int64_t now);
   void fold(Recording& batch);
   void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames);
   WaitView wait_view(const WaitRecord& w, std::vector<Frame> frames) const;
@@ -90,6 +95,7 @@ class Watcher {
   std::int64_t start_ns_ = 0;
   std::int64_t last_discovery_ns_ = 0;
   std::int64_t last_fold_ns_ = 0;
+  std::int64_t last_io_ns_ = 0;
   Recording pending_;  // polled, not yet finished (finished every 5 s, or on flush())
   std::vector<Diagnostic> diagnostics_;
 };

@@ -14,8 +14,15 @@ CPU time (utime+stime of the ranks, /proc/PID/stat), and with `watch`: hangscan'
 time is spent in the job's threads, so it is counted in both). Then a stress window
 (--rate 999 --wait-ms 1): events per second and lost records.
 
+With --before BIN (another hangscan, e.g. main's build in build-before/), each round is three
+windows: without, with BIN ("before") and with HANGSCAN_BIN ("with watch"), so a change is
+measured side by side in one run. The recorder's sleepable iterator runs in hangscan's own
+context: its BPF time is in `watch CPU s` already and is left out of `BPF s` (shown as `iter s`).
+`ms/step`: the job's CPU per step (what a hook costs the job beyond its programs' own run
+time shows there, e.g. the slow system call path a raw_syscalls program forces).
+
 usage: HANGSCAN_BIN=build/hangscan /usr/bin/python3 tests/bench/bench_watch.py [--window 10]
-       [--pairs 3] [--world 8]
+       [--pairs 3] [--world 8] [--before BIN] [--no-stress]
 Every process it starts is stopped at the end (by pid).
 """
 
@@ -82,9 +89,13 @@ def ranks_of(launcher):
     return [p for p in pids if "spawn_main" in open(f"/proc/{p}/cmdline").read()]
 
 
-def bpf_run_ns(owner):
+ITERATOR = "copy_wait_stacks"  # runs in hangscan's context (its CPU time holds it)
+
+
+def bpf_run_ns(owner, iterator=False):
     """Kernel time of the BPF programs process `owner` holds (their ids from its fds' fdinfo:
-    another agent's recorder on this machine is not ours)."""
+    another agent's recorder on this machine is not ours): the iterator's alone with `iterator`,
+    else all the others."""
     ids = set()
     try:
         for fd in os.listdir(f"/proc/{owner}/fdinfo"):
@@ -97,7 +108,8 @@ def bpf_run_ns(owner):
     except OSError:
         return 0
     out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True).stdout
-    return sum(p.get("run_time_ns", 0) for p in json.loads(out or "[]") if p.get("id") in ids)
+    return sum(p.get("run_time_ns", 0) for p in json.loads(out or "[]")
+               if p.get("id") in ids and (p.get("name") == ITERATOR) == iterator)
 
 
 def proc_cpu_s(pid):
@@ -118,12 +130,15 @@ def window(counter, ranks, seconds, watch_argv=None):
         row["startup_cpu_s"] = proc_cpu_s(p.pid)
     owner = p.pid if p else -1
     s0, c0, b0, t0 = steps(counter), cpu_s(ranks), bpf_run_ns(owner), time.monotonic()
+    i0 = bpf_run_ns(owner, iterator=True)
     h0 = proc_cpu_s(p.pid) if p else 0
     time.sleep(seconds - 1.5)
     s1, c1, b1, t1 = steps(counter), cpu_s(ranks), bpf_run_ns(owner), time.monotonic()
+    i1 = bpf_run_ns(owner, iterator=True)
     h1 = proc_cpu_s(p.pid) if p else 0
     row.update(steps_per_s=(s1 - s0) / (t1 - t0), job_cpu_s=c1 - c0, bpf_s=(b1 - b0) / 1e9,
-               wall_s=t1 - t0)
+               iter_s=(i1 - i0) / 1e9, wall_s=t1 - t0,
+               ms_per_step=1000 * (c1 - c0) / max(s1 - s0, 1))
     if p is not None:
         out, _ = p.communicate(timeout=seconds + 120)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # hangscan alone was reaped between
@@ -139,6 +154,8 @@ def main():
     ap.add_argument("--window", type=float, default=10)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--world", type=int, default=8)
+    ap.add_argument("--before", help="a second hangscan binary, watched in windows of its own")
+    ap.add_argument("--no-stress", action="store_true", help="leave out the stress window")
     ap.add_argument("--job", nargs=2, help=argparse.SUPPRESS)  # internal: WORLD COUNTER
     args = ap.parse_args()
     if args.job:
@@ -159,12 +176,17 @@ def main():
             time.sleep(0.5)
         ranks = ranks_of(job.pid)
         assert len(ranks) == args.world, ranks
-        watch = [hs, "watch"] + sum((["--pid", str(p)] for p in ranks), [])
+        pids = sum((["--pid", str(p)] for p in ranks), [])
+        watch = [hs, "watch"] + pids
         rows = []
         for _ in range(args.pairs):
             rows.append(("without", window(counter, ranks, args.window)))
+            if args.before:
+                rows.append(("before", window(counter, ranks, args.window, [args.before, "watch"] + pids)))
             rows.append(("with watch", window(counter, ranks, args.window, watch)))
-        stress = window(counter, ranks, args.window, watch + ["--rate", "999", "--wait-ms", "1"])
+        if not args.no_stress:
+            rows.append(("stress", window(counter, ranks, args.window,
+                                          watch + ["--rate", "999", "--wait-ms", "1"])))
         load = open("/proc/loadavg").read().split()[:3]
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -175,23 +197,26 @@ def main():
     print(f"{args.world} ranks, torch gloo, {os.cpu_count()} CPUs, windows of {args.window:.0f} s "
           f"(steady state: {args.window - 1.5:.1f} s from watch's 'recording' line), load average "
           f"at the end {' '.join(load)}\n")
-    print(f"{'window':<11} {'steps/s':>8} {'job CPU s':>9} {'watch CPU s':>11} {'BPF s':>7} "
-          f"{'recorder %':>10} {'events/s':>9} {'lost':>6} {'startup s':>9} {'total s':>8}")
-    for name, r in rows + [("stress", stress)]:
+    print(f"{'window':<11} {'steps/s':>8} {'job CPU s':>9} {'ms/step':>7} {'watch CPU s':>11} {'BPF s':>7} "
+          f"{'iter s':>6} {'recorder %':>10} {'events/s':>9} {'lost':>6} {'startup s':>9} {'total s':>8}")
+    for name, r in rows:
         if "events" in r:
             share = 100 * (r["hangscan_cpu_s"] + r["bpf_s"]) / r["job_cpu_s"]
-            extra = (f"{r['hangscan_cpu_s']:11.3f} {r['bpf_s']:7.3f} {share:9.2f}% "
+            extra = (f"{r['hangscan_cpu_s']:11.3f} {r['bpf_s']:7.3f} {r['iter_s']:6.3f} {share:9.2f}% "
                      f"{r['events'] / r['window_s']:9.0f} {r['lost']:6d} {r['startup_cpu_s']:9.2f} "
                      f"{r['total_cpu_s']:8.2f}")
         else:
             extra = f"{'':>11} {r['bpf_s']:7.3f}"
-        print(f"{name:<11} {r['steps_per_s']:8.2f} {r['job_cpu_s']:9.2f} {extra}")
-    without = [r["steps_per_s"] for n, r in rows if n == "without"]
-    with_ = [r["steps_per_s"] for n, r in rows if n == "with watch"]
-    shares = [100 * (r["hangscan_cpu_s"] + r["bpf_s"]) / r["job_cpu_s"] for n, r in rows if n == "with watch"]
-    print(f"\nmedian steps/s without {statistics.median(without):.2f}, with watch "
-          f"{statistics.median(with_):.2f} ({100 * (statistics.median(with_) / statistics.median(without) - 1):+.1f}%); "
-          f"median recorder share {statistics.median(shares):.2f}% of the job's CPU (goal < 1%)")
+        print(f"{name:<11} {r['steps_per_s']:8.2f} {r['job_cpu_s']:9.2f} {r['ms_per_step']:7.1f} {extra}")
+    without = [r for n, r in rows if n == "without"]
+    for label in (["before"] if args.before else []) + ["with watch"]:
+        with_ = [r for n, r in rows if n == label]
+        med = lambda rs, k: statistics.median([r[k] for r in rs])
+        shares = [100 * (r["hangscan_cpu_s"] + r["bpf_s"]) / r["job_cpu_s"] for r in with_]
+        print(f"\n{label}: median steps/s {med(with_, 'steps_per_s'):.2f} against {med(without, 'steps_per_s'):.2f} "
+              f"without ({100 * (med(with_, 'steps_per_s') / med(without, 'steps_per_s') - 1):+.1f}%); job CPU "
+              f"{med(with_, 'ms_per_step'):.1f} ms/step against {med(without, 'ms_per_step'):.1f}; "
+              f"median recorder share {statistics.median(shares):.2f}% of the job's CPU (goal < 1%)")
 
 
 if __name__ == "__main__":

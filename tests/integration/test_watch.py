@@ -11,6 +11,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -241,6 +242,78 @@ def test_sigkill_of_watch_leaves_no_bpf_object(ebpf, pool, tmp_path):
     wait_for(lambda: not (bpf_ids("prog") & ours_p) and not (bpf_ids("map") & ours_m), 20,
              f"programs {sorted(ours_p)} and maps {sorted(ours_m)} to be freed")
     assert target.alive()
+
+
+RECORDER_PROGRAMS = {"on_cpu_sample", "on_sched_switch", "on_sched_wakeup", "on_sock_send", "on_sock_recv",
+                     "on_fork", "copy_wait_stacks", "on_exit", "on_signal", "on_oom_victim",
+                     "on_sys_exit", "on_sys_enter"}
+
+
+@pytest.mark.parametrize("mode", ["window", "watchdog"])
+def test_no_system_call_hook_is_attached(ebpf, pool, tmp_path, mode):
+    """A raw_syscalls program costs every system call of the machine (docs/performance.md): the
+    recorder attaches none. Its programs are those bpftool lists only while it runs; the socket
+    programs (progress) only for the watchdog."""
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    target = pool.start([PY, RANKS, READY, "block", fifo])
+    progs0 = bpf_ids("prog")
+    extra = ["--for", "60"] if mode == "window" else ["--stall", "60", "--output", str(tmp_path / "out")]
+    hs = subprocess.Popen([hangscan_bin(), "watch", "--pid", str(target.pid)] + extra,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_recording(hs)
+        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True,
+                                          text=True, check=True).stdout)
+        links = json.loads(subprocess.run(["bpftool", "link", "show", "--json"], capture_output=True,
+                                          text=True, check=True).stdout)
+    finally:
+        os.killpg(hs.pid, signal.SIGKILL)
+        hs.wait()
+    ours = {p["id"]: p["name"] for p in progs if p["id"] not in progs0 and p.get("name") in RECORDER_PROGRAMS}
+    assert set(ours.values()) >= {"on_sched_switch", "copy_wait_stacks", "on_cpu_sample"}, ours
+    assert not {"on_sys_exit", "on_sys_enter"} & set(ours.values()), ours
+    sockets = {"on_sock_send", "on_sock_recv"} & set(ours.values())
+    assert sockets == (set() if mode == "window" else {"on_sock_send", "on_sock_recv"}), ours
+    attached = [(l.get("type"), l.get("tp_name"), l.get("target_name")) for l in links if l.get("prog_id") in ours]
+    assert ("iter", None, "task") in attached, attached
+    assert not [a for a in attached if a[1] in ("sys_enter", "sys_exit")], attached
+    assert ("raw_tracepoint", "sched_switch", None) in attached, attached
+
+
+def test_watchdog_stays_quiet_while_a_waiting_rank_moves_data(ebpf, pool, tmp_path):
+    """Ranks that are almost never on CPU but receive a byte every 0.5 s (one from a FIFO with
+    read(), counted from /proc/PID/io; one from a socket with recvfrom(), counted by the socket
+    tracepoint) make progress: no stall for 10 s with --stall 3. Each alone, in turn."""
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    path = str(tmp_path / "sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    reader = pool.start([PY, RANKS, READY, "reader", fifo], env=rank_env(0, 1), main_parked=True)
+    receiver = pool.start([PY, RANKS, READY, "recv", path], env=rank_env(0, 1), main_parked=True)
+    conn, _ = server.accept()
+    for rank, send in ((reader, lambda w: os.write(w, b"x")), (receiver, lambda w: conn.send(b"x"))):
+        stop = threading.Event()
+        w = os.open(fifo, os.O_WRONLY) if rank is reader else None
+
+        def feed():
+            while not stop.wait(0.5):
+                send(w)
+
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        out = tmp_path / f"bundles-{rank.pid}"
+        try:
+            watchdog_stays_quiet(["watch", "--stall", "3", "--output", str(out), "--pid", str(rank.pid)], out)
+        finally:
+            stop.set()
+            feeder.join()
+            if w is not None:
+                os.close(w)
+    conn.close()
+    server.close()
 
 
 def start_job(pool, tmp_path, modes):

@@ -4,11 +4,14 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
   burn          loops in burn_cpu() forever (on CPU, in Python code)
   reader FIFO   reads one byte at a time from FIFO forever (off CPU in read(), woken by the writer)
   block FIFO    like reader, for a job that stops: nobody writes FIFO
+  recv SOCKET   connects to the Unix stream socket SOCKET and receives one byte at a time forever
+                (off CPU in recvfrom(), woken by the sender)
   sleep         sleeps in time.sleep() forever (the odd rank of a stopped job)
   grow FIFO     waits for one byte on FIFO, then allocates memory until something kills it
                 (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
 """
 import os
+import socket
 import sys
 import time
 
@@ -24,8 +27,12 @@ def main():
     ready_fd = int(sys.argv[1])
     mode = sys.argv[2]
     fd = None
+    sock = None
     if mode in ("reader", "block", "grow"):
         fd = os.open(sys.argv[3], os.O_RDWR)  # the test finds it in /proc/PID/fd
+    elif mode == "recv":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(sys.argv[3])
     os.write(ready_fd, b"ready\n")
     os.close(ready_fd)
     if mode == "burn":
@@ -33,6 +40,10 @@ def main():
     elif mode in ("reader", "block"):
         while True:
             if not os.read(fd, 1):
+                return
+    elif mode == "recv":
+        while True:
+            if not sock.recv(1):
                 return
     elif mode == "grow":
         os.read(fd, 1)

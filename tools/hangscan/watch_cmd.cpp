@@ -194,6 +194,7 @@ int run_watch(const WatchCmdOptions& given) {
   wopt.recorder.sample_hz = o.rate;
   wopt.recorder.wait_threshold_ns = static_cast<std::uint64_t>(o.wait_ms) * 1'000'000;
   wopt.recorder.follow_children = o.subprocesses;
+  wopt.recorder.data_progress = o.stall > 0;
   std::unique_ptr<Recorder> recorder;
   if (!o.ptrace) {
     auto r = Recorder::start(wopt.recorder);

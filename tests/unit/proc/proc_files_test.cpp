@@ -123,5 +123,23 @@ TEST(ProcFiles, ListTasksOfSelfAndOfNobody) {
   EXPECT_EQ(gone.error().code, Errc::no_such_process);
 }
 
+TEST(ProcFiles, IoCharsAreReadPlusWrite) {
+  EXPECT_EQ(parse_io_chars("rchar: 1200\nwchar: 34\nsyscr: 5\nsyscw: 2\nread_bytes: 0\n"),
+            std::optional<std::uint64_t>{1234});
+  EXPECT_EQ(parse_io_chars("rchar: 1200\n"), std::nullopt);  // no wchar: not a /proc/PID/io
+  EXPECT_EQ(parse_io_chars("rchar: x\nwchar: 1\n"), std::nullopt);
+  // This process's own: writing to a pipe moves wchar by the bytes written.
+  auto before = read_io_chars(getpid());
+  ASSERT_TRUE(before.has_value());
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(write(p[1], "abcde", 5), 5);
+  close(p[0]);
+  close(p[1]);
+  auto after = read_io_chars(getpid());
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GE(*after - *before, 5u);
+}
+
 }  // namespace
 }  // namespace hangscan

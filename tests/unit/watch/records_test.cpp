@@ -92,6 +92,64 @@ TEST(WatchRecords, SampleRegistersStackAndKernelStack) {
   EXPECT_EQ(s.syscall_nr, 0);
 }
 
+hs_wait wait_of(std::uint32_t kind) {
+  hs_wait w{};
+  w.h.kind = kind;
+  w.h.pid = 10;
+  w.h.tid = 12;
+  w.h.ts_ns = 5000;
+  w.syscall_nr = 0;
+  w.arg0 = 3;
+  w.seq = 7;
+  w.duration_ns = 300'000'000;
+  w.waker_pid = 20;
+  w.kstack_len = sizeof(std::uint64_t);
+  w.kstack[0] = 0xffffffff81000030;
+  return w;
+}
+
+TEST(WatchRecords, WaitWithoutAUserStack) {
+  hs_wait w = wait_of(HS_EV_WAIT);
+  Recording out;
+  ASSERT_TRUE(decode_record(bytes(w), out));
+  ASSERT_EQ(out.waits.size(), 1u);
+  const WaitRecord& r = out.waits[0];
+  EXPECT_EQ(r.pid, 10);
+  EXPECT_EQ(r.tid, 12);
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.duration_ns, 300'000'000u);
+  EXPECT_EQ(r.arg0, 3u);
+  EXPECT_EQ(r.end_ns, 5000);
+  EXPECT_EQ(r.waker_pid, 20);
+  EXPECT_FALSE(r.has_user_stack);
+  EXPECT_TRUE(r.copy.stack.bytes.empty());
+  EXPECT_EQ(r.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000030}));
+}
+
+TEST(WatchRecords, WaitWithTheStackCopiedWhileItSlept) {
+  auto e = std::make_unique<hs_wait_stack>();
+  std::memset(e.get(), 0, sizeof(*e));
+  e->w = wait_of(HS_EV_WAIT_STACK);
+  e->u.regs.ip = 0x402000;
+  e->u.regs.sp = 0x7ffd1000;
+  e->u.stack_len = HS_STACK_CHUNK;
+  e->u.stack[1] = 0x5a;
+  Recording out;
+  ASSERT_FALSE(decode_record(bytes(*e).first(sizeof(hs_wait)), out));  // cut short: dropped
+  ASSERT_TRUE(decode_record(bytes(*e), out));
+  ASSERT_EQ(out.waits.size(), 1u);
+  const WaitRecord& r = out.waits[0];
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.duration_ns, 300'000'000u);
+  ASSERT_TRUE(r.has_user_stack);
+  EXPECT_EQ(r.copy.regs.pc(), 0x402000u);
+  EXPECT_EQ(r.copy.stack.start, 0x7ffd1000u);
+  ASSERT_EQ(r.copy.stack.bytes.size(), std::size_t{HS_STACK_CHUNK});
+  EXPECT_EQ(r.copy.stack.bytes[1], 0x5a);
+  // The kernel stack is the wait's (where it slept), not the copy's (none).
+  EXPECT_EQ(r.copy.kernel, (std::vector<std::uint64_t>{0xffffffff81000030}));
+}
+
 TEST(WatchRecords, ShortOrUnknownRecordsAreDropped) {
   hs_exit e{};
   e.h.kind = HS_EV_EXIT;
