@@ -61,7 +61,7 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 // "rss 61.2 GiB of 64.0 GiB (cgroup)", "rss 1.2 GiB (peak 2.0 GiB)"; empty when unknown.
-std::string memory_words(const std::optional<MemoryUsage>& m) {
+std::string memory_words(const Boxed<MemoryUsage>& m) {
   if (!m || !m->rss_bytes) return {};
   std::string s = "rss " + human_bytes(*m->rss_bytes);
   std::string gpu = m->gpu_bytes ? ", gpu " + human_bytes(*m->gpu_bytes) : std::string();
