@@ -113,6 +113,30 @@ TEST(Analyze, TrieCarriesMemberSets) {
   EXPECT_EQ(t.node(t.node(worker).children[1]).frame.function, "time.sleep");
 }
 
+TEST(Analyze, TrieMembersBelowManyStacks) {
+  // Twelve ranks under one outer frame, each in a stack of its own, inserted out of rank order
+  // (process index order is what members() lists): more endings than are merged one by one.
+  JobSnapshot job;
+  for (int i = 0; i < 12; ++i) {
+    int rank = (i * 5) % 12;
+    job.processes.push_back(rank_process(
+        rank, 100 + i, {py("step" + std::to_string(rank), "/t/a.py", 3), py("main", "/t/a.py", 1)}));
+  }
+  Analysis a = analyze(job, GroupOptions{});
+  const StackTrie& t = a.trie;
+  ASSERT_EQ(t.node(StackTrie::kRoot).children.size(), 1u);
+  std::size_t main_node = t.node(StackTrie::kRoot).children[0];
+  EXPECT_EQ(t.node(main_node).member_count, 12u);
+  std::vector<std::size_t> all(12);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  EXPECT_EQ(t.members(main_node), all);
+  EXPECT_EQ(t.members(StackTrie::kRoot), all);
+  EXPECT_EQ(member_set_label(job, t.members(main_node)), "0-11");
+  std::size_t third = t.node(main_node).children.at(3);
+  EXPECT_EQ(t.members(third), (std::vector<std::size_t>{3}));
+  EXPECT_EQ(t.node(third).member_count, 1u);
+}
+
 TEST(Analyze, NoClearMajorityNamesNobody) {
   JobSnapshot job;
   std::vector<Frame> barrier = in_all_reduce();
