@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "hangscan/boxed.h"
+
 namespace hangscan {
 
 enum class FrameKind { native, inline_frame, python, kernel };
@@ -269,13 +271,13 @@ struct ProcessSnapshot {
   std::vector<AsyncioTask> asyncio_tasks;  // pending tasks of Python event loops, by name
   std::vector<ThreadSnapshot> threads;
   std::int64_t pause_us = 0;
-  std::optional<CoreInfo> core;
+  Boxed<CoreInfo> core;  // heap-held, like memory and death: most processes have none
   std::optional<std::string> progress;  // "stuck" | "progressing" with --samples
   // Wall-clock time (Unix seconds) when the process was described; blocked_s of its threads
   // counts back from it. nullopt for cores.
   std::optional<double> captured_at;
-  std::optional<MemoryUsage> memory;
-  std::optional<Death> death;  // zombies and processes that died while captured
+  Boxed<MemoryUsage> memory;
+  Boxed<Death> death;  // zombies and processes that died while captured
   // Its established TCP connections as "local -> remote" ("10.0.0.2:29502 -> 10.0.0.1:40312"):
   // the node's socket table, by which the front end finds the other end of a wait on another node.
   std::vector<std::string> tcp_connections;

@@ -148,7 +148,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
     }
     a.groups[it->second].members.push_back(i);
   }
-  a.trie.finish(job.processes);
+  a.trie.finish();
 
   for (std::size_t g = 0; g < a.groups.size(); ++g) {
     Group& grp = a.groups[g];
@@ -157,11 +157,13 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
       return member_order(job.processes[x]) < member_order(job.processes[y]);
     });
     std::set<std::string> hosts;
+    const std::string* last_host = nullptr;  // members of one host mostly follow each other
     for (std::size_t m : grp.members) {
       const ProcessSnapshot& p = job.processes[m];
       if (p.rank) grp.ranks.push_back(*p.rank);
       grp.pids.push_back(p.pid);
-      hosts.insert(p.host);
+      if (!last_host || p.host != *last_host) hosts.insert(p.host);
+      last_host = &p.host;
     }
     std::sort(grp.ranks.begin(), grp.ranks.end());
     grp.hosts.assign(hosts.begin(), hosts.end());

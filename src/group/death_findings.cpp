@@ -108,11 +108,14 @@ std::string death_words(const Death& d) {
 DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
                              std::vector<std::size_t>& flagged) {
   DeathFindings out;
-  std::set<std::string> hosts;
+  const std::string* first_host = nullptr;
+  bool multi_host = false;
   for (const ProcessSnapshot& p : job.processes) {
-    if (!p.host.empty()) hosts.insert(p.host);
+    if (p.host.empty()) continue;
+    if (!first_host) first_host = &p.host;
+    else if (p.host != *first_host) multi_host = true;
+    if (multi_host) break;
   }
-  bool multi_host = hosts.size() > 1;
   std::vector<std::size_t> dead_unranked;
   std::vector<std::size_t> with_death;
   for (std::size_t m : a.grouped) {

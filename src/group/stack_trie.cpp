@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <limits>
 
 namespace hangscan {
 
@@ -51,8 +50,8 @@ std::size_t StackTrie::child_for(std::size_t parent, const Frame& f) {
   return id;
 }
 
-// Members are credited where their stacks end; finish() gives every node the union of the
-// endings below it (100,000 members on 60-frame paths were 6 M appends, one at a time).
+// Members are credited where their stacks end, once per distinct stack's end node; a node's
+// members are the union of the endings below it, counted by finish() and listed on demand.
 std::size_t StackTrie::insert(std::size_t member, FrameRange stack) {
   std::size_t node = kRoot;
   for (const Frame* f = stack.end; f != stack.begin;) {
@@ -61,51 +60,63 @@ std::size_t StackTrie::insert(std::size_t member, FrameRange stack) {
     TrieNode& n = nodes_[node];
     if (n.uniform_line && n.frame.line != f->line) n.uniform_line = false;
   }
-  add_member(nodes_[node].ending, member);
+  credit(member, node);
   return node;
 }
 
-void StackTrie::insert_again(std::size_t member, std::size_t node) {
+void StackTrie::insert_again(std::size_t member, std::size_t node) { credit(member, node); }
+
+void StackTrie::credit(std::size_t member, std::size_t node) {
+  if (member == last_member_ && node != last_node_) multi_ending_ = true;
+  last_member_ = member;
+  last_node_ = node;
   add_member(nodes_[node].ending, member);
 }
 
-void StackTrie::gather_members() {
+void StackTrie::finish() {
   // A child is always made after its parent: going down the ids, every child is done first.
-  std::vector<std::size_t> merged;
   for (std::size_t i = nodes_.size(); i-- > 0;) {
     TrieNode& n = nodes_[i];
-    n.members = n.ending;
-    for (std::size_t c : n.children) {
-      const std::vector<std::size_t>& below = nodes_[c].members;
-      if (n.members.empty()) {
-        n.members = below;
-        continue;
-      }
-      merged.clear();
-      merged.reserve(n.members.size() + below.size());
-      std::set_union(n.members.begin(), n.members.end(), below.begin(), below.end(),
-                     std::back_inserter(merged));
-      n.members.swap(merged);
+    if (!n.uniform_line) n.frame.line.reset();
+    if (multi_ending_) {
+      n.member_count = members(i).size();
+      continue;
     }
+    // Each member ends on one node only: the sets below are disjoint.
+    n.member_count = n.ending.size();
+    for (std::size_t c : n.children) n.member_count += nodes_[c].member_count;
   }
 }
 
-void StackTrie::finish(const std::vector<ProcessSnapshot>& processes) {
-  gather_members();
-  // Ranks gathered once: walking members of every node through ProcessSnapshot misses cache.
-  constexpr int kNoRank = std::numeric_limits<int>::min();
-  std::vector<int> rank_of(processes.size(), kNoRank);
-  for (std::size_t i = 0; i < processes.size(); ++i)
-    rank_of[i] = processes[i].rank.value_or(kNoRank);
-  std::vector<int> ranks;
-  for (TrieNode& n : nodes_) {
-    ranks.clear();
-    for (std::size_t m : n.members) {
-      if (m < rank_of.size() && rank_of[m] != kNoRank) ranks.push_back(rank_of[m]);
-    }
-    n.ranks = RankSet(ranks);
-    if (!n.uniform_line) n.frame.line.reset();
+std::vector<std::size_t> StackTrie::endings_below(std::size_t node) const {
+  std::vector<std::size_t> out, todo = {node};
+  while (!todo.empty()) {
+    std::size_t n = todo.back();
+    todo.pop_back();
+    if (!nodes_[n].ending.empty()) out.push_back(n);
+    todo.insert(todo.end(), nodes_[n].children.begin(), nodes_[n].children.end());
   }
+  return out;
+}
+
+std::vector<std::size_t> StackTrie::members(std::size_t node) const {
+  std::vector<std::size_t> ends = endings_below(node);
+  if (ends.size() == 1) return nodes_[ends.front()].ending;
+  std::size_t total = 0;
+  for (std::size_t e : ends) total += nodes_[e].ending.size();
+  std::vector<std::size_t> out;
+  out.reserve(total);
+  // Each ending is sorted: below a few distinct stacks, merging them one by one is linear per
+  // list (sorting 100,000 members again for each printed node was not); below many, one sort.
+  constexpr std::size_t kMergeLimit = 8;
+  for (std::size_t e : ends) {
+    auto middle = static_cast<std::ptrdiff_t>(out.size());
+    out.insert(out.end(), nodes_[e].ending.begin(), nodes_[e].ending.end());
+    if (ends.size() <= kMergeLimit) std::inplace_merge(out.begin(), out.begin() + middle, out.end());
+  }
+  if (ends.size() > kMergeLimit) std::sort(out.begin(), out.end());
+  if (multi_ending_) out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::vector<std::size_t> StackTrie::path_to(std::size_t node) const {

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "group/rank_set.h"
 #include "group/stack_key.h"
 #include "hangscan/model.h"
 
@@ -22,10 +21,8 @@ struct TrieNode {
   std::size_t parent = 0;             // root: itself
   int depth = 0;                      // root 0, outermost frame 1
   std::vector<std::size_t> children;  // in insertion order
-  std::vector<std::size_t> members;   // process indexes through this node, ascending, unique
-                                      // (filled by finish())
   std::vector<std::size_t> ending;    // members whose stack ends here (ascending, unique)
-  RankSet ranks;                      // ranks of `members` (filled by finish())
+  std::size_t member_count = 0;       // members through this node (filled by finish())
 };
 
 class StackTrie {
@@ -42,9 +39,15 @@ class StackTrie {
   // stack): a stack shared by many members is compared frame by frame only once.
   void insert_again(std::size_t member, std::size_t node);
 
-  // Fills every node's members (from the endings below it) and rank set (members without
-  // rank are skipped). Call once, after the last insert.
-  void finish(const std::vector<ProcessSnapshot>& processes);
+  // Counts every node's members (the union of the endings below it) and settles which lines
+  // are shown. Call once, after the last insert.
+  void finish();
+
+  // The process indexes through `node` (ascending, unique): the union of the endings below it.
+  // Why computed on demand: stored per node it cost members x depth (6 M entries for 100,000
+  // ranks of 60 frames); the endings are stored once per distinct stack, and only the writers
+  // ask for a node's full list, for the nodes they print.
+  std::vector<std::size_t> members(std::size_t node) const;
 
   const std::vector<TrieNode>& nodes() const { return nodes_; }
   const TrieNode& node(std::size_t i) const { return nodes_[i]; }
@@ -55,7 +58,14 @@ class StackTrie {
 
  private:
   std::size_t child_for(std::size_t parent, const Frame& f);
-  void gather_members();
+  void credit(std::size_t member, std::size_t node);
+  std::vector<std::size_t> endings_below(std::size_t node) const;
+
+  // Whether some member ends on more than one node (several selected threads): then counts
+  // need unions instead of sums.
+  bool multi_ending_ = false;
+  std::size_t last_member_ = static_cast<std::size_t>(-1);
+  std::size_t last_node_ = 0;
 
   GroupOptions::Granularity granularity_;
   std::vector<TrieNode> nodes_;

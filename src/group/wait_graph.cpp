@@ -113,7 +113,7 @@ void link_wait_edges(JobSnapshot& job) {
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     for (const std::string& c : job.processes[i].tcp_connections) by_connection[c].push_back(i);
   }
-  auto index = process_index(job);
+  std::optional<std::map<Key, std::size_t>> index;  // built at the first edge to a pid
   for (ProcessSnapshot& p : job.processes) {
     for (ThreadSnapshot& t : p.threads) {
       for (WaitEdge& e : t.waits_on) {
@@ -126,8 +126,9 @@ void link_wait_edges(JobSnapshot& job) {
           }
         }
         if (!e.pid) continue;
-        auto q = index.find(Key{e.host, *e.pid});
-        if (q != index.end()) e.rank = job.processes[q->second].rank;
+        if (!index) index = process_index(job);
+        auto q = index->find(Key{e.host, *e.pid});
+        if (q != index->end()) e.rank = job.processes[q->second].rank;
       }
     }
   }
@@ -135,7 +136,7 @@ void link_wait_edges(JobSnapshot& job) {
 
 std::vector<ProcessWait> process_waits(const JobSnapshot& job) {
   std::vector<ProcessWait> out;
-  auto index = process_index(job);
+  std::optional<std::map<Key, std::size_t>> index;  // built at the first edge to a pid
   bool has_ranks = std::any_of(job.processes.begin(), job.processes.end(),
                                [](const ProcessSnapshot& p) { return p.role == "rank"; });
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
@@ -143,8 +144,9 @@ std::vector<ProcessWait> process_waits(const JobSnapshot& job) {
     std::set<std::size_t> seen;
     for (const WaitEdge* e : process_edges(job.processes[i])) {
       if (!e->pid) continue;
-      auto q = index.find(Key{e->host, *e->pid});
-      if (q == index.end() || q->second == i || !is_groupable(job.processes[q->second], has_ranks))
+      if (!index) index = process_index(job);
+      auto q = index->find(Key{e->host, *e->pid});
+      if (q == index->end() || q->second == i || !is_groupable(job.processes[q->second], has_ranks))
         continue;
       if (!seen.insert(q->second).second) continue;
       out.push_back({i, q->second, e->via});

@@ -59,17 +59,17 @@ void write_wait_edges(const JobSnapshot& job, std::string& out) {
 std::string write_dot(const JobSnapshot& job, const Analysis& a) {
   const StackTrie& t = a.trie;
   std::string out = "digraph hangscan {\n  node [shape=box, fontname=\"monospace\"];\n";
-  auto all_suspect = [&](const TrieNode& n) {
-    return !n.members.empty() && std::all_of(n.members.begin(), n.members.end(),
-                                             [&](std::size_t m) { return a.is_suspect(m); });
+  auto all_suspect = [&](const std::vector<std::size_t>& members) {
+    return !members.empty() && std::all_of(members.begin(), members.end(),
+                                           [&](std::size_t m) { return a.is_suspect(m); });
   };
-  const TrieNode& root = t.node(StackTrie::kRoot);
   out += fmt::format(
       "  n0 [label=\"{}\", shape=ellipse];\n",
       dot_escape(fmt::format("{} ({})", job.job_id.empty() ? "job" : "job " + job.job_id,
-                             member_set_label(job, root.members))));
+                             member_set_label(job, t.members(StackTrie::kRoot)))));
   for (std::size_t i = 1; i < t.nodes().size(); ++i) {
     const TrieNode& n = t.node(i);
+    std::vector<std::size_t> members = t.members(i);
     std::string label = n.frame.function;
     if (n.frame.file) {
       label += "\n" + std::string(base_name(*n.frame.file));
@@ -77,11 +77,11 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
     } else if (!n.frame.module.empty()) {
       label += "\n" + std::string(base_name(n.frame.module));
     }
-    bool suspect = all_suspect(n);
+    bool suspect = all_suspect(members);
     out += fmt::format("  n{} [label=\"{}\"{}];\n", i, dot_escape(label),
                        suspect ? ", style=filled, fillcolor=\"#ffcccc\", color=red" : "");
     out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i,
-                       dot_escape(member_set_label(job, n.members)),
+                       dot_escape(member_set_label(job, members)),
                        suspect ? ", color=red, fontcolor=red, penwidth=2" : "");
   }
   write_wait_edges(job, out);

@@ -164,7 +164,7 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
           {"notes", t.notes}};
 }
 
-json memory_json(const std::optional<MemoryUsage>& m) {
+json memory_json(const Boxed<MemoryUsage>& m) {
   if (!m) return nullptr;
   return {{"rss_bytes", opt(m->rss_bytes)},
           {"peak_rss_bytes", opt(m->peak_rss_bytes)},

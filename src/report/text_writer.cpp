@@ -61,7 +61,7 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 // "rss 61.2 GiB of 64.0 GiB (cgroup)", "rss 1.2 GiB (peak 2.0 GiB)"; empty when unknown.
-std::string memory_words(const std::optional<MemoryUsage>& m) {
+std::string memory_words(const Boxed<MemoryUsage>& m) {
   if (!m || !m->rss_bytes) return {};
   std::string s = "rss " + human_bytes(*m->rss_bytes);
   std::string gpu = m->gpu_bytes ? ", gpu " + human_bytes(*m->gpu_bytes) : std::string();
@@ -178,7 +178,7 @@ class TextWriter {
       std::size_t size;
     };
     std::vector<Item> items;
-    for (std::size_t c : t.node(n).children) items.push_back({c, false, t.node(c).members.size()});
+    for (std::size_t c : t.node(n).children) items.push_back({c, false, t.node(c).member_count});
     if (show_ending && !t.node(n).ending.empty())
       items.push_back({n, true, t.node(n).ending.size()});
     std::stable_sort(items.begin(), items.end(),
@@ -191,7 +191,7 @@ class TextWriter {
       std::string rest = branching ? prefix + (last ? "  " : "│ ") : prefix;
       const Item& it = items[i];
       std::string mark;
-      const auto& members = it.ending ? t.node(n).ending : t.node(it.node).members;
+      std::vector<std::size_t> members = it.ending ? t.node(n).ending : t.members(it.node);
       if (all_suspect(members)) mark = "  <- suspect";
       else if (branching && it.size < largest) mark = "  <- smallest";
       if (it.ending) {
@@ -221,10 +221,10 @@ class TextWriter {
     while (true) {
       const TrieNode& cur = t.node(run.back());
       if (cur.children.size() != 1 || !cur.ending.empty()) break;
-      if (t.node(cur.children[0]).members.size() != cur.members.size()) break;
+      if (t.node(cur.children[0]).member_count != cur.member_count) break;
       run.push_back(cur.children[0]);
     }
-    std::string label = set_label(t.node(first).members);
+    std::string label = set_label(t.members(first));
     std::string pad(columns(label) + 1, ' ');
     for (std::size_t i = 0; i < run.size(); ++i) {
       bool elide = run.size() > o_.max_chain && i >= 2 && i + 3 < run.size();

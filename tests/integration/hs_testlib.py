@@ -394,6 +394,16 @@ class HsRun:
                 f"stderr: {self.stderr[-3000:]}\nstdout: {self.stdout[:3000]}")
 
 
+def communicate_within(proc: subprocess.Popen, timeout: float, what: str):
+    """proc.communicate() with a deadline: past it the process group is killed and the test fails."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"{what} did not finish within {timeout} s")
+
+
 def run_hangscan(args: Sequence[str], *, timeout: float = 120.0, uid: Optional[int] = None,
                  env: Optional[dict] = None, parse_json: Optional[bool] = None,
                  prefix: Sequence[str] = (), binary: Optional[str] = None) -> HsRun:

@@ -8,15 +8,20 @@ port) serves the agent; 127.0.0.2 refuses connections and must be reported unrea
 With --gcore a second pdsh round writes two cores, on n1 (rank 0, the majority's
 representative) and n2 (rank 2, the odd one); when a chosen rank exits between the rounds,
 its core is refused with a reason and the exit code is 1.
+On a real pseudo-terminal (Python's pty) a 20-rank run over three "hosts", one of which never
+starts its agent, shows the progress line and the early note on the odd rank, exactly.
 """
 
+import json
 import os
+import pty
 import re
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,9 +37,11 @@ ODD = 2
 
 
 class Ranks:
-    """WORLD ranks started directly (no launcher), parked, killed by pid at the end."""
+    """`world` ranks started directly (no launcher), parked, killed by pid at the end. Ranks
+    below world/2 go to host n1, the others to n2 (their --rundir DIR/n1 or DIR/n2)."""
 
-    def __init__(self):
+    def __init__(self, world=WORLD, odd=ODD):
+        self.world, self.odd = world, odd
         self.proc_of = {}
         self.dir = Path(tempfile.mkdtemp(prefix="hs-pdsh-"))
         self.procs = []
@@ -48,15 +55,16 @@ class Ranks:
         ctl = str(self.dir / "ctl")
         try:
             with hs_rank_ready.ParkCollector(ctl) as collector:
-                for r in range(WORLD):
-                    host = "n1" if r < 2 else "n2"
-                    env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r % 2), WORLD_SIZE=str(WORLD),
+                half = self.world // 2
+                for r in range(self.world):
+                    host = "n1" if r < half else "n2"
+                    env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r % half), WORLD_SIZE=str(self.world),
                                **{hs_rank_ready.CTL_ENV: ctl})
                     self.procs.append(subprocess.Popen(
                         ["/usr/bin/python3", str(PROGRAMS / "ring_allreduce.py"), "-", "--rank-of-env",
-                         "--world", str(WORLD), "--odd", str(ODD), "--rundir", str(self.dir / host)],
+                         "--world", str(self.world), "--odd", str(self.odd), "--rundir", str(self.dir / host)],
                         env=env, stdin=subprocess.DEVNULL, start_new_session=True))
-                self.pids = collector.wait(range(WORLD), timeout=60,
+                self.pids = collector.wait(range(self.world), timeout=60,
                                            alive=lambda: all(p.poll() is None for p in self.procs))
                 self.proc_of = {p.pid: p for p in self.procs}
         except BaseException:
@@ -184,3 +192,96 @@ def test_exec_gcore_rank_gone_between_the_rounds():
                          rf"(a zombie|gone): it exited after the capture$", run.stderr, re.M), run.stderr
         assert "hangscan: 0 of 1 cores written" in run.stderr, run.stderr
         assert own.proc_of[victim].wait(timeout=10) == -signal.SIGKILL
+
+
+def on_a_terminal(args, timeout=120.0):
+    """Runs hangscan with stderr on a real pseudo-terminal (stdout a pipe, as `hangscan ... > r.json`
+    from a shell). Returns (exit code, stdout, every byte the terminal received)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([hs.hangscan_bin()] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave, start_new_session=True)
+    os.close(slave)
+    received = bytearray()
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the last writer closed the terminal
+                return
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        out, _ = hs.communicate_within(proc, timeout, f"hangscan {args}")
+        reader.join(timeout=10)
+        assert not reader.is_alive(), "the terminal was still open after hangscan exited"
+    finally:
+        os.close(master)
+    return proc.returncode, out.decode(), received.decode()
+
+
+def rendered(received):
+    """The lines a terminal shows for `received`: \r returns to column 0, \n starts a new line,
+    ESC[K clears to the end of the line, other characters overwrite. Any other escape fails."""
+    lines, col = [""], 0
+    i = 0
+    while i < len(received):
+        c = received[i]
+        if received.startswith("\x1b[K", i):
+            lines[-1] = lines[-1][:col]
+            i += 3
+            continue
+        assert c != "\x1b", f"unexpected escape at {i}: {received[i:i + 8]!r}"
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            lines.append("")
+            col = 0
+        else:
+            lines[-1] = lines[-1][:col] + c + lines[-1][col + 1:]
+            col += 1
+        i += 1
+    return lines
+
+
+def test_progress_and_early_note_on_a_real_terminal():
+    # 20 ranks on n1 (0-9, rank 2 odd) and n2 (10-19); n3's agent never starts (its remote
+    # setup exits when the command line names n3's rundir): "2/3 nodes answered, 1 unreachable".
+    # 1 odd rank in 10 or 20 is within EarlySuspects' 5%, so the early note names rank 2 whichever
+    # node's document is read first.
+    world = 20
+    with Ranks(world=world) as own:
+        setup = own.dir / "fail-on-host-three.sh"
+        setup.write_text('case "$(tr \'\\0\' \' \' < /proc/$$/cmdline)" in *"/n3 "*|*"/n3\'"*) exit 3;; esac\n')
+        rc, out, received = on_a_terminal(
+            ["pdsh", "-R", "exec", "-w", "n[1-3]", "--match", f"--rundir {own.dir}/%h",
+             "--remote-setup", str(setup), "--timeout", "60", "--json"])
+        assert rc == 1, (rc, received)
+        doc = json.loads(out)
+        assert doc["suspects"] == [ODD]
+        assert [u["host"] for u in doc["unreachable"]] == ["n3"]
+        # The progress line, every time it was drawn, in order: each node once, then the verdict.
+        drawn = re.findall(r"\r(hangscan: \d+/\d+ nodes answered[^\r\x1b]*)\x1b\[K", received)
+        drawn = [d for d in drawn if "early:" not in d]
+        assert drawn == ["hangscan: 1/3 nodes answered", "hangscan: 2/3 nodes answered",
+                         "hangscan: 2/3 nodes answered, 1 unreachable"], received
+        assert received.count("\x1b[K") == 4, received  # three progress lines and one note
+        odd_line = hs.hs_line("ring_allreduce.py", "odd")
+        recv_line = hs.hs_line("ring_allreduce.py", "recv")
+        ring = PROGRAMS / "ring_allreduce.py"
+        note = re.compile(rf"hangscan: early: rank 2 \(node n1\) differs: in wait_for_checkpoint "
+                          rf"\({re.escape(str(ring))}:{odd_line}\); (9 of 10|19 of 20) ranks read so far are in "
+                          rf"all_reduce \({re.escape(str(ring))}:{recv_line}\)")
+        screen = [line for line in rendered(received) if line]
+        notes = [line for line in screen if "early:" in line]
+        assert len(notes) == 1 and note.fullmatch(notes[0]), screen
+        rest = [line for line in screen if "early:" not in line]
+        assert rest[0] == "hangscan: 2/3 nodes answered, 1 unreachable", screen
+        assert rest[1] == "hangscan: node n3 unreachable: pdsh: sh exited with exit code 3", screen
+        assert rest[2] == "hint: 2 of 3 nodes reported; check the others with 'scontrol show node NAME' or ssh, " \
+                          "or raise --timeout", screen
+        assert len(rest) == 3, screen

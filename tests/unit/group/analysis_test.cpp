@@ -95,19 +95,46 @@ TEST(Analyze, IncompleteStackIsNotASuspectForWhereItStarts) {
   EXPECT_FALSE(a.groups[a.group_of[3]].suspect);
 }
 
-TEST(Analyze, TrieCarriesRankSets) {
-  Analysis a = analyze(gloo_job(), GroupOptions{});
+TEST(Analyze, TrieCarriesMemberSets) {
+  JobSnapshot job = gloo_job();
+  Analysis a = analyze(job, GroupOptions{});
   const StackTrie& t = a.trie;
-  EXPECT_EQ(t.node(StackTrie::kRoot).ranks.to_string(), "0-3");
+  EXPECT_EQ(t.node(StackTrie::kRoot).member_count, 4u);
+  EXPECT_EQ(t.members(StackTrie::kRoot), (std::vector<std::size_t>{0, 1, 2, 3}));
   ASSERT_EQ(t.node(StackTrie::kRoot).children.size(), 1u);
   std::size_t module = t.node(StackTrie::kRoot).children[0];
   EXPECT_EQ(t.node(module).frame.function, "<module>");
   EXPECT_EQ(t.node(module).frame.line, 30);
   std::size_t worker = t.node(module).children.at(0);
   ASSERT_EQ(t.node(worker).children.size(), 2u);
-  EXPECT_EQ(t.node(t.node(worker).children[0]).ranks.to_string(), "0-1,3");
-  EXPECT_EQ(t.node(t.node(worker).children[1]).ranks.to_string(), "2");
+  EXPECT_EQ(member_set_label(job, t.members(t.node(worker).children[0])), "0-1,3");
+  EXPECT_EQ(member_set_label(job, t.members(t.node(worker).children[1])), "2");
+  EXPECT_EQ(t.node(t.node(worker).children[0]).member_count, 3u);
   EXPECT_EQ(t.node(t.node(worker).children[1]).frame.function, "time.sleep");
+}
+
+TEST(Analyze, TrieMembersBelowManyStacks) {
+  // Twelve ranks under one outer frame, each in a stack of its own, inserted out of rank order
+  // (process index order is what members() lists): more endings than are merged one by one.
+  JobSnapshot job;
+  for (int i = 0; i < 12; ++i) {
+    int rank = (i * 5) % 12;
+    job.processes.push_back(rank_process(
+        rank, 100 + i, {py("step" + std::to_string(rank), "/t/a.py", 3), py("main", "/t/a.py", 1)}));
+  }
+  Analysis a = analyze(job, GroupOptions{});
+  const StackTrie& t = a.trie;
+  ASSERT_EQ(t.node(StackTrie::kRoot).children.size(), 1u);
+  std::size_t main_node = t.node(StackTrie::kRoot).children[0];
+  EXPECT_EQ(t.node(main_node).member_count, 12u);
+  std::vector<std::size_t> all(12);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  EXPECT_EQ(t.members(main_node), all);
+  EXPECT_EQ(t.members(StackTrie::kRoot), all);
+  EXPECT_EQ(member_set_label(job, t.members(main_node)), "0-11");
+  std::size_t third = t.node(main_node).children.at(3);
+  EXPECT_EQ(t.members(third), (std::vector<std::size_t>{3}));
+  EXPECT_EQ(t.node(third).member_count, 1u);
 }
 
 TEST(Analyze, NoClearMajorityNamesNobody) {
@@ -325,6 +352,15 @@ TEST(Analyze, ThreadSelections) {
   Analysis w = analyze(job, all);
   EXPECT_EQ(w.groups.size(), 2u);  // {2} and {0,1,3}: both threads at function granularity
   EXPECT_EQ(w.suspects, (std::vector<int>{2}));
+  // Every process ends on two nodes (main thread and worker): counts are unions, not sums.
+  const StackTrie& wt = w.trie;
+  EXPECT_EQ(wt.node(StackTrie::kRoot).member_count, 4u);
+  EXPECT_EQ(wt.members(StackTrie::kRoot), (std::vector<std::size_t>{0, 1, 2, 3}));
+  ASSERT_EQ(wt.node(StackTrie::kRoot).children.size(), 2u);
+  for (std::size_t c : wt.node(StackTrie::kRoot).children) {
+    EXPECT_EQ(wt.node(c).member_count, 4u);
+    EXPECT_EQ(wt.members(c).size(), 4u);
+  }
 
   GroupOptions bad;
   bad.threads = GroupOptions::Threads::matching;
