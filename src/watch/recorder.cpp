@@ -187,7 +187,7 @@ class BpfRecorder : public Recorder {
       auto tids = list_tasks(pid);
       if (!tids) continue;
       for (int tid : *tids) {
-        int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
+        int pidfd = thread_pidfd(pid, tid);
         if (pidfd < 0) continue;
         hs_thread_state st{};
         int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
@@ -240,6 +240,15 @@ class BpfRecorder : public Recorder {
       sample_links_.push_back(link);
     }
     return Ok{};
+  }
+
+  // A pidfd of one thread, to look up its task storage. Thread pidfds are Linux 6.9+; before,
+  // only a process's main thread has one (pidfd_open of the pid itself), so on those kernels
+  // the waits still going at the end are read for main threads only (docs/watch.md).
+  static int thread_pidfd(int pid, int tid) {
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
+    if (fd < 0 && errno == EINVAL && tid == pid) fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, 0));
+    return fd;
   }
 
   // Runs copy_wait_stacks over every task: threads of watched processes get their state, and
