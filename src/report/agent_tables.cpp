@@ -23,7 +23,7 @@ void AgentTables::read_strings(JsonCursor& c) {
     if (strings_.size() >= lim_.max_table) decline();
     std::string_view s = c.string();
     if (s.size() > lim_.max_string) decline();
-    if (!c.last_string_stable()) s = decoded_.emplace_back(s);
+    if (!c.last_string_stable()) s = decoded_.emplace_front(s);
     strings_.push_back(s);
   }
 }

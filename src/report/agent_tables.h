@@ -12,7 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <forward_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,7 +71,7 @@ class AgentTables {
   const ReadLimits& lim_;
   bool has_strings_ = false, has_frames_ = false, has_stacks_ = false;
   std::vector<std::string_view> strings_;
-  std::deque<std::string> decoded_;  // strings that held escapes
+  std::forward_list<std::string> decoded_;  // strings that held escapes (no allocation if none)
   std::vector<RawFrame> frames_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> locals_;
   std::vector<std::uint64_t> stack_ids_;    // every stack's frame indexes, one after another
