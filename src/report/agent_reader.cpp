@@ -61,29 +61,32 @@ class Members {
 };
 
 constexpr std::array<std::string_view, 12> kTopKeys = {
-    "schema",   "job_id",    "expected_world_size", "processes", "strings",
-    "frames",   "stacks",    "unreachable",         "diagnostics", "deaths",
-    "agent_version", "agent_commit"};
+    "schema", "job_id",      "expected_world_size", "processes", "strings",       "frames",
+    "stacks", "unreachable", "diagnostics",         "deaths",    "agent_version", "agent_commit"};
 constexpr std::array<std::string_view, 24> kProcessKeys = {
-    "host",        "pid",         "ppid",        "start_ticks",     "rank",
-    "world_size",  "local_rank",  "launcher",    "role",            "cmdline",
-    "exe",         "state",       "cpu_percent", "progress",        "captured_at",
-    "memory",      "death",       "tcp_connections", "pause_us",    "python",
-    "asyncio_tasks", "core",      "threads",     "diagnostics"};
+    "host",        "pid",      "ppid",          "start_ticks", "rank",    "world_size",
+    "local_rank",  "launcher", "role",          "cmdline",     "exe",     "state",
+    "cpu_percent", "progress", "captured_at",   "memory",      "death",   "tcp_connections",
+    "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics"};
 constexpr std::array<std::string_view, 20> kThreadKeys = {
-    "tid",         "name",     "state",     "wchan",         "syscall",
-    "is_main",     "gil",      "python_idle", "python_name", "gc_collecting",
-    "finalizing",  "crashed",  "incomplete", "cpu_ticks",    "frames",
-    "native_frames", "kernel_frames", "notes", "blocked_s",  "waits_on"};
+    "tid",           "name",          "state",       "wchan",       "syscall",
+    "is_main",       "gil",           "python_idle", "python_name", "gc_collecting",
+    "finalizing",    "crashed",       "incomplete",  "cpu_ticks",   "frames",
+    "native_frames", "kernel_frames", "notes",       "blocked_s",   "waits_on"};
 constexpr std::array<std::string_view, 6> kMemoryKeys = {
-    "rss_bytes", "peak_rss_bytes", "cgroup", "cgroup_usage_bytes", "cgroup_limit_bytes",
-    "gpu_bytes"};
+    "rss_bytes",          "peak_rss_bytes",     "cgroup",
+    "cgroup_usage_bytes", "cgroup_limit_bytes", "gpu_bytes"};
 constexpr std::array<std::string_view, 5> kPythonKeys = {"version", "nonblocking", "locator",
                                                          "finalizing", "gc_collecting"};
 constexpr std::array<std::string_view, 6> kDiagnosticKeys = {"severity", "message", "hint",
                                                              "host",     "pid",     "tid"};
 constexpr std::array<std::string_view, 4> kWaitKeys = {"host", "pid", "rank", "via"};
 constexpr std::array<std::string_view, 2> kUnreachableKeys = {"host", "reason"};
+constexpr std::array<std::string_view, 17> kDeathKeys = {
+    "how",    "signal",      "signal_name", "exit_code", "core_dumped", "at",
+    "cgroup", "limit_bytes", "rss_bytes",   "detail",    "core",        "evidence",
+    "pid",    "comm",        "host",        "rank",      "slurm"};
+constexpr std::array<std::string_view, 3> kSlurmKeys = {"step", "state", "exit_code"};
 
 class AgentReader {
  public:
@@ -113,6 +116,7 @@ class AgentReader {
   void stack_ref(std::uint32_t field);
   MemoryUsage memory();
   PythonInfo python();
+  Death death();
   std::vector<Diagnostic> diagnostics();
   std::vector<WaitEdge> waits_on();
   std::vector<UnreachableNode> unreachable();
@@ -199,7 +203,7 @@ JobSnapshot AgentReader::read(SharedStacks& shared) {
         out_.diagnostics = diagnostics();
         break;
       case 9:
-        array(0, [] {});  // deaths: left to the reference reader
+        array(lim_.max_processes, [&] { out_.deaths.push_back(death()); });
         break;
       default:
         c_.skip();  // the agent's version, checked before the document is read
@@ -219,29 +223,78 @@ void AgentReader::process() {
   Members m;
   for (int k; (k = m.next(c_, kProcessKeys)) >= 0;) {
     switch (k) {
-      case 0: p.host = text(); break;
-      case 1: p.pid = static_cast<int>(c_.integer(0, kMaxInt)); has_pid = true; break;
-      case 2: p.ppid = static_cast<int>(c_.integer(0, kMaxInt)); break;
-      case 3: p.start_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64)); break;
-      case 4: p.rank = static_cast<int>(c_.integer(0, kMaxInt)); break;
-      case 5: p.world_size = static_cast<int>(c_.integer(0, kMaxInt)); break;
-      case 6: p.local_rank = static_cast<int>(c_.integer(0, kMaxInt)); break;
-      case 7: p.launcher = text(); break;
-      case 8: p.role = text(); break;
-      case 9: p.cmdline = string_list(); break;
-      case 10: p.exe = text(); break;
-      case 11: p.state = state(); break;
-      case 12: p.cpu_percent = c_.number().as_double(); break;
-      case 13: p.progress = text(); break;
-      case 14: p.captured_at = number_in(0, 1e11); break;
-      case 15: p.memory = memory(); break;
-      case 17: p.tcp_connections = string_list(); break;
-      case 18: p.pause_us = c_.integer(0, kMaxInt64); break;
-      case 19: p.python = python(); break;
-      case 20: array(0, [] {}); break;  // asyncio tasks: left to the reference reader
-      case 22: array(lim_.max_threads, [&] { thread(p); }); break;
-      case 23: p.diagnostics = diagnostics(); break;
-      default: decline();  // death, core: left to the reference reader
+      case 0:
+        p.host = text();
+        break;
+      case 1:
+        p.pid = static_cast<int>(c_.integer(0, kMaxInt));
+        has_pid = true;
+        break;
+      case 2:
+        p.ppid = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      case 3:
+        p.start_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        break;
+      case 4:
+        p.rank = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      case 5:
+        p.world_size = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      case 6:
+        p.local_rank = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      case 7:
+        p.launcher = text();
+        break;
+      case 8:
+        p.role = text();
+        break;
+      case 9:
+        p.cmdline = string_list();
+        break;
+      case 10:
+        p.exe = text();
+        break;
+      case 11:
+        p.state = state();
+        break;
+      case 12:
+        p.cpu_percent = c_.number().as_double();
+        break;
+      case 13:
+        p.progress = text();
+        break;
+      case 14:
+        p.captured_at = number_in(0, 1e11);
+        break;
+      case 15:
+        p.memory = memory();
+        break;
+      case 16:
+        p.death = death();
+        break;
+      case 17:
+        p.tcp_connections = string_list();
+        break;
+      case 18:
+        p.pause_us = c_.integer(0, kMaxInt64);
+        break;
+      case 19:
+        p.python = python();
+        break;
+      case 20:
+        array(0, [] {});
+        break;  // asyncio tasks: left to the reference reader
+      case 22:
+        array(lim_.max_threads, [&] { thread(p); });
+        break;
+      case 23:
+        p.diagnostics = diagnostics();
+        break;
+      default:
+        decline();  // core: left to the reference reader
     }
   }
   if (!has_pid) decline();
@@ -254,26 +307,63 @@ void AgentReader::thread(ProcessSnapshot& p) {
   Members m;
   for (int k; (k = m.next(c_, kThreadKeys)) >= 0;) {
     switch (k) {
-      case 0: t.tid = static_cast<int>(c_.integer(0, kMaxInt)); has_tid = true; break;
-      case 1: t.name = text(); break;
-      case 2: t.state = state(); break;
-      case 3: t.wchan = text(); break;
-      case 4: t.syscall = text(); break;
-      case 5: t.is_main = flag(); break;
-      case 6: t.gil = flag(); break;
-      case 7: t.python_idle = flag(); break;
-      case 8: t.python_name = text(); break;
-      case 9: t.gc_collecting = flag(); break;
-      case 10: t.finalizing = flag(); break;
-      case 11: t.crashed = flag(); break;
-      case 12: t.incomplete = flag(); break;
-      case 13: t.cpu_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64)); break;
+      case 0:
+        t.tid = static_cast<int>(c_.integer(0, kMaxInt));
+        has_tid = true;
+        break;
+      case 1:
+        t.name = text();
+        break;
+      case 2:
+        t.state = state();
+        break;
+      case 3:
+        t.wchan = text();
+        break;
+      case 4:
+        t.syscall = text();
+        break;
+      case 5:
+        t.is_main = flag();
+        break;
+      case 6:
+        t.gil = flag();
+        break;
+      case 7:
+        t.python_idle = flag();
+        break;
+      case 8:
+        t.python_name = text();
+        break;
+      case 9:
+        t.gc_collecting = flag();
+        break;
+      case 10:
+        t.finalizing = flag();
+        break;
+      case 11:
+        t.crashed = flag();
+        break;
+      case 12:
+        t.incomplete = flag();
+        break;
+      case 13:
+        t.cpu_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        break;
       case 14:
       case 15:
-      case 16: stack_ref(static_cast<std::uint32_t>(k - 14)); break;
-      case 17: t.notes = string_list(); break;
-      case 18: t.blocked_s = number_in(0, 1e10); break;
-      default: t.waits_on = waits_on(); break;
+      case 16:
+        stack_ref(static_cast<std::uint32_t>(k - 14));
+        break;
+      case 17:
+        t.notes = string_list();
+        break;
+      case 18:
+        t.blocked_s = number_in(0, 1e10);
+        break;
+      default:
+        t.waits_on = waits_on();
+        break;
     }
   }
   if (!has_tid) decline();
@@ -303,9 +393,11 @@ MemoryUsage AgentReader::memory() {
       continue;
     }
     const auto v = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
-    (k == 0 ? mu.rss_bytes : k == 1 ? mu.peak_rss_bytes : k == 3 ? mu.cgroup_usage_bytes
-                                                          : k == 4 ? mu.cgroup_limit_bytes
-                                                                   : mu.gpu_bytes) = v;
+    (k == 0   ? mu.rss_bytes
+     : k == 1 ? mu.peak_rss_bytes
+     : k == 3 ? mu.cgroup_usage_bytes
+     : k == 4 ? mu.cgroup_limit_bytes
+              : mu.gpu_bytes) = v;
   }
   return mu;
 }
@@ -316,14 +408,89 @@ PythonInfo AgentReader::python() {
   Members m;
   for (int k; (k = m.next(c_, kPythonKeys)) >= 0;) {
     switch (k) {
-      case 0: py.version = text(); break;
-      case 1: py.nonblocking = flag(); break;
-      case 2: py.locator = text(); break;
-      case 3: py.finalizing = flag(); break;
-      default: py.gc_collecting = flag(); break;
+      case 0:
+        py.version = text();
+        break;
+      case 1:
+        py.nonblocking = flag();
+        break;
+      case 2:
+        py.locator = text();
+        break;
+      case 3:
+        py.finalizing = flag();
+        break;
+      default:
+        py.gc_collecting = flag();
+        break;
     }
   }
   return py;
+}
+
+Death AgentReader::death() {
+  object();
+  Death d;
+  Members m;
+  for (int k; (k = m.next(c_, kDeathKeys)) >= 0;) {
+    switch (k) {
+      case 0:
+        d.how = text();
+        break;
+      case 1:
+        d.signal = static_cast<int>(c_.integer(0, 128));
+        break;
+      case 2:
+        d.signal_name = text();
+        break;
+      case 3:
+        d.exit_code = static_cast<int>(c_.integer(0, 255));
+        break;
+      case 4:
+        d.core_dumped = flag();
+        break;
+      case 5:
+        d.at = number_in(0, 1e11);
+        break;
+      case 6:
+        d.cgroup = text();
+        break;
+      case 7:
+        d.limit_bytes = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        break;
+      case 8:
+        d.rss_bytes = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        break;
+      case 9:
+        d.detail = text();
+        break;
+      case 10:
+        d.core = text();
+        break;
+      case 11:
+        d.evidence = string_list();
+        break;
+      case 12:
+        d.pid = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      case 13:
+        d.comm = text();
+        break;
+      case 14:
+        d.host = text();
+        break;
+      case 15:
+        d.rank = static_cast<int>(c_.integer(0, kMaxInt));
+        break;
+      default: {
+        object();
+        Members sm;
+        for (int j; (j = sm.next(c_, kSlurmKeys)) >= 0;)
+          (j == 0 ? d.slurm_step : j == 1 ? d.slurm_state : d.slurm_exit_code) = text();
+      }
+    }
+  }
+  return d;
 }
 
 std::vector<Diagnostic> AgentReader::diagnostics() {
@@ -341,11 +508,21 @@ std::vector<Diagnostic> AgentReader::diagnostics() {
           else if (s != "warning" && !s.empty()) decline();
           break;
         }
-        case 1: d.message = text(); break;
-        case 2: d.hint = text(); break;
-        case 3: d.host = text(); break;
-        case 4: d.pid = static_cast<int>(c_.integer(kMinInt, kMaxInt)); break;
-        default: d.tid = static_cast<int>(c_.integer(kMinInt, kMaxInt)); break;
+        case 1:
+          d.message = text();
+          break;
+        case 2:
+          d.hint = text();
+          break;
+        case 3:
+          d.host = text();
+          break;
+        case 4:
+          d.pid = static_cast<int>(c_.integer(kMinInt, kMaxInt));
+          break;
+        default:
+          d.tid = static_cast<int>(c_.integer(kMinInt, kMaxInt));
+          break;
       }
     }
   });
@@ -360,10 +537,18 @@ std::vector<WaitEdge> AgentReader::waits_on() {
     Members m;
     for (int k; (k = m.next(c_, kWaitKeys)) >= 0;) {
       switch (k) {
-        case 0: e.host = text(); break;
-        case 1: e.pid = static_cast<int>(c_.integer(0, kMaxInt)); break;
-        case 2: e.rank = static_cast<int>(c_.integer(0, kMaxInt)); break;
-        default: e.via = text(); break;
+        case 0:
+          e.host = text();
+          break;
+        case 1:
+          e.pid = static_cast<int>(c_.integer(0, kMaxInt));
+          break;
+        case 2:
+          e.rank = static_cast<int>(c_.integer(0, kMaxInt));
+          break;
+        default:
+          e.via = text();
+          break;
       }
     }
   });

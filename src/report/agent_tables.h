@@ -74,8 +74,8 @@ class AgentTables {
   std::forward_list<std::string> decoded_;  // strings that held escapes (no allocation if none)
   std::vector<RawFrame> frames_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> locals_;
-  std::vector<std::uint64_t> stack_ids_;    // every stack's frame indexes, one after another
-  std::vector<std::size_t> stack_begin_;    // where stack i begins in stack_ids_ (+ one end)
+  std::vector<std::uint64_t> stack_ids_;  // every stack's frame indexes, one after another
+  std::vector<std::size_t> stack_begin_;  // where stack i begins in stack_ids_ (+ one end)
 };
 
 }  // namespace hangscan

@@ -26,8 +26,8 @@ JobSnapshot node_job() {
   job.job_id = "77";
   job.expected_world_size = 4;
   for (int r = 0; r < 2; ++r) {
-    ProcessSnapshot p = rank_process(r, 100 + r, r == 1 ? in_sleep() : in_all_reduce(), 'S',
-                                     "n\"1\\", 4);
+    ProcessSnapshot p =
+        rank_process(r, 100 + r, r == 1 ? in_sleep() : in_all_reduce(), 'S', "n\"1\\", 4);
     p.ppid = 99;
     p.start_ticks = 81234567ULL;
     p.local_rank = r;
@@ -90,7 +90,8 @@ bool holds_to_reference(const std::string& doc, const ReadLimits& limits = {}) {
   }
   if (fast) {
     EXPECT_TRUE(ref.ok()) << "the fast reader accepted what the reference rejects: "
-                          << ref.error().message << "\n" << doc.substr(0, 400);
+                          << ref.error().message << "\n"
+                          << doc.substr(0, 400);
     if (ref.ok()) {
       EXPECT_EQ(rendered(*fast), rendered(*ref)) << doc.substr(0, 400);
     }
@@ -112,6 +113,66 @@ TEST(AgentReader, ReadsANodeDocumentExactlyAsTheReferenceReader) {
   EXPECT_EQ(job->processes[0].threads[0].native_frames[0].line, std::numeric_limits<int>::min());
 }
 
+TEST(AgentReader, ReadsDeaths) {
+  JobSnapshot job = node_job();
+  Death d;
+  d.how = "oom-kill";
+  d.signal = 9;
+  d.signal_name = "SIGKILL";
+  d.exit_code = 255;
+  d.core_dumped = true;
+  d.at = 1699999990.5;
+  d.cgroup = "/slurm/job42";
+  d.limit_bytes = std::uint64_t{8} << 30;
+  d.rss_bytes = 0;
+  d.detail = "at 0 ip 7f";
+  d.core = "/tmp/core.1";
+  d.evidence = {"kernel log", "sacct"};
+  d.pid = 1006;
+  d.comm = "python3";
+  d.host = "n2";
+  d.rank = 6;
+  d.slurm_step = "42.0";
+  d.slurm_state = "OUT_OF_MEMORY";
+  d.slurm_exit_code = "0:125";
+  job.deaths = {d, Death{}};
+  job.processes[1].death = d;
+  const std::string doc = write_agent_json(job);
+  ASSERT_TRUE(holds_to_reference(doc));
+  SharedStacks shared;
+  auto read = read_agent_fast(doc, {}, shared);
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->deaths.size(), 2u);
+  EXPECT_EQ(read->deaths[0], d);
+  EXPECT_EQ(read->deaths[1], Death{});
+  ASSERT_TRUE(read->processes[1].death);
+  EXPECT_EQ(*read->processes[1].death, d);
+  // Damage to a death reads as the reference reader has it.
+  for (std::size_t pos = doc.find("\"deaths\""); pos < doc.find("\"diagnostics\""); ++pos) {
+    for (char b : {'"', '9', '-', '}', 'n'}) {
+      std::string m = doc;
+      m[pos] = b;
+      holds_to_reference(m);
+    }
+  }
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The golden agent document (deaths, diagnostics, unreachable nodes, locals, positions) is read
+// by the fast reader, so the golden tests' byte-for-byte outputs come through it.
+TEST(AgentReader, ReadsTheGoldenAgentDocument) {
+  const std::string doc =
+      file_text(std::string(HS_SOURCE_DIR) + "/tests/unit/fixtures/golden/agent.json");
+  ASSERT_FALSE(doc.empty());
+  EXPECT_TRUE(holds_to_reference(doc));
+}
+
 TEST(AgentReader, AnyMemberOrderAndEscapedKeys) {
   const std::string doc =
       R"({"schema":"hangscan-agent/1","strings":["f\u00fc\ud83d\ude00","a\/b\"\\\b\f\n\r\t"],)"
@@ -129,9 +190,6 @@ TEST(AgentReader, AnyMemberOrderAndEscapedKeys) {
 
 TEST(AgentReader, DeclinesWhatItLeavesToTheReferenceReader) {
   JobSnapshot job = node_job();
-  job.deaths.push_back(Death{});
-  EXPECT_FALSE(holds_to_reference(write_agent_json(job)));
-  job = node_job();
   job.processes[0].asyncio_tasks.push_back(AsyncioTask{"t", 0x10, {}, std::nullopt, ""});
   EXPECT_FALSE(holds_to_reference(write_agent_json(job)));
   job = node_job();
@@ -140,9 +198,9 @@ TEST(AgentReader, DeclinesWhatItLeavesToTheReferenceReader) {
   // A plain hangscan/1 document.
   EXPECT_FALSE(holds_to_reference(write_json(node_job(), nullptr)));
   // A repeated member (the reference reader keeps the last).
-  EXPECT_FALSE(holds_to_reference(
-      R"({"schema":"hangscan-agent/1","strings":[],"frames":[],"stacks":[],)"
-      R"("processes":[{"pid":1,"pid":2}]})"));
+  EXPECT_FALSE(
+      holds_to_reference(R"({"schema":"hangscan-agent/1","strings":[],"frames":[],"stacks":[],)"
+                         R"("processes":[{"pid":1,"pid":2}]})"));
 }
 
 JsonCursor::Number number_of(const std::string& text) {
@@ -178,8 +236,8 @@ TEST(JsonCursor, NumbersAtTheLimits) {
   EXPECT_EQ(number_of("0.1").d, 0.1);
   EXPECT_EQ(number_of("25E-1").d, 2.5);
   EXPECT_EQ(number_of("1e+2").type, T::floating);
-  for (const char* bad : {"18446744073709551616", "-9223372036854775809", "1e309", "-1e309",
-                          "01", "1.", ".5", "-", "1e", "1e+", "+1", "0x10", "1.e5", "--1", "NaN"}) {
+  for (const char* bad : {"18446744073709551616", "-9223372036854775809", "1e309", "-1e309", "01",
+                          "1.", ".5", "-", "1e", "1e+", "+1", "0x10", "1.e5", "--1", "NaN"}) {
     EXPECT_TRUE(stops(bad)) << bad;
   }
 }
@@ -197,11 +255,27 @@ TEST(JsonCursor, StringsEscapesAndUtf8) {
   EXPECT_EQ(str(std::string("\"a\\u0000b\"")), std::string("a\0b", 3));
   EXPECT_EQ(str("\"\xc3\xbc\xe2\x82\xac\xf0\x9f\x98\x80\""), "\u00fc\u20ac\U0001F600");
   EXPECT_EQ(str(R"("x\\y\"z")"), "x\\y\"z");
-  for (const std::string bad :
-       {R"("\ud800")", R"("\ud800x")", R"("\ud800\u0041")", R"("\udc00")", R"("\u12")",
-        R"("\u12g4")", R"("\x")", "\"a\tb\"", "\"\x01\"", "\"\xc0\x80\"", "\"\xc1\xbf\"",
-        "\"\xe0\x80\x80\"", "\"\xed\xa0\x80\"", "\"\xf0\x80\x80\x80\"", "\"\xf4\x90\x80\x80\"",
-        "\"\xf5\x80\x80\x80\"", "\"\x80\"", "\"\xc3\"", "\"\xe2\x82\"", "\"abc", "\"\\"}) {
+  for (const std::string bad : {R"("\ud800")",
+                                R"("\ud800x")",
+                                R"("\ud800\u0041")",
+                                R"("\udc00")",
+                                R"("\u12")",
+                                R"("\u12g4")",
+                                R"("\x")",
+                                "\"a\tb\"",
+                                "\"\x01\"",
+                                "\"\xc0\x80\"",
+                                "\"\xc1\xbf\"",
+                                "\"\xe0\x80\x80\"",
+                                "\"\xed\xa0\x80\"",
+                                "\"\xf0\x80\x80\x80\"",
+                                "\"\xf4\x90\x80\x80\"",
+                                "\"\xf5\x80\x80\x80\"",
+                                "\"\x80\"",
+                                "\"\xc3\"",
+                                "\"\xe2\x82\"",
+                                "\"abc",
+                                "\"\\"}) {
     EXPECT_TRUE(stops(bad)) << bad;
   }
 }
@@ -250,14 +324,30 @@ TEST(AgentReader, LimitsAreTheReferenceReadersLimits) {
   for (int k = 0; k < 8; ++k) {
     ReadLimits l;
     switch (k) {
-      case 0: l.max_depth = 4; break;
-      case 1: l.max_string = 8; break;
-      case 2: l.max_list = 1; break;
-      case 3: l.max_threads = 0; break;
-      case 4: l.max_processes = 1; break;
-      case 5: l.max_frames = 2; break;
-      case 6: l.max_total_frames = 5; break;
-      default: l.max_table = 3; break;
+      case 0:
+        l.max_depth = 4;
+        break;
+      case 1:
+        l.max_string = 8;
+        break;
+      case 2:
+        l.max_list = 1;
+        break;
+      case 3:
+        l.max_threads = 0;
+        break;
+      case 4:
+        l.max_processes = 1;
+        break;
+      case 5:
+        l.max_frames = 2;
+        break;
+      case 6:
+        l.max_total_frames = 5;
+        break;
+      default:
+        l.max_table = 3;
+        break;
     }
     EXPECT_FALSE(holds_to_reference(doc, l)) << k;
     EXPECT_FALSE(read_job_json(doc, l).ok()) << k;
@@ -273,10 +363,7 @@ TEST(AgentReader, FuzzCorpusHoldsToTheReference) {
   limits.max_processes = 1u << 12;
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string doc = ss.str();
+    const std::string doc = file_text(e.path());
     ++files;
     const bool accepted = holds_to_reference(doc, limits);
     if (e.path().filename() == "valid_agent.json") {
