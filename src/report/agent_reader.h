@@ -7,7 +7,7 @@
 // accepts a document only when the reference reader (read_job_json's nlohmann path) would
 // accept it with the same result: every check of SnapshotFields is made here too. For anything
 // else (malformed JSON, a bound exceeded, a wrong type, or a part it leaves to the reference
-// reader: deaths, cores, asyncio tasks) it returns nullopt, and the reference reader reads the
+// reader: a process's core or asyncio tasks) it returns nullopt, and the reference reader reads the
 // document and words the error.
 #pragma once
 
