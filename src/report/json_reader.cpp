@@ -1,4 +1,5 @@
-// The streaming, defensive JSON reader: nlohmann's SAX events straight into the model.
+// The defensive JSON reader: the fast agent reader first, else nlohmann's SAX events into the
+// model (the reference reader, which also words every error).
 #include "report/json_reader.h"
 
 #include <optional>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/agent_format.h"
+#include "report/agent_reader.h"
 #include "report/json_writer.h"
 #include "report/snapshot_fields.h"
 #include "util/shared_stacks.h"
@@ -366,6 +368,15 @@ JobSnapshot DocumentStream::finish(SharedStacks& shared) {
 
 Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits,
                                   SharedStacks* shared) {
+  if (text.size() <= limits.max_bytes) {
+    SharedStacks own;
+    if (auto job = read_agent_fast(text, limits, shared ? *shared : own)) return std::move(*job);
+  }
+  return read_job_json_reference(text, limits, shared);
+}
+
+Result<JobSnapshot> read_job_json_reference(std::string_view text, const ReadLimits& limits,
+                                            SharedStacks* shared) {
   if (text.size() > limits.max_bytes) {
     return Error(Errc::bad_data,
                  fmt::format("JSON document of {} bytes is larger than the limit of {} bytes",

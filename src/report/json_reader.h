@@ -37,7 +37,14 @@ struct ReadLimits {
 // process is converted as soon as it is complete, then dropped). With `shared`, frames and
 // stacks are interned in that run-wide table (threads of every document read with it that
 // stand in one stack share one FrameStack); without, in a table of this document's own.
+// Agent documents are read by the fast reader (report/agent_reader.h) when it accepts them;
+// everything else, and every document it declines, by the reference reader below.
 Result<JobSnapshot> read_job_json(std::string_view text, const ReadLimits& limits = {},
                                   SharedStacks* shared = nullptr);
+
+// The reference reader alone (nlohmann's SAX parser, a small DOM per process). Why exposed:
+// tests hold the fast reader to it, document by document.
+Result<JobSnapshot> read_job_json_reference(std::string_view text, const ReadLimits& limits = {},
+                                            SharedStacks* shared = nullptr);
 
 }  // namespace hangscan
