@@ -21,9 +21,13 @@ namespace hangscan {
 namespace {
 
 std::string hex(const unsigned char* bits, int len) {
+  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(static_cast<std::size_t>(len) * 2);
-  for (int i = 0; i < len; ++i) out += fmt::format("{:02x}", bits[i]);
+  for (int i = 0; i < len; ++i) {
+    out += kDigits[bits[i] >> 4];
+    out += kDigits[bits[i] & 0xf];
+  }
   return out;
 }
 
@@ -135,18 +139,33 @@ Frame DwflSession::unknown_frame(const RawFrame& raw) const {
   return f;
 }
 
-bool DwflSession::offline_module(Dwfl_Module* mod, std::string& key, std::string& path) const {
+DwflSession::ModuleData* DwflSession::data_of(Dwfl_Module* mod) {
   void** userdata = nullptr;
-  const char* name =
-      dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-  auto* data = userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
-  if (data == nullptr || data->local_path.empty()) return false;
-  GElf_Addr bias = 0;
-  if (dwfl_module_getelf(mod, &bias) == nullptr) return false;
+  dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  return userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
+}
+
+const std::string& DwflSession::build_id_of(Dwfl_Module* mod, ModuleData* data,
+                                            std::string& scratch) {
+  if (data != nullptr && data->build_id) return *data->build_id;
   const unsigned char* bits = nullptr;
   GElf_Addr id_vaddr = 0;
   int id_len = dwfl_module_build_id(mod, &bits, &id_vaddr);
-  key = id_len > 0 ? hex(bits, id_len) : std::string(name != nullptr ? name : "");
+  std::string id = id_len > 0 ? hex(bits, id_len) : std::string();
+  if (data == nullptr) return scratch = std::move(id);
+  return *(data->build_id = std::move(id));
+}
+
+bool DwflSession::offline_module(Dwfl_Module* mod, std::string& key, std::string& path) const {
+  const char* name =
+      dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  ModuleData* data = data_of(mod);
+  if (data == nullptr || data->local_path.empty()) return false;
+  GElf_Addr bias = 0;
+  if (dwfl_module_getelf(mod, &bias) == nullptr) return false;
+  std::string scratch;
+  const std::string& id = build_id_of(mod, data, scratch);
+  key = !id.empty() ? id : std::string(name != nullptr ? name : "");
   path = data->local_path;
   return true;
 }
@@ -192,11 +211,9 @@ std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cach
       dwfl_module_info(mod, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   GElf_Addr bias = 0;
   Elf* elf = dwfl_module_getelf(mod, &bias);
-  std::string build_id;
-  const unsigned char* bits = nullptr;
-  GElf_Addr id_vaddr = 0;
-  int id_len = dwfl_module_build_id(mod, &bits, &id_vaddr);
-  if (id_len > 0) build_id = hex(bits, id_len);
+  ModuleData* data = data_of(mod);
+  std::string scratch;
+  const std::string& build_id = build_id_of(mod, data, scratch);
   std::string module = modname != nullptr ? modname : "";
   std::uint64_t offset = raw.pc - bias;
   const std::string& key = build_id.empty() ? module : build_id;
@@ -220,9 +237,6 @@ std::vector<Frame> DwflSession::symbolize(const RawFrame& raw, SymbolCache& cach
 
   // Symbolize through the run-wide module copy (one per build-id, shared by every target);
   // in-memory modules ([vdso]) through this session's own Dwfl.
-  void** userdata = nullptr;
-  dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-  auto* data = userdata != nullptr ? static_cast<ModuleData*>(*userdata) : nullptr;
   std::vector<Frame> out;
   std::uint64_t vaddr = raw.exact || offset == 0 ? offset : offset - 1;
   if (data != nullptr && !data->local_path.empty()) {

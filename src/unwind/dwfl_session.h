@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,11 @@ class DwflSession {
   struct ModuleData {
     std::string local_path;
     std::vector<std::uint8_t> image;  // in-memory ELF ([vdso])
+    std::optional<std::string> build_id;  // hex, once its ELF was found ("" when it has none)
   };
+  // The module's build-id in hex ("" when none), formatted once per module (every frame asks).
+  static const std::string& build_id_of(Dwfl_Module* mod, ModuleData* data, std::string& scratch);
+  static ModuleData* data_of(Dwfl_Module* mod);
 
   explicit DwflSession(ModuleSource& source);
   Status report_modules();

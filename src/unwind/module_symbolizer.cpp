@@ -278,7 +278,10 @@ void OfflineModules::prefetch_names(const std::string& key, const std::string& p
   for (std::uint64_t v : vaddrs) {
     if (!m.names.contains(v)) wanted.push_back(v + m.bias);
   }
-  auto hits = find_symbols(m.mod, wanted);
+  if (wanted.empty()) return;
+  if (!m.ranges && m.named_once) m.ranges = std::make_unique<SymbolRanges>(m.mod);
+  m.named_once = true;
+  auto hits = m.ranges ? m.ranges->find(wanted) : find_symbols(m.mod, wanted);
   for (std::size_t i = 0; i < hits.size(); ++i) m.names[wanted[i] - m.bias] = hits[i].name;
 }
 

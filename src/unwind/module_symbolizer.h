@@ -20,6 +20,7 @@
 #include "hangscan/model.h"
 #include "unwind/debug_image.h"
 #include "unwind/dwarf_lines.h"
+#include "unwind/symbol_ranges.h"
 
 namespace hangscan {
 
@@ -65,6 +66,10 @@ class OfflineModules {
     std::future<std::unique_ptr<DebugImage>> pending;  // `debug` while it is being opened
     std::map<std::uint64_t, std::optional<DwarfLines>> line_tables;  // by CU offset
     std::map<std::uint64_t, const char*> names;  // prefetched ELF symbols by vaddr (null: none)
+    // The table's boundaries, read at the second batch of names (a one-shot capture asks once
+    // per module and does not pay for them; a sampler asks again and again).
+    std::unique_ptr<SymbolRanges> ranges;
+    bool named_once = false;
   };
   Module& open(const std::string& key, const std::string& path);
   void start_debug(Module& m);                                // under mu_

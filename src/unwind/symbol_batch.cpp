@@ -94,11 +94,7 @@ void consider(Search& s, const Entry& e, GElf_Addr min_label) {
   }
 }
 
-bool usable(const Entry& e) {
-  const int type = GELF_ST_TYPE(e.sym.st_info);
-  return e.name != nullptr && e.name[0] != '\0' && e.sym.st_shndx != SHN_UNDEF &&
-         type != STT_SECTION && type != STT_FILE && type != STT_TLS;
-}
+bool usable(const Entry& e) { return usable_symbol(e.name, e.sym); }
 
 // The largest symbol end seen so far at or below each of a pass's sorted addresses: a symbol
 // raises it for every address from its start up (a Fenwick tree of maxima: both in O(log n)).
@@ -149,6 +145,12 @@ void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
 
 }  // namespace
 
+bool usable_symbol(const char* name, const GElf_Sym& sym) {
+  const int type = GELF_ST_TYPE(sym.st_info);
+  return name != nullptr && name[0] != '\0' && sym.st_shndx != SHN_UNDEF &&
+         type != STT_SECTION && type != STT_FILE && type != STT_TLS;
+}
+
 std::vector<SymbolHit> find_symbols(Dwfl_Module* mod, std::span<const std::uint64_t> addrs) {
   std::vector<SymbolHit> out(addrs.size());
   const int count = dwfl_module_getsymtab(mod);
@@ -177,7 +179,7 @@ std::vector<SymbolHit> find_symbols(Dwfl_Module* mod, std::span<const std::uint6
     if (s.name != nullptr) {
       out[i] = SymbolHit{s.name, s.value};
     } else if (s.label != nullptr && s.label_value >= s.min_label) {
-      out[i] = SymbolHit{s.label, s.label_value};
+      out[i] = SymbolHit{s.label, s.label_value, true};
     }
   }
   return out;

@@ -22,9 +22,14 @@ namespace hangscan {
 struct SymbolHit {
   const char* name = nullptr;  // null: no symbol covers the address; owned by the Dwfl
   std::uint64_t value = 0;     // the symbol's address (Dwfl address space)
+  bool label = false;          // a size-less symbol (the last resort), not a sized one
 };
 
 // The symbol of each address (Dwfl addresses of `mod`), in the order given.
 std::vector<SymbolHit> find_symbols(Dwfl_Module* mod, std::span<const std::uint64_t> addrs);
+
+// Whether a table entry can name an address at all (find_symbols skips the others): a defined
+// symbol with a name that is not a section, file or TLS symbol.
+bool usable_symbol(const char* name, const GElf_Sym& sym);
 
 }  // namespace hangscan

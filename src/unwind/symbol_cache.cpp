@@ -1,11 +1,21 @@
 #include "unwind/symbol_cache.h"
 
-#include <fmt/format.h>
+#include <charconv>
 
 namespace hangscan {
 
+// module@offset (hex), "!" for an exact address; built by hand: every frame of every sample
+// asks, and formatting was a visible share of `watch`'s CPU.
 std::string SymbolCache::key(const std::string& module_key, std::uint64_t offset, bool exact) {
-  return fmt::format("{}@{:x}{}", module_key, offset, exact ? "!" : "");
+  char digits[17];
+  auto end = std::to_chars(digits, digits + sizeof(digits), offset, 16).ptr;
+  std::string out;
+  out.reserve(module_key.size() + 19);
+  out += module_key;
+  out += '@';
+  out.append(digits, end);
+  if (exact) out += '!';
+  return out;
 }
 
 std::optional<std::vector<Frame>> SymbolCache::find(const std::string& module_key,

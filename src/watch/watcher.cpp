@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <set>
 
@@ -30,10 +31,17 @@ bool takes_fd(long nr) {
   return calls.count(nr) != 0;
 }
 
-// The stack's identity for counting: every frame's function and module offset.
+// The stack's identity for counting: every frame's function and module offset (function@hex;
+// built by hand: every sample needs one).
 std::string stack_key(const std::vector<Frame>& frames) {
   std::string key;
-  for (const auto& f : frames) key += fmt::format("{}@{:x};", f.function, f.offset);
+  char digits[17];
+  for (const auto& f : frames) {
+    key += f.function;
+    key += '@';
+    key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.offset, 16).ptr);
+    key += ';';
+  }
   return key;
 }
 
@@ -232,10 +240,14 @@ void Watcher::fold(Recording& batch) {
       std::vector<Frame>& f = frames[i++];
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
-      if (!f.empty() && !in_wait_loop(f) && !s->in_kernel)
-        last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
+      // Stacks with the same key have the same functions: judged once, when first seen.
       StackCount& c = p.stacks[stack_key(f)];
-      if (c.samples++ == 0) c.frames = std::move(f);
+      if (c.samples++ == 0) {
+        c.waits = in_wait_loop(f);
+        c.frames = std::move(f);
+      }
+      if (!c.frames.empty() && !c.waits && !s->in_kernel)
+        last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
     }
     std::vector<std::vector<Frame>> wait_frames(frames.begin() + static_cast<long>(i),
                                                 frames.end());

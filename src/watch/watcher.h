@@ -56,6 +56,7 @@ class Watcher {
   struct StackCount {
     std::vector<Frame> frames;
     std::size_t samples = 0;
+    bool waits = false;  // in_wait_loop(frames): judged once per distinct stack
   };
   struct Proc {
     DiscoveredProcess discovered;

@@ -4,6 +4,7 @@
 // libtorch_cpu's 35,000 dynamic symbols when torch is installed), at symbol starts, middles,
 // ends, and the gaps between symbols.
 #include "unwind/symbol_batch.h"
+#include "unwind/symbol_ranges.h"
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -134,6 +135,64 @@ TEST(SymbolBatch, EdgeAddresses) {
       EXPECT_EQ(edges[i] - hits[i].value, off) << i;
     }
   }
+}
+
+// SymbolRanges answers exactly as find_symbols: probe addresses (symbol starts, middles, last
+// bytes, one past the ends, one below the starts), their neighbours (+1, +2, +5, +13: inside
+// functions, in gaps, on other boundaries), and size-less symbols (labels, absolute symbols)
+// one byte in and exactly on them (where the answer inside a stretch must not be taken).
+void expect_ranges_same_as_batch(const std::string& path, std::size_t wanted) {
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is not installed";
+  OfflineModule m(path);
+  ASSERT_NE(m.mod(), nullptr) << path;
+  auto first = probe_addresses(m.mod(), wanted);
+  ASSERT_GT(first.size(), 100u) << path;
+  std::vector<std::uint64_t> second;
+  for (std::uint64_t a : first) {
+    for (std::uint64_t d : {1, 2, 5, 13}) second.push_back(a + d);
+  }
+  std::vector<std::uint64_t> third = second;
+  third.insert(third.end(), first.begin(), first.end());
+  // Size-less symbols (labels, absolute symbols): one byte in first, then exactly on them,
+  // where an answer found just inside must not be taken.
+  std::vector<std::uint64_t> inside_labels;
+  std::vector<std::uint64_t> on_labels;
+  const int n = dwfl_module_getsymtab(m.mod());
+  for (int i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr value = 0;
+    const char* name = dwfl_module_getsym_info(m.mod(), i, &sym, &value, nullptr, nullptr, nullptr);
+    if (name == nullptr || sym.st_size != 0 || !usable_symbol(name, sym)) continue;
+    inside_labels.push_back(value + 1);
+    on_labels.push_back(value);
+  }
+  SymbolRanges ranges(m.mod());
+  for (const auto* batch : {&first, &second, &third, &inside_labels, &on_labels}) {
+    auto got = ranges.find(*batch);
+    auto want = find_symbols(m.mod(), *batch);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const std::uint64_t a = (*batch)[i];
+      EXPECT_EQ(got[i].name, want[i].name) << path << " at 0x" << std::hex << a;
+      EXPECT_EQ(got[i].value, want[i].value) << path << " at 0x" << std::hex << a;
+      EXPECT_EQ(got[i].label, want[i].label) << path << " at 0x" << std::hex << a;
+    }
+  }
+  // Every boundary and every stretch's inside went through its one pass.
+  EXPECT_GT(ranges.scanned(), first.size() / 5) << path;
+}
+
+TEST(SymbolRanges, LibcWithItsDebugSymbols) {
+  expect_ranges_same_as_batch(fs::canonical("/lib/x86_64-linux-gnu/libc.so.6").string(), 3000);
+}
+
+TEST(SymbolRanges, Libstdcxx) {
+  expect_ranges_same_as_batch(fs::canonical("/usr/lib/x86_64-linux-gnu/libstdc++.so.6").string(),
+                              2000);
+}
+
+TEST(SymbolRanges, LibtorchCpuDynamicSymbols) {
+  expect_ranges_same_as_batch("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0", 400);
 }
 
 }  // namespace
