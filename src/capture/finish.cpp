@@ -29,7 +29,9 @@ void report_death(const ProcessCopy& copy, ProcessSnapshot& snap) {
       Diagnostic::Severity::error, copy.pid,
       fmt::format("pid {} {} while it was being captured: its stacks may be incomplete", copy.pid,
                   copy.death),
-      "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it"));
+      copy.death.starts_with("exited")
+          ? "the process ended by itself during the capture; dump it again if it should still run"
+          : "the process is gone; the kernel log (dmesg) says whether the OOM killer ended it"));
 }
 
 // Threads in D state were not stopped: their user stacks are missing (each has a note and its
