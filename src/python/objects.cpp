@@ -1,5 +1,7 @@
 #include "python/objects.h"
 
+#include "util/utf8.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,25 +13,6 @@ namespace {
 constexpr std::uint64_t kTagBits = 3;  // _PyStackRef tag bits (3.14)
 
 }  // namespace
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) cp = 0xfffd;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-}
 
 std::uint64_t ObjectReader::untag(std::uint64_t bits) const {
   return layout_.stackref ? (bits & ~kTagBits) : bits;

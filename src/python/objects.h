@@ -103,7 +103,5 @@ class ObjectReader {
 // Decimal digits of a long value ("-1234"); `max_chars` bounds the work (longer: nullopt).
 std::optional<std::string> long_to_decimal(const LongValue& v, std::size_t max_chars);
 
-// Appends the UTF-8 encoding of a code point (invalid ones become U+FFFD).
-void append_utf8(std::string& out, std::uint32_t cp);
 
 }  // namespace hangscan::python

@@ -1,6 +1,8 @@
 // The strict pull tokenizer: structure, strings (escapes, UTF-8), numbers.
 #include "report/json_cursor.h"
 
+#include "util/utf8.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -16,24 +18,6 @@ int hex_digit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -257,7 +241,7 @@ void JsonCursor::decode_escape() {
     if (low < 0xDC00 || low > 0xDFFF) throw Stop{};
     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
   }
-  put_utf8(scratch_, cp);
+  append_utf8(scratch_, cp);
 }
 
 JsonCursor::Number JsonCursor::number() {
