@@ -145,21 +145,43 @@ static __always_inline bool in_syscall(const struct hs_regs* r) {
   return (__s64)r->orig_ax >= 0 && (__s64)r->ax == -HS_ENOSYS;
 }
 
+/* One read of user memory: the current task's (any program) or another task's (sleepable
+ * programs only; `remote` is a constant, so the other helper is not in the program). */
+static __always_inline long read_user(void* dst, __u32 size, __u64 src, struct task_struct* t,
+                                      bool remote) {
+  if (remote) return bpf_copy_from_user_task(dst, size, (void*)src, t, 0);
+  return bpf_probe_read_user(dst, size, (void*)src);
+}
+
+/* The top of a user stack from sp up, into `dst` (HS_STACK_BYTES): whole 4-KiB reads (each read
+ * has a cost of its own, a page walk for another task's memory, beyond the bytes it copies), and
+ * where one fails (the stack's mapping ends inside it) those 4 KiB again in 512-byte chunks, so
+ * every whole chunk below the end is kept: the length is exactly that of reading by chunks. */
+static __always_inline __u32 copy_stack(__u8* dst, __u64 sp, struct task_struct* t, bool remote) {
+  __u32 len = 0;
+  for (int i = 0; i < HS_STACK_BYTES / HS_STACK_PAGE; i++) {
+    if (read_user(&dst[i * HS_STACK_PAGE], HS_STACK_PAGE, sp + (__u64)i * HS_STACK_PAGE, t,
+                  remote) == 0) {
+      len += HS_STACK_PAGE;
+      continue;
+    }
+    for (int j = 0; j < HS_STACK_PAGE / HS_STACK_CHUNK; j++) {
+      __u32 off = i * HS_STACK_PAGE + j * HS_STACK_CHUNK;
+      if (read_user(&dst[off], HS_STACK_CHUNK, sp + off, t, remote) != 0) break;
+      len += HS_STACK_CHUNK;
+    }
+    break;
+  }
+  if (len == 0) count(HS_CNT_STACK_FAULTS);
+  return len;
+}
+
 /* Registers and the top of the user stack of the current task, for an unwind in user space. */
 static __always_inline void copy_user_stack(struct hs_user_stack* u, struct task_struct* task) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
   bpf_probe_read_kernel(&u->regs, sizeof(u->regs), regs);
   u->fs_base = BPF_CORE_READ(task, thread.fsbase);
-  u->stack_len = 0;
-  __u64 sp = u->regs.sp;
-  for (int i = 0; i < HS_STACK_CHUNKS; i++) {
-    if (bpf_probe_read_user(&u->stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
-                            (void*)(sp + (__u64)i * HS_STACK_CHUNK)) != 0) {
-      if (i == 0) count(HS_CNT_STACK_FAULTS);
-      break;
-    }
-    u->stack_len += HS_STACK_CHUNK;
-  }
+  u->stack_len = copy_stack(u->stack, u->regs.sp, task, false);
 }
 
 SEC("perf_event")
@@ -335,17 +357,8 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
   bpf_probe_read_kernel(&c->regs, sizeof(c->regs), regs);
   c->fs_base = t->thread.fsbase;
-  c->stack_len = 0;
   c->kstack_len = 0;
-  __u64 sp = c->regs.sp;
-  for (int i = 0; i < HS_STACK_CHUNKS; i++) {
-    if (bpf_copy_from_user_task(&c->stack[i * HS_STACK_CHUNK], HS_STACK_CHUNK,
-                                (void*)(sp + (__u64)i * HS_STACK_CHUNK), t, 0) != 0) {
-      if (i == 0) count(HS_CNT_STACK_FAULTS);
-      break;
-    }
-    c->stack_len += HS_STACK_CHUNK;
-  }
+  c->stack_len = copy_stack(c->stack, c->regs.sp, t, true);
   /* Read again after the copy (volatile: not the values loaded before it). */
   if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != start) {
     count(HS_CNT_STALE_COPIES);

@@ -131,28 +131,39 @@ class BpfRecorder : public Recorder {
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.watched), &key);
   }
 
+  // One batch read of the whole map (a few bpf() calls, not two per process): the watcher reads
+  // it every 250 ms.
   std::map<int, ProcessCounters> watched() override {
     std::map<int, ProcessCounters> out;
     int fd = bpf_map__fd(skel_->maps.watched);
-    std::uint32_t key = 0;
-    std::uint32_t next = 0;
-    const std::uint32_t* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      hs_proc_stats st{};
-      if (bpf_map_lookup_elem(fd, &next, &st) == 0) {
-        out[static_cast<int>(next)] =
+    constexpr std::uint32_t kChunk = 256;
+    std::vector<std::uint32_t> keys(kChunk);
+    std::vector<hs_proc_stats> vals(kChunk);
+    std::uint32_t batch = 0;
+    bool first = true;
+    for (;;) {
+      std::uint32_t count = kChunk;
+      LIBBPF_OPTS(bpf_map_batch_opts, opts);
+      int rc = bpf_map_lookup_batch(fd, first ? nullptr : &batch, &batch, keys.data(),
+                                    vals.data(), &count, &opts);
+      int err = rc < 0 ? -rc : 0;  // libbpf returns -errno
+      for (std::uint32_t i = 0; i < count && (rc == 0 || err == ENOENT); ++i) {
+        const hs_proc_stats& st = vals[i];
+        out[static_cast<int>(keys[i])] =
             ProcessCounters{st.samples, st.io_jiffies, st.waits, st.waits_not_sent};
       }
-      key = next;
-      prev = &key;
+      if (rc < 0) break;  // ENOENT: the end of the map; anything else: what was read so far
+      first = false;
     }
     return out;
   }
 
-  // Takes what the drain thread copied so far, waiting up to `timeout` for something.
+  // Takes what the drain thread copied so far after `timeout`, or at once for what cannot wait
+  // (see urgent()): samples and waits are finished in batches of seconds anyway, and each
+  // wake-up of the watcher costs a context switch (tens of us on a VM).
   Status poll(Recording& out, std::chrono::milliseconds timeout) override {
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [this] { return has_records() || drain_err_ != 0; });
+    cv_.wait_for(lock, timeout, [this] { return urgent(); });
     if (drain_err_ != 0) return bpf_error("reading the ring buffer", drain_err_);
     append(std::move(drained_), out);
     drained_ = Recording{};
@@ -306,7 +317,7 @@ class BpfRecorder : public Recorder {
         got.waits.clear();
       }
       append(std::move(got), drained_);
-      cv_.notify_all();
+      if (urgent()) cv_.notify_all();
     }
   }
 
@@ -324,8 +335,11 @@ class BpfRecorder : public Recorder {
     append(std::move(got), out);
   }
 
-  bool has_records() const {
-    return !drained_.samples.empty() || !drained_.waits.empty() || !drained_.events.empty();
+  // What the watcher must see before its poll's timeout: an exit, a signal or an OOM kill (a
+  // window may end with it), a read error, or many records held.
+  bool urgent() const {
+    return !drained_.events.empty() || drain_err_ != 0 ||
+           drained_.samples.size() + drained_.waits.size() >= kWakeHeld;
   }
 
   static void append(Recording&& from, Recording& to) {
@@ -361,6 +375,7 @@ class BpfRecorder : public Recorder {
   std::atomic<std::uint64_t> dropped_{0};  // records beyond kMaxHeld
   // Records held between two poll() calls: 2048 stack copies, ~35 MiB (the ring holds ~950).
   static constexpr std::size_t kMaxHeld = 2048;
+  static constexpr std::size_t kWakeHeld = 512;  // ~8 MiB of stack copies
   // How often the iterator copies the stacks of long sleeps: a wait gets its user stack when a
   // pass finds it already among its process's longest, so waits that end sooner than this after
   // that may have none (docs/watch.md, "Waits"). Each pass walks every task of the machine.

@@ -23,8 +23,9 @@ struct RecorderOptions {
   bool follow_children = false;                  // processes the watched ones fork join
   // The longest waits kept per process: the kernel sends only waits among them (0: all).
   std::uint32_t top_waits = 5;
-  // The socket tracepoints that count sends and receives as progress (only the watchdog needs
-  // progress: without --stall they are not attached, and the job's socket calls pay nothing).
+  // Whether progress is tracked (only the watchdog needs it): the socket tracepoints that count
+  // sends and receives, and the watcher's reads of /proc/PID/io. Without --stall neither is
+  // done, and the job's socket calls pay nothing.
   bool data_progress = true;
 };
 
@@ -39,7 +40,8 @@ class Recorder {
   virtual void unwatch(int pid) = 0;
   // The processes the kernel side records now (with those it added on fork).
   virtual std::map<int, ProcessCounters> watched() = 0;
-  // Waits up to `timeout` for records and appends them to `out` (copies only).
+  // Appends the records so far to `out` (copies only) after up to `timeout`; it may return
+  // sooner, at the latest when an exit, a signal or an OOM kill was recorded.
   virtual Status poll(Recording& out, std::chrono::milliseconds timeout) = 0;
   // Appends everything recorded so far, including what the kernel still buffers: the eBPF
   // recorder wakes its reader in batches, so a window's last ~100 ms would otherwise be missing

@@ -22,7 +22,7 @@ bool covers(const Target& target, std::uint64_t pc) {
 }  // namespace
 
 std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
-                                                     const std::vector<const SampledStack*>& copies,
+                                                     const std::vector<SampledStack*>& copies,
                                                      std::vector<std::string>& notes) {
   std::vector<std::vector<Frame>> out(copies.size());
   if (copies.empty()) return out;
@@ -49,7 +49,7 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
     ThreadCopy& tc = copy.threads.emplace_back();
     tc.tid = kCopyIdBase + static_cast<int>(i);
     tc.regs = copies[i]->regs;
-    tc.stack = copies[i]->stack;
+    tc.stack = std::move(copies[i]->stack);
   }
   CaptureOptions options;
   options.python = false;

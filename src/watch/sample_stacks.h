@@ -27,7 +27,8 @@ class SampleStacks {
  public:
   // Frames (innermost first) of each copy, in order, for the process `pid`. A copy that could
   // not be finished (the process is gone, no registers) gets no frames and a note in `notes`.
-  std::vector<std::vector<Frame>> finish(int pid, const std::vector<const SampledStack*>& copies,
+  // The copies' stack bytes are moved into the finish stage (left empty: not copied again).
+  std::vector<std::vector<Frame>> finish(int pid, const std::vector<SampledStack*>& copies,
                                          std::vector<std::string>& notes);
   // The process ended: drop what is kept for it.
   void forget(int pid) {

@@ -79,6 +79,7 @@ class Watcher {
   void add_process(const DiscoveredProcess& dp);
   void rediscover();
   void add_blocked_before(int pid, Proc& p, std::int64_t now);
+  void read_counters(std::int64_t now);
   void check_io(std::int64_t now);
   void fold(Recording& batch);
   void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames);

@@ -22,7 +22,7 @@ context: its BPF time is in `watch CPU s` already and is left out of `BPF s` (sh
 time shows there, e.g. the slow system call path a raw_syscalls program forces).
 
 usage: HANGSCAN_BIN=build/hangscan /usr/bin/python3 tests/bench/bench_watch.py [--window 10]
-       [--pairs 3] [--world 8] [--before BIN] [--no-stress]
+       [--pairs 3] [--world 8] [--before BIN] [--no-stress] [--warm SECONDS]
 Every process it starts is stopped at the end (by pid).
 """
 
@@ -116,9 +116,12 @@ def proc_cpu_s(pid):
     return cpu_s([pid])
 
 
-def window(counter, ranks, seconds, watch_argv=None):
+def window(counter, ranks, seconds, watch_argv=None, warm=0.0):
     """One window: steps/s and CPU over `seconds` - 1.5 s of steady state (with `watch`: from its
-    'recording' line, so its start-up and final report are apart: `startup_cpu_s`, `total_cpu_s`)."""
+    'recording' line, so its start-up and final report are apart: `startup_cpu_s`, `total_cpu_s`).
+    With `warm` > 0 the same is also measured from `warm` s into the window to its end
+    (`late_*`): the recorder's cost once its one-time work (each module's DWARF and symbol
+    index, built at the first batch that meets it) is done, as in a watch that runs for hours."""
     row = {}
     p = None
     if watch_argv is not None:
@@ -132,13 +135,20 @@ def window(counter, ranks, seconds, watch_argv=None):
     s0, c0, b0, t0 = steps(counter), cpu_s(ranks), bpf_run_ns(owner), time.monotonic()
     i0 = bpf_run_ns(owner, iterator=True)
     h0 = proc_cpu_s(p.pid) if p else 0
-    time.sleep(seconds - 1.5)
+    late0 = None
+    if 0 < warm < seconds - 1.5:
+        time.sleep(warm)
+        late0 = (cpu_s(ranks), bpf_run_ns(owner), proc_cpu_s(p.pid) if p else 0, time.monotonic())
+    time.sleep(seconds - 1.5 - (warm if late0 else 0))
     s1, c1, b1, t1 = steps(counter), cpu_s(ranks), bpf_run_ns(owner), time.monotonic()
     i1 = bpf_run_ns(owner, iterator=True)
     h1 = proc_cpu_s(p.pid) if p else 0
     row.update(steps_per_s=(s1 - s0) / (t1 - t0), job_cpu_s=c1 - c0, bpf_s=(b1 - b0) / 1e9,
                iter_s=(i1 - i0) / 1e9, wall_s=t1 - t0,
                ms_per_step=1000 * (c1 - c0) / max(s1 - s0, 1))
+    if late0:
+        row.update(late_job_cpu_s=c1 - late0[0], late_bpf_s=(b1 - late0[1]) / 1e9,
+                   late_hangscan_cpu_s=h1 - late0[2], late_wall_s=t1 - late0[3])
     if p is not None:
         out, _ = p.communicate(timeout=seconds + 120)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # hangscan alone was reaped between
@@ -156,6 +166,8 @@ def main():
     ap.add_argument("--world", type=int, default=8)
     ap.add_argument("--before", help="a second hangscan binary, watched in windows of its own")
     ap.add_argument("--no-stress", action="store_true", help="leave out the stress window")
+    ap.add_argument("--warm", type=float, default=0,
+                    help="also measure each watched window from this many seconds in (steady state)")
     ap.add_argument("--job", nargs=2, help=argparse.SUPPRESS)  # internal: WORLD COUNTER
     args = ap.parse_args()
     if args.job:
@@ -182,8 +194,8 @@ def main():
         for _ in range(args.pairs):
             rows.append(("without", window(counter, ranks, args.window)))
             if args.before:
-                rows.append(("before", window(counter, ranks, args.window, [args.before, "watch"] + pids)))
-            rows.append(("with watch", window(counter, ranks, args.window, watch)))
+                rows.append(("before", window(counter, ranks, args.window, [args.before, "watch"] + pids, args.warm)))
+            rows.append(("with watch", window(counter, ranks, args.window, watch, args.warm)))
         if not args.no_stress:
             rows.append(("stress", window(counter, ranks, args.window,
                                           watch + ["--rate", "999", "--wait-ms", "1"])))
@@ -217,6 +229,13 @@ def main():
               f"without ({100 * (med(with_, 'steps_per_s') / med(without, 'steps_per_s') - 1):+.1f}%); job CPU "
               f"{med(with_, 'ms_per_step'):.1f} ms/step against {med(without, 'ms_per_step'):.1f}; "
               f"median recorder share {statistics.median(shares):.2f}% of the job's CPU (goal < 1%)")
+        late = [r for r in with_ if "late_job_cpu_s" in r]
+        if late:
+            parts = [f"{100 * r['late_hangscan_cpu_s'] / r['late_job_cpu_s']:.2f}% + "
+                     f"{100 * r['late_bpf_s'] / r['late_job_cpu_s']:.2f}%" for r in late]
+            shares = [100 * (r["late_hangscan_cpu_s"] + r["late_bpf_s"]) / r["late_job_cpu_s"] for r in late]
+            print(f"{label}, from {args.warm:.0f} s in ({late[0]['late_wall_s']:.1f} s): recorder share "
+                  f"(hangscan + BPF) {', '.join(parts)}; median {statistics.median(shares):.2f}%")
 
 
 if __name__ == "__main__":
