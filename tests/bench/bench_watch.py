@@ -27,6 +27,7 @@ Every process it starts is stopped at the end (by pid).
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -116,6 +117,34 @@ def proc_cpu_s(pid):
     return cpu_s([pid])
 
 
+
+@contextlib.contextmanager
+def stepping_job(world, prefix="hs-bench-steps-"):
+    """The bench job, stepping, with kernel.bpf_stats_enabled=1: yields (job, counter, ranks).
+    At the end the setting is put back, the job killed (its process group) and the counter gone."""
+    counter = tempfile.mktemp(prefix=prefix)
+    open(counter, "wb").close()
+    stats_before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    job = subprocess.Popen([sys.executable, __file__, "--job", str(world), counter],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        deadline = time.monotonic() + 120
+        while steps(counter) < 20:
+            if time.monotonic() > deadline or job.poll() is not None:
+                raise SystemExit("the job did not start stepping")
+            time.sleep(0.5)
+        ranks = ranks_of(job.pid)
+        assert len(ranks) == world, ranks
+        yield job, counter, ranks
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_before)
+        os.killpg(job.pid, 9)
+        job.wait()
+        os.unlink(counter)
+
 def window(counter, ranks, seconds, watch_argv=None, warm=0.0):
     """One window: steps/s and CPU over `seconds` - 1.5 s of steady state (with `watch`: from its
     'recording' line, so its start-up and final report are apart: `startup_cpu_s`, `total_cpu_s`).
@@ -173,21 +202,7 @@ def main():
     if args.job:
         return job_main(int(args.job[0]), args.job[1])
     hs = os.environ.get("HANGSCAN_BIN", "build/hangscan")
-    counter = tempfile.mktemp(prefix="hs-bench-steps-")
-    open(counter, "wb").close()
-    stats_before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
-    job = subprocess.Popen([sys.executable, __file__, "--job", str(args.world), counter],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
-        deadline = time.monotonic() + 120
-        while steps(counter) < 20:
-            if time.monotonic() > deadline or job.poll() is not None:
-                raise SystemExit("the job did not start stepping")
-            time.sleep(0.5)
-        ranks = ranks_of(job.pid)
-        assert len(ranks) == args.world, ranks
+    with stepping_job(args.world) as (job, counter, ranks):
         pids = sum((["--pid", str(p)] for p in ranks), [])
         watch = [hs, "watch"] + pids
         rows = []
@@ -200,12 +215,6 @@ def main():
             rows.append(("stress", window(counter, ranks, args.window,
                                           watch + ["--rate", "999", "--wait-ms", "1"])))
         load = open("/proc/loadavg").read().split()[:3]
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(stats_before)
-        os.killpg(job.pid, 9)
-        job.wait()
-        os.unlink(counter)
     print(f"{args.world} ranks, torch gloo, {os.cpu_count()} CPUs, windows of {args.window:.0f} s "
           f"(steady state: {args.window - 1.5:.1f} s from watch's 'recording' line), load average "
           f"at the end {' '.join(load)}\n")

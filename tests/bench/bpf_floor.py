@@ -17,11 +17,8 @@ Every process it starts is stopped at the end (by pid).
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_watch as bw  # noqa: E402
@@ -39,21 +36,8 @@ def main():
     obj = os.path.join(args.build, "bpf", "bpf_floor.bpf.o")
     if not (os.path.exists(loader) and os.path.exists(obj)):
         raise SystemExit(f"{loader} or {obj} is missing: build with eBPF support (clang, bpftool, libbpf-dev)")
-    counter = tempfile.mktemp(prefix="hs-floor-steps-")
-    open(counter, "wb").close()
-    stats_before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
-    job = subprocess.Popen([sys.executable, bw.__file__, "--job", str(args.world), counter],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     rows = []
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
-        deadline = time.monotonic() + 120
-        while bw.steps(counter) < 20:
-            if time.monotonic() > deadline or job.poll() is not None:
-                raise SystemExit("the job did not start stepping")
-            time.sleep(0.5)
-        ranks = bw.ranks_of(job.pid)
+    with bw.stepping_job(args.world, "hs-floor-steps-") as (job, counter, ranks):
         for variant in VARIANTS:
             c0 = bw.cpu_s(ranks)
             out = subprocess.run([loader, obj, variant, str(args.seconds)], capture_output=True,
@@ -65,12 +49,6 @@ def main():
                 name, runs, ns = line.split()
                 rows.append((name, int(runs) / args.seconds, int(ns) / max(int(runs), 1),
                              100 * int(ns) / 1e9 / job_cpu))
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(stats_before)
-        os.killpg(job.pid, signal.SIGKILL)
-        job.wait()
-        os.unlink(counter)
     print(f"{args.world} ranks, torch gloo, {os.cpu_count()} CPUs, {args.seconds} s a variant, load average "
           f"at the end {' '.join(open('/proc/loadavg').read().split()[:3])}\n")
     print(f"{'program':<16} {'runs/s':>9} {'ns/run':>8} {'% of job CPU':>13}")

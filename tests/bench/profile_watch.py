@@ -21,7 +21,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,68 +66,51 @@ def main():
     secs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     extra = sys.argv[2:]
     hs = os.environ.get("HANGSCAN_BIN", "build/hangscan")
-    counter = tempfile.mktemp(prefix="hs-profile-steps-")
-    open(counter, "wb").close()
-    before = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
-    job = subprocess.Popen([sys.executable, bw.__file__, "--job", "8", counter], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
-    watch = perf = None
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
-        deadline = time.monotonic() + 120
-        while bw.steps(counter) < 20:
-            if time.monotonic() > deadline or job.poll() is not None:
-                raise SystemExit("the job did not start stepping")
-            time.sleep(0.5)
-        ranks = bw.ranks_of(job.pid)
-        argv = [hs, "watch"] + sum((["--pid", str(p)] for p in ranks), []) + ["--for", str(secs), "--json"]
-        watch = subprocess.Popen(argv + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = watch.stderr.readline().decode()
-        assert line.startswith("hangscan: recording"), line
-        if os.environ.get("PERF"):
-            perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
-                                     "/tmp/hs-profile-watch.data", "-p", str(watch.pid)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        sc0 = watched_syscalls(watch.pid)
-        s0, c0, h0, b0, t0 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
-                              time.monotonic())
-        time.sleep(secs - 2)
-        s1, c1, h1, b1, t1 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
-                              time.monotonic())
-        sc1 = watched_syscalls(watch.pid)
-        if perf:
-            perf.send_signal(signal.SIGINT)
-            perf.wait()
-        out, _ = watch.communicate(timeout=120)
-        doc = json.loads(out)
-        wall = t1 - t0
-        print(f"steady state {wall:.2f} s: job {(s1 - s0) / wall:.2f} steps/s, job CPU {c1 - c0:.2f} s, "
-              f"hangscan CPU {h1 - h0:.2f} s; window: {doc['events']} records, {doc['lost']} lost; "
-              f"load {' '.join(open('/proc/loadavg').read().split()[:3])}")
-        if sc0 is not None and sc1 is not None:
-            print(f"watched ranks' system calls: {(sc1 - sc0) / wall:.0f}/s")
-        total = 0
-        for name in sorted(b1):
-            dn = b1[name][0] - b0.get(name, (0, 0))[0]
-            dc = b1[name][1] - b0.get(name, (0, 0))[1]
-            # The sleepable iterator runs in hangscan's context: its time is in hangscan's CPU.
-            ours = name == bw.ITERATOR
-            total += 0 if ours else dn
-            print(f"  {name:16s} {dc / wall:9.0f} runs/s {dn / 1e9:7.3f} s {dn / max(dc, 1):7.0f} ns/run"
-                  f"{' (in hangscan CPU)' if ours else ''}")
-        print(f"BPF {total / 1e9:.3f} s + hangscan {h1 - h0:.3f} s = "
-              f"{100 * ((h1 - h0) + total / 1e9) / (c1 - c0):.2f}% of the job's CPU")
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(before)
-        for p in (perf, watch):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-        os.killpg(job.pid, signal.SIGKILL)
-        job.wait()
-        os.unlink(counter)
+    with bw.stepping_job(8, "hs-profile-steps-") as (job, counter, ranks):
+        watch = perf = None
+        try:
+            argv = [hs, "watch"] + sum((["--pid", str(p)] for p in ranks), []) + ["--for", str(secs), "--json"]
+            watch = subprocess.Popen(argv + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            line = watch.stderr.readline().decode()
+            assert line.startswith("hangscan: recording"), line
+            if os.environ.get("PERF"):
+                perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
+                                         "/tmp/hs-profile-watch.data", "-p", str(watch.pid)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            sc0 = watched_syscalls(watch.pid)
+            s0, c0, h0, b0, t0 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
+                                  time.monotonic())
+            time.sleep(secs - 2)
+            s1, c1, h1, b1, t1 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
+                                  time.monotonic())
+            sc1 = watched_syscalls(watch.pid)
+            if perf:
+                perf.send_signal(signal.SIGINT)
+                perf.wait()
+            out, _ = watch.communicate(timeout=120)
+            doc = json.loads(out)
+            wall = t1 - t0
+            print(f"steady state {wall:.2f} s: job {(s1 - s0) / wall:.2f} steps/s, job CPU {c1 - c0:.2f} s, "
+                  f"hangscan CPU {h1 - h0:.2f} s; window: {doc['events']} records, {doc['lost']} lost; "
+                  f"load {' '.join(open('/proc/loadavg').read().split()[:3])}")
+            if sc0 is not None and sc1 is not None:
+                print(f"watched ranks' system calls: {(sc1 - sc0) / wall:.0f}/s")
+            total = 0
+            for name in sorted(b1):
+                dn = b1[name][0] - b0.get(name, (0, 0))[0]
+                dc = b1[name][1] - b0.get(name, (0, 0))[1]
+                # The sleepable iterator runs in hangscan's context: its time is in hangscan's CPU.
+                ours = name == bw.ITERATOR
+                total += 0 if ours else dn
+                print(f"  {name:16s} {dc / wall:9.0f} runs/s {dn / 1e9:7.3f} s {dn / max(dc, 1):7.0f} ns/run"
+                      f"{' (in hangscan CPU)' if ours else ''}")
+            print(f"BPF {total / 1e9:.3f} s + hangscan {h1 - h0:.3f} s = "
+                  f"{100 * ((h1 - h0) + total / 1e9) / (c1 - c0):.2f}% of the job's CPU")
+        finally:
+            for p in (perf, watch):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.wait()
 
 
 if __name__ == "__main__":
