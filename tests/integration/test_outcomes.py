@@ -65,7 +65,10 @@ def kill_while_stopped(hangscan, target):
 
 def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
     """Waits until the writer's hidden .partial core holds min_bytes, stops the writer, checks
-    that nothing has a core's name yet, kills the target and lets the writer go on."""
+    that nothing has a core's name yet, kills the target and lets the writer go on. Returns
+    False, with the writer finished and `d` emptied, when the write was already over when the
+    writer stopped (the target released, the core published or about to be): on a loaded
+    machine this test can see the file only near its end. Then nothing was killed."""
     def grown():
         for name in os.listdir(d):
             if ".partial-" in name:
@@ -80,18 +83,35 @@ def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
         os.kill(hangscan.pid, signal.SIGSTOP)
         hs.wait_for(lambda: hs.process_state(hangscan.pid) == "T", 30, "hangscan to stop")
         names = os.listdir(d)
-        assert partial in names and not [n for n in names if n.startswith("core.")], names
-        assert hs.stopped_threads(target.pid), "the target is not stopped for the write"
+        if partial not in names or not hs.stopped_threads(target.pid):
+            os.kill(hangscan.pid, signal.SIGCONT)  # the race was lost: the write was over
+            rc, out, err = finish(hangscan)
+            assert rc == 0, (rc, err)
+            for n in os.listdir(d):
+                os.unlink(os.path.join(d, n))
+            return False
+        assert not [n for n in names if n.startswith("core.")], names
         kill_while_stopped(hangscan, target)
+        return True
     except BaseException:
         os.killpg(hangscan.pid, signal.SIGKILL)
         raise
 
 
+def killed_mid_write(targets, outdir, argv_for):
+    """A 512-MiB target whose core `argv_for(pid)` was writing when it was killed, and that
+    hangscan; a few tries, since a try can lose the race (kill_during_core_write)."""
+    for _ in range(3):
+        big = targets.start([PYTHON, str(BIG), hs.READY, "512"], timeout=120)
+        proc = start_hangscan(argv_for(big.pid))
+        if kill_during_core_write(proc, big, outdir):
+            return big, proc
+    raise AssertionError("the core write was over before the test could stop it, 3 times")
+
+
 def test_gcore_of_a_process_killed_mid_write_is_no_core_and_exit_2(targets, outdir):
-    big = targets.start([PYTHON, str(BIG), hs.READY, "512"], timeout=120)
-    proc = start_hangscan(["gcore", "--pid", big.pid, "-o", outdir, "--max-size", "4G"])
-    kill_during_core_write(proc, big, outdir)
+    big, proc = killed_mid_write(targets, outdir,
+                                 lambda pid: ["gcore", "--pid", pid, "-o", outdir, "--max-size", "4G"])
     rc, out, err = finish(proc)
     assert rc == 2, (rc, out, err)
     assert err == ("hangscan: pid %d was killed by SIGKILL while its core was being written: no core "
@@ -101,10 +121,9 @@ def test_gcore_of_a_process_killed_mid_write_is_no_core_and_exit_2(targets, outd
 
 
 def test_dump_gcore_of_a_process_killed_mid_write_says_so_and_exit_1(targets, outdir):
-    big = targets.start([PYTHON, str(BIG), hs.READY, "512"], timeout=120)
-    proc = start_hangscan(["dump", "--pid", big.pid, "--gcore", "all", "--gcore-dir", outdir,
-                           "--gcore-max-size", "4G", "--json"])
-    kill_during_core_write(proc, big, outdir)
+    big, proc = killed_mid_write(targets, outdir,
+                                 lambda pid: ["dump", "--pid", pid, "--gcore", "all", "--gcore-dir",
+                                              outdir, "--gcore-max-size", "4G", "--json"])
     rc, out, err = finish(proc)
     assert rc == 1, (rc, err)
     assert re.search(r"^hangscan: no core of pid %d on \S+ \([a-z -]+\): pid %d was killed by SIGKILL "
