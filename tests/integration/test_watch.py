@@ -111,6 +111,12 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     names = [f["function"] for f in top["frames"]]
     assert names[:2] == ["spin_forever", "spin_main"], run.describe()
     assert top["share"] > 0.9, run.describe()
+    # The whole stack, to the thread's entry (nothing cut from the top of the copy). The oracle:
+    # eu-stack -i on the same thread, which never leaves spin_forever.
+    spin = sorted(int(t) for t in os.listdir(f"/proc/{busy.pid}/task") if int(t) != busy.pid)
+    out = subprocess.run(["eu-stack", "-i", "-p", str(busy.pid)], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert names == eu_stack_functions(out, spin[0]), (names, out)
     r = process(doc, reader.pid)
     waits = [w for w in r["waits"] if w["syscall"] == "read"]
     assert waits, run.describe()
@@ -446,12 +452,17 @@ def test_without_bpf_capabilities_watch_says_why_and_samples_with_ptrace(ebpf, p
     assert busy.alive()
 
 
+def eu_stack_functions(out: str, tid: int) -> list[str]:
+    """The functions of thread `tid` in eu-stack's output, innermost first."""
+    thread = out.split(f"TID {tid}:", 1)[1].split("\nTID ", 1)[0]
+    return re.findall(r"^#\d+\s+0x[0-9a-f]+\s+(\S+)", thread, re.M)
+
+
 def eu_stack_core(core: str) -> tuple[int, list[str]]:
     """The oracle: eu-stack's reading of a core: its pid and the main thread's functions."""
     out = subprocess.run(["eu-stack", "--core", core], capture_output=True, text=True, timeout=120).stdout
     pid = int(re.search(r"^PID (\d+)", out, re.M).group(1))
-    main = out.split(f"TID {pid}:", 1)[1].split("\nTID ", 1)[0]
-    return pid, re.findall(r"^#\d+\s+0x[0-9a-f]+\s+(\S+)", main, re.M)
+    return pid, eu_stack_functions(out, pid)
 
 
 def test_watchdog_gcore_writes_one_core_per_group_into_the_bundle(ebpf, pool, tmp_path):
