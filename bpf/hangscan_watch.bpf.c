@@ -271,10 +271,42 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
   return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
+/* Why: a wake-up from an interrupt (a timer's expiry, a device's completion) or from the
+ * kernel's softirq work (a packet received) runs on whatever task was on the CPU, and that task
+ * woke nobody. The kernel's preempt count says where we are. It is a per-CPU variable, and
+ * per-CPU data symbols are not in every kernel's kallsyms (KALLSYMS_ALL), so it is reached
+ * from the current task's runqueue, another per-CPU variable: user space puts the distance
+ * between the two (from the kernel's BTF, `preempt_count_from_rq`) here; 0: unknown. */
+const volatile __s64 preempt_count_from_rq = 0;
+#define HS_NMI_MASK 0x00f00000
+#define HS_HARDIRQ_MASK 0x000f0000
+#define HS_SOFTIRQ_OFFSET 0x00000100 /* set while softirqs are served */
+
+/* 1: in a task's own context, 0: in an interrupt or softirq, -1: not known here. */
+static __always_inline int in_task_context(void) {
+  if (preempt_count_from_rq == 0) return -1;
+  /* The running task's runqueue is this CPU's (direct loads: BTF pointers, no helper). */
+  struct rq* rq = bpf_get_current_task_btf()->se.cfs_rq->rq;
+  int pc = 0;
+  if (!rq || bpf_probe_read_kernel(&pc, sizeof(pc), (void*)rq + preempt_count_from_rq) != 0)
+    return -1;
+  return (pc & (HS_NMI_MASK | HS_HARDIRQ_MASK | HS_SOFTIRQ_OFFSET)) == 0;
+}
+
+/* `sched_waking`, not `sched_wakeup`: the latter runs on the wakee's CPU, in whatever task is
+ * there, when the kernel hands the wake-up to an idle CPU or one that shares no cache with
+ * the waker's (TTWU_QUEUE); sched_waking always runs in the waker's context. The last task to
+ * wake the thread is kept; a wake-up from an interrupt clears it (the thread was woken by no
+ * task: its timeout, a packet, a device). */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct* p) {
   struct thread_state* ts = state_of(p);
   if (!ts || ts->offcpu_start_ns == 0) return 0;
+  if (in_task_context() <= 0) {
+    ts->waker_pid = 0;
+    ts->waker_tid = 0;
+    return 0;
+  }
   __u64 id = bpf_get_current_pid_tgid();
   ts->waker_pid = id >> 32;
   ts->waker_tid = (__u32)id;

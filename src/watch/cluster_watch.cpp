@@ -135,6 +135,7 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
                                {"sample_hz", number_or(n.doc, "sample_hz", 0)},
                                {"events", number_or(n.doc, "events", 0)},
                                {"lost", number_or(n.doc, "lost", 0)},
+                               {"wakers_known", n.doc.value("wakers_known", false)},
                                {"processes", n.doc["processes"].size()}});
     for (auto& p : n.doc["processes"]) {
       if (!p.is_object()) continue;

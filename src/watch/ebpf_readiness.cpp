@@ -74,10 +74,14 @@ EbpfReadiness ebpf_readiness() {
     return r;
   }
   r.ready = true;
-  r.finding = std::string("the recorder loads and attaches (CO-RE, BTF)") +
-              ((*rec)->records_oom()
-                   ? ""
-                   : "; OOM victims come from the kernel log (oom:mark_victim takes a pid here)");
+  r.finding =
+      std::string("the recorder loads and attaches (CO-RE, BTF)") +
+      ((*rec)->records_oom()
+           ? ""
+           : "; OOM victims come from the kernel log (oom:mark_victim takes a pid here)") +
+      ((*rec)->records_wakers()
+           ? ""
+           : "; who woke a wait is not known (the kernel's BTF does not place its preempt count)");
   return r;
 }
 

@@ -27,6 +27,7 @@ class PtraceRecorder : public Recorder {
   std::map<int, ProcessCounters> watched() override { return procs_; }
   RecorderCounters counters() override { return counters_; }
   bool records_oom() const override { return false; }
+  bool records_wakers() const override { return false; }
   std::vector<WaitRecord> ongoing(std::int64_t, std::uint64_t) override { return {}; }
 
   Status poll(Recording& out, std::chrono::milliseconds timeout) override {

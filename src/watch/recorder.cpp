@@ -41,6 +41,43 @@ Error bpf_error(const std::string& what, int err) {
                err, kBpfHint);
 }
 
+// The offset of a per-CPU variable in the kernel's per-CPU area, from its BTF (-1: not there),
+// plus that of `member` inside it when given.
+long percpu_offset(const btf* vmlinux, const char* var, const char* member = nullptr) {
+  int sec = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
+  int id = btf__find_by_name_kind(vmlinux, var, BTF_KIND_VAR);
+  if (sec <= 0 || id <= 0) return -1;
+  const btf_type* ds = btf__type_by_id(vmlinux, sec);
+  const btf_var_secinfo* vs = btf_var_secinfos(ds);
+  for (int i = 0; i < btf_vlen(ds); ++i, ++vs) {
+    if (static_cast<int>(vs->type) != id) continue;
+    if (member == nullptr) return static_cast<long>(vs->offset);
+    const btf_type* t = btf__type_by_id(vmlinux, btf__type_by_id(vmlinux, id)->type);
+    if (t == nullptr || !btf_is_struct(t)) return -1;
+    const btf_member* m = btf_members(t);
+    for (int j = 0; j < btf_vlen(t); ++j, ++m) {
+      if (std::strcmp(btf__name_by_offset(vmlinux, m->name_off), member) == 0)
+        return static_cast<long>(vs->offset + btf_member_bit_offset(t, j) / 8);
+    }
+    return -1;
+  }
+  return -1;
+}
+
+// How far this CPU's preempt count lies from its runqueue (on_sched_waking tells a task's
+// wake-ups from an interrupt's with it): both are per-CPU variables, so the distance is the
+// same on every CPU. The count is `__preempt_count`, or `pcpu_hot.preempt_count` on x86-64
+// from 6.2 to 6.14. 0: not known (no waker is then kept).
+std::int64_t preempt_count_from_rq() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return 0;
+  long rq = percpu_offset(vmlinux, "runqueues");
+  long pc = percpu_offset(vmlinux, "__preempt_count");
+  if (pc < 0) pc = percpu_offset(vmlinux, "pcpu_hot", "preempt_count");
+  btf__free(vmlinux);
+  return rq < 0 || pc < 0 ? 0 : static_cast<std::int64_t>(pc) - rq;
+}
+
 // oom:mark_victim passes the task since Linux 6.2 (an int pid before): the program reads the
 // task, so it is loaded only where the kernel's BTF says so.
 bool mark_victim_takes_task() {
@@ -99,6 +136,8 @@ class BpfRecorder : public Recorder {
       bpf_program__set_autoload(skel_->progs.on_sock_send, false);
       bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
     }
+    skel_->rodata->preempt_count_from_rq = preempt_count_from_rq();
+    wakers_ = skel_->rodata->preempt_count_from_rq != 0;
     if (int err = hangscan_watch__load(skel_); err != 0)
       return bpf_error("cannot load the programs", -err);
     if (int err = hangscan_watch__attach(skel_); err != 0) {
@@ -144,8 +183,8 @@ class BpfRecorder : public Recorder {
     for (;;) {
       std::uint32_t count = kChunk;
       LIBBPF_OPTS(bpf_map_batch_opts, opts);
-      int rc = bpf_map_lookup_batch(fd, first ? nullptr : &batch, &batch, keys.data(),
-                                    vals.data(), &count, &opts);
+      int rc = bpf_map_lookup_batch(fd, first ? nullptr : &batch, &batch, keys.data(), vals.data(),
+                                    &count, &opts);
       int err = rc < 0 ? -rc : 0;  // libbpf returns -errno
       for (std::uint32_t i = 0; i < count && (rc == 0 || err == ENOENT); ++i) {
         const hs_proc_stats& st = vals[i];
@@ -189,6 +228,7 @@ class BpfRecorder : public Recorder {
   }
 
   bool records_oom() const override { return oom_; }
+  bool records_wakers() const override { return wakers_; }
 
   // The threads' states are task storage, read by pidfd (one per thread of each watched process).
   std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) override {
@@ -258,7 +298,8 @@ class BpfRecorder : public Recorder {
   // the waits still going at the end are read for main threads only (docs/watch.md).
   static int thread_pidfd(int pid, int tid) {
     int fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
-    if (fd < 0 && errno == EINVAL && tid == pid) fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, 0));
+    if (fd < 0 && errno == EINVAL && tid == pid)
+      fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, 0));
     return fd;
   }
 
@@ -363,13 +404,14 @@ class BpfRecorder : public Recorder {
   std::vector<bpf_link*> sample_links_;
   Recording* sink_ = nullptr;  // the drain thread's batch, during its ring_buffer__poll
   bool oom_ = false;
+  bool wakers_ = false;
   std::thread drain_;
   std::atomic<bool> stop_{false};
   std::mutex ring_mu_;  // one reader of the ring at a time: the drain thread or drain_now()
   std::mutex mu_;
   std::condition_variable cv_;
-  Recording drained_;                      // copied, not yet taken by poll() (guarded by mu_)
-  std::mutex iter_mu_;                     // one run of the iterator at a time (its scratch)
+  Recording drained_;   // copied, not yet taken by poll() (guarded by mu_)
+  std::mutex iter_mu_;  // one run of the iterator at a time (its scratch)
   std::chrono::steady_clock::time_point last_iter_{};
   int drain_err_ = 0;                      // errno of a failed ring-buffer read (guarded by mu_)
   std::atomic<std::uint64_t> dropped_{0};  // records beyond kMaxHeld

@@ -53,6 +53,9 @@ class Recorder {
   virtual std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) = 0;
   // Whether OOM victims are recorded (oom:mark_victim passes the task on this kernel).
   virtual bool records_oom() const = 0;
+  // Whether a wait's waker is known: the programs tell a task's wake-up from an interrupt's
+  // (no task woke the thread) only where the kernel's BTF locates the preempt count.
+  virtual bool records_wakers() const = 0;
 };
 
 // True when this binary carries the eBPF recorder.

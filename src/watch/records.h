@@ -46,7 +46,7 @@ struct WaitRecord {
   std::uint64_t arg0 = 0;
   std::uint64_t seq = 0;  // which sleep of the thread
   std::uint64_t duration_ns = 0;
-  int waker_pid = 0;  // 0: not woken by anyone we saw (a timeout, a signal)
+  int waker_pid = 0;  // 0: no task woke it (a timeout, an interrupt)
   int waker_tid = 0;
   std::string waker_comm;
   bool has_user_stack = false;

@@ -31,10 +31,10 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, const char*
 std::string wait_line(const WaitView& w) {
   std::string what = !w.syscall.empty() ? w.syscall + "()" : "off CPU outside a system call";
   if (w.fd) what += fmt::format(" on fd {}", *w.fd);
-  std::string waker =
-      w.waker_pid == 0
-          ? (w.ongoing ? "" : ", not woken by another task (timeout or signal)")
-          : fmt::format(", woken by pid {} tid {} ({})", w.waker_pid, w.waker_tid, w.waker_comm);
+  std::string waker = !w.waker_known || w.ongoing ? ""
+                      : w.waker_pid == 0 ? ", not woken by another task (a timeout or an interrupt)"
+                                         : fmt::format(", woken by pid {} tid {} ({})", w.waker_pid,
+                                                       w.waker_tid, w.waker_comm);
   return fmt::format("{:.3f} s in {} (thread {}, {:.3f} s off CPU{}{})", w.duration_s, what, w.tid,
                      w.offcpu_s,
                      w.before_window ? ", since before the window, still waiting at the end"
@@ -88,6 +88,7 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["events"] = r.counters.events;
   j["lost"] = r.counters.lost;
   j["stopped_s"] = static_cast<double>(r.counters.stopped_ns) / 1e9;
+  j["wakers_known"] = r.wakers_known;
   j["processes"] = nlohmann::json::array();
   for (const auto& p : r.processes) {
     nlohmann::json pj{

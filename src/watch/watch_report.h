@@ -27,11 +27,12 @@ struct WaitView {
   std::string syscall;          // its name; empty: off CPU outside a system call
   std::optional<long long> fd;  // the first argument of calls that take an fd
   double duration_s = 0;
-  double offcpu_s = 0;  // the same as duration_s: a wait is one sleep (docs/watch.md "Waits")
-  double end_s = 0;            // seconds from the window's start
-  bool ongoing = false;        // still waiting when the window ended
+  double offcpu_s = 0;   // the same as duration_s: a wait is one sleep (docs/watch.md "Waits")
+  double end_s = 0;      // seconds from the window's start
+  bool ongoing = false;  // still waiting when the window ended
   bool before_window = false;  // blocked since before the window (from /proc: no user stack)
-  int waker_pid = 0;           // 0: nobody we saw woke it (a timeout, a signal)
+  int waker_pid = 0;           // 0: no task woke it (a timeout, an interrupt), or not known
+  bool waker_known = true;     // false: this kernel does not say (Recorder::records_wakers)
   int waker_tid = 0;
   std::string waker_comm;
   std::vector<std::string> kernel;  // kernel functions, innermost first
@@ -65,6 +66,7 @@ struct WatchReport {
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the window's start (the timeline's zero)
   int sample_hz = 0;
   std::uint64_t wait_threshold_ns = 0;
+  bool wakers_known = true;  // whether the waits' wakers are recorded (Recorder::records_wakers)
   std::vector<ProcessWatch> processes;  // ranks by rank, then the rest by pid
   std::vector<TimelineEntry> timeline;
   RecorderCounters counters;

@@ -308,6 +308,7 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
   v.waker_pid = w.waker_pid;
   v.waker_tid = w.waker_tid;
   v.waker_comm = w.waker_comm;
+  v.waker_known = recorder_->records_wakers();
   for (auto a : w.copy.kernel) {
     std::string name = kernel_.name(a);
     // The recorder's own frames (the tracepoint that took the stack) are not the wait.
@@ -388,6 +389,7 @@ WatchReport Watcher::report() {
   r.start_ns = start_ns_;
   r.sample_hz = options_.recorder.sample_hz;
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
+  r.wakers_known = recorder_->records_wakers();
   r.counters = recorder_->counters();
   r.diagnostics = diagnostics_;
   for (const auto& [pid, c] : recorder_->watched()) {

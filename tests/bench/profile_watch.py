@@ -8,7 +8,8 @@ line, less the last 2 s): each BPF program's run count and run time (`bpftool pr
 kernel.bpf_stats_enabled=1 for the run, restored after), hangscan's own CPU time, the job's
 CPU time, and the watched ranks' system calls per second (the kernel's counters in the
 `watched` map). With PERF=1 it also runs `perf record --call-graph dwarf` on hangscan
-(/tmp/hs-profile-watch.data) for the user-space split. The wait-stack iterator
+(/tmp/hs-profile-watch.data) for the user-space split. WARM=S measures from S seconds in
+(past the one-time work: each module's DWARF inflated and its symbols indexed at first use). The wait-stack iterator
 (copy_wait_stacks) runs in hangscan's context: listed, but its time counts in hangscan's CPU.
 
 usage: HANGSCAN_BIN=build/hangscan /usr/bin/python3 tests/bench/profile_watch.py [SECONDS [ARGS...]]
@@ -73,6 +74,8 @@ def main():
             watch = subprocess.Popen(argv + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             line = watch.stderr.readline().decode()
             assert line.startswith("hangscan: recording"), line
+            warm = int(os.environ.get("WARM", "0"))
+            time.sleep(warm)  # past the one-time work (DWARF inflated, symbols indexed)
             if os.environ.get("PERF"):
                 perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
                                          "/tmp/hs-profile-watch.data", "-p", str(watch.pid)],
@@ -80,7 +83,7 @@ def main():
             sc0 = watched_syscalls(watch.pid)
             s0, c0, h0, b0, t0 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
-            time.sleep(secs - 2)
+            time.sleep(secs - 2 - warm)
             s1, c1, h1, b1, t1 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
             sc1 = watched_syscalls(watch.pid)

@@ -134,6 +134,54 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     assert 5 < r["wait_count"] <= len(writes), (r["wait_count"], len(writes))
 
 
+
+def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, pool, tmp_path):
+    """Naps ended by their timer on a CPU busy with another process were woken by no task
+    (the timer's interrupt stops that process, which woke nobody); reads woken by a writer on
+    another CPU, idle until then (the kernel hands such a wake-up to the idle CPU, where the
+    wakee's side of it runs in whatever is there), name the writer's thread."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    a, b = str(cpus[0]), str(cpus[1])
+    busy = Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "busy"
+    pool.start(["taskset", "-c", a, str(busy), READY])
+    napper = pool.start(["taskset", "-c", a, PY, RANKS, READY, "nap", "0.2"], main_parked=True)
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    reader = pool.start(["taskset", "-c", b, PY, RANKS, READY, "reader", fifo], main_parked=True)
+    stop = threading.Event()
+    feeder_tid: list[int] = []
+
+    def feed():
+        os.sched_setaffinity(0, {cpus[0]})  # this thread only: the reader's CPU stays idle
+        feeder_tid.append(threading.get_native_id())
+        w = os.open(fifo, os.O_WRONLY)
+        try:
+            while not stop.wait(0.3):
+                os.write(w, b"x")
+        finally:
+            os.close(w)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        run = run_hangscan(["watch", "--pid", napper.pid, "--pid", reader.pid, "--for", "4", "--json"],
+                           timeout=90)
+    finally:
+        stop.set()
+        feeder.join()
+    assert run.rc == 0, run.describe()
+    naps = [w for w in process(run.doc, napper.pid)["waits"] if w["syscall"] == "clock_nanosleep"]
+    assert naps, run.describe()
+    for w in naps:
+        assert 0.15 < w["duration_s"] < 2.0 and w["waker"] is None, w
+    reads = [w for w in process(run.doc, reader.pid)["waits"] if w["syscall"] == "read"]
+    assert reads, run.describe()
+    for w in reads:
+        assert w["waker"] is not None, w
+        assert (w["waker"]["pid"], w["waker"]["tid"]) == (os.getpid(), feeder_tid[0]), w
+
 def test_the_five_longest_waits_are_reported_though_the_kernel_sends_only_those(ebpf, pool, tmp_path):
     """The kernel sends a wait only when it beats one of the process's five longest so far; the
     report must still hold exactly the five longest. Oracle: the gaps between the test's own
@@ -250,7 +298,7 @@ def test_sigkill_of_watch_leaves_no_bpf_object(ebpf, pool, tmp_path):
     assert target.alive()
 
 
-RECORDER_PROGRAMS = {"on_cpu_sample", "on_sched_switch", "on_sched_wakeup", "on_sock_send", "on_sock_recv",
+RECORDER_PROGRAMS = {"on_cpu_sample", "on_sched_switch", "on_sched_waking", "on_sock_send", "on_sock_recv",
                      "on_fork", "copy_wait_stacks", "on_exit", "on_signal", "on_oom_victim",
                      "on_sys_exit", "on_sys_enter"}
 
@@ -285,6 +333,8 @@ def test_no_system_call_hook_is_attached(ebpf, pool, tmp_path, mode):
     assert ("iter", None, "task") in attached, attached
     assert not [a for a in attached if a[1] in ("sys_enter", "sys_exit")], attached
     assert ("raw_tracepoint", "sched_switch", None) in attached, attached
+    # Who woke a thread: taken on the waker's side of the wake-up.
+    assert ("raw_tracepoint", "sched_waking", None) in attached, attached
 
 
 def test_watchdog_stays_quiet_while_a_waiting_rank_moves_data(ebpf, pool, tmp_path):

@@ -7,6 +7,7 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
   recv SOCKET   connects to the Unix stream socket SOCKET and receives one byte at a time forever
                 (off CPU in recvfrom(), woken by the sender)
   sleep         sleeps in time.sleep() forever (the odd rank of a stopped job)
+  nap SECONDS   sleeps SECONDS in time.sleep() again and again (each nap ended by its timer)
   grow FIFO     waits for one byte on FIFO, then allocates memory until something kills it
                 (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
 """
@@ -52,6 +53,9 @@ def main():
     elif mode == "sleep":
         while True:
             time.sleep(3600)
+    elif mode == "nap":
+        while True:
+            time.sleep(float(sys.argv[3]))
 
 
 main()

@@ -1,0 +1,65 @@
+// The watch report's words for who woke a wait: a task, no task, or not known on this kernel.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "watch/watch_format.h"
+#include "watch/watch_report.h"
+
+namespace hangscan {
+namespace {
+
+WatchReport one_wait(int waker_pid, bool known) {
+  WaitView w;
+  w.tid = 11;
+  w.syscall = "read";
+  w.syscall_nr = 0;
+  w.duration_s = w.offcpu_s = 0.25;
+  w.end_s = 1.5;
+  w.waker_pid = waker_pid;
+  w.waker_tid = waker_pid + 1;
+  w.waker_comm = waker_pid ? "writer" : "";
+  w.waker_known = known;
+  ProcessWatch p;
+  p.pid = 10;
+  p.comm = "python3";
+  p.waits.push_back(w);
+  WatchReport r;
+  r.recorder = "ebpf";
+  r.wakers_known = known;
+  r.processes.push_back(p);
+  return r;
+}
+
+TEST(WatchFormat, NamesTheWakingTask) {
+  auto r = one_wait(20, true);
+  EXPECT_NE(
+      watch_text(r).find("0.250 s in read() (thread 11, 0.250 s off CPU, ran again at +1.50 s, "
+                         "woken by pid 20 tid 21 (writer))"),
+      std::string::npos)
+      << watch_text(r);
+  auto j = watch_json(r);
+  EXPECT_EQ(j["processes"][0]["waits"][0]["waker"]["tid"], 21);
+  EXPECT_EQ(j["wakers_known"], true);
+}
+
+TEST(WatchFormat, NoTaskWokeItSaysSo) {
+  auto r = one_wait(0, true);
+  EXPECT_NE(watch_text(r).find("not woken by another task (a timeout or an interrupt)"),
+            std::string::npos)
+      << watch_text(r);
+  EXPECT_TRUE(watch_json(r)["processes"][0]["waits"][0]["waker"].is_null());
+}
+
+// Where the kernel's BTF does not place the preempt count, no waker is kept: the text claims
+// nothing and the JSON says wakers are not known.
+TEST(WatchFormat, UnknownWakersAreNotClaimed) {
+  auto r = one_wait(0, false);
+  std::string text = watch_text(r);
+  EXPECT_EQ(text.find("woken"), std::string::npos) << text;
+  EXPECT_NE(text.find("ran again at +1.50 s)"), std::string::npos) << text;
+  EXPECT_EQ(watch_json(r)["wakers_known"], false);
+}
+
+}  // namespace
+}  // namespace hangscan
