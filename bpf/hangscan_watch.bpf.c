@@ -421,6 +421,13 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct
   struct hs_signal* e = reserve(sizeof(*e));
   if (!e) return 0;
   fill_header(&e->h, HS_EV_SIGNAL, bpf_get_current_task_btf());
+  /* Generated in an interrupt (a timer's SIGALRM, a POSIX timer's signal): the task that was
+   * on the CPU sent nothing. */
+  if (in_task_context() == 0) {
+    e->h.pid = 0;
+    e->h.tid = 0;
+    __builtin_memset(e->h.comm, 0, HS_COMM_LEN);
+  }
   e->target_pid = BPF_CORE_READ(task, tgid);
   e->target_tid = BPF_CORE_READ(task, pid);
   e->sig = sig;

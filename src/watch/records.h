@@ -64,7 +64,7 @@ struct EventRecord {
   std::string comm;
   int exit_code = 0;  // exit: task->exit_code (status << 8, or the signal | 0x80 core); -1: unknown
   int signal = 0;     // signal
-  int sender_pid = 0;
+  int sender_pid = 0;  // 0: generated in an interrupt (a timer's signal): no task sent it
   int sender_tid = 0;
   std::string sender_comm;
   int si_code = 0;

@@ -140,7 +140,10 @@ nlohmann::json watch_json(const WatchReport& r) {
         tj["kind"] = "signal";
         tj["signal"] = e.signal;
         tj["tid"] = e.tid;
-        tj["sender"] = {{"pid", e.sender_pid}, {"tid", e.sender_tid}, {"comm", e.sender_comm}};
+        tj["sender"] = e.sender_pid == 0 ? nlohmann::json(nullptr)
+                                         : nlohmann::json{{"pid", e.sender_pid},
+                                                          {"tid", e.sender_tid},
+                                                          {"comm", e.sender_comm}};
         tj["si_code"] = e.si_code;
         break;
       case EventRecord::Kind::oom:

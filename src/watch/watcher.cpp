@@ -279,10 +279,14 @@ void Watcher::fold(Recording& batch) {
         break;
       case EventRecord::Kind::signal: {
         const char* name = sigabbrev_np(e.signal);
-        t.text =
-            fmt::format("{} was sent {} by pid {} ({}){}", who,
-                        name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal),
-                        e.sender_pid, e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
+        std::string sig = name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal);
+        t.text = e.sender_pid == 0
+                     ? fmt::format(
+                           "{} was sent {} from an interrupt (a timer or a device: no task "
+                           "sent it)",
+                           who, sig)
+                     : fmt::format("{} was sent {} by pid {} ({}){}", who, sig, e.sender_pid,
+                                   e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
         break;
       }
       case EventRecord::Kind::oom:

@@ -137,9 +137,10 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
 
 def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, pool, tmp_path):
     """Naps ended by their timer on a CPU busy with another process were woken by no task
-    (the timer's interrupt stops that process, which woke nobody); reads woken by a writer on
-    another CPU, idle until then (the kernel hands such a wake-up to the idle CPU, where the
-    wakee's side of it runs in whatever is there), name the writer's thread."""
+    (the timer's interrupt stops that process, which woke nobody), and the SIGALRMs of an
+    interval timer there were sent by no task; reads woken by a writer on another CPU, idle
+    until then (the kernel hands such a wake-up to the idle CPU, where the wakee's side of it
+    runs in whatever is there), name the writer's thread."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")
@@ -147,6 +148,7 @@ def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, po
     busy = Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "busy"
     pool.start(["taskset", "-c", a, str(busy), READY])
     napper = pool.start(["taskset", "-c", a, PY, RANKS, READY, "nap", "0.2"], main_parked=True)
+    alarmed = pool.start(["taskset", "-c", a, PY, RANKS, READY, "alarm", "0.3"], main_parked=True)
     fifo = str(tmp_path / "feed")
     os.mkfifo(fifo)
     reader = pool.start(["taskset", "-c", b, PY, RANKS, READY, "reader", fifo], main_parked=True)
@@ -166,8 +168,8 @@ def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, po
     feeder = threading.Thread(target=feed)
     feeder.start()
     try:
-        run = run_hangscan(["watch", "--pid", napper.pid, "--pid", reader.pid, "--for", "4", "--json"],
-                           timeout=90)
+        run = run_hangscan(["watch", "--pid", napper.pid, "--pid", reader.pid, "--pid", alarmed.pid,
+                            "--for", "4", "--json"], timeout=90)
     finally:
         stop.set()
         feeder.join()
@@ -181,6 +183,11 @@ def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, po
     for w in reads:
         assert w["waker"] is not None, w
         assert (w["waker"]["pid"], w["waker"]["tid"]) == (os.getpid(), feeder_tid[0]), w
+    alarms = [t for t in run.doc["timeline"] if t["kind"] == "signal" and t["pid"] == alarmed.pid]
+    assert len(alarms) >= 5, run.doc["timeline"]
+    for t in alarms:
+        assert t["signal"] == signal.SIGALRM and t["sender"] is None, t
+        assert "from an interrupt" in t["text"], t
 
 def test_the_five_longest_waits_are_reported_though_the_kernel_sends_only_those(ebpf, pool, tmp_path):
     """The kernel sends a wait only when it beats one of the process's five longest so far; the

@@ -8,6 +8,7 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
                 (off CPU in recvfrom(), woken by the sender)
   sleep         sleeps in time.sleep() forever (the odd rank of a stopped job)
   nap SECONDS   sleeps SECONDS in time.sleep() again and again (each nap ended by its timer)
+  alarm SECONDS sleeps while an interval timer (setitimer) sends it SIGALRM every SECONDS
   grow FIFO     waits for one byte on FIFO, then allocates memory until something kills it
                 (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
 """
@@ -53,6 +54,12 @@ def main():
     elif mode == "sleep":
         while True:
             time.sleep(3600)
+    elif mode == "alarm":
+        import signal
+        signal.signal(signal.SIGALRM, lambda *_: None)
+        signal.setitimer(signal.ITIMER_REAL, float(sys.argv[3]), float(sys.argv[3]))
+        while True:
+            signal.pause()
     elif mode == "nap":
         while True:
             time.sleep(float(sys.argv[3]))
