@@ -262,7 +262,9 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
              unsigned int prev_state) {
-  struct thread_state* ts = prev_state != 0 ? state_of(prev) : 0;
+  /* A sleep only if not preempted: a preemptible kernel can preempt a thread between setting
+   * its sleeping state and calling schedule(); it stays runnable (prev_state is not 0 then). */
+  struct thread_state* ts = prev_state != 0 && !preempt ? state_of(prev) : 0;
   struct thread_state* tn = state_of(next);
   if (!ts && !tn) return 0;
   __u64 now = bpf_ktime_get_ns();
