@@ -154,22 +154,21 @@ static __always_inline long read_user(void* dst, __u32 size, __u64 src, struct t
 }
 
 /* The top of a user stack from sp up, into `dst` (HS_STACK_BYTES): whole 4-KiB reads (each read
- * has a cost of its own, a page walk for another task's memory, beyond the bytes it copies), and
- * where one fails (the stack's mapping ends inside it) those 4 KiB again in 512-byte chunks, so
- * every whole chunk below the end is kept: the length is exactly that of reading by chunks. */
+ * has a cost of its own, a page walk for another task's memory, beyond the bytes it copies).
+ * Where one fails, the stack's mapping ends inside it, and a mapping ends on a page boundary:
+ * the part of that read below the boundary is read again alone, so the copy keeps every
+ * readable byte up to the end of the stack (a thread's outermost frames lie right below it). */
 static __always_inline __u32 copy_stack(__u8* dst, __u64 sp, struct task_struct* t, bool remote) {
   __u32 len = 0;
   for (int i = 0; i < HS_STACK_BYTES / HS_STACK_PAGE; i++) {
-    if (read_user(&dst[i * HS_STACK_PAGE], HS_STACK_PAGE, sp + (__u64)i * HS_STACK_PAGE, t,
-                  remote) == 0) {
+    __u64 at = sp + (__u64)i * HS_STACK_PAGE;
+    if (read_user(&dst[i * HS_STACK_PAGE], HS_STACK_PAGE, at, t, remote) == 0) {
       len += HS_STACK_PAGE;
       continue;
     }
-    for (int j = 0; j < HS_STACK_PAGE / HS_STACK_CHUNK; j++) {
-      __u32 off = i * HS_STACK_PAGE + j * HS_STACK_CHUNK;
-      if (read_user(&dst[off], HS_STACK_CHUNK, sp + off, t, remote) != 0) break;
-      len += HS_STACK_CHUNK;
-    }
+    __u32 below = HS_STACK_PAGE - (at & (HS_STACK_PAGE - 1)); /* 1..4096: to the boundary */
+    if (below < HS_STACK_PAGE && read_user(&dst[i * HS_STACK_PAGE], below, at, t, remote) == 0)
+      len += below;
     break;
   }
   if (len == 0) count(HS_CNT_STACK_FAULTS);

@@ -24,8 +24,8 @@ typedef __s64 hs_s64;
 
 #define HS_COMM_LEN 16
 /* User stack bytes copied per sample or wait: the top 16 KiB holds ~11 frames of Debian's
- * python3.11 (see docs/watch.md); copied in 4-KiB reads, and where one fails, in chunks, so a
- * stack whose mapping ends sooner still yields every whole chunk below its end. */
+ * python3.11 (see docs/watch.md); copied in 4-KiB reads, and where one fails, up to the page
+ * boundary inside it, so a stack whose mapping ends sooner yields every byte below its end. */
 #define HS_STACK_CHUNK 512
 #define HS_STACK_CHUNKS 32
 #define HS_STACK_PAGE 4096

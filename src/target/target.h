@@ -36,6 +36,10 @@ struct Registers {
 struct StackCopy {
   std::uint64_t start = 0;  // address of bytes[0] (the stack pointer, rounded down)
   std::vector<std::uint8_t> bytes;
+  // True when the thread ran on after the copy (a sample of a running process): the memory
+  // around it has changed since, so an unwind reads nothing outside `bytes` (it ends where
+  // the copy does, with its reason) instead of today's stack under an old frame.
+  bool sealed = false;
   // Written without `addr + len`, which wraps for addresses near 2^64 (corrupt frames).
   bool contains(std::uint64_t addr, std::size_t len) const {
     return addr >= start && len <= bytes.size() && addr - start <= bytes.size() - len;

@@ -81,7 +81,7 @@ class LibdwUnwinder : public Unwinder {
       self->unreadable_.reset();
       return true;
     }
-    if (self->session_.source().memory().read_obj(addr, *result)) {
+    if (!st.sealed && self->session_.source().memory().read_obj(addr, *result)) {
       self->unreadable_.reset();
       return true;
     }

@@ -195,7 +195,7 @@ class LibunwindUnwinder : public Unwinder {
       std::memcpy(val, st.bytes.data() + (addr - st.start), sizeof(unw_word_t));
       return 0;
     }
-    return me->source_.memory().read_obj(addr, *val) ? 0 : -UNW_EINVAL;
+    return !st.sealed && me->source_.memory().read_obj(addr, *val) ? 0 : -UNW_EINVAL;
   }
 
   static int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {

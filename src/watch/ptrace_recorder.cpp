@@ -91,6 +91,7 @@ class PtraceRecorder : public Recorder {
       s.comm = d->name;
       s.copy.regs = *ft.regs;
       s.copy.stack.start = ft.regs->sp();
+      s.copy.stack.sealed = true;  // unwound after the release: the stack has moved on
       s.copy.stack.bytes.resize(kStackBytes);
       std::size_t got = target.memory().read(ft.regs->sp(), s.copy.stack.bytes.data(), kStackBytes);
       s.copy.stack.bytes.resize(got);

@@ -56,6 +56,7 @@ Registers registers_of(const hs_user_stack& u) {
 SampledStack copy_of(const hs_user_stack& u, bool with_stack) {
   SampledStack c;
   c.regs = registers_of(u);
+  c.stack.sealed = true;  // the thread ran on after the kernel copied its stack
   if (with_stack) {
     std::size_t n = std::min<std::size_t>(u.stack_len, sizeof(u.stack));
     c.stack.start = u.regs.sp;

@@ -32,7 +32,8 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
     for (const auto* c : copies) stale = stale || !covers(*it->second, c->regs.pc());
   }
   if (stale) {
-    // Read-only: the finish stage only reads memory outside the copies; nothing is stopped.
+    // Read-only: the finish stage reads modules (and the vDSO) here, never the stacks around
+    // the copies (sealed: they have moved on); nothing is stopped.
     auto t = open_live_target(pid, true);
     if (!t) {
       notes.push_back(fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(),

@@ -135,6 +135,25 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
 
 
 
+
+def test_a_stack_that_ends_right_above_its_frames_is_sampled_whole(ebpf, pool):
+    """A thread made with clone() on a stack whose mapping ends right above its outermost
+    frame (an unreadable page there, no TLS above it as a pthread has), ~6 KiB above the
+    stack pointer: the second 4-KiB read of the copy fails, and the part of it below the page
+    boundary must still be copied, or the stack ends at deep_frame (the samples' unwind reads
+    nothing outside the copy). The oracle: eu-stack -i on the same thread."""
+    prog = Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "edge_stack"
+    target = pool.start([str(prog), READY], main_parked=False)
+    run = run_hangscan(["watch", "--pid", target.pid, "--for", "2", "--json"], timeout=90)
+    assert run.rc == 0, run.describe()
+    top = process(run.doc, target.pid)["top_stacks"][0]
+    names = [f["function"] for f in top["frames"]]
+    edge = [int(t) for t in os.listdir(f"/proc/{target.pid}/task") if int(t) != target.pid][0]
+    out = subprocess.run(["eu-stack", "-i", "-p", str(target.pid)], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert names == eu_stack_functions(out, edge), (names, out)
+    assert names[:3] == ["spin_at_edge", "deep_frame", "edge_main"], names
+
 def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, pool, tmp_path):
     """Naps ended by their timer on a CPU busy with another process were woken by no task
     (the timer's interrupt stops that process, which woke nobody), and the SIGALRMs of an

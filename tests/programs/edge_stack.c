@@ -1,0 +1,54 @@
+/* A spinning thread whose stack mapping ends right above its outermost frames.
+ *
+ * Usage: edge_stack READY_FD|READY_FIFO
+ * Threads: main (blocked in pause) and one made with clone() on a stack of its own: 64 KiB
+ * readable, then a PROT_NONE page at its top (no thread descriptor or TLS above it, as a
+ * pthread would have). It runs edge_main (a 1 KiB local) -> deep_frame (a 5000-byte local) ->
+ * spin_at_edge, which never returns and makes no system call. Its innermost stack pointer is
+ * then ~6 KiB below the unreadable page: a copy of the top of the stack in 4-KiB reads gets
+ * its first 4 KiB only (the second read crosses into the page and fails), which holds
+ * spin_at_edge's and deep_frame's frames but not deep_frame's return address into
+ * edge_main. Why: the recorder must keep what is readable below the end of a stack.
+ */
+#include "hs_ready.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#define EDGE_STACK (64 * 1024)
+
+static int spinning;
+static unsigned long counter;
+
+__attribute__((noinline)) static void spin_at_edge(volatile char* buf) {
+  buf[0] = 1;
+  hs_store(&spinning, 1);
+  for (;;) __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED); /* HS-LINE: edge_spin */
+}
+
+__attribute__((noinline)) static void deep_frame(void) {
+  volatile char buf[5000];
+  spin_at_edge(buf); /* HS-LINE: deep_calls */
+  buf[4999] = 0;
+}
+
+__attribute__((noinline)) static int edge_main(void* arg) {
+  volatile char pad[1024];
+  pad[0] = (char)(unsigned long)arg;
+  deep_frame(); /* HS-LINE: edge_main_calls */
+  return pad[1023];
+}
+
+int main(int argc, char** argv) {
+  long page = sysconf(_SC_PAGESIZE);
+  char* region = mmap(NULL, EDGE_STACK + page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (region == MAP_FAILED) hs_die("mmap failed");
+  if (mprotect(region + EDGE_STACK, page, PROT_NONE) != 0) hs_die("mprotect failed");
+  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  if (clone(edge_main, region + EDGE_STACK, flags, NULL) < 0) hs_die("clone failed");
+  hs_wait_flag(&spinning);
+  hs_say_ready(argc > 1 ? argv[1] : NULL);
+  for (;;) pause(); /* HS-LINE: main_pause */
+}
