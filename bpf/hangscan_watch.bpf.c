@@ -285,7 +285,8 @@ const volatile __s64 preempt_count_from_rq = 0;
 
 /* 1: in a task's own context, 0: in an interrupt or softirq, -1: not known here. */
 static __always_inline int in_task_context(void) {
-  if (preempt_count_from_rq == 0) return -1;
+  /* Both constant at load: where either fails, what follows is dead code to the verifier. */
+  if (preempt_count_from_rq == 0 || !bpf_core_field_exists(struct sched_entity, cfs_rq)) return -1;
   /* The running task's runqueue is this CPU's (direct loads: BTF pointers, no helper). */
   struct rq* rq = bpf_get_current_task_btf()->se.cfs_rq->rq;
   int pc = 0;

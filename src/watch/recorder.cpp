@@ -41,6 +41,16 @@ Error bpf_error(const std::string& what, int err) {
                err, kBpfHint);
 }
 
+// The index of member `name` of struct `t` in the kernel's BTF, or -1.
+int member_index(const btf* vmlinux, const btf_type* t, const char* name) {
+  if (t == nullptr || !btf_is_struct(t)) return -1;
+  const btf_member* m = btf_members(t);
+  for (int j = 0; j < btf_vlen(t); ++j, ++m) {
+    if (std::strcmp(btf__name_by_offset(vmlinux, m->name_off), name) == 0) return j;
+  }
+  return -1;
+}
+
 // The offset of a per-CPU variable in the kernel's per-CPU area, from its BTF (-1: not there),
 // plus that of `member` inside it when given.
 long percpu_offset(const btf* vmlinux, const char* var, const char* member = nullptr) {
@@ -53,13 +63,8 @@ long percpu_offset(const btf* vmlinux, const char* var, const char* member = nul
     if (static_cast<int>(vs->type) != id) continue;
     if (member == nullptr) return static_cast<long>(vs->offset);
     const btf_type* t = btf__type_by_id(vmlinux, btf__type_by_id(vmlinux, id)->type);
-    if (t == nullptr || !btf_is_struct(t)) return -1;
-    const btf_member* m = btf_members(t);
-    for (int j = 0; j < btf_vlen(t); ++j, ++m) {
-      if (std::strcmp(btf__name_by_offset(vmlinux, m->name_off), member) == 0)
-        return static_cast<long>(vs->offset + btf_member_bit_offset(t, j) / 8);
-    }
-    return -1;
+    int j = member_index(vmlinux, t, member);
+    return j < 0 ? -1 : static_cast<long>(vs->offset + btf_member_bit_offset(t, j) / 8);
   }
   return -1;
 }
@@ -67,11 +72,14 @@ long percpu_offset(const btf* vmlinux, const char* var, const char* member = nul
 // How far this CPU's preempt count lies from its runqueue (on_sched_waking tells a task's
 // wake-ups from an interrupt's with it): both are per-CPU variables, so the distance is the
 // same on every CPU. The count is `__preempt_count`, or `pcpu_hot.preempt_count` on x86-64
-// from 6.2 to 6.14. 0: not known (no waker is then kept).
+// from 6.2 to 6.14; the runqueue is reached through the task's `se.cfs_rq` (a field of group
+// scheduling). 0: not known (no waker is then kept).
 std::int64_t preempt_count_from_rq() {
   btf* vmlinux = btf__load_vmlinux_btf();
   if (vmlinux == nullptr) return 0;
-  long rq = percpu_offset(vmlinux, "runqueues");
+  int se = btf__find_by_name_kind(vmlinux, "sched_entity", BTF_KIND_STRUCT);
+  bool via_cfs_rq = se > 0 && member_index(vmlinux, btf__type_by_id(vmlinux, se), "cfs_rq") >= 0;
+  long rq = via_cfs_rq ? percpu_offset(vmlinux, "runqueues") : -1;
   long pc = percpu_offset(vmlinux, "__preempt_count");
   if (pc < 0) pc = percpu_offset(vmlinux, "pcpu_hot", "preempt_count");
   btf__free(vmlinux);
