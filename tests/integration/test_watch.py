@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hs_testlib import READY, MemoryCgroup, TargetPool, hangscan_bin, program_source, run_hangscan, wait_for
+from hs_testlib import READY, MemoryCgroup, TargetPool, hangscan_bin, program, program_source, run_hangscan, wait_for
 
 PY = "/usr/bin/python3"
 RANKS = str(program_source("watch_ranks.py"))
@@ -77,7 +77,7 @@ def fd_of(pid: int, path: str) -> int:
 
 def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     """One rank burns CPU in a C function, one waits in read() on a FIFO the test writes to."""
-    busy = pool.start([str(Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "busy"), READY])
+    busy = pool.start([program("busy"), READY])
     fifo = str(tmp_path / "feed")
     os.mkfifo(fifo)
     reader = pool.start([PY, RANKS, READY, "reader", fifo], main_parked=True)
@@ -142,8 +142,7 @@ def test_a_stack_that_ends_right_above_its_frames_is_sampled_whole(ebpf, pool):
     stack pointer: the second 4-KiB read of the copy fails, and the part of it below the page
     boundary must still be copied, or the stack ends at deep_frame (the samples' unwind reads
     nothing outside the copy). The oracle: eu-stack -i on the same thread."""
-    prog = Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "edge_stack"
-    target = pool.start([str(prog), READY], main_parked=False)
+    target = pool.start([program("edge_stack"), READY], main_parked=False)
     run = run_hangscan(["watch", "--pid", target.pid, "--for", "2", "--json"], timeout=90)
     assert run.rc == 0, run.describe()
     top = process(run.doc, target.pid)["top_stacks"][0]
@@ -164,8 +163,7 @@ def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, po
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")
     a, b = str(cpus[0]), str(cpus[1])
-    busy = Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "busy"
-    pool.start(["taskset", "-c", a, str(busy), READY])
+    pool.start(["taskset", "-c", a, program("busy"), READY])
     napper = pool.start(["taskset", "-c", a, PY, RANKS, READY, "nap", "0.2"], main_parked=True)
     alarmed = pool.start(["taskset", "-c", a, PY, RANKS, READY, "alarm", "0.3"], main_parked=True)
     fifo = str(tmp_path / "feed")
@@ -504,7 +502,7 @@ def test_without_bpf_capabilities_watch_says_why_and_samples_with_ptrace(ebpf, p
     """A real refusal: hangscan runs as root but without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN
     (it keeps CAP_SYS_PTRACE), so the kernel refuses the recorder's maps. One line says why and
     what it costs instead, the hint says the fix, and the busy rank is still sampled (ptrace)."""
-    busy = pool.start([str(Path(os.environ.get("HS_BUILD_DIR", "build")) / "programs" / "busy"), READY])
+    busy = pool.start([program("busy"), READY])
     run = run_hangscan(["watch", "--pid", busy.pid, "--for", "4", "--json"], prefix=NO_BPF_CAPS, timeout=90)
     assert run.rc == 0, run.describe()
     lines = run.stderr.splitlines()
