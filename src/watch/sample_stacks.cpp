@@ -21,10 +21,9 @@ bool covers(const Target& target, std::uint64_t pc) {
 
 }  // namespace
 
-std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
-                                                     const std::vector<SampledStack*>& copies,
-                                                     std::vector<std::string>& notes) {
-  std::vector<std::vector<Frame>> out(copies.size());
+std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<SampledStack*>& copies,
+                                                std::vector<std::string>& notes) {
+  std::vector<SampledFrames> out(copies.size());
   if (copies.empty()) return out;
   auto it = targets_.find(pid);
   bool stale = it == targets_.end();
@@ -59,7 +58,7 @@ std::vector<std::vector<Frame>> SampleStacks::finish(int pid,
       finish_process(std::move(copy), *it->second, options, symbols_, &unwinding_[pid]);
   for (auto& t : snap.threads) {
     std::size_t i = static_cast<std::size_t>(t.tid - kCopyIdBase);
-    if (t.tid >= kCopyIdBase && i < out.size()) out[i] = std::move(t.frames);
+    if (t.tid >= kCopyIdBase && i < out.size()) out[i] = {std::move(t.frames), t.incomplete};
   }
   return out;
 }

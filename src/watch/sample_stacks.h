@@ -23,13 +23,21 @@
 
 namespace hangscan {
 
+// One copy's frames. Why the flag: a copy is sealed (target.h), so a stack deeper than its
+// copy ends where the copy does; the report must say that its outer frames are missing,
+// not absent (the finish stage's `incomplete`: unwinding stopped before the entry point).
+struct SampledFrames {
+  std::vector<Frame> frames;  // innermost first
+  bool incomplete = false;
+};
+
 class SampleStacks {
  public:
-  // Frames (innermost first) of each copy, in order, for the process `pid`. A copy that could
-  // not be finished (the process is gone, no registers) gets no frames and a note in `notes`.
+  // Frames of each copy, in order, for the process `pid`. A copy that could not be finished
+  // (the process is gone, no registers) gets no frames and a note in `notes`.
   // The copies' stack bytes are moved into the finish stage (left empty: not copied again).
-  std::vector<std::vector<Frame>> finish(int pid, const std::vector<SampledStack*>& copies,
-                                         std::vector<std::string>& notes);
+  std::vector<SampledFrames> finish(int pid, const std::vector<SampledStack*>& copies,
+                                    std::vector<std::string>& notes);
   // The process ended: drop what is kept for it.
   void forget(int pid) {
     targets_.erase(pid);

@@ -20,12 +20,15 @@ std::string who(const ProcessWatch& p) {
   return s + ")";
 }
 
-void frames_text(std::string& out, const std::vector<Frame>& frames, const char* indent) {
+void frames_text(std::string& out, const std::vector<Frame>& frames, bool incomplete,
+                 const char* indent) {
   for (std::size_t i = 0; i < frames.size() && i < kFramesShown; ++i) {
     out += fmt::format("{}{}\n", indent, frame_line(frames[i]));
   }
   if (frames.size() > kFramesShown)
     out += fmt::format("{}... {} more frames\n", indent, frames.size() - kFramesShown);
+  if (incomplete && !frames.empty())
+    out += fmt::format("{}... (stack incomplete: the unwinding stopped here)\n", indent);
 }
 
 std::string wait_line(const WaitView& w) {
@@ -56,7 +59,7 @@ std::string watch_text(const WatchReport& r) {
     if (!p.top.empty()) out += "  top on-CPU stacks (native frames):\n";
     for (const auto& s : p.top) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
-      frames_text(out, s.frames, "      ");
+      frames_text(out, s.frames, s.incomplete, "      ");
     }
     if (!p.waits.empty())
       out += fmt::format("  longest waits ({} completed in the window):\n", p.wait_count);
@@ -64,7 +67,7 @@ std::string watch_text(const WatchReport& r) {
       out += fmt::format("    {}\n", wait_line(w));
       for (std::size_t i = 0; i < w.kernel.size() && i < kKernelShown; ++i)
         out += fmt::format("        [kernel] {}\n", w.kernel[i]);
-      frames_text(out, w.frames, "        ");
+      frames_text(out, w.frames, w.incomplete, "        ");
     }
     for (const auto& n : p.notes) out += fmt::format("  note: {}\n", n);
   }
@@ -98,8 +101,10 @@ nlohmann::json watch_json(const WatchReport& r) {
     pj["exit"] = p.exit ? nlohmann::json(*p.exit) : nlohmann::json(nullptr);
     pj["top_stacks"] = nlohmann::json::array();
     for (const auto& s : p.top) {
-      pj["top_stacks"].push_back(
-          {{"samples", s.samples}, {"share", s.share}, {"frames", frames_to_json(s.frames)}});
+      pj["top_stacks"].push_back({{"samples", s.samples},
+                                  {"share", s.share},
+                                  {"frames", frames_to_json(s.frames)},
+                                  {"incomplete", s.incomplete}});
     }
     pj["waits"] = nlohmann::json::array();
     for (const auto& w : p.waits) {
@@ -112,7 +117,8 @@ nlohmann::json watch_json(const WatchReport& r) {
           {"end_s", w.end_s},
           {"before_window", w.before_window},
           {"kernel", w.kernel},
-          {"frames", frames_to_json(w.frames)}};
+          {"frames", frames_to_json(w.frames)},
+          {"incomplete", w.incomplete}};
       wj["fd"] = w.fd ? nlohmann::json(*w.fd) : nlohmann::json(nullptr);
       wj["waker"] =
           w.waker_pid == 0

@@ -16,6 +16,7 @@ namespace hangscan {
 
 struct StackShare {
   std::vector<Frame> frames;  // native frames, innermost first
+  bool incomplete = false;    // the unwinding stopped before the entry point (outer frames missing)
   std::size_t samples = 0;
   double share = 0;  // of the process's samples
 };
@@ -37,6 +38,7 @@ struct WaitView {
   std::string waker_comm;
   std::vector<std::string> kernel;  // kernel functions, innermost first
   std::vector<Frame> frames;        // user frames at the wait, innermost first
+  bool incomplete = false;          // as StackShare::incomplete
 };
 
 struct TimelineEntry {

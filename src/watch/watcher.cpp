@@ -32,9 +32,11 @@ bool takes_fd(long nr) {
 }
 
 // The stack's identity for counting: every frame's function and module offset (function@hex;
-// built by hand: every sample needs one).
-std::string stack_key(const std::vector<Frame>& frames) {
-  std::string key;
+// built by hand: every sample needs one), and whether it is cut short (then counted apart:
+// the same frames with their callers missing are not the same stack).
+std::string stack_key(const SampledFrames& sampled) {
+  std::string key = sampled.incomplete ? "..." : "";
+  const std::vector<Frame>& frames = sampled.frames;
   char digits[17];
   for (const auto& f : frames) {
     key += f.function;
@@ -244,20 +246,22 @@ void Watcher::fold(Recording& batch) {
     auto frames = stacks_.finish(pid, copies, p.notes);
     std::size_t i = 0;
     for (auto* s : samples[pid]) {
-      std::vector<Frame>& f = frames[i++];
+      SampledFrames& f = frames[i++];
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
       // Stacks with the same key have the same functions: judged once, when first seen.
       StackCount& c = p.stacks[stack_key(f)];
       if (c.samples++ == 0) {
-        c.waits = in_wait_loop(f);
-        c.frames = std::move(f);
+        c.waits = in_wait_loop(f.frames);
+        c.frames = std::move(f.frames);
+        c.incomplete = f.incomplete;
       }
       if (!c.frames.empty() && !c.waits && !s->in_kernel)
         last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
     }
-    std::vector<std::vector<Frame>> wait_frames(frames.begin() + static_cast<long>(i),
-                                                frames.end());
+    std::vector<SampledFrames> wait_frames(
+        std::make_move_iterator(frames.begin() + static_cast<long>(i)),
+        std::make_move_iterator(frames.end()));
     fold_waits(pid, pw, std::move(wait_frames));
   }
   for (auto& e : batch.events) {
@@ -298,7 +302,7 @@ void Watcher::fold(Recording& batch) {
   }
 }
 
-WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) const {
+WaitView Watcher::wait_view(const WaitRecord& w, SampledFrames frames) const {
   WaitView v;
   v.tid = w.tid;
   v.comm = w.comm;
@@ -320,16 +324,17 @@ WaitView Watcher::wait_view(const WaitRecord& w, std::vector<Frame> frames) cons
                 name.rfind("__traceiter", 0) == 0;
     if (!ours || !v.kernel.empty()) v.kernel.push_back(std::move(name));
   }
-  v.frames = std::move(frames);
+  v.frames = std::move(frames.frames);
+  v.incomplete = frames.incomplete;
   return v;
 }
 
 void Watcher::fold_waits(int pid, std::vector<WaitRecord*>& waits,
-                         std::vector<std::vector<Frame>> frames) {
+                         std::vector<SampledFrames> frames) {
   Proc& p = procs_[pid];
   std::size_t i = 0;
   for (auto* w : waits) {
-    std::vector<Frame> f;
+    SampledFrames f;
     if (w->has_user_stack && i < frames.size()) f = std::move(frames[i++]);
     if (p.comm.empty()) p.comm = w->comm;
     p.waits.push_back(wait_view(*w, std::move(f)));
@@ -403,7 +408,7 @@ WatchReport Watcher::report() {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
     // Its user stack, when the recorder copied it while it slept (the same finish stage).
-    std::vector<Frame> frames;
+    SampledFrames frames;
     if (w.has_user_stack) frames = std::move(stacks_.finish(w.pid, {&w.copy}, it->second.notes)[0]);
     WaitView v = wait_view(w, std::move(frames));
     if (v.kernel.empty()) v.kernel = sleeping_kernel_stack(w.pid, w.tid);
@@ -428,7 +433,7 @@ WatchReport Watcher::report() {
     });
     for (std::size_t i = 0; i < counts.size() && i < options_.top_stacks; ++i) {
       pw.top.push_back(
-          StackShare{counts[i]->frames, counts[i]->samples,
+          StackShare{counts[i]->frames, counts[i]->incomplete, counts[i]->samples,
                      static_cast<double>(counts[i]->samples) / static_cast<double>(p.samples)});
     }
     pw.waits = p.waits;

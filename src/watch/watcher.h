@@ -55,6 +55,7 @@ class Watcher {
  private:
   struct StackCount {
     std::vector<Frame> frames;
+    bool incomplete = false;
     std::size_t samples = 0;
     bool waits = false;  // in_wait_loop(frames): judged once per distinct stack
   };
@@ -68,7 +69,7 @@ class Watcher {
     std::vector<std::string> notes;
     std::uint64_t io_jiffies = 0;
     std::optional<std::uint64_t> io_chars;  // /proc/PID/io rchar + wchar at the last look
-    std::uint64_t wait_count = 0;  // the kernel's count of the process's waits
+    std::uint64_t wait_count = 0;           // the kernel's count of the process's waits
     // When its threads had their recorder state (CLOCK_MONOTONIC ns; 0: from birth, a fork the
     // kernel added): a sleep that began before has no event, /proc tells of it.
     std::int64_t recording_ns = 0;
@@ -82,8 +83,8 @@ class Watcher {
   void read_counters(std::int64_t now);
   void check_io(std::int64_t now);
   void fold(Recording& batch);
-  void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<std::vector<Frame>> frames);
-  WaitView wait_view(const WaitRecord& w, std::vector<Frame> frames) const;
+  void fold_waits(int pid, std::vector<WaitRecord*>& waits, std::vector<SampledFrames> frames);
+  WaitView wait_view(const WaitRecord& w, SampledFrames frames) const;
   void keep_longest(std::vector<WaitView>& waits) const;
   double since_start(std::int64_t ns) const { return static_cast<double>(ns - start_ns_) / 1e9; }
 

@@ -136,13 +136,10 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
 
 
 
-def test_a_stack_that_ends_right_above_its_frames_is_sampled_whole(ebpf, pool):
-    """A thread made with clone() on a stack whose mapping ends right above its outermost
-    frame (an unreadable page there, no TLS above it as a pthread has), ~6 KiB above the
-    stack pointer: the second 4-KiB read of the copy fails, and the part of it below the page
-    boundary must still be copied, or the stack ends at deep_frame (the samples' unwind reads
-    nothing outside the copy). The oracle: eu-stack -i on the same thread."""
-    target = pool.start([program("edge_stack"), READY], main_parked=False)
+def sample_edge_thread(pool, *mode: str) -> tuple[dict, list[str], list[str]]:
+    """Watches an edge_stack target for 2 s: its top on-CPU stack, that stack's functions, and
+    eu-stack -i's functions of the same (spinning) thread, the oracle."""
+    target = pool.start([program("edge_stack"), READY, *mode], main_parked=False)
     run = run_hangscan(["watch", "--pid", target.pid, "--for", "2", "--json"], timeout=90)
     assert run.rc == 0, run.describe()
     top = process(run.doc, target.pid)["top_stacks"][0]
@@ -150,8 +147,31 @@ def test_a_stack_that_ends_right_above_its_frames_is_sampled_whole(ebpf, pool):
     edge = [int(t) for t in os.listdir(f"/proc/{target.pid}/task") if int(t) != target.pid][0]
     out = subprocess.run(["eu-stack", "-i", "-p", str(target.pid)], capture_output=True, text=True,
                          timeout=120).stdout
-    assert names == eu_stack_functions(out, edge), (names, out)
+    return top, names, eu_stack_functions(out, edge)
+
+
+def test_a_stack_that_ends_right_above_its_frames_is_sampled_whole(ebpf, pool):
+    """A thread made with clone() on a stack whose mapping ends right above its outermost
+    frame (an unreadable page there, no TLS above it as a pthread has), ~6 KiB above the
+    stack pointer: the second 4-KiB read of the copy fails, and the part of it below the page
+    boundary must still be copied, or the stack ends at deep_frame (the samples' unwind reads
+    nothing outside the copy). The oracle: eu-stack -i on the same thread."""
+    top, names, oracle = sample_edge_thread(pool)
+    assert names == oracle, (names, oracle)
     assert names[:3] == ["spin_at_edge", "deep_frame", "edge_main"], names
+    assert top["incomplete"] is False, top
+
+
+def test_a_stack_deeper_than_its_copy_is_reported_cut(ebpf, pool):
+    """The same thread with a 20000-byte frame under the spinning one: a 16-KiB copy holds
+    spin_at_edge's frame and most of deeper_frame's, not deeper_frame's return address. The
+    sampled stack is eu-stack's first two frames and says it is incomplete (not a stack whose
+    outermost function is deeper_frame)."""
+    top, names, oracle = sample_edge_thread(pool, "deep")
+    assert oracle[:3] == ["spin_at_edge", "deeper_frame", "edge_main"], oracle
+    assert names == oracle[:2], (names, oracle)
+    assert top["incomplete"] is True, top
+
 
 def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, pool, tmp_path):
     """Naps ended by their timer on a CPU busy with another process were woken by no task

@@ -1,4 +1,5 @@
-// The watch report's words for who woke a wait: a task, no task, or not known on this kernel.
+// The watch report's words for who woke a wait (a task, no task, or not known on this kernel),
+// and for a sampled stack cut short.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,6 +60,26 @@ TEST(WatchFormat, UnknownWakersAreNotClaimed) {
   EXPECT_EQ(text.find("woken"), std::string::npos) << text;
   EXPECT_NE(text.find("ran again at +1.50 s)"), std::string::npos) << text;
   EXPECT_EQ(watch_json(r)["wakers_known"], false);
+}
+
+// A stack whose unwinding stopped before the thread's entry point says so after its last
+// frame, in the text and the JSON; a whole one says nothing.
+TEST(WatchFormat, ACutStackIsMarkedIncomplete) {
+  WatchReport r = one_wait(0, true);
+  Frame f;
+  f.function = "deeper_frame";
+  r.processes[0].top.push_back(StackShare{{f}, true, 10, 0.5});
+  r.processes[0].top.push_back(StackShare{{f}, false, 10, 0.5});
+  std::string text = watch_text(r);
+  std::string mark = "... (stack incomplete: the unwinding stopped here)";
+  auto at = text.find(mark);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.find(mark, at + 1), std::string::npos) << text;
+  EXPECT_LT(text.find("deeper_frame"), at) << text;
+  auto j = watch_json(r)["processes"][0];
+  EXPECT_EQ(j["top_stacks"][0]["incomplete"], true);
+  EXPECT_EQ(j["top_stacks"][1]["incomplete"], false);
+  EXPECT_EQ(j["waits"][0]["incomplete"], false);
 }
 
 }  // namespace
