@@ -51,5 +51,5 @@ target_include_directories(hs_watch PUBLIC ${CMAKE_SOURCE_DIR}/bpf)
 if(HANGSCAN_HAVE_BPF)
   add_dependencies(hs_watch hs_bpf_skeleton)
   target_include_directories(hs_watch PRIVATE ${HS_BPF_OUT})
-  target_compile_definitions(hs_watch PRIVATE HANGSCAN_HAVE_BPF=1)
+  target_compile_definitions(hs_watch PUBLIC HANGSCAN_HAVE_BPF=1)  # and its unit tests
 endif()

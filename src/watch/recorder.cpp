@@ -3,7 +3,6 @@
 #ifdef HANGSCAN_HAVE_BPF
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -26,6 +25,7 @@
 
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
+#include "watch/kernel_btf.h"
 #include "watch_events.h"
 
 namespace hangscan {
@@ -39,84 +39,6 @@ constexpr const char* kBpfHint =
 Error bpf_error(const std::string& what, int err) {
   return Error(Errc::permission, fmt::format("eBPF recorder: {}: {}", what, std::strerror(err)),
                err, kBpfHint);
-}
-
-// The index of member `name` of struct `t` in the kernel's BTF, or -1.
-int member_index(const btf* vmlinux, const btf_type* t, const char* name) {
-  if (t == nullptr || !btf_is_struct(t)) return -1;
-  const btf_member* m = btf_members(t);
-  for (int j = 0; j < btf_vlen(t); ++j, ++m) {
-    if (std::strcmp(btf__name_by_offset(vmlinux, m->name_off), name) == 0) return j;
-  }
-  return -1;
-}
-
-// The offset of a per-CPU variable in the kernel's per-CPU area, from its BTF (-1: not there),
-// plus that of `member` inside it when given.
-long percpu_offset(const btf* vmlinux, const char* var, const char* member = nullptr) {
-  int sec = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
-  int id = btf__find_by_name_kind(vmlinux, var, BTF_KIND_VAR);
-  if (sec <= 0 || id <= 0) return -1;
-  const btf_type* ds = btf__type_by_id(vmlinux, sec);
-  const btf_var_secinfo* vs = btf_var_secinfos(ds);
-  for (int i = 0; i < btf_vlen(ds); ++i, ++vs) {
-    if (static_cast<int>(vs->type) != id) continue;
-    if (member == nullptr) return static_cast<long>(vs->offset);
-    const btf_type* t = btf__type_by_id(vmlinux, btf__type_by_id(vmlinux, id)->type);
-    int j = member_index(vmlinux, t, member);
-    return j < 0 ? -1 : static_cast<long>(vs->offset + btf_member_bit_offset(t, j) / 8);
-  }
-  return -1;
-}
-
-// How far this CPU's preempt count lies from its runqueue (on_sched_waking tells a task's
-// wake-ups from an interrupt's with it): both are per-CPU variables, so the distance is the
-// same on every CPU. The count is `__preempt_count`, or `pcpu_hot.preempt_count` on x86-64
-// from 6.2 to 6.14; the runqueue is reached through the task's `se.cfs_rq` (a field of group
-// scheduling). 0: not known (no waker is then kept).
-std::int64_t preempt_count_from_rq() {
-  btf* vmlinux = btf__load_vmlinux_btf();
-  if (vmlinux == nullptr) return 0;
-  int se = btf__find_by_name_kind(vmlinux, "sched_entity", BTF_KIND_STRUCT);
-  bool via_cfs_rq = se > 0 && member_index(vmlinux, btf__type_by_id(vmlinux, se), "cfs_rq") >= 0;
-  long rq = via_cfs_rq ? percpu_offset(vmlinux, "runqueues") : -1;
-  long pc = percpu_offset(vmlinux, "__preempt_count");
-  if (pc < 0) pc = percpu_offset(vmlinux, "pcpu_hot", "preempt_count");
-  btf__free(vmlinux);
-  return rq < 0 || pc < 0 ? 0 : static_cast<std::int64_t>(pc) - rq;
-}
-
-// oom:mark_victim passes the task since Linux 6.2 (an int pid before): the program reads the
-// task, so it is loaded only where the kernel's BTF says so.
-bool mark_victim_takes_task() {
-  btf* vmlinux = btf__load_vmlinux_btf();
-  if (vmlinux == nullptr) return false;
-  bool ok = false;
-  int id = btf__find_by_name_kind(vmlinux, "btf_trace_mark_victim", BTF_KIND_TYPEDEF);
-  if (id > 0) {
-    const btf_type* t = btf__type_by_id(vmlinux, id);
-    t = btf__type_by_id(vmlinux, t->type);                                     // pointer
-    if (t != nullptr && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);  // func proto
-    if (t != nullptr && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
-      const btf_param* p = btf_params(t) + 1;
-      const btf_type* arg = btf__type_by_id(vmlinux, p->type);
-      ok = arg != nullptr && btf_is_ptr(arg);
-    }
-  }
-  btf__free(vmlinux);
-  return ok;
-}
-
-// The socket layer's sock_send_length/sock_recv_length tracepoints exist since Linux 6.3: the
-// progress programs are loaded only where the kernel's BTF has them (elsewhere progress comes
-// from /proc/PID/io alone, which does not count send/recv calls).
-bool socket_tracepoints() {
-  btf* vmlinux = btf__load_vmlinux_btf();
-  if (vmlinux == nullptr) return false;
-  bool ok = btf__find_by_name_kind(vmlinux, "btf_trace_sock_send_length", BTF_KIND_TYPEDEF) > 0 &&
-            btf__find_by_name_kind(vmlinux, "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF) > 0;
-  btf__free(vmlinux);
-  return ok;
 }
 
 class BpfRecorder : public Recorder {
@@ -138,13 +60,14 @@ class BpfRecorder : public Recorder {
         2 * static_cast<std::uint64_t>(std::chrono::nanoseconds(kIterEvery).count());
     skel_->rodata->follow_children = o.follow_children ? 1 : 0;
     skel_->rodata->top_waits = o.top_waits;
-    oom_ = mark_victim_takes_task();
+    KernelBtf kernel = KernelBtf::running_kernel();
+    oom_ = kernel.mark_victim_takes_task();
     if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
-    if (!o.data_progress || !socket_tracepoints()) {
+    if (!o.data_progress || !kernel.socket_tracepoints()) {
       bpf_program__set_autoload(skel_->progs.on_sock_send, false);
       bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
     }
-    skel_->rodata->preempt_count_from_rq = preempt_count_from_rq();
+    skel_->rodata->preempt_count_from_rq = kernel.preempt_count_from_rq();
     wakers_ = skel_->rodata->preempt_count_from_rq != 0;
     if (int err = hangscan_watch__load(skel_); err != 0)
       return bpf_error("cannot load the programs", -err);
