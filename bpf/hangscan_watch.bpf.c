@@ -183,16 +183,29 @@ static __always_inline void copy_user_stack(struct hs_user_stack* u, struct task
   u->stack_len = copy_stack(u->stack, u->regs.sp, task, false);
 }
 
+#include "py_frames.bpf.h"
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct hs_proc_stats* st = watched_proc(id >> 32);
+  __u32 tgid = id >> 32;
+  struct hs_proc_stats* st = watched_proc(tgid);
   if (!st) return 0;
   __sync_fetch_and_add(&st->samples, 1);
-  struct hs_sample* e = reserve(sizeof(*e));
+  /* Two reservations of constant sizes (the verifier checks each): with Python frames for a
+   * Python process. */
+  struct hs_py_proc* py = bpf_map_lookup_elem(&py_procs, &tgid);
+  struct hs_sample* e = 0;
+  struct hs_sample_py* ep = 0;
+  if (py) {
+    ep = reserve(sizeof(*ep));
+    e = ep ? &ep->s : 0;
+  } else {
+    e = reserve(sizeof(*e));
+  }
   if (!e) return 0;
   struct task_struct* task = bpf_get_current_task_btf();
-  fill_header(&e->h, HS_EV_SAMPLE, task);
+  fill_header(&e->h, ep ? HS_EV_SAMPLE_PY : HS_EV_SAMPLE, task);
   /* The context allows whole-register loads only: a volatile 8-byte read of cs. */
   __u64 cs = *(volatile __u64*)&ctx->regs.cs;
   e->in_kernel = (cs & 3) == 0;
@@ -200,6 +213,7 @@ int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   e->syscall_nr = e->in_kernel && in_syscall(&e->u.regs) ? (__s32)e->u.regs.orig_ax : -1;
   long n = e->in_kernel ? bpf_get_stack(ctx, e->u.kstack, sizeof(e->u.kstack), 0) : 0;
   e->u.kstack_len = n > 0 ? n : 0;
+  if (ep && py) py_sample(&ep->py, py, task, e->u.fs_base);
   submit(e);
   return 0;
 }
@@ -387,6 +401,7 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
     return 0;
   /* Into the thread's own state; valid only once copied_seq says so (below). */
   ts->copied_seq = 0;
+  count(HS_CNT_WAIT_COPIES);
   struct hs_user_stack* c = &ts->copy;
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
   bpf_probe_read_kernel(&c->regs, sizeof(c->regs), regs);

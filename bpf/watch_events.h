@@ -39,6 +39,7 @@ enum hs_event_kind {
   HS_EV_SIGNAL = 5,     /* a signal was generated for a watched process (signal_generate) */
   HS_EV_OOM = 6,        /* the OOM killer chose a watched process (oom:mark_victim) */
   HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
+  HS_EV_SAMPLE_PY = 8,  /* HS_EV_SAMPLE of a Python process, with its Python frames */
 };
 
 struct hs_header {
@@ -70,6 +71,57 @@ struct hs_sample {
   hs_u32 in_kernel;  /* the sample interrupted kernel code (a system call, a fault) */
   hs_s32 syscall_nr; /* the system call the thread is in, -1 if none */
   struct hs_user_stack u;
+};
+
+/* Python: where a watched CPython process keeps its interpreter and how its frames are laid
+ * out (the `py_procs` map, filled by user space from its PyLayout: src/python/layout.h). Why in
+ * the kernel: a frame chain read after the sample would be the interpreter's state at the read,
+ * not at the sample; the sample copies the chain's raw pointers (code object, instruction
+ * pointer) and user space names them later (code objects do not change). Offsets are bytes,
+ * -1 where the version has no such field. */
+#define HS_PY_FRAMES 128 /* a power of two */
+#define HS_PY_CALLS 128
+#define HS_PY_THREADS 256    /* thread states looked at to find the sampled thread's */
+#define HS_PY_HEADER 128     /* bytes of a frame read at once (every field used lies in them) */
+#define HS_PY_FRAME_OBJECT 1 /* 3.6-3.10: PyFrameObject, int f_lasti, each frame an eval call */
+#define HS_PY_STACKREF 2     /* 3.14: the code pointer's low two bits are tags */
+struct hs_py_proc {
+  hs_u64 interp_head_ptr; /* address of the pointer to the first interpreter */
+  hs_s32 interp_threads_head, tstate_next, tstate_frame, tstate_thread_id, tstate_native_thread_id;
+  hs_s32 cframe_current_frame, cframe_previous; /* 3.11 (cframe_previous: -1 elsewhere) */
+  hs_s32 frame_previous, frame_code, frame_instr, frame_owner, frame_is_entry;
+  hs_s32 shim_owner; /* 3.12+: frames owned by the C stack (or above) are eval-call boundaries */
+  hs_u32 header_len; /* bytes of a frame that hold every field above (<= HS_PY_HEADER) */
+  hs_u32 flags;      /* HS_PY_FRAME_OBJECT, HS_PY_STACKREF */
+};
+
+enum hs_py_status {
+  HS_PY_OK = 1,
+  HS_PY_NO_THREAD = 2,  /* no thread state of the interpreter is this thread's */
+  HS_PY_UNREADABLE = 3, /* a frame could not be read: the chain is cut there */
+  HS_PY_CUT = 4,        /* more than HS_PY_FRAMES frames: the outer ones are missing */
+};
+
+struct hs_py_frame {
+  hs_u64 code;   /* PyCodeObject* */
+  hs_u64 instr;  /* the instruction pointer (3.11+), or f_lasti's bits (3.6-3.10) */
+  hs_u64 marker; /* on an entry frame (3.12+): the C-stack shim's address (python/merge.h) */
+};
+
+struct hs_py_stack {
+  hs_u32 status;  /* enum hs_py_status */
+  hs_u32 nframes; /* frames in f, innermost first */
+  hs_u64 entries[HS_PY_FRAMES / 64]; /* bit i: frame i is the first of an eval-loop call */
+  hs_u32 ncalls; /* 3.11: the thread's _PyCFrame chain (one per eval-loop call), innermost first */
+  hs_u32 pad;
+  hs_u64 calls[HS_PY_CALLS];
+  struct hs_py_frame f[HS_PY_FRAMES];
+};
+
+/* A sample of a Python process: its thread's Python frames at the same instant. */
+struct hs_sample_py {
+  struct hs_sample s;
+  struct hs_py_stack py;
 };
 
 /* One sleep of a watched thread (off CPU, not preempted) of at least wait_threshold_ns, sent
@@ -127,6 +179,7 @@ struct hs_thread_state {
   char waker_comm[HS_COMM_LEN];
   hs_u64 copied_seq;  /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
   hs_u64 io_jiffies;  /* the last jiffy a data call of this thread moved bytes */
+  hs_u64 py_tstate;   /* this thread's Python thread state, as last found (checked at each use) */
   /* Its user registers and stack, copied by the iterator while it slept: sent with the wait
    * only if the wait is sent, so copies of waits that are not cost no record. */
   struct hs_user_stack copy;
@@ -153,7 +206,8 @@ enum hs_counter {
   HS_CNT_LOST = 1,
   HS_CNT_STACK_FAULTS = 2,
   HS_CNT_STALE_COPIES = 3, /* wait stack copies voided: the thread ran during the copy */
-  HS_CNT_MAX = 4
+  HS_CNT_WAIT_COPIES = 4,  /* wait stack copies made by the iterator (what it costs) */
+  HS_CNT_MAX = 5
 };
 
 #endif

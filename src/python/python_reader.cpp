@@ -279,11 +279,15 @@ void PythonReader::mark_cframes(MemoryReader& mem, std::uint64_t cframe, RawPyth
     calls.push_back(cframe);
     cframe = previous;
   }
+  pair_cframes(out, calls);
+}
+
+void pair_cframes(RawPythonThread& t, const std::vector<std::uint64_t>& calls) {
   std::size_t entries = 0;
-  for (const auto& f : out.frames) entries += f.is_entry ? 1 : 0;
-  if (entries != calls.size() || !out.error.empty()) return;  // no sure pairing: names decide
+  for (const auto& f : t.frames) entries += f.is_entry ? 1 : 0;
+  if (entries != calls.size() || !t.error.empty()) return;  // no sure pairing: names decide
   std::size_t k = 0;
-  for (auto& f : out.frames)
+  for (auto& f : t.frames)
     if (f.is_entry) f.eval_marker = calls[k++];
 }
 

@@ -86,6 +86,12 @@ struct PythonThreadStack {
   std::vector<std::string> notes;
 };
 
+// 3.11: gives each entry frame of `t` (innermost first) the address of its eval-loop call's
+// _PyCFrame from `calls` (the thread's chain, innermost first, without its root) when they pair
+// one to one; otherwise leaves them unmarked (the merge then goes by names). Why shared: the
+// walk here and the recorder's samples (src/watch) read the same chain.
+void pair_cframes(RawPythonThread& t, const std::vector<std::uint64_t>& calls);
+
 // Where the interpreter is, as found by locate().
 struct Located {
   std::uint64_t interp_head_ptr = 0;      // address of the pointer to the first interpreter
@@ -119,6 +125,7 @@ class PythonReader {
   const std::string& version() const { return where_.version; }
   const std::string& locator() const { return where_.locator; }
   const PyLayout& layout() const { return where_.layout; }
+  const Located& located() const { return where_; }
 
   // While stopped: raw pointers of every thread's frames (and local values when asked).
   RawPythonState walk(MemoryReader& mem, bool with_locals);

@@ -38,6 +38,13 @@ class Recorder {
   // Adds or removes a process (tgid): every thread of it is recorded.
   virtual Status watch(int pid) = 0;
   virtual void unwatch(int pid) = 0;
+  // Process `pid` is Python, its interpreter at `where`: samples copy its Python frames too.
+  // Returns why not when the recorder cannot walk this interpreter (the fallback never does).
+  virtual Status watch_python(int pid, const python::Located& where) {
+    (void)pid;
+    (void)where;
+    return Error(Errc::unsupported, "the ptrace fallback takes no Python frames in samples");
+  }
   // The processes the kernel side records now (with those it added on fork).
   virtual std::map<int, ProcessCounters> watched() = 0;
   // Appends the records so far to `out` (copies only) after up to `timeout`; it may return

@@ -81,6 +81,31 @@ void wait_into(const hs_wait& e, WaitRecord& w) {
   w.copy.kernel.assign(e.kstack, e.kstack + k);
 }
 
+// The Python frames a sample copied (raw pointers, innermost first); nullopt when the thread
+// has no Python thread state.
+std::optional<python::RawPythonThread> python_of(const hs_py_stack& py) {
+  if (py.status == HS_PY_NO_THREAD) return std::nullopt;
+  python::RawPythonThread t;
+  std::size_t n = std::min<std::size_t>(py.nframes, HS_PY_FRAMES);
+  for (std::size_t i = 0; i < n; ++i) {
+    python::RawPythonFrame& f = t.frames.emplace_back();
+    f.code_addr = py.f[i].code;
+    f.instr = py.f[i].instr;
+    f.eval_marker = py.f[i].marker;
+    f.is_entry = ((py.entries[i / 64] >> (i % 64)) & 1) != 0;
+  }
+  if (py.status == HS_PY_UNREADABLE)
+    t.error = "a Python frame could not be read at the sample: the chain is cut there";
+  else if (py.status == HS_PY_CUT)
+    t.error = fmt::format("more than {} Python frames at the sample: the outer ones are missing",
+                          HS_PY_FRAMES);
+  if (py.ncalls > 0) {
+    std::size_t k = std::min<std::size_t>(py.ncalls, HS_PY_CALLS);
+    python::pair_cframes(t, std::vector<std::uint64_t>(py.calls, py.calls + k));
+  }
+  return t;
+}
+
 template <typename T>
 bool view(std::span<const std::uint8_t> data, T& out) {
   if (data.size() < sizeof(T)) return false;
@@ -96,14 +121,17 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
   hs_header h{};
   if (!view(data, h)) return false;
   switch (h.kind) {
-    case HS_EV_SAMPLE: {
-      if (data.size() < sizeof(hs_sample)) return false;
+    case HS_EV_SAMPLE:
+    case HS_EV_SAMPLE_PY: {
+      bool py = h.kind == HS_EV_SAMPLE_PY;
+      if (data.size() < (py ? sizeof(hs_sample_py) : sizeof(hs_sample))) return false;
       const auto* e = reinterpret_cast<const hs_sample*>(data.data());
       SampleRecord& s = out.samples.emplace_back();
       header_into(e->h, s.pid, s.tid, s.ts_ns, s.comm);
       s.in_kernel = e->in_kernel != 0;
       s.syscall_nr = e->syscall_nr;
       s.copy = copy_of(e->u, true);
+      if (py) s.copy.python = python_of(reinterpret_cast<const hs_sample_py*>(data.data())->py);
       return true;
     }
     case HS_EV_WAIT: {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "python/python_reader.h"
 #include "target/target.h"
 
 struct hs_user_stack;  // bpf/watch_events.h (a C struct, in no namespace)
@@ -24,6 +25,10 @@ struct SampledStack {
   Registers regs;
   StackCopy stack;
   std::vector<std::uint64_t> kernel;  // kernel return addresses, innermost first
+  // A sample of a Python process: its thread's Python frames at the same instant (raw
+  // pointers, named when the stack is finished); nullopt: not a Python process, or a thread
+  // without a Python thread state.
+  std::optional<python::RawPythonThread> python;
 };
 
 struct SampleRecord {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/python_capture.h"
 #include "target/live_target.h"
 
 namespace hangscan {
@@ -21,41 +22,77 @@ bool covers(const Target& target, std::uint64_t pc) {
 
 }  // namespace
 
+Target* SampleStacks::target(int pid, std::string& error) {
+  auto it = targets_.find(pid);
+  if (it != targets_.end()) return it->second.get();
+  // Read-only: the finish stage reads modules (and the vDSO) here, never the stacks around
+  // the copies (sealed: they have moved on); nothing is stopped.
+  auto t = open_live_target(pid, true);
+  if (!t) {
+    error = t.error().what();
+    return nullptr;
+  }
+  unwinding_.erase(pid);  // made again over the new maps
+  return targets_.insert_or_assign(pid, std::move(*t)).first->second.get();
+}
+
+const python::Located* SampleStacks::python(int pid, std::string& why) {
+  auto it = readers_.find(pid);
+  if (it == readers_.end()) {
+    std::unique_ptr<python::PythonReader> reader;
+    if (Target* t = target(pid, why)) {
+      auto r = python::PythonReader::locate(*t, nullptr);
+      if (r) reader = std::move(*r);
+      else if (r.error().code != Errc::not_found) why = r.error().what();
+    }
+    it = readers_.emplace(pid, std::move(reader)).first;
+  }
+  return it->second ? &it->second->located() : nullptr;
+}
+
 std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<SampledStack*>& copies,
                                                 std::vector<std::string>& notes) {
   std::vector<SampledFrames> out(copies.size());
   if (copies.empty()) return out;
-  auto it = targets_.find(pid);
-  bool stale = it == targets_.end();
-  if (!stale) {
+  if (auto it = targets_.find(pid); it != targets_.end()) {
+    bool stale = false;
     for (const auto* c : copies) stale = stale || !covers(*it->second, c->regs.pc());
+    if (stale) targets_.erase(it);
   }
-  if (stale) {
-    // Read-only: the finish stage reads modules (and the vDSO) here, never the stacks around
-    // the copies (sealed: they have moved on); nothing is stopped.
-    auto t = open_live_target(pid, true);
-    if (!t) {
-      notes.push_back(fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(),
-                                  t.error().what()));
-      return out;
-    }
-    it = targets_.insert_or_assign(pid, std::move(*t)).first;
-    unwinding_.erase(pid);  // made again over the new maps
+  std::string error;
+  Target* live = target(pid, error);
+  if (live == nullptr) {
+    notes.push_back(
+        fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(), error));
+    return out;
   }
   ProcessCopy copy;
   copy.pid = pid;
   copy.what = fmt::format("pid {}", pid);
+  // The Python frames the samples copied, each matched to its copy by the copy's own id.
+  std::shared_ptr<PythonCopy> py;
+  auto reader = readers_.find(pid);
   for (std::size_t i = 0; i < copies.size(); ++i) {
     ThreadCopy& tc = copy.threads.emplace_back();
     tc.tid = kCopyIdBase + static_cast<int>(i);
     tc.regs = copies[i]->regs;
     tc.stack = std::move(copies[i]->stack);
+    if (!copies[i]->python || reader == readers_.end() || !reader->second) continue;
+    if (!py) py = std::make_shared<PythonCopy>();
+    python::RawPythonThread& th = py->raw.threads.emplace_back(std::move(*copies[i]->python));
+    th.native_tid = tc.tid;
+  }
+  if (py) {
+    py->reader = std::move(reader->second);  // lent for the decoding (its code cache stays)
+    py->walked = true;
+    copy.python = py;
   }
   CaptureOptions options;
   options.python = false;
   options.kernel_stacks = false;
-  ProcessSnapshot snap =
-      finish_process(std::move(copy), *it->second, options, symbols_, &unwinding_[pid]);
+  options.merge_native = true;
+  ProcessSnapshot snap = finish_process(std::move(copy), *live, options, symbols_, &unwinding_[pid]);
+  if (py) reader->second = std::move(py->reader);
   for (auto& t : snap.threads) {
     std::size_t i = static_cast<std::size_t>(t.tid - kCopyIdBase);
     if (t.tid >= kCopyIdBase && i < out.size()) out[i] = {std::move(t.frames), t.incomplete};

@@ -5,9 +5,9 @@
 // the window, so each process's copies are finished in batches while it lives (every few seconds),
 // against the live process as the ModuleSource (its maps now, re-read when a copy's pc falls
 // outside them). The records' stack bytes are then dropped: only frames are kept.
-// Python frames are not merged into sampled stacks: the interpreter's frame chain lives in
-// heap memory the sample did not copy, so reading it later would not be the sampled moment
-// (docs/watch.md, "What a sample shows").
+// A sample of a Python process carries its thread's Python frames as raw pointers, copied by
+// the recorder at the sample (bpf/py_frames.bpf.h); they are named here (code objects do not
+// change) and merged with the native frames by the finish stage, as `dump --native` does.
 #pragma once
 
 #include <map>
@@ -17,6 +17,7 @@
 
 #include "capture/finish.h"
 #include "hangscan/model.h"
+#include "python/python_reader.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"
 #include "watch/records.h"
@@ -38,15 +39,24 @@ class SampleStacks {
   // The copies' stack bytes are moved into the finish stage (left empty: not copied again).
   std::vector<SampledFrames> finish(int pid, const std::vector<SampledStack*>& copies,
                                     std::vector<std::string>& notes);
+  // Where process `pid`'s Python interpreter is (found once, kept for naming the frames of its
+  // samples); null when it is not a Python process or cannot be read (`why` then says so when
+  // it is Python).
+  const python::Located* python(int pid, std::string& why);
   // The process ended: drop what is kept for it.
   void forget(int pid) {
     targets_.erase(pid);
     unwinding_.erase(pid);
+    readers_.erase(pid);
   }
   SymbolCache& symbols() { return symbols_; }
 
  private:
+  Target* target(int pid, std::string& error);
+
   std::map<int, std::unique_ptr<Target>> targets_;
+  // Each Python process's reader (null: looked for, not Python), kept for its code-object cache.
+  std::map<int, std::unique_ptr<python::PythonReader>> readers_;
   // Each process's unwinder, kept between batches while its target (and so its maps) is.
   std::map<int, NativeUnwinding> unwinding_;
   SymbolCache symbols_;

@@ -56,7 +56,7 @@ std::string watch_text(const WatchReport& r) {
   for (const auto& p : r.processes) {
     out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100,
                        p.samples, p.exit ? ", " + *p.exit : "");
-    if (!p.top.empty()) out += "  top on-CPU stacks (native frames):\n";
+    if (!p.top.empty()) out += "  top on-CPU stacks:\n";
     for (const auto& s : p.top) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
       frames_text(out, s.frames, s.incomplete, "      ");

@@ -41,7 +41,13 @@ std::string stack_key(const SampledFrames& sampled) {
   for (const auto& f : frames) {
     key += f.function;
     key += '@';
-    key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.offset, 16).ptr);
+    if (f.kind == FrameKind::python) {  // the same function at another line is another stack
+      key += f.file.value_or("");
+      key += ':';
+      key += std::to_string(f.line.value_or(0));
+    } else {
+      key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.offset, 16).ptr);
+    }
     key += ';';
   }
   return key;
@@ -119,6 +125,14 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
   }
   Proc& p = procs_[dp.pid];
   p.discovered = dp;
+  // A Python process: its samples copy their Python frames too (named when finished).
+  std::string why;
+  if (const python::Located* where = stacks_.python(dp.pid, why)) {
+    if (auto st = recorder_->watch_python(dp.pid, *where); !st)
+      p.notes.push_back(st.error().what());
+  } else if (!why.empty()) {
+    p.notes.push_back("no Python frames in samples: " + why);
+  }
   p.recording_ns = monotonic_ns();
   p.io_chars = read_io_chars(dp.pid);
   std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));

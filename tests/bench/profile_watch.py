@@ -47,20 +47,38 @@ def progs(pid):
     return {p["name"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in out if p["id"] in ids}
 
 
-def watched_syscalls(pid):
-    """The watched ranks' completed system calls so far (None when this recorder keeps no count)."""
+def minor_faults(pid):
+    """The process's minor page faults so far (/proc/PID/stat field 10)."""
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[7])
+
+
+def map_dump(pid, name):
+    """The entries of the process's BPF map `name` (bpftool's JSON), None when it has none."""
     for i in fd_ids(pid, "map_id"):
         info = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "--json"],
                                          capture_output=True, text=True).stdout or "{}")
-        if info.get("name") != "watched":
-            continue
-        dump = json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(i), "--json"],
-                                         capture_output=True, text=True).stdout or "[]")
-        vals = [e["formatted"]["value"] for e in dump if "formatted" in e]
-        if not vals or "syscalls_done" not in vals[0]:
-            return None
-        return sum(v["syscalls_done"] for v in vals)
+        if info.get("name") == name:
+            return json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(i), "--json"],
+                                             capture_output=True, text=True).stdout or "[]")
     return None
+
+
+def counters(pid):
+    """The recorder's global counters so far (per-CPU values summed), by index (watch_events.h)."""
+    dump = map_dump(pid, "counters") or []
+    return {e["key"]: sum(v["value"] for v in e["values"]) for e in (d.get("formatted", d) for d in dump)}
+
+
+COUNTER_NAMES = {0: "records", 1: "lost", 2: "stack faults", 3: "stale wait copies", 4: "wait copies"}
+
+
+def watched_syscalls(pid):
+    """The watched ranks' completed system calls so far (None when this recorder keeps no count)."""
+    dump = map_dump(pid, "watched")
+    vals = [e["formatted"]["value"] for e in dump or [] if "formatted" in e]
+    if not vals or "syscalls_done" not in vals[0]:
+        return None
+    return sum(v["syscalls_done"] for v in vals)
 
 
 def main():
@@ -80,13 +98,13 @@ def main():
                 perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
                                          "/tmp/hs-profile-watch.data", "-p", str(watch.pid)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            sc0 = watched_syscalls(watch.pid)
+            sc0, k0, f0 = watched_syscalls(watch.pid), counters(watch.pid), minor_faults(watch.pid)
             s0, c0, h0, b0, t0 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
             time.sleep(secs - 2 - warm)
             s1, c1, h1, b1, t1 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
-            sc1 = watched_syscalls(watch.pid)
+            sc1, k1, f1 = watched_syscalls(watch.pid), counters(watch.pid), minor_faults(watch.pid)
             if perf:
                 perf.send_signal(signal.SIGINT)
                 perf.wait()
@@ -96,6 +114,9 @@ def main():
             print(f"steady state {wall:.2f} s: job {(s1 - s0) / wall:.2f} steps/s, job CPU {c1 - c0:.2f} s, "
                   f"hangscan CPU {h1 - h0:.2f} s; window: {doc['events']} records, {doc['lost']} lost; "
                   f"load {' '.join(open('/proc/loadavg').read().split()[:3])}")
+            print("  recorder counters: " + ", ".join(
+                f"{COUNTER_NAMES.get(k, k)} {(k1[k] - k0.get(k, 0)) / wall:.1f}/s" for k in sorted(k1))
+                + f"; hangscan's minor page faults {(f1 - f0) / wall:.0f}/s")
             if sc0 is not None and sc1 is not None:
                 print(f"watched ranks' system calls: {(sc1 - sc0) / wall:.0f}/s")
             total = 0

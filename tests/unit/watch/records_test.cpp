@@ -53,6 +53,57 @@ TEST(WatchRecords, SignalNamesTheSenderFromTheHeader) {
   EXPECT_EQ(r.ts_ns, 42);
 }
 
+// A sample of a Python process: its Python frames as the kernel copied them, innermost first,
+// with their eval-loop calls (entry bits; 3.12+ shim markers; 3.11's _PyCFrame chain paired
+// with the entries when the counts agree).
+TEST(WatchRecords, PythonSampleFramesEntriesAndMarkers) {
+  auto e = std::make_unique<hs_sample_py>();
+  std::memset(e.get(), 0, sizeof(*e));
+  e->s.h.kind = HS_EV_SAMPLE_PY;
+  e->s.h.pid = 10;
+  e->s.h.tid = 11;
+  e->py.status = HS_PY_OK;
+  e->py.nframes = 3;
+  for (std::uint64_t i = 0; i < 3; ++i) e->py.f[i] = {0x1000 + i, 0x2000 + i, 0};
+  e->py.entries[0] = 0b110;  // frames 1 and 2 start eval-loop calls
+  e->py.f[2].marker = 0x7ffd0000;
+  Recording out;
+  ASSERT_TRUE(decode_record({reinterpret_cast<const std::uint8_t*>(e.get()), sizeof(*e)}, out));
+  ASSERT_EQ(out.samples.size(), 1u);
+  ASSERT_TRUE(out.samples[0].copy.python);
+  const auto& t = *out.samples[0].copy.python;
+  ASSERT_EQ(t.frames.size(), 3u);
+  EXPECT_EQ(t.frames[1].code_addr, 0x1001u);
+  EXPECT_EQ(t.frames[1].instr, 0x2001u);
+  EXPECT_FALSE(t.frames[0].is_entry);
+  EXPECT_TRUE(t.frames[1].is_entry);
+  EXPECT_EQ(t.frames[2].eval_marker, 0x7ffd0000u);
+  EXPECT_TRUE(t.error.empty());
+
+  // 3.11: two _PyCFrames for the two entries, innermost first.
+  e->py.f[2].marker = 0;
+  e->py.ncalls = 2;
+  e->py.calls[0] = 0xa0;
+  e->py.calls[1] = 0xb0;
+  ASSERT_TRUE(decode_record({reinterpret_cast<const std::uint8_t*>(e.get()), sizeof(*e)}, out));
+  const auto& paired = *out.samples[1].copy.python;
+  EXPECT_EQ(paired.frames[1].eval_marker, 0xa0u);
+  EXPECT_EQ(paired.frames[2].eval_marker, 0xb0u);
+  EXPECT_EQ(paired.frames[0].eval_marker, 0u);
+
+  // A chain cut says so (and is not paired); a thread Python does not know has no frames.
+  e->py.status = HS_PY_CUT;
+  ASSERT_TRUE(decode_record({reinterpret_cast<const std::uint8_t*>(e.get()), sizeof(*e)}, out));
+  EXPECT_NE(out.samples[2].copy.python->error.find("outer ones are missing"), std::string::npos);
+  EXPECT_EQ(out.samples[2].copy.python->frames[1].eval_marker, 0u);
+  e->py.status = HS_PY_NO_THREAD;
+  ASSERT_TRUE(decode_record({reinterpret_cast<const std::uint8_t*>(e.get()), sizeof(*e)}, out));
+  EXPECT_FALSE(out.samples[3].copy.python);
+  // A record shorter than a Python sample is refused.
+  EXPECT_FALSE(
+      decode_record({reinterpret_cast<const std::uint8_t*>(e.get()), sizeof(hs_sample)}, out));
+}
+
 TEST(WatchRecords, SampleRegistersStackAndKernelStack) {
   auto e = std::make_unique<hs_sample>();
   std::memset(e.get(), 0, sizeof(*e));

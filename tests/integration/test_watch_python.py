@@ -1,0 +1,86 @@
+"""`hangscan watch`: the Python frames of on-CPU samples, against CPython's own (faulthandler).
+
+The recorder copies a sampled thread's Python frames at the sample (bpf/py_frames.bpf.h) and
+hangscan names them afterwards and merges them with the native frames, as `dump --native`
+does. tests/programs/py_burn.py spins in Burner.spin on a worker thread; after the window the
+test asks CPython for that thread's stack (faulthandler on SIGUSR1). The top on-CPU stack's
+Python frames must be faulthandler's: same count, files and functions, the same lines but the
+innermost (the sample and faulthandler catch the loop at different lines: both must be lines
+of the loop). And the merge must have taken place: no eval-loop frame left, the Python frames
+between the native ones. For Debian's python3.11 (required) and every pyenv 3.x present.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+import hs_testlib as lib
+from test_python import INTERPRETERS, present_or_skip
+from test_python_faulthandler import complete, parse_faulthandler
+from test_watch import ebpf, pool, process  # noqa: F401 (fixtures)
+
+PROGRAM = lib.program_source("py_burn.py")
+LOOP = {lib.hs_line("py_burn.py", tag) for tag in ("spin_while", "spin_for", "spin_add")}
+RAN = []
+ABSENT = []
+
+
+def same_function(minor, name, co_name):
+    """co_qualname (3.11+) is co_name or ends with '.' + co_name."""
+    return name == co_name or (minor >= 11 and name.endswith("." + co_name))
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: F811
+    python = present_or_skip(interp, ABSENT)
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    minor = int(version.split(".")[1])
+    tmp = tempfile.mkdtemp(prefix="hs-wpy-")
+    os.chmod(tmp, 0o755)
+    try:
+        target = pool.start([python, str(PROGRAM), lib.READY, tmp], main_parked=True, timeout=60)
+        worker = json.load(open(os.path.join(tmp, "worker.json")))
+        run = lib.run_hangscan(["watch", "--pid", target.pid, "--for", "2", "--json"], timeout=120)
+        assert run.rc == 0, run.describe()
+        os.kill(target.pid, signal.SIGUSR1)
+        text = lib.wait_for(lambda: complete(os.path.join(tmp, "faulthandler.txt"), 2), 30,
+                            "faulthandler to write both threads")
+        expected = parse_faulthandler(text)[int(worker["ident"], 16)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    proc = process(run.doc, target.pid)
+    assert not any("Python" in n for n in proc["notes"]), proc["notes"]
+    top = proc["top_stacks"]
+    assert top, proc
+    for stack in top:
+        frames = stack["frames"]
+        got = [(f["function"], f["file"], f["line"]) for f in frames if f["kind"] == "python"]
+        assert len(got) == len(expected), (got, expected)
+        assert [g[1:] for g in got[1:]] == [e[1:] for e in expected[1:]], (got, expected)
+        assert got[0][1] == expected[0][1] == str(PROGRAM), (got, expected)
+        assert got[0][2] in LOOP and expected[0][2] in LOOP, (got, expected, LOOP)
+        for (name, _, _), (co_name, _, _) in zip(got, expected):
+            assert same_function(minor, name, co_name), (got, expected)
+        # Merged: no eval-loop frame left, and native frames after the Python ones (the
+        # thread's start in C), in one stack.
+        names = [f["function"] for f in frames]
+        assert "_PyEval_EvalFrameDefault" not in names, names
+        last_py = max(i for i, f in enumerate(frames) if f["kind"] == "python")
+        assert any(f["kind"] == "native" for f in frames[last_py + 1:]), names
+    RAN.append("%s: CPython %s" % (interp[0], version))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def versions_report(request):
+    """After the module: which versions ran and which were skipped, printed past capture."""
+    yield
+    lib.print_past_capture(request, [
+        "watch Python samples, python versions tested: " + ("; ".join(RAN) or "none"),
+        "watch Python samples, skipped (absent): " + ("; ".join(ABSENT) or "none")])
