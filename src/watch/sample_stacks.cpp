@@ -91,7 +91,8 @@ std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<Sampl
   options.python = false;
   options.kernel_stacks = false;
   options.merge_native = true;
-  ProcessSnapshot snap = finish_process(std::move(copy), *live, options, symbols_, &unwinding_[pid]);
+  ProcessSnapshot snap =
+      finish_process(std::move(copy), *live, options, symbols_, &unwinding_[pid]);
   if (py) reader->second = std::move(py->reader);
   for (auto& t : snap.threads) {
     std::size_t i = static_cast<std::size_t>(t.tid - kCopyIdBase);

@@ -62,6 +62,15 @@ struct ProcessWatch {
   std::vector<std::string> notes;
 };
 
+// Processes that did the same over the window (watch_groups.h): stuck in the same wait,
+// ended the same way, or active.
+struct WatchGroup {
+  std::vector<int> ranks;  // sorted; members without a rank are in pids only
+  std::vector<int> pids;
+  std::string what;  // the first member's: "stuck in read() (12.0 s)", "active (...)", "ended: ..."
+  bool suspect = false;
+};
+
 struct WatchReport {
   std::string recorder;  // "ebpf" or "ptrace"
   double window_s = 0;
@@ -71,6 +80,10 @@ struct WatchReport {
   bool wakers_known = true;  // whether the waits' wakers are recorded (Recorder::records_wakers)
   std::vector<ProcessWatch> processes;  // ranks by rank, then the rest by pid
   std::vector<TimelineEntry> timeline;
+  std::vector<WatchGroup> groups;            // smallest first (group/analysis.h's order)
+  std::vector<int> suspects;                 // ranks
+  std::vector<std::string> suspect_reasons;  // one sentence each
+  std::vector<std::string> group_notes;      // verdicts naming nobody
   RecorderCounters counters;
   std::vector<Diagnostic> diagnostics;
 };

@@ -1,5 +1,7 @@
 #include "watch/watcher.h"
 
+#include "watch/watch_groups.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -463,6 +465,7 @@ WatchReport Watcher::report() {
                      return a.pid < b.pid;
                    });
   r.timeline = timeline_;
+  group_watched(r);
   return r;
 }
 

@@ -448,7 +448,29 @@ def test_watchdog_fires_on_a_stopped_job_and_names_the_odd_rank(ebpf, pool, tmp_
     for r in ranks[:2]:
         waits = process(timeline, r.pid)["waits"]
         assert waits and waits[0]["syscall"] == "read" and waits[0]["before_window"], waits
+    # And its own verdict, from behaviour: ranks 0-1 stuck in read(), rank 2 in its sleep.
+    assert timeline["suspects"] == [2], timeline["groups"]
+    assert [g["ranks"] for g in timeline["groups"]] == [[2], [0, 1]], timeline["groups"]
     assert all(r.alive() for r in ranks)
+
+
+def test_watch_groups_ranks_by_what_they_did_and_names_the_odd_one(ebpf, pool, tmp_path):
+    """Two ranks blocked in read() since before the window, one burning CPU: the report's
+    groups are the blocked pair and the busy one, which is named (text and JSON)."""
+    ranks = start_job(pool, tmp_path, ["block", "block", "burn"])
+    args = ["watch", "--for", "3"] + sum((["--pid", r.pid] for r in ranks), [])
+    run = run_hangscan(args + ["--json"], timeout=90)
+    assert run.rc == 0, run.describe()
+    groups = run.doc["groups"]
+    assert [(g["ranks"], g["suspect"]) for g in groups] == [([2], True), ([0, 1], False)], groups
+    assert groups[0]["what"].startswith("active (on CPU "), groups
+    assert re.fullmatch(r"stuck in read\(\) \(\d+\.\d s, since before the window\)", groups[1]["what"]), groups
+    assert run.doc["suspects"] == [2], run.doc["suspect_reasons"]
+    text = run_hangscan(args, timeout=90)
+    assert text.rc == 0, text.describe()
+    assert re.search(r"^  \* rank 2: active \(on CPU \d+%", text.stdout, re.M), text.stdout
+    assert re.search(r"^  ranks 0-1: stuck in read\(\)", text.stdout, re.M), text.stdout
+    assert re.search(r"^  suspect: rank 2 ", text.stdout, re.M), text.stdout
 
 
 def test_watchdog_stays_quiet_on_a_job_that_keeps_going(ebpf, pool, tmp_path):
@@ -458,6 +480,12 @@ def test_watchdog_stays_quiet_on_a_job_that_keeps_going(ebpf, pool, tmp_path):
     for r in ranks:
         args += ["--pid", str(r.pid)]
     watchdog_stays_quiet(args, out)
+    # Busy ranks whose top stacks differ sample by sample are one group: nobody is named.
+    run = run_hangscan(["watch", "--for", "2", "--json"] + sum((["--pid", r.pid] for r in ranks), []),
+                       timeout=90)
+    assert run.rc == 0, run.describe()
+    assert [g["ranks"] for g in run.doc["groups"]] == [[0, 1]], run.doc["groups"]
+    assert run.doc["suspects"] == [], run.doc["suspect_reasons"]
 
 
 def watchdog_stays_quiet(args, out: Path, env=None, recording=lambda: None) -> None:
