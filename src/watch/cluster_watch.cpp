@@ -7,6 +7,8 @@
 #include <ctime>
 #include <limits>
 
+#include "watch/watch_groups.h"
+
 namespace hangscan {
 
 namespace {
@@ -166,6 +168,28 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
     return std::tuple(number_or(a, "t_s", 0), a.value("node", std::string())) <
            std::tuple(number_or(b, "t_s", 0), b.value("node", std::string()));
   });
+  // The ranks of every node grouped by what they did (each node's report carries each
+  // process's behaviour key; a node's older report without them leaves the job ungrouped).
+  std::vector<BehaviourMember> members;
+  bool keyed = true;
+  for (const auto& p : procs) {
+    const json* b =
+        p.contains("behaviour") && p["behaviour"].is_object() ? &p["behaviour"] : nullptr;
+    if (b == nullptr || !b->contains("key") || !(*b)["key"].is_array()) {
+      keyed = false;
+      break;
+    }
+    BehaviourMember m;
+    m.pid = p.value("pid", 0);
+    if (p.contains("rank") && p["rank"].is_number_integer()) m.rank = p["rank"].get<int>();
+    m.role = p.value("role", std::string());
+    m.host = p.value("node", std::string());
+    m.behaviour.what = b->value("what", std::string());
+    for (const auto& k : (*b)["key"])
+      if (k.is_string()) m.behaviour.key.push_back(k.get<std::string>());
+    members.push_back(std::move(m));
+  }
+  verdict_into_json(keyed ? group_behaviours(members) : WatchVerdict{}, merged);
   merged["unreachable"] = json::array();
   for (const auto& u : unanswered)
     merged["unreachable"].push_back({{"node", u.host}, {"reason", u.reason}});
@@ -189,6 +213,7 @@ std::string cluster_watch_text(const json& m) {
     out += fmt::format("  {}: no report: {}\n", u.value("node", std::string()),
                        u.value("reason", std::string()));
   }
+  out += verdict_text(verdict_from_json(m));
   for (const auto& p : m["processes"]) {
     std::string exit =
         p.contains("exit") && p["exit"].is_string() ? ", " + p["exit"].get<std::string>() : "";

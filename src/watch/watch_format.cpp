@@ -1,12 +1,10 @@
 #include "watch/watch_format.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include "group/rank_set.h"
 
 #include "report/json_writer.h"
 #include "report/text_writer.h"
+#include "watch/watch_groups.h"
 
 namespace hangscan {
 
@@ -49,24 +47,6 @@ std::string wait_line(const WaitView& w) {
                      waker);
 }
 
-std::string members(const WatchGroup& g) {
-  if (!g.ranks.empty())
-    return fmt::format("{} {}", g.ranks.size() == 1 ? "rank" : "ranks",
-                       RankSet(g.ranks).to_string());
-  return fmt::format("{} {}", g.pids.size() == 1 ? "pid" : "pids", fmt::join(g.pids, ","));
-}
-
-// What the ranks did, grouped, and the odd ones (watch_groups.h).
-std::string groups_text(const WatchReport& r) {
-  if (r.groups.empty()) return "";
-  std::string out = "groups (by what each did in the window):\n";
-  for (const auto& g : r.groups)
-    out += fmt::format("  {}{}: {}\n", g.suspect ? "* " : "", members(g), g.what);
-  for (const auto& s : r.suspect_reasons) out += fmt::format("  suspect: {}\n", s);
-  for (const auto& n : r.group_notes) out += fmt::format("  note: {}\n", n);
-  return out;
-}
-
 }  // namespace
 
 std::string watch_text(const WatchReport& r) {
@@ -74,7 +54,7 @@ std::string watch_text(const WatchReport& r) {
       "watched {} process{} for {:.1f} s ({} recorder, {} Hz samples, waits >= {} ms)\n",
       r.processes.size(), r.processes.size() == 1 ? "" : "es", r.window_s, r.recorder, r.sample_hz,
       r.wait_threshold_ns / 1'000'000);
-  out += groups_text(r);
+  out += verdict_text(r.verdict);
   for (const auto& p : r.processes) {
     out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100,
                        p.samples, p.exit ? ", " + *p.exit : "");
@@ -149,6 +129,7 @@ nlohmann::json watch_json(const WatchReport& r) {
       pj["waits"].push_back(std::move(wj));
     }
     pj["notes"] = p.notes;
+    pj["behaviour"] = {{"what", p.behaviour.what}, {"key", p.behaviour.key}};
     j["processes"].push_back(std::move(pj));
   }
   j["timeline"] = nlohmann::json::array();
@@ -180,13 +161,7 @@ nlohmann::json watch_json(const WatchReport& r) {
     }
     j["timeline"].push_back(std::move(tj));
   }
-  j["groups"] = nlohmann::json::array();
-  for (const auto& g : r.groups)
-    j["groups"].push_back(
-        {{"ranks", g.ranks}, {"pids", g.pids}, {"what", g.what}, {"suspect", g.suspect}});
-  j["suspects"] = r.suspects;
-  j["suspect_reasons"] = r.suspect_reasons;
-  j["group_notes"] = r.group_notes;
+  verdict_into_json(r.verdict, j);
   j["diagnostics"] = nlohmann::json::array();
   for (const auto& d : r.diagnostics) j["diagnostics"].push_back(diagnostic_to_json(d));
   return j;

@@ -1,18 +1,14 @@
 #include "watch/watch_groups.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "group/analysis.h"
+#include "group/rank_set.h"
 
 namespace hangscan {
 
 namespace {
-
-Frame named(std::string function) {
-  Frame f;
-  f.function = std::move(function);
-  return f;
-}
 
 // The wait a process is stuck in: still going at the end and at least half the window long.
 const WaitView* stuck_wait(const ProcessWatch& p, double window_s) {
@@ -24,63 +20,138 @@ const WaitView* stuck_wait(const ProcessWatch& p, double window_s) {
   return best;
 }
 
-// The key of one process, innermost first; its outermost frame says the class, so ranks of
-// different classes part at the root.
-std::vector<Frame> behaviour_key(const ProcessWatch& p, double window_s, std::string& what) {
-  std::vector<Frame> key;
-  if (p.exit) {
-    what = "ended: " + *p.exit;
-    key.push_back(named("(" + what + ")"));
-    return key;
-  }
-  if (const WaitView* w = stuck_wait(p, window_s)) {
-    std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
-    what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
-                       w->before_window ? ", since before the window" : "");
-    if (!w->frames.empty()) {
-      key = w->frames;
+template <typename T>
+std::vector<T> array_of(const nlohmann::json& j, const char* key) {
+  std::vector<T> out;
+  if (!j.contains(key) || !j[key].is_array()) return out;
+  for (const auto& v : j[key]) {
+    if constexpr (std::is_same_v<T, int>) {
+      if (v.is_number_integer()) out.push_back(v.get<int>());
     } else {
-      for (const auto& k : w->kernel) key.push_back(named("[kernel] " + k.substr(0, k.find('+'))));
+      if (v.is_string()) out.push_back(v.get<std::string>());
     }
-    key.push_back(named("(stuck in " + call + ")"));
-    return key;
   }
-  what = fmt::format("active (on CPU {:.0f}%, {} waits ended)", p.cpu_share * 100, p.wait_count);
-  key.push_back(named("(active in the window)"));
-  return key;
+  return out;
+}
+
+std::string members(const WatchGroup& g) {
+  std::string s;
+  if (!g.ranks.empty())
+    s = fmt::format("{} {}", g.ranks.size() == 1 ? "rank" : "ranks", RankSet(g.ranks).to_string());
+  else s = fmt::format("{} {}", g.pids.size() == 1 ? "pid" : "pids", fmt::join(g.pids, ","));
+  if (g.hosts.size() == 1) s += " on " + g.hosts[0];
+  if (g.hosts.size() > 1) s += fmt::format(" on {} nodes", g.hosts.size());
+  return s;
 }
 
 }  // namespace
 
-void group_watched(WatchReport& r) {
+Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
+  Behaviour b;
+  if (p.exit) {
+    b.what = "ended: " + *p.exit;
+    b.key.push_back("(" + b.what + ")");
+    return b;
+  }
+  if (const WaitView* w = stuck_wait(p, window_s)) {
+    std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
+    b.what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
+                         w->before_window ? ", since before the window" : "");
+    if (!w->frames.empty()) {
+      for (const auto& f : w->frames) b.key.push_back(f.function);
+    } else {
+      for (const auto& k : w->kernel) b.key.push_back("[kernel] " + k.substr(0, k.find('+')));
+    }
+    b.key.push_back("(stuck in " + call + ")");
+    return b;
+  }
+  b.what = fmt::format("active (on CPU {:.0f}%, {} waits ended)", p.cpu_share * 100, p.wait_count);
+  b.key.push_back("(active in the window)");
+  return b;
+}
+
+WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   JobSnapshot job;
-  std::vector<std::string> whats;
-  for (const auto& p : r.processes) {
+  for (const auto& m : members) {
     ProcessSnapshot s;
-    s.pid = p.pid;
-    s.rank = p.rank;
-    s.role = p.role;
+    s.pid = m.pid;
+    s.rank = m.rank;
+    s.role = m.role;
+    s.host = m.host;
     ThreadSnapshot t;
-    t.tid = p.pid;
+    t.tid = m.pid;
     t.is_main = true;
-    t.frames = behaviour_key(p, r.window_s, whats.emplace_back());
+    for (const auto& name : m.behaviour.key) t.frames.emplace_back().function = name;
     s.threads.push_back(std::move(t));
     job.processes.push_back(std::move(s));
   }
-  GroupOptions options;
-  Analysis a = analyze(job, options);
-  if (a.grouped.size() < 2) return;
+  WatchVerdict v;
+  Analysis a = analyze(job, GroupOptions{});
+  if (a.grouped.size() < 2) return v;
   for (const Group& g : a.groups) {
     WatchGroup wg;
     wg.ranks = g.ranks;
     wg.pids = g.pids;
+    if (g.hosts.size() > 1 || (g.hosts.size() == 1 && !g.hosts[0].empty())) wg.hosts = g.hosts;
     wg.suspect = g.suspect;
-    wg.what = whats[g.members.front()];
-    r.groups.push_back(std::move(wg));
+    wg.what = members[g.members.front()].behaviour.what;
+    v.groups.push_back(std::move(wg));
   }
-  r.suspects = a.suspects;
-  r.suspect_reasons = a.suspect_reasons;
-  r.group_notes = a.notes;
+  v.suspects = a.suspects;
+  v.suspect_reasons = a.suspect_reasons;
+  v.notes = a.notes;
+  return v;
+}
+
+void group_watched(WatchReport& r) {
+  std::vector<BehaviourMember> members;
+  for (auto& p : r.processes) {
+    p.behaviour = behaviour_of(p, r.window_s);
+    members.push_back({p.pid, p.rank, p.role, "", p.behaviour});
+  }
+  r.verdict = group_behaviours(members);
+}
+
+void verdict_into_json(const WatchVerdict& v, nlohmann::json& j) {
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : v.groups) {
+    nlohmann::json gj{
+        {"ranks", g.ranks}, {"pids", g.pids}, {"what", g.what}, {"suspect", g.suspect}};
+    if (!g.hosts.empty()) gj["nodes"] = g.hosts;
+    j["groups"].push_back(std::move(gj));
+  }
+  j["suspects"] = v.suspects;
+  j["suspect_reasons"] = v.suspect_reasons;
+  j["group_notes"] = v.notes;
+}
+
+WatchVerdict verdict_from_json(const nlohmann::json& j) {
+  WatchVerdict v;
+  if (j.contains("groups") && j["groups"].is_array()) {
+    for (const auto& gj : j["groups"]) {
+      if (!gj.is_object()) continue;
+      WatchGroup& g = v.groups.emplace_back();
+      g.ranks = array_of<int>(gj, "ranks");
+      g.pids = array_of<int>(gj, "pids");
+      g.hosts = array_of<std::string>(gj, "nodes");
+      g.what = gj.value("what", std::string());
+      g.suspect = gj.value("suspect", false);
+    }
+  }
+  v.suspects = array_of<int>(j, "suspects");
+  v.suspect_reasons = array_of<std::string>(j, "suspect_reasons");
+  v.notes = array_of<std::string>(j, "group_notes");
+  return v;
+}
+
+std::string verdict_text(const WatchVerdict& v) {
+  if (v.groups.empty()) return "";
+  std::string out = "groups (by what each did in the window):\n";
+  for (const auto& g : v.groups)
+    out += fmt::format("  {}{}: {}\n", g.suspect ? "* " : "", members(g), g.what);
+  for (const auto& s : v.suspect_reasons) out += fmt::format("  suspect: {}\n", s);
+  for (const auto& n : v.notes) out += fmt::format("  note: {}\n", n);
+  return out;
 }
 
 }  // namespace hangscan

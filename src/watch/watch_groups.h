@@ -7,14 +7,43 @@
 // when the recorder has no user stack of it), *ended* (how), or *active* (it ran and woke in the
 // window; its busiest stacks are in its report, not in the key, since two healthy ranks rarely
 // share their single most sampled stack). The verdict is group/analysis.h's, on those keys.
+// Each node's report carries every process's key, so `watch --slurm-job` groups across nodes
+// with the same rules.
 #pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "watch/watch_report.h"
 
 namespace hangscan {
 
-// Fills r.groups, r.suspects and r.group_notes from r.processes (ranks only, or every process
-// when none is a rank); nothing when fewer than two are grouped.
+// Where a process's behaviour puts it: the key (function names, innermost first; the
+// outermost names the class) and the same in words.
+Behaviour behaviour_of(const ProcessWatch& p, double window_s);
+
+struct BehaviourMember {
+  int pid = 0;
+  std::optional<int> rank;
+  std::string role;
+  std::string host;  // the node, in a merged report
+  Behaviour behaviour;
+};
+
+// The groups and the odd ones; empty when fewer than two processes are grouped (ranks only,
+// or every process when none is a rank).
+WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members);
+
+// Sets each process's behaviour and the report's verdict.
 void group_watched(WatchReport& r);
+
+// The verdict in the report's JSON (groups, suspects, suspect_reasons, group_notes), read back
+// leniently (a missing or odd field is left empty), and in words for the text reports.
+void verdict_into_json(const WatchVerdict& v, nlohmann::json& j);
+WatchVerdict verdict_from_json(const nlohmann::json& j);
+std::string verdict_text(const WatchVerdict& v);
 
 }  // namespace hangscan

@@ -41,6 +41,12 @@ struct WaitView {
   bool incomplete = false;          // as StackShare::incomplete
 };
 
+// What one process did over the window (watch_groups.h): stuck in a wait, ended, or active.
+struct Behaviour {
+  std::string what;              // "stuck in read() (12.0 s)", "active (...)", "ended: ..."
+  std::vector<std::string> key;  // grouping key: function names, innermost first
+};
+
 struct TimelineEntry {
   double t_s = 0;  // seconds from the window's start
   EventRecord event;
@@ -60,15 +66,24 @@ struct ProcessWatch {
   std::uint64_t wait_count = 0;     // waits completed in the window (the kernel counts them all)
   std::optional<std::string> exit;  // how it ended, when it did within the window
   std::vector<std::string> notes;
+  Behaviour behaviour;  // set with the report's verdict (watch_groups.h)
 };
 
-// Processes that did the same over the window (watch_groups.h): stuck in the same wait,
-// ended the same way, or active.
+// Processes that did the same over the window.
 struct WatchGroup {
   std::vector<int> ranks;  // sorted; members without a rank are in pids only
   std::vector<int> pids;
-  std::string what;  // the first member's: "stuck in read() (12.0 s)", "active (...)", "ended: ..."
+  std::vector<std::string> hosts;  // the nodes, in a merged report
+  std::string what;                // the first member's Behaviour::what
   bool suspect = false;
+};
+
+// The groups and the odd ones named (group/analysis.h's verdict on the behaviours).
+struct WatchVerdict {
+  std::vector<WatchGroup> groups;            // smallest first
+  std::vector<int> suspects;                 // ranks
+  std::vector<std::string> suspect_reasons;  // one sentence each
+  std::vector<std::string> notes;            // verdicts naming nobody
 };
 
 struct WatchReport {
@@ -80,10 +95,7 @@ struct WatchReport {
   bool wakers_known = true;  // whether the waits' wakers are recorded (Recorder::records_wakers)
   std::vector<ProcessWatch> processes;  // ranks by rank, then the rest by pid
   std::vector<TimelineEntry> timeline;
-  std::vector<WatchGroup> groups;            // smallest first (group/analysis.h's order)
-  std::vector<int> suspects;                 // ranks
-  std::vector<std::string> suspect_reasons;  // one sentence each
-  std::vector<std::string> group_notes;      // verdicts naming nobody
+  WatchVerdict verdict;
   RecorderCounters counters;
   std::vector<Diagnostic> diagnostics;
 };

@@ -109,6 +109,11 @@ def test_watch_for_3_s_reports_every_node_s_ranks(ebpf, cluster):
         for p in doc["processes"]:
             assert p["waits"][0]["syscall"] == "clock_nanosleep", p
             assert p["waits"][0]["ongoing"] is True
+        # Grouped across the nodes: one group, every rank stuck in the same sleep, no suspect.
+        assert [(g["ranks"], g["nodes"]) for g in doc["groups"]] == [(list(range(WORLD)), ["n1", "n2", "n3"])], \
+            doc["groups"]
+        assert doc["groups"][0]["what"].startswith("stuck in clock_nanosleep() ("), doc["groups"]
+        assert doc["suspects"] == [], doc["suspect_reasons"]
         assert doc["timeline"] == []
         text = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--for", "1"], env=cluster.env, timeout=90)
         assert text.rc == 0, text.describe()
@@ -222,6 +227,10 @@ def test_watchdog_across_nodes_fires_on_a_stopped_job_and_names_the_odd_rank(ebp
         for p in timeline["processes"]:
             want = "clock_nanosleep" if p["rank"] == 4 else "read"
             assert p["waits"][0]["syscall"] == want and p["waits"][0]["before_window"], p
+        # And their verdict across the nodes, from behaviour: rank 4 is not stuck where the others are.
+        assert timeline["suspects"] == [4], timeline["groups"]
+        assert [(g["ranks"], g["nodes"]) for g in timeline["groups"]] == \
+            [([4], [job.node_of(4)]), ([r for r in range(WORLD) if r != 4], ["n1", "n2", "n3"])], timeline["groups"]
         assert (bundle / "timeline.txt").read_text().count(" on n") >= WORLD
         hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")

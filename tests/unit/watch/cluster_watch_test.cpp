@@ -63,6 +63,41 @@ TEST(ClusterWatch, TagsNodesSortsRanksAndPutsEventsOnOneAxis) {
   EXPECT_NE(text.find("+0.700 s  n2: sent"), std::string::npos) << text;
 }
 
+// Each node's processes carry their behaviour keys: the merge groups the ranks of all nodes
+// with dump's verdict, the groups naming their nodes; a report without keys leaves it ungrouped.
+TEST(ClusterWatch, RanksOfEveryNodeAreGroupedByBehaviour) {
+  auto keyed = [](const std::string& node, double start, std::vector<int> ranks, int odd) {
+    json doc = json::parse(node_report(node, start, ranks, -1));
+    for (auto& p : doc["processes"]) {
+      bool busy = p["rank"] == odd;
+      p["behaviour"] = {
+          {"what", busy ? "active (on CPU 99%, 0 waits ended)" : "stuck in read() (9.0 s)"},
+          {"key", busy ? json::array({"(active in the window)"})
+                       : json::array({"all_reduce", "(stuck in read())"})}};
+    }
+    return doc.dump();
+  };
+  std::vector<NodeWatchDocument> docs{{"n1", keyed("n1", 1000.0, {0, 1}, -1)},
+                                      {"n2", keyed("n2", 1000.0, {2, 3}, 3)}};
+  json m = merge_node_watches("7", docs, {});
+  ASSERT_EQ(m["groups"].size(), 2u) << m["groups"].dump();
+  EXPECT_EQ(m["groups"][0]["ranks"], json::array({3}));
+  EXPECT_EQ(m["groups"][0]["nodes"], json::array({"n2"}));
+  EXPECT_EQ(m["groups"][1]["ranks"], json::array({0, 1, 2}));
+  EXPECT_EQ(m["groups"][1]["nodes"], json::array({"n1", "n2"}));
+  EXPECT_EQ(m["suspects"], json::array({3}));
+  std::string text = cluster_watch_text(m);
+  EXPECT_NE(text.find("  * rank 3 on n2: active (on CPU 99%, 0 waits ended)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  ranks 0-2 on 2 nodes: stuck in read() (9.0 s)"), std::string::npos)
+      << text;
+
+  docs[0].text = node_report("n1", 1000.0, {0, 1}, -1);  // no behaviour keys
+  json unkeyed = merge_node_watches("7", docs, {});
+  EXPECT_TRUE(unkeyed["groups"].empty());
+  EXPECT_TRUE(unkeyed["suspects"].empty());
+}
+
 TEST(ClusterWatch, ABadOrOversizedDocumentMakesItsNodeUnreachable) {
   std::vector<NodeWatchDocument> docs{{"n1", node_report("n1", 5.0, {0}, -1)},
                                       {"n2", "{\"processes\": ["},

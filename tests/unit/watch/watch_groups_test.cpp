@@ -38,14 +38,14 @@ TEST(WatchGroups, TheActiveRankAmongStuckOnesIsTheSuspect) {
   for (int i : {0, 1, 3}) stuck(r.processes[static_cast<std::size_t>(i)], "read", "all_reduce");
   r.processes[2].cpu_share = 0.98;
   group_watched(r);
-  ASSERT_EQ(r.groups.size(), 2u);
-  EXPECT_EQ(r.suspects, std::vector<int>{2});
-  EXPECT_EQ(r.groups[0].ranks, std::vector<int>{2});
-  EXPECT_TRUE(r.groups[0].suspect);
-  EXPECT_EQ(r.groups[0].what, "active (on CPU 98%, 0 waits ended)");
-  EXPECT_EQ(r.groups[1].ranks, (std::vector<int>{0, 1, 3}));
-  EXPECT_EQ(r.groups[1].what, "stuck in read() (9.0 s)");
-  ASSERT_EQ(r.suspect_reasons.size(), 1u);
+  ASSERT_EQ(r.verdict.groups.size(), 2u);
+  EXPECT_EQ(r.verdict.suspects, std::vector<int>{2});
+  EXPECT_EQ(r.verdict.groups[0].ranks, std::vector<int>{2});
+  EXPECT_TRUE(r.verdict.groups[0].suspect);
+  EXPECT_EQ(r.verdict.groups[0].what, "active (on CPU 98%, 0 waits ended)");
+  EXPECT_EQ(r.verdict.groups[1].ranks, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(r.verdict.groups[1].what, "stuck in read() (9.0 s)");
+  ASSERT_EQ(r.verdict.suspect_reasons.size(), 1u);
   std::string text = watch_text(r);
   EXPECT_NE(text.find("  * rank 2: active (on CPU 98%, 0 waits ended)"), std::string::npos) << text;
   EXPECT_NE(text.find("  ranks 0-1,3: stuck in read() (9.0 s)"), std::string::npos) << text;
@@ -65,9 +65,9 @@ TEST(WatchGroups, AJobThatMovesIsOneGroupWithoutSuspects) {
   stuck(r.processes[1], "read", "all_reduce");
   r.processes[1].waits[0].ongoing = false;  // it ended
   group_watched(r);
-  ASSERT_EQ(r.groups.size(), 1u);
-  EXPECT_TRUE(r.suspects.empty());
-  EXPECT_EQ(r.groups[0].ranks, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(r.verdict.groups.size(), 1u);
+  EXPECT_TRUE(r.verdict.suspects.empty());
+  EXPECT_EQ(r.verdict.groups[0].ranks, (std::vector<int>{0, 1, 2}));
 }
 
 // Stuck in different places: the minority is named with where it waits.
@@ -80,8 +80,8 @@ TEST(WatchGroups, StuckElsewhereIsNamed) {
   stuck(r.processes[2], "read", "load_batch");
   r.processes[2].waits[0].before_window = true;
   group_watched(r);
-  EXPECT_EQ(r.suspects, std::vector<int>{2});
-  EXPECT_EQ(r.groups[0].what, "stuck in read() (9.0 s, since before the window)");
+  EXPECT_EQ(r.verdict.suspects, std::vector<int>{2});
+  EXPECT_EQ(r.verdict.groups[0].what, "stuck in read() (9.0 s, since before the window)");
 }
 
 }  // namespace
