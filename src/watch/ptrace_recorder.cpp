@@ -23,7 +23,15 @@ class PtraceRecorder : public Recorder {
     procs_.emplace(pid, ProcessCounters{});
     return Ok{};
   }
-  void unwatch(int pid) override { procs_.erase(pid); }
+  void unwatch(int pid) override {
+    procs_.erase(pid);
+    readers_.erase(pid);
+  }
+  // The frames are walked while the process is stopped for its sample, as `dump` walks them.
+  Status watch_python(int pid, const python::Located& where) override {
+    readers_.insert_or_assign(pid, std::make_unique<python::PythonReader>(where));
+    return Ok{};
+  }
   std::map<int, ProcessCounters> watched() override { return procs_; }
   RecorderCounters counters() override { return counters_; }
   bool records_oom() const override { return false; }
@@ -80,6 +88,9 @@ class PtraceRecorder : public Recorder {
     auto freeze = target.freeze(Deadline::after(std::chrono::milliseconds(500)));
     if (!freeze) return 0;
     std::int64_t ts = monotonic_ns();
+    python::RawPythonState py;
+    if (auto r = readers_.find(pid); r != readers_.end())
+      py = r->second->walk(target.memory(), false);
     for (const auto& ft : (*freeze)->threads()) {
       auto d = std::find_if(running.begin(), running.end(),
                             [&](const ThreadSnapshot& r) { return r.tid == ft.tid; });
@@ -95,15 +106,32 @@ class PtraceRecorder : public Recorder {
       s.copy.stack.bytes.resize(kStackBytes);
       std::size_t got = target.memory().read(ft.regs->sp(), s.copy.stack.bytes.data(), kStackBytes);
       s.copy.stack.bytes.resize(got);
+      s.copy.python = python_thread(py, ft.tid, ft.regs->fs_base());
       ++counters.samples;
       ++counters_.events;
     }
     return (*freeze)->release();
   }
 
+  // The walked thread of native thread `tid` (by its native id where the version records it,
+  // else by pthread_t == fs base), with its native id set for the finish stage's matching.
+  static std::optional<python::RawPythonThread> python_thread(const python::RawPythonState& py,
+                                                              int tid, std::uint64_t fs_base) {
+    for (const auto& t : py.threads) {
+      if ((t.native_tid && *t.native_tid == tid) ||
+          (!t.native_tid && fs_base != 0 && t.pthread_id == fs_base)) {
+        python::RawPythonThread copy = t;
+        copy.native_tid = tid;
+        return copy;
+      }
+    }
+    return std::nullopt;
+  }
+
   std::int64_t period_ns_;
   std::int64_t next_ns_;
   std::map<int, ProcessCounters> procs_;
+  std::map<int, std::unique_ptr<python::PythonReader>> readers_;
   RecorderCounters counters_;
 };
 

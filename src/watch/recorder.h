@@ -39,11 +39,11 @@ class Recorder {
   virtual Status watch(int pid) = 0;
   virtual void unwatch(int pid) = 0;
   // Process `pid` is Python, its interpreter at `where`: samples copy its Python frames too.
-  // Returns why not when the recorder cannot walk this interpreter (the fallback never does).
+  // Returns why not when the recorder cannot walk this interpreter.
   virtual Status watch_python(int pid, const python::Located& where) {
     (void)pid;
     (void)where;
-    return Error(Errc::unsupported, "the ptrace fallback takes no Python frames in samples");
+    return Error(Errc::unsupported, "this recorder takes no Python frames in its samples");
   }
   // The processes the kernel side records now (with those it added on fork).
   virtual std::map<int, ProcessCounters> watched() = 0;

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from hs_testlib import READY, MemoryCgroup, TargetPool, hangscan_bin, program, program_source, run_hangscan, wait_for
+from hs_testlib import (READY, MemoryCgroup, TargetPool, hangscan_bin, hs_line, program, program_source,
+                        run_hangscan, wait_for)
 
 PY = "/usr/bin/python3"
 RANKS = str(program_source("watch_ranks.py"))
@@ -549,9 +550,12 @@ NO_BPF_CAPS = ["setpriv", "--inh-caps=-bpf,-perfmon,-sys_admin",
 def test_without_bpf_capabilities_watch_says_why_and_samples_with_ptrace(ebpf, pool):
     """A real refusal: hangscan runs as root but without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN
     (it keeps CAP_SYS_PTRACE), so the kernel refuses the recorder's maps. One line says why and
-    what it costs instead, the hint says the fix, and the busy rank is still sampled (ptrace)."""
+    what it costs instead, the hint says the fix, and the busy ranks are still sampled (ptrace):
+    a C spinner, and a Python one whose samples carry its Python frames (walked while stopped)."""
     busy = pool.start([program("busy"), READY])
-    run = run_hangscan(["watch", "--pid", busy.pid, "--for", "4", "--json"], prefix=NO_BPF_CAPS, timeout=90)
+    py = pool.start([PY, RANKS, READY, "burn"], main_parked=False)
+    run = run_hangscan(["watch", "--pid", busy.pid, "--pid", py.pid, "--for", "4", "--json"],
+                       prefix=NO_BPF_CAPS, timeout=90)
     assert run.rc == 0, run.describe()
     lines = run.stderr.splitlines()
     assert re.fullmatch(
@@ -560,7 +564,7 @@ def test_without_bpf_capabilities_watch_says_why_and_samples_with_ptrace(ebpf, p
         r"its time, counted in the report; no waits, signals or exits\)", lines[0]), run.describe()
     assert lines[1] == ("hint: run as root, or give hangscan CAP_BPF and CAP_PERFMON (setcap "
                         "cap_bpf,cap_perfmon+ep); 'hangscan doctor' checks eBPF readiness"), run.describe()
-    assert lines[2].startswith("hangscan: recording 1 process (ptrace samples)"), run.describe()
+    assert lines[2].startswith("hangscan: recording 2 processes (ptrace samples)"), run.describe()
     doc = run.doc
     assert doc["recorder"] == "ptrace" and doc["sample_hz"] == 2, run.describe()
     b = process(doc, busy.pid)
@@ -568,10 +572,17 @@ def test_without_bpf_capabilities_watch_says_why_and_samples_with_ptrace(ebpf, p
     assert 4 <= b["samples"] <= 9, run.describe()
     top = b["top_stacks"][0]
     assert [f["function"] for f in top["frames"]][:2] == ["spin_forever", "spin_main"], run.describe()
+    p = process(doc, py.pid)
+    assert p["samples"] >= 4, run.describe()
+    loop = {hs_line("watch_ranks.py", tag) for tag in ("burn_while", "burn_for", "burn_add")}
+    for stack in p["top_stacks"]:
+        python = [(f["function"], f["line"]) for f in stack["frames"] if f["kind"] == "python"]
+        assert [f for f, _ in python] == ["burn_cpu", "main", "<module>"] and python[0][1] in loop, stack
+        assert "_PyEval_EvalFrameDefault" not in [f["function"] for f in stack["frames"]], stack
     # The stated cost, as `dump` measures its pause: 1-5 ms a sample (1.6-5 ms measured at load
-    # 10 on 2 CPUs). Fails when a sample stops it 10 ms on average (2% of its time at 2 Hz).
-    assert 0 < doc["stopped_s"] < 0.010 * b["samples"], run.describe()
-    assert busy.alive()
+    # 10 on 2 CPUs). Fails when a sample stops a process 10 ms on average (2% of its time at 2 Hz).
+    assert 0 < doc["stopped_s"] < 0.010 * (b["samples"] + p["samples"]), run.describe()
+    assert busy.alive() and py.alive()
 
 
 def eu_stack_functions(out: str, tid: int) -> list[str]:

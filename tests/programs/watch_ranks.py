@@ -20,9 +20,9 @@ import time
 
 def burn_cpu():
     total = 0
-    while True:
-        for i in range(10000):  # MARK burn
-            total += i * i
+    while True:  # HS-LINE: burn_while
+        for i in range(10000):  # HS-LINE: burn_for
+            total += i * i  # HS-LINE: burn_add
 
 
 def main():
