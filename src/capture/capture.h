@@ -22,9 +22,12 @@ namespace hangscan {
 
 struct CaptureOptions {
   UnwinderKind unwinder = UnwinderKind::libdw;
-  bool native = true;                        // unwind native stacks
-  bool python = true;                        // read Python frames when the target is Python
-  bool merge_native = false;                 // --native: interleave native and Python frames
+  bool native = true;         // unwind native stacks
+  bool python = true;         // read Python frames when the target is Python
+  bool merge_native = false;  // --native: interleave native and Python frames
+  // A native stack cut short is merged as far as it reaches (python/merge.h merge_cut_stacks)
+  // instead of being shown apart: the recorder's samples, whose copies end at 16 KiB.
+  bool merge_cut_native = false;
   bool locals = false;                       // --locals
   bool nonblocking = false;                  // --nonblocking: Python frames without stopping
   bool kernel_stacks = true;                 // /proc/TID/stack (live, root only)

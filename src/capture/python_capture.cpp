@@ -162,7 +162,9 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
     for (const auto& pf : st.frames) frames.push_back(pf.frame);
     if (frames.empty()) continue;  // no Python frames: the native stack stays
     if (options.merge_native && !t->frames.empty()) {
-      auto merged = python::merge_stacks(t->frames, st.frames);
+      auto merged = options.merge_cut_native && t->incomplete
+                        ? python::merge_cut_stacks(t->frames, st.frames)
+                        : python::merge_stacks(t->frames, st.frames);
       if (merged) {
         t->frames = std::move(*merged);
       } else {

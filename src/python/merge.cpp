@@ -86,6 +86,18 @@ std::vector<std::size_t> evals_by_marker(const std::vector<Frame>& native,
   return evals;
 }
 
+// The eval-loop frames found by name: _PyEval_EvalFrameDefault's, or PyEval_EvalFrameEx's
+// where there is none of the former (older versions).
+std::vector<std::size_t> evals_by_name(const std::vector<Frame>& native) {
+  bool has_default = false;
+  for (const auto& f : native)
+    if (f.kind == FrameKind::native && same_function(f.function, kEvalDefault)) has_default = true;
+  std::vector<std::size_t> evals;
+  for (std::size_t i = 0; i < native.size(); ++i)
+    if (counts_as_eval(native[i], has_default)) evals.push_back(i);
+  return evals;
+}
+
 }  // namespace
 
 Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
@@ -93,12 +105,7 @@ Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
   auto groups = eval_groups(python);
   if (auto by_marker = evals_by_marker(native, groups); !by_marker.empty())
     return interleave(native, groups, by_marker);
-  bool has_default = false;
-  for (const auto& f : native)
-    if (f.kind == FrameKind::native && same_function(f.function, kEvalDefault)) has_default = true;
-  std::vector<std::size_t> evals;
-  for (std::size_t i = 0; i < native.size(); ++i)
-    if (counts_as_eval(native[i], has_default)) evals.push_back(i);
+  std::vector<std::size_t> evals = evals_by_name(native);
   if (evals.size() != groups.size()) {
     return Error(Errc::bad_data,
                  fmt::format("cannot merge: {} Python eval-loop calls ({} Python frames) but {} "
@@ -106,6 +113,31 @@ Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
                              groups.size(), python.size(), evals.size()));
   }
   return interleave(native, groups, evals);
+}
+
+Result<std::vector<Frame>> merge_cut_stacks(const std::vector<Frame>& native,
+                                            const std::vector<PythonFrame>& python) {
+  auto groups = eval_groups(python);
+  std::vector<std::size_t> evals = evals_by_name(native);
+  if (evals.size() > groups.size()) {
+    return Error(Errc::bad_data,
+                 fmt::format("cannot merge: {} Python eval-loop calls but {} native eval-loop "
+                             "frames in a stack cut short",
+                             groups.size(), evals.size()));
+  }
+  // A stack cut short is the innermost part of the whole one: its eval-loop frames are the
+  // innermost calls'.
+  std::vector<std::vector<PythonFrame>> inner(groups.begin(),
+                                              groups.begin() + static_cast<long>(evals.size()));
+  std::vector<Frame> out = interleave(native, inner, evals);
+  if (evals.size() == groups.size()) return out;
+  Frame gap;
+  gap.kind = FrameKind::native;
+  gap.function = std::string(kNativeGap);
+  out.push_back(std::move(gap));
+  for (std::size_t g = evals.size(); g < groups.size(); ++g)
+    for (const auto& p : groups[g]) out.push_back(p.frame);
+  return out;
 }
 
 std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,

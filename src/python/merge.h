@@ -29,6 +29,18 @@ std::vector<std::vector<PythonFrame>> eval_groups(const std::vector<PythonFrame>
 Result<std::vector<Frame>> merge_stacks(const std::vector<Frame>& native,
                                         const std::vector<PythonFrame>& python);
 
+// As merge_stacks, for a native stack cut short (it ends before the thread's entry point: a
+// sampled copy ended, unwind information is missing). Its eval-loop frames are the innermost
+// calls', so those are interleaved; the outer calls' Python frames, which the native stack
+// does not reach, follow its last frame after one frame named kNativeGap. Why: a sampled
+// stack deeper than its copy keeps its whole Python chain (copied apart) and its innermost
+// native frames, and says where native frames are missing. Error when the native stack holds
+// more eval-loop frames than there are Python calls.
+inline constexpr std::string_view kNativeGap =
+    "[native frames not recorded: the stack is cut here]";
+Result<std::vector<Frame>> merge_cut_stacks(const std::vector<Frame>& native,
+                                            const std::vector<PythonFrame>& python);
+
 // The Python thread running on native thread `tid`: by native_tid when the version records
 // it, else by pthread_id == the thread's fs_base (x86-64 glibc: pthread_self() is the TCB).
 std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,

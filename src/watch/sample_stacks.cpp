@@ -91,6 +91,7 @@ std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<Sampl
   options.python = false;
   options.kernel_stacks = false;
   options.merge_native = true;
+  options.merge_cut_native = true;
   ProcessSnapshot snap =
       finish_process(std::move(copy), *live, options, symbols_, &unwinding_[pid]);
   if (py) reader->second = std::move(py->reader);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "python/merge.h"
 #include "report/json_writer.h"
 #include "report/text_writer.h"
 #include "watch/watch_groups.h"
@@ -26,9 +27,15 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, bool incomp
   for (std::size_t i = 0; i < frames.size() && i < kFramesShown; ++i) {
     out += fmt::format("{}{}\n", indent, frame_line(frames[i]));
   }
+  // A Python stack cut short says where, in its frames (python/merge.h kNativeGap): said here
+  // too when that frame is among those not shown.
+  bool gap_hidden = false;
+  for (std::size_t i = kFramesShown; i < frames.size(); ++i)
+    gap_hidden = gap_hidden || frames[i].function == python::kNativeGap;
   if (frames.size() > kFramesShown)
-    out += fmt::format("{}... {} more frames\n", indent, frames.size() - kFramesShown);
-  if (incomplete && !frames.empty())
+    out += fmt::format("{}... {} more frames{}\n", indent, frames.size() - kFramesShown,
+                       gap_hidden ? " (native frames missing among them: the stack was cut)" : "");
+  if (incomplete && !frames.empty() && frames.back().kind != FrameKind::python)
     out += fmt::format("{}... (stack incomplete: the unwinding stopped here)\n", indent);
 }
 

@@ -27,6 +27,7 @@ from test_watch import ebpf, pool, process  # noqa: F401 (fixtures)
 
 PROGRAM = lib.program_source("py_burn.py")
 LOOP = {lib.hs_line("py_burn.py", tag) for tag in ("spin_while", "spin_for", "spin_add")}
+GAP = "[native frames not recorded: the stack is cut here]"
 RAN = []
 ABSENT = []
 
@@ -36,16 +37,13 @@ def same_function(minor, name, co_name):
     return name == co_name or (minor >= 11 and name.endswith("." + co_name))
 
 
-@pytest.mark.parametrize("interp", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
-def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: F811
-    python = present_or_skip(interp, ABSENT)
-    version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                             capture_output=True, text=True, timeout=60).stdout.strip()
-    minor = int(version.split(".")[1])
+def watch_and_ask_cpython(pool, python, *mode):
+    """Watches py_burn.py for 2 s, then asks CPython for its worker's stack: (the version's
+    minor, the watched process's report, faulthandler's frames of the worker)."""
     tmp = tempfile.mkdtemp(prefix="hs-wpy-")
     os.chmod(tmp, 0o755)
     try:
-        target = pool.start([python, str(PROGRAM), lib.READY, tmp], main_parked=True, timeout=60)
+        target = pool.start([python, str(PROGRAM), lib.READY, tmp, *mode], main_parked=True, timeout=60)
         worker = json.load(open(os.path.join(tmp, "worker.json")))
         run = lib.run_hangscan(["watch", "--pid", target.pid, "--for", "2", "--json"], timeout=120)
         assert run.rc == 0, run.describe()
@@ -55,25 +53,61 @@ def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: 
         expected = parse_faulthandler(text)[int(worker["ident"], 16)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    proc = process(run.doc, target.pid)
-    assert not any("Python" in n for n in proc["notes"]), proc["notes"]
-    top = proc["top_stacks"]
-    assert top, proc
-    for stack in top:
-        frames = stack["frames"]
-        got = [(f["function"], f["file"], f["line"]) for f in frames if f["kind"] == "python"]
-        assert len(got) == len(expected), (got, expected)
-        assert [g[1:] for g in got[1:]] == [e[1:] for e in expected[1:]], (got, expected)
-        assert got[0][1] == expected[0][1] == str(PROGRAM), (got, expected)
-        assert got[0][2] in LOOP and expected[0][2] in LOOP, (got, expected, LOOP)
-        for (name, _, _), (co_name, _, _) in zip(got, expected):
-            assert same_function(minor, name, co_name), (got, expected)
-        # Merged: no eval-loop frame left, and native frames after the Python ones (the
-        # thread's start in C), in one stack.
-        names = [f["function"] for f in frames]
+    return process(run.doc, target.pid), expected
+
+
+def assert_python_frames(stack, expected, minor):
+    """The stack's Python frames are faulthandler's: count, files, functions, lines but the
+    innermost (a line of the spin loop in both)."""
+    got = [(f["function"], f["file"], f["line"]) for f in stack["frames"] if f["kind"] == "python"]
+    assert len(got) == len(expected), (got, expected)
+    assert [g[1:] for g in got[1:]] == [e[1:] for e in expected[1:]], (got, expected)
+    assert got[0][1] == expected[0][1] == str(PROGRAM), (got, expected)
+    assert got[0][2] in LOOP and expected[0][2] in LOOP, (got, expected, LOOP)
+    for (name, _, _), (co_name, _, _) in zip(got, expected):
+        assert same_function(minor, name, co_name), (got, expected)
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def test_a_stack_deeper_than_its_copy_keeps_its_python_chain(ebpf, pool, interp):  # noqa: F811
+    """80 calls through map() under the spinning frame: the native stack of a sample is cut by
+    its 16-KiB copy, the Python chain (copied apart) is whole. The stack merges what the native
+    part reaches, says where native frames are missing (one gap frame), then the outer Python
+    frames; it is marked incomplete."""
+    python = present_or_skip(interp, ABSENT)
+    minor = int(subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"],
+                               capture_output=True, text=True, timeout=60).stdout)
+    proc, expected = watch_and_ask_cpython(pool, python, "deep")
+    assert len(expected) > 80, expected
+    for stack in proc["top_stacks"]:
+        assert_python_frames(stack, expected, minor)
+        names = [f["function"] for f in stack["frames"]]
+        assert names.count(GAP) == 1, names
+        assert stack["incomplete"] is True, stack
         assert "_PyEval_EvalFrameDefault" not in names, names
+        # Native frames under the innermost Python ones: the merge reached into the cut stack.
+        assert stack["frames"][0]["kind"] == "native" or names.index(GAP) > 1, names
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: F811
+    python = present_or_skip(interp, ABSENT)
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    minor = int(version.split(".")[1])
+    proc, expected = watch_and_ask_cpython(pool, python)
+    assert not any("Python" in n for n in proc["notes"]), proc["notes"]
+    assert proc["top_stacks"], proc
+    for stack in proc["top_stacks"]:
+        assert_python_frames(stack, expected, minor)
+        # Merged: no eval-loop frame left, and native frames after the Python ones (the
+        # thread's start in C), in one stack, which is whole.
+        frames = stack["frames"]
+        names = [f["function"] for f in frames]
+        assert "_PyEval_EvalFrameDefault" not in names and GAP not in names, names
         last_py = max(i for i, f in enumerate(frames) if f["kind"] == "python")
         assert any(f["kind"] == "native" for f in frames[last_py + 1:]), names
+        assert stack["incomplete"] is False, stack
     RAN.append("%s: CPython %s" % (interp[0], version))
 
 

@@ -1,6 +1,6 @@
 """A thread burning CPU in known Python frames, and CPython's own account of them (faulthandler).
 
-Usage: python py_burn.py READY_FD OUT_DIR      (any CPython 3.6+)
+Usage: python py_burn.py READY_FD OUT_DIR [deep]      (any CPython 3.6+)
 
 Why: `hangscan watch` copies a sampled thread's Python frames in the kernel, at the sample, and
 names them afterwards; CPython's own walker of the same thread states, faulthandler, is the
@@ -9,6 +9,9 @@ the interpreter's) runs Burner.run -> Burner.spin, which loops on the marked lin
 the main thread waits in join(). Once the worker spins this writes OUT_DIR/worker.json
 ({"ident": "0x<thread ident>", "tid": <native tid>}: faulthandler names threads by ident),
 registers faulthandler on SIGUSR1 (all threads, into OUT_DIR/faulthandler.txt) and says ready.
+With `deep`, Burner.run first descends 80 calls through map() (each call goes through C, so
+each level adds eval-loop and C frames to the native stack: far deeper than a sample's 16-KiB
+copy) and spins at the bottom: the sampled native stack is cut, the Python chain is not.
 """
 import ctypes
 import faulthandler
@@ -24,9 +27,19 @@ SYS_GETTID = 186   # x86-64
 
 
 class Burner(object):
+    def __init__(self, depth):
+        self.depth = depth
+
     def run(self):
         self.tid = LIBC.syscall(SYS_GETTID)
+        if self.depth:
+            self.descend(self.depth)  # HS-LINE: run_calls_descend
         self.spin()  # HS-LINE: run_calls_spin
+
+    def descend(self, depth):
+        if depth == 0:
+            self.spin()  # HS-LINE: descend_calls_spin
+        return list(map(self.descend, [depth - 1]))  # HS-LINE: descend_map
 
     def spin(self):
         total = 0
@@ -39,7 +52,7 @@ class Burner(object):
 def main():
     ready_fd = int(sys.argv[1])
     out = sys.argv[2]
-    burner = Burner()
+    burner = Burner(80 if sys.argv[3:] == ["deep"] else 0)
     worker = threading.Thread(target=burner.run)
     worker.daemon = True
     worker.start()

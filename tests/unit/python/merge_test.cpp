@@ -67,6 +67,40 @@ TEST(Merge, SeveralPythonFramesPerEvalCallOn311) {
                                 "Thread.run", "thread_run", "outer", "<module>", "Py_RunMain"}));
 }
 
+// A native stack cut short (a sampled copy ended) holds the innermost eval-loop calls only:
+// they are merged, a gap frame says where native frames are missing, the outer calls' Python
+// frames follow whole. More eval frames than Python calls cannot be a cut: refused.
+TEST(Merge, ACutNativeStackKeepsTheWholePythonChain) {
+  std::vector<Frame> n = {native("clock_nanosleep"), native("time_sleep"),
+                          native("_PyEval_EvalFrameDefault"), native("thread_run")};
+  std::vector<PythonFrame> p = {py("sleeper", 63, false), py("Thread.run", 975, true),
+                                py("outer", 10, false), py("<module>", 1, true)};
+  auto merged = merge_cut_stacks(n, p);
+  ASSERT_TRUE(merged.ok()) << merged.error().what();
+  EXPECT_EQ(names(*merged),
+            (std::vector<std::string>{"clock_nanosleep", "time_sleep", "sleeper", "Thread.run",
+                                      "thread_run", std::string(kNativeGap), "outer", "<module>"}));
+  EXPECT_FALSE(merge_stacks(n, p).ok());  // the whole-stack merge refuses it
+
+  std::vector<Frame> none = {native("memcpy"), native("deep_kernel")};
+  auto outer_only = merge_cut_stacks(none, p);
+  ASSERT_TRUE(outer_only.ok());
+  EXPECT_EQ(names(*outer_only).size(), 2u + 1u + 4u);
+  EXPECT_EQ((*outer_only)[2].function, kNativeGap);
+
+  std::vector<Frame> three = {native("_PyEval_EvalFrameDefault"),
+                              native("_PyEval_EvalFrameDefault"),
+                              native("_PyEval_EvalFrameDefault")};
+  EXPECT_FALSE(merge_cut_stacks(three, p).ok());
+  // Reaching every call, nothing is missing between the Python frames: no gap.
+  std::vector<Frame> whole = {native("time_sleep"), native("_PyEval_EvalFrameDefault"),
+                              native("thread_run"), native("_PyEval_EvalFrameDefault")};
+  auto all = merge_cut_stacks(whole, p);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(names(*all), (std::vector<std::string>{"time_sleep", "sleeper", "Thread.run",
+                                                   "thread_run", "outer", "<module>"}));
+}
+
 Frame at_sp(Frame f, std::uint64_t sp) {
   f.sp = sp;
   return f;

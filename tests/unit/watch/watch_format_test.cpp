@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "python/merge.h"
 #include "watch/watch_format.h"
 #include "watch/watch_report.h"
 
@@ -76,6 +77,23 @@ TEST(WatchFormat, ACutStackIsMarkedIncomplete) {
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_EQ(text.find(mark, at + 1), std::string::npos) << text;
   EXPECT_LT(text.find("deeper_frame"), at) << text;
+  // A Python stack cut short: its gap frame says where; hidden past the shown frames, the
+  // elision line says it is among them, and no mark follows its outermost Python frame.
+  StackShare deep{{}, true, 5, 0.1};
+  for (int i = 0; i < 20; ++i) {
+    Frame g;
+    g.kind = i < 14 ? FrameKind::native : FrameKind::python;
+    g.function = i == 14 ? std::string(python::kNativeGap) : "f" + std::to_string(i);
+    deep.frames.push_back(g);
+  }
+  WatchReport d = one_wait(0, true);
+  d.processes[0].top.push_back(deep);
+  std::string deep_text = watch_text(d);
+  EXPECT_NE(
+      deep_text.find("... 8 more frames (native frames missing among them: the stack was cut)"),
+      std::string::npos)
+      << deep_text;
+  EXPECT_EQ(deep_text.find(mark), std::string::npos) << deep_text;
   auto j = watch_json(r)["processes"][0];
   EXPECT_EQ(j["top_stacks"][0]["incomplete"], true);
   EXPECT_EQ(j["top_stacks"][1]["incomplete"], false);
