@@ -459,7 +459,8 @@ std::string frame_line(const Frame& f) {
   std::string s;
   if (f.file && f.line) {
     s = fmt::format("{} ({}:{})", f.function, *f.file, *f.line);
-  } else if (f.kind == FrameKind::native || f.kind == FrameKind::inline_frame) {
+  } else if ((f.kind == FrameKind::native || f.kind == FrameKind::inline_frame) &&
+             !(f.module.empty() && f.offset == 0)) {  // a frame of words only (a gap) has neither
     // The offset is the module's (as in JSON), so it goes with the module, not the function.
     s = fmt::format("{} [{}+{:#x}]", f.function, base_name(f.module), f.offset);
   } else {

@@ -99,7 +99,12 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   }
   v.suspects = a.suspects;
   v.suspect_reasons = a.suspect_reasons;
-  v.notes = a.notes;
+  for (std::string n : a.notes) {
+    // The verdict's words are a snapshot's; here the key is a behaviour, not a stack.
+    constexpr std::string_view kSame = "have the same stack";
+    if (n.ends_with(kSame)) n = n.substr(0, n.size() - kSame.size()) + "did the same in the window";
+    v.notes.push_back(std::move(n));
+  }
   return v;
 }
 

@@ -33,22 +33,25 @@ bool takes_fd(long nr) {
   return calls.count(nr) != 0;
 }
 
-// The stack's identity for counting: every frame's function and module offset (function@hex;
-// built by hand: every sample needs one), and whether it is cut short (then counted apart:
-// the same frames with their callers missing are not the same stack).
+// The stack's identity for counting, as a profile counts: every frame's function and source
+// line (the same line of a function is the same place, whichever instruction the sample hit),
+// or, for a frame without a name, its module and offset (built by hand: every sample needs
+// one); and whether it is cut short (then counted apart: the same frames with their callers
+// missing are not the same stack). The frames shown for a stack are its first sample's.
 std::string stack_key(const SampledFrames& sampled) {
   std::string key = sampled.incomplete ? "..." : "";
-  const std::vector<Frame>& frames = sampled.frames;
   char digits[17];
-  for (const auto& f : frames) {
-    key += f.function;
-    key += '@';
-    if (f.kind == FrameKind::python) {  // the same function at another line is another stack
+  for (const auto& f : sampled.frames) {
+    if (f.function.empty() || f.function == "??") {
+      key += f.module;
+      key += '+';
+      key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.offset, 16).ptr);
+    } else {
+      key += f.function;
+      key += '@';
       key += f.file.value_or("");
       key += ':';
-      key += std::to_string(f.line.value_or(0));
-    } else {
-      key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.offset, 16).ptr);
+      key.append(digits, std::to_chars(digits, digits + sizeof(digits), f.line.value_or(0)).ptr);
     }
     key += ';';
   }
