@@ -140,14 +140,4 @@ Result<std::vector<Frame>> merge_cut_stacks(const std::vector<Frame>& native,
   return out;
 }
 
-std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,
-                                              std::optional<std::uint64_t> fs_base) {
-  for (std::size_t i = 0; i < stacks.size(); ++i)
-    if (stacks[i].native_tid && *stacks[i].native_tid == tid) return i;
-  if (!fs_base || *fs_base == 0) return std::nullopt;
-  for (std::size_t i = 0; i < stacks.size(); ++i)
-    if (!stacks[i].native_tid && stacks[i].pthread_id == *fs_base) return i;
-  return std::nullopt;
-}
-
 }  // namespace hangscan::python

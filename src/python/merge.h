@@ -43,7 +43,17 @@ Result<std::vector<Frame>> merge_cut_stacks(const std::vector<Frame>& native,
 
 // The Python thread running on native thread `tid`: by native_tid when the version records
 // it, else by pthread_id == the thread's fs_base (x86-64 glibc: pthread_self() is the TCB).
-std::optional<std::size_t> find_python_thread(const std::vector<PythonThreadStack>& stacks, int tid,
-                                              std::optional<std::uint64_t> fs_base);
+// A template over the walk's raw threads (RawPythonThread: the ptrace fallback's samples) and
+// the decoded ones (PythonThreadStack): both say native_tid and pthread_id.
+template <typename Thread>
+std::optional<std::size_t> find_python_thread(const std::vector<Thread>& stacks, int tid,
+                                              std::optional<std::uint64_t> fs_base) {
+  for (std::size_t i = 0; i < stacks.size(); ++i)
+    if (stacks[i].native_tid && *stacks[i].native_tid == tid) return i;
+  if (!fs_base || *fs_base == 0) return std::nullopt;
+  for (std::size_t i = 0; i < stacks.size(); ++i)
+    if (!stacks[i].native_tid && stacks[i].pthread_id == *fs_base) return i;
+  return std::nullopt;
+}
 
 }  // namespace hangscan::python

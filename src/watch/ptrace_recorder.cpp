@@ -4,6 +4,7 @@
 #include <map>
 #include <thread>
 
+#include "python/merge.h"
 #include "target/live_target.h"
 #include "util/deadline.h"
 #include "watch/watcher.h"
@@ -113,19 +114,15 @@ class PtraceRecorder : public Recorder {
     return (*freeze)->release();
   }
 
-  // The walked thread of native thread `tid` (by its native id where the version records it,
-  // else by pthread_t == fs base), with its native id set for the finish stage's matching.
+  // The walked thread of native thread `tid` (python/merge.h's matching), with its native id
+  // set for the finish stage's matching.
   static std::optional<python::RawPythonThread> python_thread(const python::RawPythonState& py,
                                                               int tid, std::uint64_t fs_base) {
-    for (const auto& t : py.threads) {
-      if ((t.native_tid && *t.native_tid == tid) ||
-          (!t.native_tid && fs_base != 0 && t.pthread_id == fs_base)) {
-        python::RawPythonThread copy = t;
-        copy.native_tid = tid;
-        return copy;
-      }
-    }
-    return std::nullopt;
+    auto i = python::find_python_thread(py.threads, tid, fs_base);
+    if (!i) return std::nullopt;
+    python::RawPythonThread copy = py.threads[*i];
+    copy.native_tid = tid;
+    return copy;
   }
 
   std::int64_t period_ns_;

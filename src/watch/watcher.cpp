@@ -1,7 +1,5 @@
 #include "watch/watcher.h"
 
-#include "watch/watch_groups.h"
-
 #include <time.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include "proc/proc_files.h"
 #include "target/live_target.h"
 #include "util/pattern.h"
+#include "watch/watch_groups.h"
 
 namespace hangscan {
 
