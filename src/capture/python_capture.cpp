@@ -144,7 +144,8 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
     d.pid = snap.pid;
     snap.diagnostics.push_back(std::move(d));
   }
-  python::SourceLines sources(source);
+  std::optional<python::SourceLines> own;
+  python::SourceLines& sources = py.sources ? *py.sources : own.emplace(source);
   for (auto& [tid, st] : decoded) {
     ThreadSnapshot* t = &thread_of(py, tid, snap);
     t->gil = st.gil;

@@ -16,6 +16,7 @@
 #include "capture/finish.h"
 #include "hangscan/model.h"
 #include "python/python_reader.h"
+#include "python/source_lines.h"
 #include "target/frozen_memory.h"
 #include "target/module_source.h"
 #include "target/target.h"
@@ -36,6 +37,11 @@ struct PythonCopy {
   // --nonblocking: descriptions of threads the walk names (native ids) that were not among the
   // threads described before it (they started in between).
   std::map<int, ThreadSnapshot> late_threads;
+  // The source files read for the frames' lines. Why lent: a caller that finishes the same
+  // process again and again (the recorder, every few seconds) reads each file once, not once a
+  // batch. Must read through the ModuleSource given to finish_process; null: read for this
+  // capture only.
+  std::unique_ptr<python::SourceLines> sources;
 };
 
 // --- acquire (capture/acquire.cpp) ---

@@ -33,6 +33,7 @@ Target* SampleStacks::target(int pid, std::string& error) {
     return nullptr;
   }
   unwinding_.erase(pid);  // made again over the new maps
+  sources_.erase(pid);    // they read through the target
   return targets_.insert_or_assign(pid, std::move(*t)).first->second.get();
 }
 
@@ -84,6 +85,9 @@ std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<Sampl
   }
   if (py) {
     py->reader = std::move(reader->second);  // lent for the decoding (its code cache stays)
+    std::unique_ptr<python::SourceLines>& kept = sources_[pid];
+    if (!kept) kept = std::make_unique<python::SourceLines>(*live);
+    py->sources = std::move(kept);  // lent too: each file read once while the target lives
     py->walked = true;
     copy.python = py;
   }
@@ -94,7 +98,10 @@ std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<Sampl
   options.merge_cut_native = true;
   ProcessSnapshot snap =
       finish_process(std::move(copy), *live, options, symbols_, &unwinding_[pid]);
-  if (py) reader->second = std::move(py->reader);
+  if (py) {
+    reader->second = std::move(py->reader);
+    sources_[pid] = std::move(py->sources);
+  }
   for (auto& t : snap.threads) {
     std::size_t i = static_cast<std::size_t>(t.tid - kCopyIdBase);
     if (t.tid >= kCopyIdBase && i < out.size()) out[i] = {std::move(t.frames), t.incomplete};

@@ -18,6 +18,7 @@
 #include "capture/finish.h"
 #include "hangscan/model.h"
 #include "python/python_reader.h"
+#include "python/source_lines.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"
 #include "watch/records.h"
@@ -48,6 +49,7 @@ class SampleStacks {
     targets_.erase(pid);
     unwinding_.erase(pid);
     readers_.erase(pid);
+    sources_.erase(pid);
   }
   SymbolCache& symbols() { return symbols_; }
 
@@ -59,6 +61,8 @@ class SampleStacks {
   std::map<int, std::unique_ptr<python::PythonReader>> readers_;
   // Each process's unwinder, kept between batches while its target (and so its maps) is.
   std::map<int, NativeUnwinding> unwinding_;
+  // Each process's Python source files, read once while its target lives (see PythonCopy).
+  std::map<int, std::unique_ptr<python::SourceLines>> sources_;
   SymbolCache symbols_;
 };
 

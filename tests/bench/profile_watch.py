@@ -47,6 +47,20 @@ def progs(pid):
     return {p["name"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in out if p["id"] in ids}
 
 
+def thread_cpu(pid):
+    """Each thread's CPU seconds so far, by thread name and tid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            st = open(f"/proc/{pid}/task/{tid}/stat").read()
+        except OSError:
+            continue
+        name = st.split("(", 1)[1].rsplit(")", 1)[0]
+        f = st.rsplit(")", 1)[1].split()
+        out[f"{name}/{tid}"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def minor_faults(pid):
     """The process's minor page faults so far (/proc/PID/stat field 10)."""
     return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[7])
@@ -95,16 +109,18 @@ def main():
             warm = int(os.environ.get("WARM", "0"))
             time.sleep(warm)  # past the one-time work (DWARF inflated, symbols indexed)
             if os.environ.get("PERF"):
-                perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
+                perf = subprocess.Popen(["perf", "record", "--call-graph", os.environ.get("PERF_CG", "dwarf,16384"), "-F", os.environ.get("PERF_FREQ", "499"), "-o",
                                          "/tmp/hs-profile-watch.data", "-p", str(watch.pid)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             sc0, k0, f0 = watched_syscalls(watch.pid), counters(watch.pid), minor_faults(watch.pid)
+            th0 = thread_cpu(watch.pid)
             s0, c0, h0, b0, t0 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
             time.sleep(secs - 2 - warm)
             s1, c1, h1, b1, t1 = (bw.steps(counter), bw.cpu_s(ranks), bw.proc_cpu_s(watch.pid), progs(watch.pid),
                                   time.monotonic())
             sc1, k1, f1 = watched_syscalls(watch.pid), counters(watch.pid), minor_faults(watch.pid)
+            th1 = thread_cpu(watch.pid)
             if perf:
                 perf.send_signal(signal.SIGINT)
                 perf.wait()
@@ -117,6 +133,8 @@ def main():
             print("  recorder counters: " + ", ".join(
                 f"{COUNTER_NAMES.get(k, k)} {(k1[k] - k0.get(k, 0)) / wall:.1f}/s" for k in sorted(k1))
                 + f"; hangscan's minor page faults {(f1 - f0) / wall:.0f}/s")
+            print("  hangscan's threads: " + ", ".join(
+                f"{k} {th1[k] - th0.get(k, 0):.2f} s" for k in sorted(th1)))
             if sc0 is not None and sc1 is not None:
                 print(f"watched ranks' system calls: {(sc1 - sc0) / wall:.0f}/s")
             total = 0
