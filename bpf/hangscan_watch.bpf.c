@@ -283,6 +283,10 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
   __u64 now = bpf_ktime_get_ns();
   if (ts) begin_sleep(ts, prev, now);
   if (tn && tn->offcpu_start_ns != 0) end_sleep(tn, next, now);
+  else if (tn && tn->asleep_before) { /* the sleep that began before the recording ends */
+    tn->asleep_before = 0;
+    tn->seq += 1;
+  }
   return 0;
 }
 
@@ -373,34 +377,9 @@ int BPF_PROG(on_fork, struct task_struct* parent, struct task_struct* child) {
   return 0;
 }
 
-/* Run by user space every 100 ms (and at once when a process is watched) over every task:
- * a thread of a watched process without a state gets one; a thread asleep in a wait at least
- * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
- * may be sent when it ends) and not copied yet has its registers and the top of its user stack
- * copied into its state (sleepable: the copy reads another task's memory). The copy is marked
- * valid (copied_seq) only if the thread did not run meanwhile (its seq and sleep start
- * unchanged after the copy): the stack is then exactly the sleeping one's, and end_sleep sends
- * it with the wait if the wait is sent. */
-SEC("iter.s/task")
-int copy_wait_stacks(struct bpf_iter__task* ctx) {
-  struct task_struct* t = ctx->task;
-  if (!t) return 0;
-  struct thread_state* ts = state_of(t);
-  struct hs_proc_stats* st = watched_proc(t->tgid);
-  if (!ts) {
-    if (st) bpf_task_storage_get(&thread_states, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    return 0;
-  }
-  __u64 start = ts->offcpu_start_ns;
-  __u64 seq = ts->seq;
-  if (!st || start == 0 || ts->copied_seq == seq + 1) return 0;
-  __u64 age = bpf_ktime_get_ns() - start;
-  __u32 at = 0;
-  if (age < wait_threshold_ns) return 0;
-  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
-    return 0;
-  /* Into the thread's own state; valid only once copied_seq says so (below). */
-  ts->copied_seq = 0;
+/* Registers and the top of the user stack of a thread that is off CPU, into its own state
+ * (sleepable: another task's memory). */
+static __always_inline void copy_sleeping(struct thread_state* ts, struct task_struct* t) {
   count(HS_CNT_WAIT_COPIES);
   struct hs_user_stack* c = &ts->copy;
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
@@ -408,6 +387,65 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
   c->fs_base = t->thread.fsbase;
   c->kstack_len = 0;
   c->stack_len = copy_stack(c->stack, c->regs.sp, t, true);
+}
+
+/* Off CPU and not runnable (volatile: read again at each call). */
+static __always_inline bool asleep(struct task_struct* t) {
+  return *(volatile int*)&t->on_cpu == 0 && *(volatile unsigned int*)&t->__state != 0;
+}
+
+/* A thread asleep since before it had a state (the recorder saw no start of this sleep): its
+ * user stack, copied once, is where it has waited since before the recording began (user space
+ * reports such a wait from /proc with this stack). The flag is set first, with a full barrier:
+ * a switch-in after it voids the copy (seq moves on); one before it leaves the task running,
+ * which the check after the barrier sees. */
+static __always_inline void copy_asleep_before(struct thread_state* ts, struct task_struct* t,
+                                               __u64 seq) {
+  if (!asleep(t)) return; /* running or runnable: most passes end here, with no write */
+  __sync_fetch_and_or(&ts->asleep_before, 1);
+  if (!asleep(t)) return;
+  ts->copied_seq = 0;
+  copy_sleeping(ts, t);
+  if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != 0) {
+    count(HS_CNT_STALE_COPIES);
+    return;
+  }
+  ts->copied_seq = seq + 1;
+}
+
+/* Run by user space every 100 ms (and at once when a process is watched) over every task:
+ * a thread of a watched process without a state gets one; a thread asleep in a wait at least
+ * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
+ * may be sent when it ends) and not copied yet has its registers and the top of its user stack
+ * copied into its state (sleepable: the copy reads another task's memory). The copy is marked
+ * valid (copied_seq) only if the thread did not run meanwhile (its seq and sleep start
+ * unchanged after the copy): the stack is then exactly the sleeping one's, and end_sleep sends
+ * it with the wait if the wait is sent. A thread asleep since before it had a state is copied
+ * once (copy_asleep_before). */
+SEC("iter.s/task")
+int copy_wait_stacks(struct bpf_iter__task* ctx) {
+  struct task_struct* t = ctx->task;
+  if (!t) return 0;
+  struct thread_state* ts = state_of(t);
+  struct hs_proc_stats* st = watched_proc(t->tgid);
+  if (!st) return 0;
+  if (!ts) ts = bpf_task_storage_get(&thread_states, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!ts) return 0;
+  __u64 start = ts->offcpu_start_ns;
+  __u64 seq = ts->seq;
+  if (ts->copied_seq == seq + 1) return 0;
+  if (start == 0) {
+    copy_asleep_before(ts, t, seq);
+    return 0;
+  }
+  __u64 age = bpf_ktime_get_ns() - start;
+  __u32 at = 0;
+  if (age < wait_threshold_ns) return 0;
+  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
+    return 0;
+  /* Into the thread's own state; valid only once copied_seq says so (below). */
+  ts->copied_seq = 0;
+  copy_sleeping(ts, t);
   /* Read again after the copy (volatile: not the values loaded before it). */
   if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != start) {
     count(HS_CNT_STALE_COPIES);

@@ -180,6 +180,10 @@ struct hs_thread_state {
   hs_u64 copied_seq;  /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
   hs_u64 io_jiffies;  /* the last jiffy a data call of this thread moved bytes */
   hs_u64 py_tstate;   /* this thread's Python thread state, as last found (checked at each use) */
+  /* Non-zero: the thread was asleep when the iterator met it without a sleep start (asleep since
+   * before its state existed, so before the recording); its next switch-in clears it and moves
+   * seq on, which voids a copy of that sleep. */
+  hs_u64 asleep_before;
   /* Its user registers and stack, copied by the iterator while it slept: sent with the wait
    * only if the wait is sent, so copies of waits that are not cost no record. */
   struct hs_user_stack copy;

@@ -56,4 +56,16 @@ std::optional<std::size_t> find_python_thread(const std::vector<Thread>& stacks,
   return std::nullopt;
 }
 
+// A copy of the walked thread of native thread `tid`, with its native id set (the finish
+// stage matches a copy's Python frames to its native stack by it). Why: a recorder that walks
+// a whole process once gives each sampled or sleeping thread its own chain.
+inline std::optional<RawPythonThread> python_thread_of(const RawPythonState& walked, int tid,
+                                                       std::optional<std::uint64_t> fs_base) {
+  auto i = find_python_thread(walked.threads, tid, fs_base);
+  if (!i) return std::nullopt;
+  RawPythonThread copy = walked.threads[*i];
+  copy.native_tid = tid;
+  return copy;
+}
+
 }  // namespace hangscan::python

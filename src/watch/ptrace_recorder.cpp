@@ -107,22 +107,11 @@ class PtraceRecorder : public Recorder {
       s.copy.stack.bytes.resize(kStackBytes);
       std::size_t got = target.memory().read(ft.regs->sp(), s.copy.stack.bytes.data(), kStackBytes);
       s.copy.stack.bytes.resize(got);
-      s.copy.python = python_thread(py, ft.tid, ft.regs->fs_base());
+      s.copy.python = python::python_thread_of(py, ft.tid, ft.regs->fs_base());
       ++counters.samples;
       ++counters_.events;
     }
     return (*freeze)->release();
-  }
-
-  // The walked thread of native thread `tid` (python/merge.h's matching), with its native id
-  // set for the finish stage's matching.
-  static std::optional<python::RawPythonThread> python_thread(const python::RawPythonState& py,
-                                                              int tid, std::uint64_t fs_base) {
-    auto i = python::find_python_thread(py.threads, tid, fs_base);
-    if (!i) return std::nullopt;
-    python::RawPythonThread copy = py.threads[*i];
-    copy.native_tid = tid;
-    return copy;
   }
 
   std::int64_t period_ns_;

@@ -228,7 +228,13 @@ class BpfRecorder : public Recorder {
         hs_thread_state st{};
         int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
         ::close(pidfd);
-        if (rc != 0 || st.offcpu_start_ns == 0 || st.syscall_nr < 0) continue;
+        if (rc != 0) continue;
+        bool copied = st.copied_seq == st.seq + 1;  // the iterator copied this very sleep's stack
+        if (st.offcpu_start_ns == 0) {
+          if (copied && st.asleep_before != 0) out.push_back(asleep_before(pid, tid, now_ns, st));
+          continue;
+        }
+        if (st.syscall_nr < 0) continue;
         auto start = static_cast<std::int64_t>(st.offcpu_start_ns);
         if (now_ns - start < static_cast<std::int64_t>(min_ns)) continue;
         WaitRecord& w = out.emplace_back();
@@ -243,7 +249,7 @@ class BpfRecorder : public Recorder {
         w.waker_tid = static_cast<int>(st.waker_tid);
         w.waker_comm = std::string(st.waker_comm, strnlen(st.waker_comm, HS_COMM_LEN));
         w.ongoing = true;
-        if (st.copied_seq == st.seq + 1) {  // the iterator copied this very sleep's stack
+        if (copied) {
           w.copy = sampled_stack_of(st.copy);
           w.copy.kernel.clear();
           w.has_user_stack = true;
@@ -254,6 +260,23 @@ class BpfRecorder : public Recorder {
   }
 
  private:
+  // A thread asleep since before the recording, with the user stack the iterator copied of
+  // that sleep (still valid: the thread has not run since).
+  static WaitRecord asleep_before(int pid, int tid, std::int64_t now_ns,
+                                  const hs_thread_state& st) {
+    WaitRecord w;
+    w.pid = pid;
+    w.tid = tid;
+    w.end_ns = now_ns;
+    w.seq = st.seq;
+    w.ongoing = true;
+    w.before_window = true;
+    w.copy = sampled_stack_of(st.copy);
+    w.copy.kernel.clear();
+    w.has_user_stack = true;
+    return w;
+  }
+
   // One software cpu-clock event per online CPU, each running on_cpu_sample.
   Status open_sampling(int hz) {
     int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));

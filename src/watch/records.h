@@ -56,6 +56,9 @@ struct WaitRecord {
   std::string waker_comm;
   bool has_user_stack = false;
   bool ongoing = false;  // still waiting when the window ended
+  // Asleep since before the recording began (its start, syscall and waker are unknown to the
+  // recorder: /proc has them); only its user stack, copied while it slept.
+  bool before_window = false;
   SampledStack copy;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "capture/python_capture.h"
+#include "python/merge.h"
 #include "target/live_target.h"
 
 namespace hangscan {
@@ -49,6 +50,18 @@ const python::Located* SampleStacks::python(int pid, std::string& why) {
     it = readers_.emplace(pid, std::move(reader)).first;
   }
   return it->second ? &it->second->located() : nullptr;
+}
+
+void SampleStacks::walk_sleeping_python(
+    int pid, const std::vector<std::pair<int, SampledStack*>>& sleeping) {
+  auto reader = readers_.find(pid);
+  if (sleeping.empty() || reader == readers_.end() || !reader->second) return;
+  std::string error;
+  Target* live = target(pid, error);
+  if (live == nullptr) return;
+  python::RawPythonState walked = reader->second->walk(live->memory(), false);
+  for (const auto& [tid, copy] : sleeping)
+    copy->python = python::python_thread_of(walked, tid, copy->regs.fs_base());
 }
 
 std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<SampledStack*>& copies,

@@ -44,6 +44,11 @@ class SampleStacks {
   // samples); null when it is not a Python process or cannot be read (`why` then says so when
   // it is Python).
   const python::Located* python(int pid, std::string& why);
+  // Gives each of `sleeping` (tid, its copy) its thread's Python frames, read now from the live
+  // process without stopping it. Why it is exact: a thread that does not run does not change
+  // its frame chain, so the caller must check afterwards that none of them ran since its copy
+  // (and drop the frames of one that did). Nothing for a process that is not Python.
+  void walk_sleeping_python(int pid, const std::vector<std::pair<int, SampledStack*>>& sleeping);
   // The process ended: drop what is kept for it.
   void forget(int pid) {
     targets_.erase(pid);

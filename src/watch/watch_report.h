@@ -31,7 +31,8 @@ struct WaitView {
   double offcpu_s = 0;   // the same as duration_s: a wait is one sleep (docs/watch.md "Waits")
   double end_s = 0;      // seconds from the window's start
   bool ongoing = false;  // still waiting when the window ended
-  bool before_window = false;  // blocked since before the window (from /proc: no user stack)
+  bool before_window = false;  // blocked since before the window (start, syscall and kernel stack
+                               // from /proc; user frames when the recorder copied the sleep)
   int waker_pid = 0;           // 0: no task woke it (a timeout, an interrupt), or not known
   bool waker_known = true;     // false: this kernel does not say (Recorder::records_wakers)
   int waker_tid = 0;

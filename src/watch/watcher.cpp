@@ -371,7 +371,8 @@ void Watcher::keep_longest(std::vector<WaitView>& waits) const {
 // Threads that were blocked before their process's recording began produce no events (the
 // recorder sees a sleep from its start); the kernel's own record says what they wait in and
 // since when.
-void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
+void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now,
+                                 const std::map<int, WaitRecord*>& copies) {
   auto t = open_live_target(pid, true);
   if (!t) return;
   for (int tid : (*t)->thread_ids()) {
@@ -396,7 +397,33 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now) {
     v.ongoing = true;
     v.before_window = true;
     for (const auto& f : d.kernel_frames) v.kernel.push_back(f.function);
+    // Its user stack, when the recorder copied this sleep (it has not run since the copy).
+    if (auto c = copies.find(tid); c != copies.end() && c->second->has_user_stack) {
+      SampledFrames f = std::move(stacks_.finish(pid, {&c->second->copy}, p.notes)[0]);
+      v.frames = std::move(f.frames);
+      v.incomplete = f.incomplete;
+    }
     p.waits.push_back(std::move(v));
+  }
+}
+
+// A thread asleep does not change its Python frame chain: the chains of the threads still
+// asleep at the end are read from the live processes (one walk each, nothing stopped) and kept
+// for a thread only if it did not run meanwhile (the same sleep, seq, in a second look at the
+// recorder's states after the walks).
+void Watcher::python_of_sleepers(std::vector<WaitRecord>& ongoing, std::int64_t now) {
+  std::map<int, std::vector<std::pair<int, SampledStack*>>> sleeping;
+  for (auto& w : ongoing) {
+    if (w.has_user_stack && procs_.count(w.pid) != 0) sleeping[w.pid].emplace_back(w.tid, &w.copy);
+  }
+  if (sleeping.empty()) return;
+  for (const auto& [pid, threads] : sleeping) stacks_.walk_sleeping_python(pid, threads);
+  std::set<std::pair<int, std::uint64_t>> still;
+  for (const auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
+    if (w.has_user_stack) still.emplace(w.tid, w.seq);
+  }
+  for (auto& w : ongoing) {
+    if (w.copy.python && still.count({w.tid, w.seq}) == 0) w.copy.python.reset();
   }
 }
 
@@ -422,9 +449,16 @@ WatchReport Watcher::report() {
   for (const auto& [pid, c] : recorder_->watched()) {
     if (auto it = procs_.find(pid); it != procs_.end()) it->second.wait_count = c.waits;
   }
-  for (auto& w : recorder_->ongoing(now, options_.recorder.wait_threshold_ns)) {
+  std::vector<WaitRecord> ongoing = recorder_->ongoing(now, options_.recorder.wait_threshold_ns);
+  python_of_sleepers(ongoing, now);
+  std::map<int, std::map<int, WaitRecord*>> before;  // pid -> tid -> its sleep's copy
+  for (auto& w : ongoing) {
     auto it = procs_.find(w.pid);
     if (it == procs_.end()) continue;
+    if (w.before_window) {
+      before[w.pid][w.tid] = &w;
+      continue;
+    }
     // Its user stack, when the recorder copied it while it slept (the same finish stage).
     SampledFrames frames;
     if (w.has_user_stack) frames = std::move(stacks_.finish(w.pid, {&w.copy}, it->second.notes)[0]);
@@ -433,7 +467,7 @@ WatchReport Watcher::report() {
     it->second.waits.push_back(std::move(v));
   }
   for (auto& [pid, p] : procs_) {
-    if (!p.gone) add_blocked_before(pid, p, now);
+    if (!p.gone) add_blocked_before(pid, p, now, before[pid]);
     keep_longest(p.waits);
     ProcessWatch pw;
     pw.pid = pid;

@@ -79,7 +79,11 @@ class Watcher {
   Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder);
   void add_process(const DiscoveredProcess& dp);
   void rediscover();
-  void add_blocked_before(int pid, Proc& p, std::int64_t now);
+  // Python frames for the copies of sleeps still going at the end (see walk_sleeping_python).
+  void python_of_sleepers(std::vector<WaitRecord>& ongoing, std::int64_t now);
+  // `copies`: by tid, the recorder's copies of sleeps that began before the recording.
+  void add_blocked_before(int pid, Proc& p, std::int64_t now,
+                          const std::map<int, WaitRecord*>& copies);
   void read_counters(std::int64_t now);
   void check_io(std::int64_t now);
   void fold(Recording& batch);

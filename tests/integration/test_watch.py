@@ -449,6 +449,8 @@ def test_watchdog_fires_on_a_stopped_job_and_names_the_odd_rank(ebpf, pool, tmp_
     for r in ranks[:2]:
         waits = process(timeline, r.pid)["waits"]
         assert waits and waits[0]["syscall"] == "read" and waits[0]["before_window"], waits
+        # with the user stack the recorder copied while it slept
+        assert waits[0]["frames"] and waits[0]["frames"][-1]["function"] == "_start", waits
     # And its own verdict, from behaviour: ranks 0-1 stuck in read(), rank 2 in its sleep.
     assert timeline["suspects"] == [2], timeline["groups"]
     assert [g["ranks"] for g in timeline["groups"]] == [[2], [0, 1]], timeline["groups"]
@@ -467,6 +469,22 @@ def test_watch_groups_ranks_by_what_they_did_and_names_the_odd_one(ebpf, pool, t
     assert groups[0]["what"].startswith("active (on CPU "), groups
     assert re.fullmatch(r"stuck in read\(\) \(\d+\.\d s, since before the window\)", groups[1]["what"]), groups
     assert run.doc["suspects"] == [2], run.doc["suspect_reasons"]
+    # Where the blocked ranks wait, from the recorder alone (their sleeps began before it did:
+    # their user stacks were copied while they slept): the oracle is eu-stack on the same
+    # threads, still in the same read(): the same native frames, address for address, to the
+    # entry, but the eval loop's, which the Python frames replace (merged as in samples).
+    for r in ranks[:2]:
+        waits = [w for w in process(run.doc, r.pid)["waits"] if w["before_window"]]
+        assert len(waits) == 1 and waits[0]["tid"] == r.pid and waits[0]["syscall"] == "read", waits
+        frames = waits[0]["frames"]
+        ours = [int(f["pc"], 16) for f in frames if f["kind"] == "native"]
+        out = subprocess.run(["eu-stack", "-p", str(r.pid)], capture_output=True, text=True,
+                             timeout=120).stdout
+        theirs = [pc for pc, name in eu_stack_frames(out, r.pid) if name != "_PyEval_EvalFrameDefault"]
+        assert len(ours) > 5 and ours == theirs, (frames, out)
+        python = [(f["function"], f["line"]) for f in frames if f["kind"] == "python"]
+        assert python == [("main", hs_line("watch_ranks.py", "block_read")), ("<module>", hs_line("watch_ranks.py", "module_main"))], python
+        assert frames[-1]["function"] == "_start" and not waits[0]["incomplete"], waits
     text = run_hangscan(args, timeout=90)
     assert text.rc == 0, text.describe()
     assert re.search(r"^  \* rank 2: active \(on CPU \d+%", text.stdout, re.M), text.stdout
@@ -589,6 +607,13 @@ def eu_stack_functions(out: str, tid: int) -> list[str]:
     """The functions of thread `tid` in eu-stack's output, innermost first."""
     thread = out.split(f"TID {tid}:", 1)[1].split("\nTID ", 1)[0]
     return re.findall(r"^#\d+\s+0x[0-9a-f]+\s+(\S+)", thread, re.M)
+
+
+def eu_stack_frames(out: str, tid: int) -> list[tuple[int, str]]:
+    """Thread `tid`'s frames in eu-stack's output (without -i): (address, function), innermost
+    first."""
+    thread = out.split(f"TID {tid}:", 1)[1].split("\nTID ", 1)[0]
+    return [(int(a, 16), f) for a, f in re.findall(r"^#\d+\s+(0x[0-9a-f]+)\s+(\S+)", thread, re.M)]
 
 
 def eu_stack_core(core: str) -> tuple[int, list[str]]:

@@ -3,7 +3,9 @@
 The recorder copies a sampled thread's Python frames at the sample (bpf/py_frames.bpf.h) and
 hangscan names them afterwards and merges them with the native frames, as `dump --native`
 does. tests/programs/py_burn.py spins in Burner.spin on a worker thread; after the window the
-test asks CPython for that thread's stack (faulthandler on SIGUSR1). The top on-CPU stack's
+test asks CPython for that thread's stack (faulthandler on SIGUSR1). Its main thread waits in
+join() since before the window: its wait's Python frames (read while it slept) must be
+faulthandler's, every line. The top on-CPU stack's
 Python frames must be faulthandler's: same count, files and functions, the same lines but the
 innermost (the sample and faulthandler catch the loop at different lines: both must be lines
 of the loop). And the merge must have taken place: no eval-loop frame left, the Python frames
@@ -37,9 +39,9 @@ def same_function(minor, name, co_name):
     return name == co_name or (minor >= 11 and name.endswith("." + co_name))
 
 
-def watch_and_ask_cpython(pool, python, *mode):
-    """Watches py_burn.py for 2 s, then asks CPython for its worker's stack: (the version's
-    minor, the watched process's report, faulthandler's frames of the worker)."""
+def watch_and_ask_cpython(pool, python, *mode, main=False):
+    """Watches py_burn.py for 2 s, then asks CPython for its worker's stack: (the watched
+    process's report, faulthandler's frames of the worker[, and of the main thread])."""
     tmp = tempfile.mkdtemp(prefix="hs-wpy-")
     os.chmod(tmp, 0o755)
     try:
@@ -50,9 +52,12 @@ def watch_and_ask_cpython(pool, python, *mode):
         os.kill(target.pid, signal.SIGUSR1)
         text = lib.wait_for(lambda: complete(os.path.join(tmp, "faulthandler.txt"), 2), 30,
                             "faulthandler to write both threads")
-        expected = parse_faulthandler(text)[int(worker["ident"], 16)]
+        stacks = parse_faulthandler(text)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    expected = stacks[int(worker["ident"], 16)]
+    if main:
+        return process(run.doc, target.pid), expected, stacks[int(worker["main"], 16)]
     return process(run.doc, target.pid), expected
 
 
@@ -95,8 +100,18 @@ def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: 
     version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
                              capture_output=True, text=True, timeout=60).stdout.strip()
     minor = int(version.split(".")[1])
-    proc, expected = watch_and_ask_cpython(pool, python)
+    proc, expected, main = watch_and_ask_cpython(pool, python, main=True)
     assert not any("Python" in n for n in proc["notes"]), proc["notes"]
+    # The main thread waits in join() since before the window: its wait has the Python frames
+    # of that sleep (read while it slept, kept since it did not run), every line faulthandler's.
+    waits = [w for w in proc["waits"] if w["tid"] == proc["pid"] and w["before_window"]]
+    assert len(waits) == 1, proc["waits"]
+    got = [(f["function"], f["file"], f["line"]) for f in waits[0]["frames"] if f["kind"] == "python"]
+    assert [g[1:] for g in got] == [e[1:] for e in main], (got, main)
+    assert all(same_function(minor, g[0], e[0]) for g, e in zip(got, main)), (got, main)
+    assert got[-1][0] == "<module>" and (str(PROGRAM), lib.hs_line("py_burn.py", "main_join")) in \
+        [g[1:] for g in got], got
+    assert "_PyEval_EvalFrameDefault" not in [f["function"] for f in waits[0]["frames"]], waits
     assert proc["top_stacks"], proc
     for stack in proc["top_stacks"]:
         assert_python_frames(stack, expected, minor)

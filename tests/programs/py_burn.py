@@ -7,7 +7,8 @@ names them afterwards; CPython's own walker of the same thread states, faulthand
 oracle. A worker thread (not the main thread: a sample must find its own thread's state among
 the interpreter's) runs Burner.run -> Burner.spin, which loops on the marked lines forever;
 the main thread waits in join(). Once the worker spins this writes OUT_DIR/worker.json
-({"ident": "0x<thread ident>", "tid": <native tid>}: faulthandler names threads by ident),
+({"ident": "0x<thread ident>", "tid": <native tid>, "main": "0x<main thread's ident>"}:
+faulthandler names threads by ident),
 registers faulthandler on SIGUSR1 (all threads, into OUT_DIR/faulthandler.txt) and says ready.
 With `deep`, Burner.run first descends 80 calls through map() (each call goes through C, so
 each level adds eval-loop and C frames to the native stack: far deeper than a sample's 16-KiB
@@ -58,7 +59,8 @@ def main():
     worker.start()
     SPINNING.wait()
     with open(os.path.join(out, "worker.json"), "w") as fh:
-        json.dump({"ident": "0x%x" % worker.ident, "tid": burner.tid}, fh)
+        json.dump({"ident": "0x%x" % worker.ident, "tid": burner.tid,
+                   "main": "0x%x" % threading.current_thread().ident}, fh)
     report = open(os.path.join(out, "faulthandler.txt"), "w")
     faulthandler.register(signal.SIGUSR1, file=report, all_threads=True)
     os.write(ready_fd, b"ready\n")

@@ -41,7 +41,7 @@ def main():
         burn_cpu()
     elif mode in ("reader", "block"):
         while True:
-            if not os.read(fd, 1):
+            if not os.read(fd, 1):  # HS-LINE: block_read
                 return
     elif mode == "recv":
         while True:
@@ -65,4 +65,4 @@ def main():
             time.sleep(float(sys.argv[3]))
 
 
-main()
+main()  # HS-LINE: module_main
