@@ -499,6 +499,25 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo* info, struct task_struct
   return 0;
 }
 
+/* A watched process replaced its program: what user space knew of its interpreter (where it
+ * is, its version's layout) was the old image's, so it is dropped here, before any sample of
+ * the new image could walk it, and each thread's remembered thread state with it. User space
+ * locates the new image's interpreter, if any, when it reads this record. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct* p, pid_t old_pid, struct linux_binprm* bprm) {
+  __u32 tgid = p->tgid;
+  if (!watched_proc(tgid)) return 0;
+  bpf_map_delete_elem(&py_procs, &tgid);
+  struct thread_state* ts = state_of(p); /* exec leaves the process one thread: this one */
+  if (ts) ts->py_tstate = 0;
+  struct hs_exec* e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, HS_EV_EXEC, p);
+  bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+  submit_now(e);
+  return 0;
+}
+
 /* Loaded only where mark_victim passes the task (Linux 6.2 and later; the loader checks). */
 SEC("tp_btf/mark_victim")
 int BPF_PROG(on_oom_victim, struct task_struct* task) {

@@ -40,6 +40,7 @@ enum hs_event_kind {
   HS_EV_OOM = 6,        /* the OOM killer chose a watched process (oom:mark_victim) */
   HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
   HS_EV_SAMPLE_PY = 8,  /* HS_EV_SAMPLE of a Python process, with its Python frames */
+  HS_EV_EXEC = 9,       /* a watched process replaced its program (sched_process_exec) */
 };
 
 struct hs_header {
@@ -165,6 +166,12 @@ struct hs_signal {
 
 struct hs_oom {
   struct hs_header h; /* pid/tid/comm: the victim */
+};
+
+#define HS_PATH_LEN 256
+struct hs_exec {
+  struct hs_header h; /* comm: the new program's */
+  char filename[HS_PATH_LEN]; /* as exec was given it (bprm->filename), cut at HS_PATH_LEN */
 };
 
 /* Per thread state (the `thread_state` task storage, created for each thread of a watched

@@ -1,9 +1,13 @@
 #include "watch/ptrace_recorder.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
 #include "python/merge.h"
 #include "target/live_target.h"
 #include "util/deadline.h"
@@ -27,10 +31,12 @@ class PtraceRecorder : public Recorder {
   void unwatch(int pid) override {
     procs_.erase(pid);
     readers_.erase(pid);
+    images_.erase(pid);
   }
   // The frames are walked while the process is stopped for its sample, as `dump` walks them.
   Status watch_python(int pid, const python::Located& where) override {
     readers_.insert_or_assign(pid, std::make_unique<python::PythonReader>(where));
+    images_[pid] = image_of(pid);
     return Ok{};
   }
   std::map<int, ProcessCounters> watched() override { return procs_; }
@@ -62,8 +68,38 @@ class PtraceRecorder : public Recorder {
   }
 
  private:
+  // Which program image a process runs: its auxiliary vector (the kernel writes it at each exec:
+  // the program's entry, headers and random bytes' addresses, which differ from one exec to the
+  // next). Why: without eBPF no event says that a process exec'd, and its interpreter's
+  // description is the old program's.
+  static std::string image_of(int pid) {
+    auto auxv = read_text_file(fmt::format("/proc/{}/auxv", pid));
+    return auxv ? *auxv : std::string();
+  }
+
+  // A Python process whose program changed since its interpreter was described: the
+  // description goes (no walk of the new program with the old one's addresses), and an exec
+  // record tells the watcher, which looks for the new interpreter.
+  void check_exec(int pid, Recording& out) {
+    auto it = images_.find(pid);
+    if (it == images_.end()) return;
+    std::string now = image_of(pid);
+    if (now.empty() || now == it->second) return;
+    images_.erase(it);
+    readers_.erase(pid);
+    EventRecord& e = out.events.emplace_back();
+    e.kind = EventRecord::Kind::exec;
+    e.ts_ns = monotonic_ns();
+    e.pid = e.tid = pid;
+    if (auto comm = read_text_file(fmt::format("/proc/{}/comm", pid)))
+      e.comm = comm->substr(0, comm->find('\n'));
+    std::error_code ec;
+    e.path = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec).string();
+  }
+
   // One sample of the threads of `pid` that are running; false when the process is gone.
   bool sample(int pid, Recording& out, ProcessCounters& counters) {
+    check_exec(pid, out);
     auto t = open_live_target(pid);
     if (!t) return t.error().code != Errc::no_such_process && t.error().code != Errc::zombie;
     Target& target = **t;
@@ -118,6 +154,7 @@ class PtraceRecorder : public Recorder {
   std::int64_t next_ns_;
   std::map<int, ProcessCounters> procs_;
   std::map<int, std::unique_ptr<python::PythonReader>> readers_;
+  std::map<int, std::string> images_;  // each Python process's image_of() when described
   RecorderCounters counters_;
 };
 

@@ -18,7 +18,7 @@
 namespace hangscan {
 
 struct RecorderOptions {
-  int sample_hz = 49;                            // on-CPU samples per second per CPU
+  int sample_hz = 19;                            // on-CPU samples per second per CPU
   std::uint64_t wait_threshold_ns = 10'000'000;  // a system call this long is an event
   bool follow_children = false;                  // processes the watched ones fork join
   // The longest waits kept per process: the kernel sends only waits among them (0: all).

@@ -172,6 +172,15 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
       r.result = e.result;
       return true;
     }
+    case HS_EV_EXEC: {
+      if (data.size() < sizeof(hs_exec)) return false;
+      const auto* e = reinterpret_cast<const hs_exec*>(data.data());
+      EventRecord& r = out.events.emplace_back();
+      r.kind = EventRecord::Kind::exec;
+      header_into(e->h, r.pid, r.tid, r.ts_ns, r.comm);
+      r.path = std::string(e->filename, strnlen(e->filename, HS_PATH_LEN));
+      return true;
+    }
     case HS_EV_OOM: {
       hs_oom e{};
       if (!view(data, e)) return false;

@@ -64,7 +64,7 @@ struct WaitRecord {
 
 // Exits, signals and OOM victims: the timeline.
 struct EventRecord {
-  enum class Kind { exit, signal, oom };
+  enum class Kind { exit, signal, oom, exec };
   Kind kind = Kind::exit;
   std::int64_t ts_ns = 0;
   int pid = 0;  // the watched process concerned
@@ -76,7 +76,8 @@ struct EventRecord {
   int sender_tid = 0;
   std::string sender_comm;
   int si_code = 0;
-  int result = 0;  // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending
+  int result = 0;    // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending
+  std::string path;  // exec: the program, as exec was given it
 };
 
 struct RecorderCounters {

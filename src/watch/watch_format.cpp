@@ -165,6 +165,11 @@ nlohmann::json watch_json(const WatchReport& r) {
       case EventRecord::Kind::oom:
         tj["kind"] = "oom_victim";
         break;
+      case EventRecord::Kind::exec:
+        tj["kind"] = "exec";
+        tj["path"] = e.path;
+        tj["comm"] = e.comm;
+        break;
     }
     j["timeline"].push_back(std::move(tj));
   }

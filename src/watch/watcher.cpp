@@ -23,6 +23,8 @@ constexpr std::int64_t kFoldNs = 5'000'000'000;
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 // How often /proc/PID/io is read for the watchdog's progress (a few us per process).
 constexpr std::int64_t kIoCheckNs = 250'000'000;
+// Looks for the interpreter of a program that has just begun (one a second, see setup_python).
+constexpr int kPythonLooks = 5;
 
 // x86-64 system calls whose first argument is a file descriptor.
 bool takes_fd(long nr) {
@@ -129,19 +131,56 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
   }
   Proc& p = procs_[dp.pid];
   p.discovered = dp;
-  // A Python process: its samples copy their Python frames too (named when finished).
-  std::string why;
-  if (const python::Located* where = stacks_.python(dp.pid, why)) {
-    if (auto st = recorder_->watch_python(dp.pid, *where); !st)
-      p.notes.push_back(st.error().what());
-  } else if (!why.empty()) {
-    p.notes.push_back("no Python frames in samples: " + why);
-  }
+  setup_python(dp.pid, p);
   p.recording_ns = monotonic_ns();
   p.io_chars = read_io_chars(dp.pid);
   std::ifstream comm(fmt::format("/proc/{}/comm", dp.pid));
   std::getline(comm, p.comm);
   last_progress_[dp.pid] = monotonic_ns();
+}
+
+// A Python process: its samples copy their Python frames too (named when finished). A program
+// that has just begun (python_looks > 0) is looked at again at the next rediscoveries whatever
+// the failure (its libraries may not be mapped, or not relocated, yet); the last failure is
+// noted.
+void Watcher::setup_python(int pid, Proc& p) {
+  std::string why;
+  if (const python::Located* where = stacks_.python(pid, why)) {
+    p.python_looks = 0;
+    if (auto st = recorder_->watch_python(pid, *where); !st) p.notes.push_back(st.error().what());
+    return;
+  }
+  if (p.python_looks > 0) {
+    stacks_.forget(pid);  // so that the next look reads its maps again
+    if (--p.python_looks > 0) return;
+  }
+  if (!why.empty()) p.notes.push_back("no Python frames in samples: " + why);
+}
+
+void Watcher::renew_after_exec(int pid, std::int64_t exec_ns, const std::string& comm,
+                               Recording& batch) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  Proc& p = it->second;
+  // Samples of the old program cannot be finished: its maps and memory are gone (a stack
+  // unwound against the new program's maps would be wrong); waits keep all but their stacks.
+  std::size_t before = batch.samples.size();
+  std::erase_if(batch.samples,
+                [&](const SampleRecord& s) { return s.pid == pid && s.ts_ns < exec_ns; });
+  if (std::size_t dropped = before - batch.samples.size(); dropped > 0)
+    p.notes.push_back(fmt::format(
+        "{} samples from before its exec at {:.1f} s not resolved: the program they ran is gone",
+        dropped, since_start(exec_ns)));
+  for (auto& w : batch.waits) {
+    if (w.pid == pid && w.end_ns < exec_ns && w.has_user_stack) {
+      w.has_user_stack = false;
+      w.copy.stack = StackCopy{};
+    }
+  }
+  p.comm = comm;
+  stacks_.forget(pid);
+  p.python_looks = kPythonLooks;
+  setup_python(pid, p);
 }
 
 void Watcher::rediscover() {
@@ -198,8 +237,11 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
   // every poll (a process's copies must be finished while it lives: a longer batch loses more
   // of those of a process that ends). An exit is folded at once: the window may end with it.
   // The watchdog flushes before it judges a stall.
-  bool exited = std::any_of(pending_.events.begin(), pending_.events.end(),
-                            [](const EventRecord& e) { return e.kind == EventRecord::Kind::exit; });
+  // An exec too: the new program's interpreter is looked for when it is folded.
+  bool exited =
+      std::any_of(pending_.events.begin(), pending_.events.end(), [](const EventRecord& e) {
+        return e.kind == EventRecord::Kind::exit || e.kind == EventRecord::Kind::exec;
+      });
   if (exited || now - last_fold_ns_ >= kFoldNs ||
       pending_.samples.size() + pending_.waits.size() >= kFoldRecords) {
     fold(pending_);
@@ -208,6 +250,9 @@ Status Watcher::step(std::chrono::milliseconds timeout) {
   }
   if (now - last_discovery_ns_ >= kRediscoverNs) {
     rediscover();
+    for (auto& [pid, p] : procs_) {
+      if (!p.gone && p.python_looks > 0) setup_python(pid, p);
+    }
     last_discovery_ns_ = now;
   }
   return st;
@@ -220,7 +265,10 @@ void Watcher::read_counters(std::int64_t now) {
       DiscoveredProcess dp;
       dp.pid = pid;
       dp.role = kRoleProcess;
-      procs_[pid].discovered = dp;
+      Proc& fresh = procs_[pid];
+      fresh.discovered = dp;
+      fresh.python_looks = kPythonLooks;
+      setup_python(pid, fresh);
       last_progress_[pid] = now;
     }
     Proc& p = procs_[pid];
@@ -243,6 +291,9 @@ void Watcher::check_io(std::int64_t now) {
 }
 
 void Watcher::fold(Recording& batch) {
+  for (const auto& e : batch.events) {
+    if (e.kind == EventRecord::Kind::exec) renew_after_exec(e.pid, e.ts_ns, e.comm, batch);
+  }
   std::map<int, std::vector<SampleRecord*>> samples;
   std::map<int, std::vector<WaitRecord*>> waits;
   for (auto& s : batch.samples) samples[s.pid].push_back(&s);
@@ -313,6 +364,9 @@ void Watcher::fold(Recording& batch) {
       }
       case EventRecord::Kind::oom:
         t.text = fmt::format("{} was chosen by the OOM killer", who);
+        break;
+      case EventRecord::Kind::exec:
+        t.text = fmt::format("{} replaced its program: exec {}", who, e.path);
         break;
     }
     t.event = std::move(e);

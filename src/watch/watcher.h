@@ -74,10 +74,18 @@ class Watcher {
     // kernel added): a sleep that began before has no event, /proc tells of it.
     std::int64_t recording_ns = 0;
     bool gone = false;
+    // How many more times to look for its interpreter (a program that has just begun, by a
+    // fork or an exec, may not have mapped its libpython yet); 0: found, or not Python.
+    int python_looks = 0;
   };
 
   Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder);
   void add_process(const DiscoveredProcess& dp);
+  // Where its interpreter is goes to the recorder, so its samples copy their Python frames.
+  void setup_python(int pid, Proc& p);
+  // The process replaced its program at `exec_ns`: its records from before are of a program
+  // that is gone, and its interpreter (if any) is the new program's.
+  void renew_after_exec(int pid, std::int64_t exec_ns, const std::string& comm, Recording& batch);
   void rediscover();
   // Python frames for the copies of sleeps still going at the end (see walk_sleeping_python).
   void python_of_sleepers(std::vector<WaitRecord>& ongoing, std::int64_t now);

@@ -25,7 +25,7 @@ import pytest
 import hs_testlib as lib
 from test_python import INTERPRETERS, present_or_skip
 from test_python_faulthandler import complete, parse_faulthandler
-from test_watch import ebpf, pool, process  # noqa: F401 (fixtures)
+from test_watch import ebpf, pool, process, wait_recording  # noqa: F401 (fixtures)
 
 PROGRAM = lib.program_source("py_burn.py")
 LOOP = {lib.hs_line("py_burn.py", tag) for tag in ("spin_while", "spin_for", "spin_add")}
@@ -124,6 +124,67 @@ def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: 
         assert any(f["kind"] == "native" for f in frames[last_py + 1:]), names
         assert stack["incomplete"] is False, stack
     RAN.append("%s: CPython %s" % (interp[0], version))
+
+
+RANKS = lib.program_source("watch_ranks.py")
+BURN = {lib.hs_line("watch_ranks.py", tag) for tag in ("burn_while", "burn_for", "burn_add")}
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def test_a_process_that_execs_gets_the_new_programs_python_frames(ebpf, pool, interp, tmp_path):  # noqa: F811
+    """A watched python3.11 replaces its program (exec) by INTERP burning in burn_cpu() while
+    the watch records: the timeline says so, and the samples of the new program have its
+    Python frames (its interpreter found again: the old one's addresses and layout would name
+    nothing, or the wrong frames), merged."""
+    exec_and_burn(pool, present_or_skip(interp, ABSENT), tmp_path, [])
+
+
+def test_the_ptrace_fallback_sees_an_exec_too(ebpf, pool, tmp_path):  # noqa: F811
+    """The same with the ptrace sampler (no exec event there: the process's auxiliary vector
+    changes), into another CPython version where one is present."""
+    others = [i[1] for i in INTERPRETERS if i[1] and not i[0].startswith("debian")]
+    exec_and_burn(pool, others[-1] if others else "/usr/bin/python3", tmp_path, ["--ptrace"])
+
+
+def exec_and_burn(pool, python, tmp_path, extra):  # noqa: F811
+    """Watches a python3.11 that execs PYTHON burning in burn_cpu(); checks the report."""
+    fifo = str(tmp_path / "go")
+    os.mkfifo(fifo)
+    target = pool.start(["/usr/bin/python3", str(RANKS), lib.READY, "exec", fifo, python], main_parked=True)
+    hs = subprocess.Popen([lib.hangscan_bin(), "watch", "--pid", str(target.pid), "--for", "6", "--json"] + extra,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_recording(hs)
+        with open(fifo, "wb") as go:
+            go.write(b"x")
+        out, err = hs.communicate(timeout=120)
+    finally:
+        if hs.poll() is None:
+            os.killpg(hs.pid, signal.SIGKILL)
+            hs.wait()
+    assert hs.returncode == 0, err.decode()
+    doc = json.loads(out)
+    execs = [t for t in doc["timeline"] if t["kind"] == "exec"]
+    # The path as exec was given it (eBPF), or where /proc/PID/exe leads (ptrace).
+    assert [t["pid"] for t in execs] == [target.pid], doc["timeline"]
+    assert execs[0]["path"] in (python, os.path.realpath(python)), execs
+    # The most sampled stacks: each has the new program's Python frames, merged (no eval-loop
+    # frame left), or none at all (sampled before its interpreter was found again: native
+    # frames only); never other Python frames. At least one has them.
+    proc = process(doc, target.pid)
+    merged = 0
+    for stack in proc["top_stacks"]:
+        names = [f["function"] for f in stack["frames"]]
+        python_frames = [(f["function"], f["line"]) for f in stack["frames"] if f["kind"] == "python"]
+        if not python_frames:
+            continue
+        merged += 1
+        assert [f for f, _ in python_frames] == ["burn_cpu", "main", "<module>"], stack["frames"]
+        assert python_frames[0][1] in BURN, python_frames
+        assert python_frames[2][1] == lib.hs_line("watch_ranks.py", "module_main"), python_frames
+        assert "_PyEval_EvalFrameDefault" not in names, names
+    assert merged > 0, (proc["notes"], proc["top_stacks"])
+    assert target.alive()
 
 
 @pytest.fixture(scope="module", autouse=True)

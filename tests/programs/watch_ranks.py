@@ -11,6 +11,8 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
   alarm SECONDS sleeps while an interval timer (setitimer) sends it SIGALRM every SECONDS
   grow FIFO     waits for one byte on FIFO, then allocates memory until something kills it
                 (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
+  exec FIFO PY  waits for one byte on FIFO, then replaces its program by `PY watch_ranks.py - burn`
+                (READY_FD "-": none)
 """
 import os
 import socket
@@ -26,17 +28,18 @@ def burn_cpu():
 
 
 def main():
-    ready_fd = int(sys.argv[1])
+    ready_fd = None if sys.argv[1] == "-" else int(sys.argv[1])
     mode = sys.argv[2]
     fd = None
     sock = None
-    if mode in ("reader", "block", "grow"):
+    if mode in ("reader", "block", "grow", "exec"):
         fd = os.open(sys.argv[3], os.O_RDWR)  # the test finds it in /proc/PID/fd
     elif mode == "recv":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(sys.argv[3])
-    os.write(ready_fd, b"ready\n")
-    os.close(ready_fd)
+    if ready_fd is not None:
+        os.write(ready_fd, b"ready\n")
+        os.close(ready_fd)
     if mode == "burn":
         burn_cpu()
     elif mode in ("reader", "block"):
@@ -51,6 +54,9 @@ def main():
         os.read(fd, 1)
         from ring_allreduce import eat_memory  # the deaths tests' OOM victim, the same way
         eat_memory()
+    elif mode == "exec":
+        os.read(fd, 1)  # the test says when: the watch is recording
+        os.execv(sys.argv[4], [sys.argv[4], os.path.abspath(__file__), "-", "burn"])
     elif mode == "sleep":
         while True:
             time.sleep(3600)

@@ -40,7 +40,7 @@ struct WatchCmdOptions {
   std::string match;
   double seconds = 10;
   bool json = false;
-  int rate = 49;
+  int rate = 19;
   int wait_ms = 10;
   double stall = 0;
   std::string log_file;

@@ -12,7 +12,7 @@ namespace hangscan::cli {
 struct WatchSlurmRequest {
   std::string job_id;
   double seconds = 10;
-  int rate = 49;
+  int rate = 19;
   int wait_ms = 10;
   bool json = false;
   double stall = 0;        // > 0: the watchdog across the nodes (until stopped)
