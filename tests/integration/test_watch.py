@@ -255,9 +255,7 @@ def test_the_five_longest_waits_are_reported_though_the_kernel_sends_only_those(
         out, err = hs.communicate(timeout=60)
     finally:
         os.close(w)
-        if hs.poll() is None:
-            os.killpg(hs.pid, signal.SIGKILL)
-            hs.wait()
+        kill_leftover(hs)
     assert hs.returncode == 0, err.decode()
     r = process(json.loads(out), reader.pid)
     got = [x["duration_s"] for x in r["waits"]]
@@ -301,11 +299,16 @@ def watch_until_gone(victim, act) -> dict:
         victim.proc.wait(timeout=60)
         out, err = hs.communicate(timeout=60)   # all watched processes gone: the window ends
     finally:
-        if hs.poll() is None:
-            os.killpg(hs.pid, signal.SIGKILL)
-            hs.wait()
+        kill_leftover(hs)
     assert hs.returncode == 0, err.decode()
     return json.loads(out)
+
+
+def kill_leftover(hs: subprocess.Popen) -> None:
+    """A watch the test did not see end (a failed assertion, a timeout): its whole session goes."""
+    if hs.poll() is None:
+        os.killpg(hs.pid, signal.SIGKILL)
+        hs.wait()
 
 
 def wait_recording(hs: subprocess.Popen, timeout: float = 60.0) -> None:
@@ -334,9 +337,7 @@ def test_sigkill_of_watch_leaves_no_bpf_object(ebpf, pool, tmp_path):
         os.kill(hs.pid, signal.SIGKILL)
         hs.wait(timeout=10)
     finally:
-        if hs.poll() is None:
-            os.killpg(hs.pid, signal.SIGKILL)
-            hs.wait()
+        kill_leftover(hs)
     # Freed when their last fd closed; the kernel may take a moment (RCU) to forget them.
     wait_for(lambda: not (bpf_ids("prog") & ours_p) and not (bpf_ids("map") & ours_m), 20,
              f"programs {sorted(ours_p)} and maps {sorted(ours_m)} to be freed")
@@ -518,9 +519,7 @@ def watchdog_stays_quiet(args, out: Path, env=None, recording=lambda: None) -> N
         os.kill(hs.pid, signal.SIGINT)
         stdout, stderr = hs.communicate(timeout=60)
     finally:
-        if hs.poll() is None:
-            os.killpg(hs.pid, signal.SIGKILL)
-            hs.wait()
+        kill_leftover(hs)
     assert hs.returncode == 0, stderr.decode()
     assert b"stall" not in stdout, stdout.decode()
     assert not out.exists() or not any(out.iterdir())

@@ -25,7 +25,7 @@ import pytest
 import hs_testlib as lib
 from test_python import INTERPRETERS, present_or_skip
 from test_python_faulthandler import complete, parse_faulthandler
-from test_watch import ebpf, pool, process, wait_recording  # noqa: F401 (fixtures)
+from test_watch import ebpf, kill_leftover, pool, process, wait_recording  # noqa: F401 (fixtures)
 
 PROGRAM = lib.program_source("py_burn.py")
 LOOP = {lib.hs_line("py_burn.py", tag) for tag in ("spin_while", "spin_for", "spin_add")}
@@ -159,9 +159,7 @@ def exec_and_burn(pool, python, tmp_path, extra):  # noqa: F811
             go.write(b"x")
         out, err = hs.communicate(timeout=120)
     finally:
-        if hs.poll() is None:
-            os.killpg(hs.pid, signal.SIGKILL)
-            hs.wait()
+        kill_leftover(hs)
     assert hs.returncode == 0, err.decode()
     doc = json.loads(out)
     execs = [t for t in doc["timeline"] if t["kind"] == "exec"]
