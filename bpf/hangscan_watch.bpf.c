@@ -3,7 +3,8 @@
  *
  * Why these programs: on-CPU samples say where each rank spends its CPU; long sleeps, with the
  * system call they are in and who woke them, say where it waits (their user stacks are copied
- * by a sleepable task iterator while they still sleep); exits, signals and OOM victims say how a
+ * by the thread itself as the wait ends, or by a sleepable task iterator while it still sleeps:
+ * wait_stacks.bpf.h); exits, signals and OOM victims say how a
  * rank ended; socket sends and receives that moved bytes are the watchdog's progress. No system
  * call hook: one costs every system call of the machine (docs/performance.md). Every record
  * carries what user space needs to finish it later (registers and the top of the user stack for
@@ -12,7 +13,15 @@
  * `thread_state` (task storage), and only threads that have one pay more than one lookup in the
  * scheduler programs. Children join when `follow_children` is set.
  */
+/* Linux 6.18's task work for BPF, declared here whatever the build machine's kernel: the map
+ * value field must be named `struct bpf_task_work` for the kernel to recognise it, so the
+ * definition vmlinux.h has (or not) is renamed out of the way. */
+#define bpf_task_work hs_vmlinux_bpf_task_work
 #include "vmlinux.h"
+#undef bpf_task_work
+struct bpf_task_work {
+  __u64 __opaque;
+} __attribute__((aligned(8)));
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -30,6 +39,10 @@ const volatile __u8 follow_children = 0;
 const volatile __u64 copy_margin_ns = 200000000;
 /* The longest waits the report keeps per process (0, or above HS_TOP_WAITS_MAX: send all). */
 const volatile __u32 top_waits = 5;
+/* 1 where the kernel has bpf_task_work_schedule_resume_impl (Linux 6.18; the loader checks its
+ * BTF): a wait that is sent gets its user stack from the thread itself, copied on its way back
+ * to user space (copy_on_resume), not from the iterator's passes while it sleeps. */
+const volatile __u8 copy_at_resume = 0;
 /* The reader is woken when this much is waiting in the ring; it also drains every 100 ms. */
 #define WAKE_AT_BYTES (2 << 20)
 
@@ -235,6 +248,8 @@ static __always_inline void begin_sleep(struct thread_state* ts, struct task_str
   ts->offcpu_start_ns = now;
 }
 
+#include "wait_stacks.bpf.h"
+
 /* A thread runs again after a sleep: the sleep ends (seq moves on, which voids a stack copy
  * the iterator is making of it); one at least wait_threshold_ns long among its process's
  * longest is sent, with the kernel stack where it slept (it has not run yet: as it left it). */
@@ -247,8 +262,10 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
   if (off < wait_threshold_ns) return;
   struct hs_proc_stats* st = watched_proc(t->tgid);
   if (!st || !among_longest(st, off)) return;
-  /* With the user stack the iterator copied of this very sleep, when it did. */
+  /* With the user stack the iterator copied of this very sleep, when it did; else the thread
+   * copies it itself on its way back to user space, where the kernel can. */
   bool with_stack = ts->copied_seq == seq + 1;
+  bool follows = !with_stack && copy_on_resume(t, seq);
   struct hs_wait* e = 0;
   if (with_stack) { /* two reservations of constant sizes: the verifier checks each */
     struct hs_wait_stack* full = reserve(sizeof(*full));
@@ -268,7 +285,7 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
   e->waker_tid = ts->waker_tid;
   __builtin_memcpy(e->waker_comm, ts->waker_comm, HS_COMM_LEN);
   e->kstack_len = sleep_stack(t, e->kstack, sizeof(e->kstack));
-  e->pad = 0;
+  e->copy_follows = follows;
   submit(e);
 }
 
@@ -377,87 +394,13 @@ int BPF_PROG(on_fork, struct task_struct* parent, struct task_struct* child) {
   return 0;
 }
 
-/* Registers and the top of the user stack of a thread that is off CPU, into its own state
- * (sleepable: another task's memory). */
-static __always_inline void copy_sleeping(struct thread_state* ts, struct task_struct* t) {
-  count(HS_CNT_WAIT_COPIES);
-  struct hs_user_stack* c = &ts->copy;
-  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
-  bpf_probe_read_kernel(&c->regs, sizeof(c->regs), regs);
-  c->fs_base = t->thread.fsbase;
-  c->kstack_len = 0;
-  c->stack_len = copy_stack(c->stack, c->regs.sp, t, true);
-}
-
-/* Off CPU and not runnable (volatile: read again at each call). */
-static __always_inline bool asleep(struct task_struct* t) {
-  return *(volatile int*)&t->on_cpu == 0 && *(volatile unsigned int*)&t->__state != 0;
-}
-
-/* A thread asleep since before it had a state (the recorder saw no start of this sleep): its
- * user stack, copied once, is where it has waited since before the recording began (user space
- * reports such a wait from /proc with this stack). The flag is set first, with a full barrier:
- * a switch-in after it voids the copy (seq moves on); one before it leaves the task running,
- * which the check after the barrier sees. */
-static __always_inline void copy_asleep_before(struct thread_state* ts, struct task_struct* t,
-                                               __u64 seq) {
-  if (!asleep(t)) return; /* running or runnable: most passes end here, with no write */
-  __sync_fetch_and_or(&ts->asleep_before, 1);
-  if (!asleep(t)) return;
-  ts->copied_seq = 0;
-  copy_sleeping(ts, t);
-  if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != 0) {
-    count(HS_CNT_STALE_COPIES);
-    return;
-  }
-  ts->copied_seq = seq + 1;
-}
-
-/* Run by user space every 100 ms (and at once when a process is watched) over every task:
- * a thread of a watched process without a state gets one; a thread asleep in a wait at least
- * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
- * may be sent when it ends) and not copied yet has its registers and the top of its user stack
- * copied into its state (sleepable: the copy reads another task's memory). The copy is marked
- * valid (copied_seq) only if the thread did not run meanwhile (its seq and sleep start
- * unchanged after the copy): the stack is then exactly the sleeping one's, and end_sleep sends
- * it with the wait if the wait is sent. A thread asleep since before it had a state is copied
- * once (copy_asleep_before). */
-SEC("iter.s/task")
-int copy_wait_stacks(struct bpf_iter__task* ctx) {
-  struct task_struct* t = ctx->task;
-  if (!t) return 0;
-  struct thread_state* ts = state_of(t);
-  struct hs_proc_stats* st = watched_proc(t->tgid);
-  if (!st) return 0;
-  if (!ts) ts = bpf_task_storage_get(&thread_states, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!ts) return 0;
-  __u64 start = ts->offcpu_start_ns;
-  __u64 seq = ts->seq;
-  if (ts->copied_seq == seq + 1) return 0;
-  if (start == 0) {
-    copy_asleep_before(ts, t, seq);
-    return 0;
-  }
-  __u64 age = bpf_ktime_get_ns() - start;
-  __u32 at = 0;
-  if (age < wait_threshold_ns) return 0;
-  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
-    return 0;
-  /* Into the thread's own state; valid only once copied_seq says so (below). */
-  ts->copied_seq = 0;
-  copy_sleeping(ts, t);
-  /* Read again after the copy (volatile: not the values loaded before it). */
-  if (*(volatile __u64*)&ts->seq != seq || *(volatile __u64*)&ts->offcpu_start_ns != start) {
-    count(HS_CNT_STALE_COPIES);
-    return 0;
-  }
-  ts->copied_seq = seq + 1;
-  return 0;
-}
-
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct* p) {
   if (!watched_proc(BPF_CORE_READ(p, tgid))) return 0;
+  if (copy_at_resume) { /* each thread's exit: its copy's entry goes (a pending copy with it) */
+    __u32 tid = BPF_CORE_READ(p, pid);
+    bpf_map_delete_elem(&resume_copies, &tid);
+  }
   /* The last thread of the group: its exit code is the process's. */
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
   struct hs_exit* e = reserve(sizeof(*e));

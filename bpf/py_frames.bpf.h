@@ -156,16 +156,13 @@ static long py_frame_step(__u32 i, void* arg) {
 /* The Python frames of the current thread into `out` (status HS_PY_NO_THREAD when Python does
  * not know this thread). Its thread state: the one its recorder state remembers when that is
  * still this thread's (a thread state lives as long as its thread), else by a walk of the first
- * interpreter's list. */
-static __always_inline void py_sample(struct hs_py_stack* out, const struct hs_py_proc* c,
-                                      struct task_struct* task, __u64 fs_base) {
+ * interpreter's list. `buf`: HS_PY_HEADER bytes nothing else writes during the walk. */
+static __always_inline void py_walk_current(struct hs_py_stack* out, const struct hs_py_proc* c,
+                                            struct task_struct* task, __u64 fs_base, __u8* buf) {
   out->status = HS_PY_NO_THREAD;
   out->nframes = 0;
   out->ncalls = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
-  __u32 zero = 0;
-  __u8* buf = bpf_map_lookup_elem(&py_scratch, &zero);
-  if (!buf) return;
   struct py_walk w = {.out = out, .c = c, .buf = buf, .fs_base = fs_base, .tid = task->pid};
   struct hs_thread_state* ts = bpf_task_storage_get(&thread_states, task, 0, 0);
   if (ts && ts->py_tstate != 0 && py_is_current(c, ts->py_tstate, w.tid, fs_base)) {
@@ -196,6 +193,20 @@ static __always_inline void py_sample(struct hs_py_stack* out, const struct hs_p
   bpf_loop(2 * HS_PY_FRAMES, py_frame_step, &w, 0);
   if (w.at != 0 && out->status == HS_PY_OK) out->status = HS_PY_CUT;
   out->nframes = w.n;
+}
+
+/* At an on-CPU sample (interrupts off: the CPU's scratch is this walk's alone). */
+static __always_inline void py_sample(struct hs_py_stack* out, const struct hs_py_proc* c,
+                                      struct task_struct* task, __u64 fs_base) {
+  __u32 zero = 0;
+  __u8* buf = bpf_map_lookup_elem(&py_scratch, &zero);
+  if (buf) {
+    py_walk_current(out, c, task, fs_base, buf);
+    return;
+  }
+  out->status = HS_PY_NO_THREAD;
+  out->nframes = 0;
+  out->ncalls = 0;
 }
 
 #endif

@@ -41,6 +41,9 @@ enum hs_event_kind {
   HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
   HS_EV_SAMPLE_PY = 8,  /* HS_EV_SAMPLE of a Python process, with its Python frames */
   HS_EV_EXEC = 9,       /* a watched process replaced its program (sched_process_exec) */
+  HS_EV_WAIT_COPY = 10, /* the user stack of waits that just ended, copied on the way back to
+                           user space (bpf_task_work), for HS_EV_WAIT records with copy_follows */
+  HS_EV_WAIT_COPY_PY = 11, /* HS_EV_WAIT_COPY of a Python process, with its Python frames */
 };
 
 struct hs_header {
@@ -127,7 +130,7 @@ struct hs_sample_py {
 
 /* One sleep of a watched thread (off CPU, not preempted) of at least wait_threshold_ns, sent
  * when the thread runs again (as HS_EV_WAIT_STACK with its user stack when the iterator copied
- * one of this very sleep, `seq`). */
+ * one of this very sleep, `seq`; else, with copy_follows, an HS_EV_WAIT_COPY comes later). */
 struct hs_wait {
   struct hs_header h; /* ts_ns: when it ran again */
   hs_s64 syscall_nr;  /* the system call it slept in, -1: none (a page fault, ...) */
@@ -137,7 +140,7 @@ struct hs_wait {
   hs_u32 waker_pid, waker_tid;
   char waker_comm[HS_COMM_LEN];
   hs_u32 kstack_len;
-  hs_u32 pad;
+  hs_u32 copy_follows; /* 1: its user stack comes in an HS_EV_WAIT_COPY (tid, seq in range) */
   hs_u64 kstack[HS_KSTACK_DEPTH]; /* where it slept */
 };
 
@@ -146,6 +149,24 @@ struct hs_wait {
 struct hs_wait_stack {
   struct hs_wait w;
   struct hs_user_stack u;
+};
+
+/* The registers and top of the user stack of a thread whose waits `first_seq`..`last_seq` just
+ * ended, copied by the thread itself before it ran any user code again (a task work run on its
+ * way back to user space: the user stack is still the one it slept on). Sent after those waits'
+ * HS_EV_WAIT records; `stale` (no copy): its user registers were not those it slept with. */
+struct hs_wait_copy {
+  struct hs_header h;
+  hs_u64 first_seq, last_seq;
+  hs_u32 stale;
+  hs_u32 pad;
+  struct hs_user_stack u; /* u.kstack unused: the waits' own */
+};
+
+/* HS_EV_WAIT_COPY of a Python process: the thread's Python frames, read at the same moment. */
+struct hs_wait_copy_py {
+  struct hs_wait_copy c;
+  struct hs_py_stack py;
 };
 
 struct hs_exit {
@@ -194,6 +215,9 @@ struct hs_thread_state {
   /* Its user registers and stack, copied by the iterator while it slept: sent with the wait
    * only if the wait is sent, so copies of waits that are not cost no record. */
   struct hs_user_stack copy;
+  /* The Python walk's buffer when the thread copies its own stack (HS_EV_WAIT_COPY_PY): it may
+   * be preempted there, so not a per-CPU one. */
+  hs_u8 py_scratch[HS_PY_HEADER];
 };
 
 /* The longest waits kept per process: the report shows the `top_waits` longest (5 by default), so
@@ -218,7 +242,9 @@ enum hs_counter {
   HS_CNT_STACK_FAULTS = 2,
   HS_CNT_STALE_COPIES = 3, /* wait stack copies voided: the thread ran during the copy */
   HS_CNT_WAIT_COPIES = 4,  /* wait stack copies made by the iterator (what it costs) */
-  HS_CNT_MAX = 5
+  HS_CNT_RESUME_COPIES = 5, /* wait stack copies made by a thread on its way back to user space */
+  HS_CNT_RESUME_STALE = 6,  /* of those, voided: its registers were not those it slept with */
+  HS_CNT_MAX = 7
 };
 
 #endif

@@ -29,6 +29,7 @@ if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND AND EXISTS ${HS_VMLINUX_BTF})
     COMMAND ${HS_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror
             -I${HS_BPF_OUT} -I${CMAKE_SOURCE_DIR}/bpf -c ${HS_BPF_SRC} -o ${HS_BPF_OUT}/hangscan_watch.bpf.o
     DEPENDS ${HS_BPF_SRC} ${CMAKE_SOURCE_DIR}/bpf/watch_events.h ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h
+            ${CMAKE_SOURCE_DIR}/bpf/wait_stacks.bpf.h
             ${HS_BPF_OUT}/vmlinux.h
     COMMENT "Compiling the eBPF recorder" VERBATIM)
   add_custom_command(OUTPUT ${HS_BPF_OUT}/hangscan_watch.skel.h

@@ -88,6 +88,11 @@ bool KernelBtf::socket_tracepoints() const {
          btf__find_by_name_kind(btf_, "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF) > 0;
 }
 
+bool KernelBtf::bpf_task_work() const {
+  return btf_ != nullptr &&
+         btf__find_by_name_kind(btf_, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) > 0;
+}
+
 }  // namespace hangscan
 
 #else  // !HANGSCAN_HAVE_BPF: no libbpf, no recorder to configure
@@ -99,6 +104,7 @@ KernelBtf::~KernelBtf() = default;
 std::int64_t KernelBtf::preempt_count_from_rq() const { return 0; }
 bool KernelBtf::mark_victim_takes_task() const { return false; }
 bool KernelBtf::socket_tracepoints() const { return false; }
+bool KernelBtf::bpf_task_work() const { return false; }
 
 }  // namespace hangscan
 

@@ -35,6 +35,9 @@ class KernelBtf {
   bool mark_victim_takes_task() const;
   // The socket layer's sock_send_length and sock_recv_length tracepoints (Linux 6.3+).
   bool socket_tracepoints() const;
+  // BPF programs can ask a task to run a callback on its way back to user space
+  // (bpf_task_work_schedule_resume_impl, Linux 6.18): a thread copies its own stack there.
+  bool bpf_task_work() const;
 
  private:
   btf* btf_ = nullptr;

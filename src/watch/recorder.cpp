@@ -27,6 +27,7 @@
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
 #include "watch/kernel_btf.h"
+#include "watch/wait_copy_join.h"
 #include "watch_events.h"
 
 namespace hangscan {
@@ -97,24 +98,15 @@ class BpfRecorder : public Recorder {
   }
 
   Status init(const RecorderOptions& o) {
-    skel_ = hangscan_watch__open();
-    if (skel_ == nullptr) return bpf_error("cannot open the programs", errno);
-    skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
-    skel_->rodata->copy_margin_ns =
-        2 * static_cast<std::uint64_t>(std::chrono::nanoseconds(kIterEvery).count());
-    skel_->rodata->follow_children = o.follow_children ? 1 : 0;
-    skel_->rodata->top_waits = o.top_waits;
     KernelBtf kernel = KernelBtf::running_kernel();
-    oom_ = kernel.mark_victim_takes_task();
-    if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
-    if (!o.data_progress || !kernel.socket_tracepoints()) {
-      bpf_program__set_autoload(skel_->progs.on_sock_send, false);
-      bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
+    resume_copies_ = o.copy_at_resume && kernel.bpf_task_work();
+    Status loaded = open_and_load(o, kernel);
+    if (!loaded && resume_copies_) {  // a kernel that names the task work but refuses it here
+      hangscan_watch__destroy(skel_);
+      resume_copies_ = false;
+      loaded = open_and_load(o, kernel);
     }
-    skel_->rodata->preempt_count_from_rq = kernel.preempt_count_from_rq();
-    wakers_ = skel_->rodata->preempt_count_from_rq != 0;
-    if (int err = hangscan_watch__load(skel_); err != 0)
-      return bpf_error("cannot load the programs", -err);
+    if (!loaded) return loaded;
     if (int err = hangscan_watch__attach(skel_); err != 0) {
       return bpf_error("cannot attach to the scheduler and socket tracepoints", -err);
     }
@@ -214,10 +206,16 @@ class BpfRecorder : public Recorder {
 
   bool records_oom() const override { return oom_; }
   bool records_wakers() const override { return wakers_; }
+  std::string wait_copies() const override { return resume_copies_ ? "resume" : "iterator"; }
 
   // The threads' states are task storage, read by pidfd (one per thread of each watched process).
+  // Where threads copy their own stacks as waits end, no pass ran while they slept: one does now.
   std::vector<WaitRecord> ongoing(std::int64_t now_ns, std::uint64_t min_ns) override {
     std::vector<WaitRecord> out;
+    if (resume_copies_) {
+      std::lock_guard iter_lock(iter_mu_);
+      (void)run_iterator();  // a failed pass only costs the stacks of the waits still going
+    }
     int fd = bpf_map__fd(skel_->maps.thread_states);
     for (const auto& [pid, counters] : watched()) {
       auto tids = list_tasks(pid);
@@ -275,6 +273,29 @@ class BpfRecorder : public Recorder {
     w.copy.kernel.clear();
     w.has_user_stack = true;
     return w;
+  }
+
+  // Opens the programs, sets what they are to do on this kernel, and loads them.
+  Status open_and_load(const RecorderOptions& o, const KernelBtf& kernel) {
+    skel_ = hangscan_watch__open();
+    if (skel_ == nullptr) return bpf_error("cannot open the programs", errno);
+    skel_->rodata->wait_threshold_ns = o.wait_threshold_ns;
+    skel_->rodata->copy_margin_ns =
+        2 * static_cast<std::uint64_t>(std::chrono::nanoseconds(kIterEvery).count());
+    skel_->rodata->follow_children = o.follow_children ? 1 : 0;
+    skel_->rodata->top_waits = o.top_waits;
+    oom_ = kernel.mark_victim_takes_task();
+    if (!oom_) bpf_program__set_autoload(skel_->progs.on_oom_victim, false);
+    if (!o.data_progress || !kernel.socket_tracepoints()) {
+      bpf_program__set_autoload(skel_->progs.on_sock_send, false);
+      bpf_program__set_autoload(skel_->progs.on_sock_recv, false);
+    }
+    skel_->rodata->copy_at_resume = resume_copies_ ? 1 : 0;
+    skel_->rodata->preempt_count_from_rq = kernel.preempt_count_from_rq();
+    wakers_ = skel_->rodata->preempt_count_from_rq != 0;
+    if (int err = hangscan_watch__load(skel_); err != 0)
+      return bpf_error("cannot load the programs", -err);
+    return Ok{};
   }
 
   // One software cpu-clock event per online CPU, each running on_cpu_sample.
@@ -345,8 +366,11 @@ class BpfRecorder : public Recorder {
           n = more < 0 ? more : n + more;
         }
         sink_ = nullptr;
+        join_.join(got, std::chrono::steady_clock::now(), false);
       }
-      if (auto now = std::chrono::steady_clock::now(); now - last_iter_ >= kIterEvery) {
+      // Without copies made by the threads themselves, the iterator copies long sleeps' stacks.
+      if (auto now = std::chrono::steady_clock::now();
+          !resume_copies_ && now - last_iter_ >= kIterEvery) {
         std::lock_guard iter_lock(iter_mu_);
         (void)run_iterator();  // a failed pass only costs the stacks of this pass's waits
         last_iter_ = now;
@@ -376,7 +400,13 @@ class BpfRecorder : public Recorder {
       std::lock_guard ring_lock(ring_mu_);  // the drain thread's poll ends within 100 ms
       sink_ = &got;
       ring_buffer__consume(ring_);
+      join_.join(got, std::chrono::steady_clock::now(), false);
+      if (join_.held() > 0) {  // a wait that just ended: its thread copies its stack right after
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        ring_buffer__consume(ring_);
+      }
       sink_ = nullptr;
+      join_.join(got, std::chrono::steady_clock::now(), true);
     }
     std::lock_guard lock(mu_);
     append(std::move(drained_), out);
@@ -410,7 +440,9 @@ class BpfRecorder : public Recorder {
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> sample_links_;
-  Recording* sink_ = nullptr;  // the drain thread's batch, during its ring_buffer__poll
+  Recording* sink_ = nullptr;   // the drain thread's batch, during its ring_buffer__poll
+  WaitCopyJoin join_;           // waits held for the copy their thread makes (guarded by ring_mu_)
+  bool resume_copies_ = false;  // threads copy their own stacks as their waits end
   bool oom_ = false;
   bool wakers_ = false;
   std::thread drain_;
@@ -441,8 +473,13 @@ Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions& options
   const char* log = std::getenv("HANGSCAN_BPF_LOG");
   if (log == nullptr || std::string(log) != "1")
     libbpf_set_print([](libbpf_print_level, const char*, va_list) { return 0; });
+  // The older kernels' way of copying wait stacks, on request (tests and benchmarks of it).
+  RecorderOptions o = options;
+  if (const char* c = std::getenv("HANGSCAN_WAIT_COPIES");
+      c != nullptr && std::string(c) == "iterator")
+    o.copy_at_resume = false;
   auto r = std::make_unique<BpfRecorder>();
-  if (auto st = r->init(options); !st) return st.error();
+  if (auto st = r->init(o); !st) return st.error();
   return std::unique_ptr<Recorder>(std::move(r));
 }
 

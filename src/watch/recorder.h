@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hangscan/result.h"
@@ -27,6 +28,10 @@ struct RecorderOptions {
   // sends and receives, and the watcher's reads of /proc/PID/io. Without --stall neither is
   // done, and the job's socket calls pay nothing.
   bool data_progress = true;
+  // Where the kernel can (Linux 6.18's BPF task work), a thread whose wait is sent copies its own
+  // user stack on its way back to user space; false: the iterator's passes copy long sleeps'
+  // stacks every 100 ms instead, as on older kernels (HANGSCAN_WAIT_COPIES=iterator).
+  bool copy_at_resume = true;
 };
 
 class Recorder {
@@ -63,6 +68,10 @@ class Recorder {
   // Whether a wait's waker is known: the programs tell a task's wake-up from an interrupt's
   // (no task woke the thread) only where the kernel's BTF locates the preempt count.
   virtual bool records_wakers() const = 0;
+  // How waits that end get their user stacks: "resume" (the thread copies its own on its way back
+  // to user space, with its Python frames), "iterator" (passes copy long sleeps every 100 ms),
+  // "" (none: the ptrace fallback records no waits).
+  virtual std::string wait_copies() const { return ""; }
 };
 
 // True when this binary carries the eBPF recorder.

@@ -77,6 +77,7 @@ void wait_into(const hs_wait& e, WaitRecord& w) {
   w.waker_pid = static_cast<int>(e.waker_pid);
   w.waker_tid = static_cast<int>(e.waker_tid);
   w.waker_comm = comm_of(e.waker_comm);
+  w.copy_follows = e.copy_follows != 0;
   std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
   w.copy.kernel.assign(e.kstack, e.kstack + k);
 }
@@ -147,6 +148,22 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
       w.copy = copy_of(e->u, true);
       w.has_user_stack = true;
       wait_into(e->w, w);  // the kernel stack: the wait's, where it slept
+      return true;
+    }
+    case HS_EV_WAIT_COPY:
+    case HS_EV_WAIT_COPY_PY: {
+      bool py = h.kind == HS_EV_WAIT_COPY_PY;
+      if (data.size() < (py ? sizeof(hs_wait_copy_py) : sizeof(hs_wait_copy))) return false;
+      const auto* e = reinterpret_cast<const hs_wait_copy*>(data.data());
+      WaitCopyRecord& c = out.wait_copies.emplace_back();
+      c.pid = static_cast<int>(e->h.pid);
+      c.tid = static_cast<int>(e->h.tid);
+      c.first_seq = e->first_seq;
+      c.last_seq = e->last_seq;
+      c.stale = e->stale != 0;
+      if (c.stale) return true;
+      c.copy = copy_of(e->u, true);
+      if (py) c.copy.python = python_of(reinterpret_cast<const hs_wait_copy_py*>(data.data())->py);
       return true;
     }
     case HS_EV_EXIT: {

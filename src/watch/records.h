@@ -59,6 +59,19 @@ struct WaitRecord {
   // Asleep since before the recording began (its start, syscall and waker are unknown to the
   // recorder: /proc has them); only its user stack, copied while it slept.
   bool before_window = false;
+  // Its user stack comes in a WaitCopyRecord of the same thread (the recorder joins the two).
+  bool copy_follows = false;
+  SampledStack copy;
+};
+
+// The user stack of a thread's waits first_seq..last_seq, copied by the thread itself right
+// after they ended, before it ran any user code (joined with the waits by the recorder).
+struct WaitCopyRecord {
+  int pid = 0;
+  int tid = 0;
+  std::uint64_t first_seq = 0;
+  std::uint64_t last_seq = 0;
+  bool stale = false;  // its registers were not those it slept with: no copy
   SampledStack copy;
 };
 
@@ -99,6 +112,7 @@ struct Recording {
   std::vector<SampleRecord> samples;
   std::vector<WaitRecord> waits;
   std::vector<EventRecord> events;
+  std::vector<WaitCopyRecord> wait_copies;  // joined with their waits by the recorder
 };
 
 // The registers and stack bytes of the recorder's struct hs_user_stack (kernel stack included).

@@ -101,6 +101,7 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["lost"] = r.counters.lost;
   j["stopped_s"] = static_cast<double>(r.counters.stopped_ns) / 1e9;
   j["wakers_known"] = r.wakers_known;
+  j["wait_copies"] = r.wait_copies;
   j["processes"] = nlohmann::json::array();
   for (const auto& p : r.processes) {
     nlohmann::json pj{

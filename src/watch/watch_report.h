@@ -94,6 +94,7 @@ struct WatchReport {
   int sample_hz = 0;
   std::uint64_t wait_threshold_ns = 0;
   bool wakers_known = true;  // whether the waits' wakers are recorded (Recorder::records_wakers)
+  std::string wait_copies;   // how waits get user stacks (Recorder::wait_copies)
   std::vector<ProcessWatch> processes;  // ranks by rank, then the rest by pid
   std::vector<TimelineEntry> timeline;
   WatchVerdict verdict;

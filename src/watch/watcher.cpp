@@ -498,6 +498,7 @@ WatchReport Watcher::report() {
   r.sample_hz = options_.recorder.sample_hz;
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.wakers_known = recorder_->records_wakers();
+  r.wait_copies = recorder_->wait_copies();
   r.counters = recorder_->counters();
   r.diagnostics = diagnostics_;
   for (const auto& [pid, c] : recorder_->watched()) {

@@ -6,15 +6,18 @@ say "ready" through a pipe before they do their one thing.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from pathlib import Path
@@ -76,33 +79,77 @@ def fd_of(pid: int, path: str) -> int:
     raise AssertionError(f"pid {pid} has no fd on {path}")
 
 
-def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
+def read_oracle(pid: int, tid: int) -> list[tuple[int, str]]:
+    """eu-stack's frames of thread `tid`, which waits in watch_ranks.py's read() (block_read)."""
+    out = subprocess.run(["eu-stack", "-p", str(pid)], capture_output=True, text=True, timeout=120).stdout
+    return eu_stack_frames(out, tid)
+
+
+def assert_read_frames(frames: list[dict], oracle: list[tuple[int, str]], python: bool = True) -> None:
+    """A wait's frames are those of watch_ranks.py's read() (block_read): every native frame's
+    address equal to eu-stack's, to the thread's entry; with `python`, the eval loop's replaced by
+    the Python frames main (at the read's line) and <module>, merged as in samples."""
+    ours = [int(f["pc"], 16) for f in frames if f["kind"] == "native"]
+    theirs = [pc for pc, name in oracle if not python or name != "_PyEval_EvalFrameDefault"]
+    assert len(ours) > 5 and ours == theirs, (frames, oracle)
+    got = [(f["function"], f["line"]) for f in frames if f["kind"] == "python"]
+    want = [("main", hs_line("watch_ranks.py", "block_read")), ("<module>", hs_line("watch_ranks.py", "module_main"))]
+    assert got == (want if python else []), got
+    assert frames[-1]["function"] == "_start", frames
+
+
+class Feeder:
+    """Writes a byte to a reader's FIFO every `every` s from a thread of its own (each write ends
+    one read() of the reader), after 200 at once that the reader takes without waiting: the
+    interpreter then has specialized its read() call site (the first calls take another native
+    path to os.read), so every wait a watch sees is in the native frames eu-stack sees later."""
+
+    def __init__(self, fifo: str, every: float):
+        self.every = every
+        self.writes: list[float] = []
+        self.fd = os.open(fifo, os.O_WRONLY)
+        os.write(self.fd, b"x" * 200)
+        wait_for(lambda: self.unread() == 0, 30, "the reader to take 200 bytes")
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def unread(self) -> int:
+        return struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4))[0]
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every):
+            os.write(self.fd, b"x")
+            self.writes.append(time.monotonic())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        os.close(self.fd)
+
+
+# The two ways a wait that ends gets its user stack: the thread copies it itself on its way back
+# to user space (Linux 6.18's BPF task work: with its Python frames), or the iterator's passes
+# copy it while it sleeps (older kernels; native frames only).
+COPIES = {"resume": {}, "iterator": {"HANGSCAN_WAIT_COPIES": "iterator"}}
+
+
+@pytest.mark.parametrize("copies", sorted(COPIES))
+def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path, copies):
     """One rank burns CPU in a C function, one waits in read() on a FIFO the test writes to."""
     busy = pool.start([program("busy"), READY])
     fifo = str(tmp_path / "feed")
     os.mkfifo(fifo)
     reader = pool.start([PY, RANKS, READY, "reader", fifo], main_parked=True)
     fd = fd_of(reader.pid, fifo)
-    stop = threading.Event()
-    writes: list[float] = []
-
-    def feed():
-        w = os.open(fifo, os.O_WRONLY)
-        try:
-            while not stop.wait(0.3):
-                os.write(w, b"x")
-                writes.append(time.monotonic())
-        finally:
-            os.close(w)
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    feeder = Feeder(fifo, 0.3)
     try:
-        run = run_hangscan(["watch", "--pid", busy.pid, "--pid", reader.pid, "--for", "4", "--json"], timeout=90)
+        run = run_hangscan(["watch", "--pid", busy.pid, "--pid", reader.pid, "--for", "4", "--json"], timeout=90,
+                           env=dict(os.environ, **COPIES[copies]))
     finally:
-        stop.set()
-        feeder.join()
+        feeder.close()
     assert run.rc == 0, run.describe()
+    oracle = read_oracle(reader.pid, reader.pid)  # in the same read() again: nobody writes now
     doc = run.doc
     assert doc["recorder"] == "ebpf" and doc["lost"] == 0, run.describe()
     b = process(doc, busy.pid)
@@ -126,13 +173,14 @@ def test_busy_rank_top_stack_and_idle_rank_wait(ebpf, pool, tmp_path):
     # The feeder writes every 0.3 s: each read waits about that long, woken by this process.
     assert 0.2 < w["duration_s"] < 3.0, w
     assert w["waker"] is not None and w["waker"]["pid"] == os.getpid(), w
-    names = [f["function"] for f in w["frames"]]
-    assert "_PyEval_EvalFrameDefault" in names, w
+    for w in waits:
+        assert w["tid"] == reader.pid and not w["incomplete"], w
+        assert_read_frames(w["frames"], oracle, python=copies == "resume")
     assert any("pipe_read" in k for k in w["kernel"]), w
     # Every read that blocked and returned in the window is counted in the kernel (each ended
     # with one of the feeder's writes), but only the longest five are sent and reported.
     assert len(r["waits"]) <= 5, r["waits"]
-    assert 5 < r["wait_count"] <= len(writes), (r["wait_count"], len(writes))
+    assert 5 < r["wait_count"] <= len(feeder.writes), (r["wait_count"], len(feeder.writes))
 
 
 
@@ -226,6 +274,29 @@ def test_waker_is_the_task_that_woke_never_the_one_an_interrupt_stopped(ebpf, po
     for t in alarms:
         assert t["signal"] == signal.SIGALRM and t["sender"] is None, t
         assert "from an interrupt" in t["text"], t
+
+def test_every_short_wait_that_is_reported_has_its_stack(ebpf, pool, tmp_path):
+    """Waits of ~25 ms (the feeder writes every 25 ms), each ended long before an iterator pass
+    every 100 ms could meet it after its first 10 ms: where threads copy their own stacks as
+    their waits end, every reported wait has its exact frames (the oracle: eu-stack on the same
+    read() afterwards; the script's own lines)."""
+    fifo = str(tmp_path / "feed")
+    os.mkfifo(fifo)
+    reader = pool.start([PY, RANKS, READY, "reader", fifo], main_parked=True)
+    feeder = Feeder(fifo, 0.025)
+    try:
+        run = run_hangscan(["watch", "--pid", reader.pid, "--for", "2", "--json"], timeout=90)
+    finally:
+        feeder.close()
+    assert run.rc == 0, run.describe()
+    if run.doc["wait_copies"] != "resume":
+        pytest.skip("this kernel has no BPF task work (Linux 6.18): waits get stacks from the iterator")
+    oracle = read_oracle(reader.pid, reader.pid)
+    waits = process(run.doc, reader.pid)["waits"]
+    assert len(waits) == 5 and all(w["syscall"] == "read" and w["duration_s"] < 0.2 for w in waits), waits
+    for w in waits:
+        assert_read_frames(w["frames"], oracle)
+
 
 def test_the_five_longest_waits_are_reported_though_the_kernel_sends_only_those(ebpf, pool, tmp_path):
     """The kernel sends a wait only when it beats one of the process's five longest so far; the
@@ -477,15 +548,8 @@ def test_watch_groups_ranks_by_what_they_did_and_names_the_odd_one(ebpf, pool, t
     for r in ranks[:2]:
         waits = [w for w in process(run.doc, r.pid)["waits"] if w["before_window"]]
         assert len(waits) == 1 and waits[0]["tid"] == r.pid and waits[0]["syscall"] == "read", waits
-        frames = waits[0]["frames"]
-        ours = [int(f["pc"], 16) for f in frames if f["kind"] == "native"]
-        out = subprocess.run(["eu-stack", "-p", str(r.pid)], capture_output=True, text=True,
-                             timeout=120).stdout
-        theirs = [pc for pc, name in eu_stack_frames(out, r.pid) if name != "_PyEval_EvalFrameDefault"]
-        assert len(ours) > 5 and ours == theirs, (frames, out)
-        python = [(f["function"], f["line"]) for f in frames if f["kind"] == "python"]
-        assert python == [("main", hs_line("watch_ranks.py", "block_read")), ("<module>", hs_line("watch_ranks.py", "module_main"))], python
-        assert frames[-1]["function"] == "_start" and not waits[0]["incomplete"], waits
+        assert_read_frames(waits[0]["frames"], read_oracle(r.pid, r.pid))
+        assert not waits[0]["incomplete"], waits
     text = run_hangscan(args, timeout=90)
     assert text.rc == 0, text.describe()
     assert re.search(r"^  \* rank 2: active \(on CPU \d+%", text.stdout, re.M), text.stdout
