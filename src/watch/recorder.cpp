@@ -6,6 +6,8 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -90,7 +92,9 @@ class BpfRecorder : public Recorder {
  public:
   ~BpfRecorder() override {
     stop_ = true;
+    if (wake_fd_ >= 0) (void)::eventfd_write(wake_fd_, 1);  // the drain thread's wait ends now
     if (drain_.joinable()) drain_.join();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
     if (ring_ != nullptr) ring_buffer__free(ring_);
     for (bpf_link* l : sample_links_) bpf_link__destroy(l);
     for (int fd : perf_fds_) ::close(fd);
@@ -115,6 +119,8 @@ class BpfRecorder : public Recorder {
     ring_ =
         ring_buffer__new(bpf_map__fd(skel_->maps.events), &BpfRecorder::on_record, this, nullptr);
     if (ring_ == nullptr) return bpf_error("cannot open the ring buffer", errno);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) return bpf_error("cannot make an eventfd", errno);
     drain_ = std::thread([this] { drain(); });
     return Ok{};
   }
@@ -352,23 +358,31 @@ class BpfRecorder : public Recorder {
   // (libdw, up to seconds on a loaded machine) the 16 MiB ring would fill and records be lost.
   // Signals stay blocked in it (it inherits the mask of the thread that started the recorder).
   void drain() {
+    // Without copies made by the threads themselves, the iterator copies long sleeps' stacks
+    // after each drain, so the drain runs every 100 ms; else every second (each wake-up of a
+    // thread costs tens of microseconds on a VM, and records wait in the kernel's ring anyway).
+    int period_ms = resume_copies_ ? 1000 : static_cast<int>(kIterEvery.count());
     while (!stop_) {
+      // The kernel wakes this thread when the ring fills up (2 MiB waiting) or at an exit, a
+      // signal or an OOM kill; the rest is taken at the period. The wait holds no lock, so
+      // drain_now() never waits for it.
+      pollfd fds[2] = {{ring_buffer__epoll_fd(ring_), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, period_ms) < 0 && errno != EINTR) {
+        std::lock_guard lock(mu_);
+        drain_err_ = errno;
+        cv_.notify_all();
+        return;
+      }
+      if (stop_) return;
       Recording got;
       int n = 0;
       {
         std::lock_guard ring_lock(ring_mu_);
         sink_ = &got;
-        // The kernel wakes this thread only when the ring fills up (records are batched): what
-        // came without a wake-up is taken after the 100 ms.
-        n = ring_buffer__poll(ring_, 100);
-        if (n >= 0) {
-          int more = ring_buffer__consume(ring_);
-          n = more < 0 ? more : n + more;
-        }
+        n = ring_buffer__consume(ring_);
         sink_ = nullptr;
         join_.join(got, std::chrono::steady_clock::now(), false);
       }
-      // Without copies made by the threads themselves, the iterator copies long sleeps' stacks.
       if (auto now = std::chrono::steady_clock::now();
           !resume_copies_ && now - last_iter_ >= kIterEvery) {
         std::lock_guard iter_lock(iter_mu_);
@@ -397,7 +411,7 @@ class BpfRecorder : public Recorder {
   void drain_now(Recording& out) override {
     Recording got;
     {
-      std::lock_guard ring_lock(ring_mu_);  // the drain thread's poll ends within 100 ms
+      std::lock_guard ring_lock(ring_mu_);  // held by the drain thread only while it consumes
       sink_ = &got;
       ring_buffer__consume(ring_);
       join_.join(got, std::chrono::steady_clock::now(), false);
@@ -446,6 +460,7 @@ class BpfRecorder : public Recorder {
   bool oom_ = false;
   bool wakers_ = false;
   std::thread drain_;
+  int wake_fd_ = -1;  // eventfd: ends the drain thread's wait when the recorder goes
   std::atomic<bool> stop_{false};
   std::mutex ring_mu_;  // one reader of the ring at a time: the drain thread or drain_now()
   std::mutex mu_;

@@ -83,7 +83,7 @@ def counters(pid):
     return {e["key"]: sum(v["value"] for v in e["values"]) for e in (d.get("formatted", d) for d in dump)}
 
 
-COUNTER_NAMES = {0: "records", 1: "lost", 2: "stack faults", 3: "stale wait copies", 4: "wait copies"}
+COUNTER_NAMES = {0: "records", 1: "lost", 2: "stack faults", 3: "stale wait copies", 4: "wait copies (iterator)", 5: "wait copies (own)", 6: "own copies voided"}
 
 
 def watched_syscalls(pid):
