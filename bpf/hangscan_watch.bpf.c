@@ -43,7 +43,8 @@ const volatile __u32 top_waits = 5;
  * BTF): a wait that is sent gets its user stack from the thread itself, copied on its way back
  * to user space (copy_on_resume), not from the iterator's passes while it sleeps. */
 const volatile __u8 copy_at_resume = 0;
-/* The reader is woken when this much is waiting in the ring; it also drains every 100 ms. */
+/* The reader is woken when this much is waiting in the ring; it also drains every second (every
+ * 100 ms where the iterator copies wait stacks). */
 #define WAKE_AT_BYTES (2 << 20)
 
 struct {

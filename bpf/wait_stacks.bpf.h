@@ -141,7 +141,8 @@ static __always_inline void copy_asleep_before(struct thread_state* ts, struct t
   ts->copied_seq = seq + 1;
 }
 
-/* Run by user space every 100 ms (and at once when a process is watched) over every task:
+/* Run by user space over every task when a process is watched, at the end of a window, and
+ * every 100 ms where threads do not copy their own stacks (copy_at_resume 0):
  * a thread of a watched process without a state gets one; a thread asleep in a wait at least
  * wait_threshold_ns old and within copy_margin_ns of its process's shortest kept wait (so it
  * may be sent when it ends) and not copied yet has its registers and the top of its user stack

@@ -454,7 +454,7 @@ class BpfRecorder : public Recorder {
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> sample_links_;
-  Recording* sink_ = nullptr;   // the drain thread's batch, during its ring_buffer__poll
+  Recording* sink_ = nullptr;   // where records go during a consume (guarded by ring_mu_)
   WaitCopyJoin join_;           // waits held for the copy their thread makes (guarded by ring_mu_)
   bool resume_copies_ = false;  // threads copy their own stacks as their waits end
   bool oom_ = false;
