@@ -297,14 +297,19 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct* prev, struct tas
    * its sleeping state and calling schedule(); it stays runnable (prev_state is not 0 then). */
   struct thread_state* ts = prev_state != 0 && !preempt ? state_of(prev) : 0;
   struct thread_state* tn = state_of(next);
+  if (tn && tn->offcpu_start_ns == 0) {
+    if (tn->asleep_before) { /* the sleep that began before the recording ends */
+      tn->asleep_before = 0;
+      tn->seq += 1;
+    }
+    tn = 0; /* it was preempted (runnable): no sleep of it ends here */
+  }
+  /* The clock is read only where a sleep begins or ends: a switch between runnable threads
+   * (a preemption, most switches of an oversubscribed job) reads none (docs/performance.md). */
   if (!ts && !tn) return 0;
   __u64 now = bpf_ktime_get_ns();
   if (ts) begin_sleep(ts, prev, now);
-  if (tn && tn->offcpu_start_ns != 0) end_sleep(tn, next, now);
-  else if (tn && tn->asleep_before) { /* the sleep that began before the recording ends */
-    tn->asleep_before = 0;
-    tn->seq += 1;
-  }
+  if (tn) end_sleep(tn, next, now);
   return 0;
 }
 
