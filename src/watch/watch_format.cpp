@@ -22,19 +22,37 @@ std::string who(const ProcessWatch& p) {
   return s + ")";
 }
 
+// One line per run of hidden native frames (`... 3 native frames`).
+void elided_text(std::string& out, const char* indent, std::size_t count, const char* what) {
+  if (count > 0)
+    out += fmt::format("{}... {} {}frame{}\n", indent, count, what, count == 1 ? "" : "s");
+}
+
+// The innermost kFramesShown frames; then, of the frames past them, the Python frames (up to
+// kFramesShown more) and a cut stack's gap frame, each run of native frames between them in one
+// line. Why: a sample deep in a native library (torch, BLAS) has its 12 innermost frames in
+// that library; where in the script it was called from is further out, and is what a reader
+// needs first.
 void frames_text(std::string& out, const std::vector<Frame>& frames, bool incomplete,
                  const char* indent) {
-  for (std::size_t i = 0; i < frames.size() && i < kFramesShown; ++i) {
+  std::size_t i = 0;
+  for (; i < frames.size() && i < kFramesShown; ++i)
     out += fmt::format("{}{}\n", indent, frame_line(frames[i]));
+  std::size_t native_run = 0;
+  for (std::size_t python_shown = 0; i < frames.size() && python_shown < kFramesShown; ++i) {
+    const Frame& f = frames[i];
+    bool gap = f.function == python::kNativeGap;
+    if (f.kind != FrameKind::python && !gap) {
+      ++native_run;
+      continue;
+    }
+    elided_text(out, indent, native_run, "native ");
+    native_run = 0;
+    out += fmt::format("{}{}\n", indent, frame_line(f));
+    if (!gap) ++python_shown;
   }
-  // A Python stack cut short says where, in its frames (python/merge.h kNativeGap): said here
-  // too when that frame is among those not shown.
-  bool gap_hidden = false;
-  for (std::size_t i = kFramesShown; i < frames.size(); ++i)
-    gap_hidden = gap_hidden || frames[i].function == python::kNativeGap;
-  if (frames.size() > kFramesShown)
-    out += fmt::format("{}... {} more frames{}\n", indent, frames.size() - kFramesShown,
-                       gap_hidden ? " (native frames missing among them: the stack was cut)" : "");
+  elided_text(out, indent, native_run + (frames.size() - i),
+              i < frames.size() ? "more " : "native ");
   if (incomplete && !frames.empty() && frames.back().kind != FrameKind::python)
     out += fmt::format("{}... (stack incomplete: the unwinding stopped here)\n", indent);
 }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -124,6 +125,34 @@ def test_sampled_python_frames_equal_faulthandler(ebpf, pool, interp):  # noqa: 
         assert any(f["kind"] == "native" for f in frames[last_py + 1:]), names
         assert stack["incomplete"] is False, stack
     RAN.append("%s: CPython %s" % (interp[0], version))
+
+
+TORCH_BURN = lib.program_source("torch_burn.py")
+
+
+def test_a_sample_deep_in_torch_shows_the_python_line_that_called_it(ebpf, pool):  # noqa: F811
+    """The main thread multiplies matrices with torch on one line: its most sampled stack is
+    tens of native frames (BLAS, torch's dispatcher) above that line. The text shows the 12
+    innermost frames, then the hidden native frames in one line, then the Python frames: the
+    matmul line in burn() and <module> at its call, every file and line exact."""
+    target = pool.start(["/usr/bin/python3", str(TORCH_BURN), lib.READY], main_parked=False, timeout=120)
+    run = lib.run_hangscan(["watch", "--pid", target.pid, "--for", "3"], timeout=120)
+    assert run.rc == 0, run.describe()
+    lines = run.stdout.splitlines()
+    top = lines.index("  top on-CPU stacks:") + 2  # past the share line of the first stack
+    stack = []
+    for line in lines[top:]:
+        if not line.startswith("      "):
+            break
+        stack.append(line.strip())
+    burn = "burn (%s:%d)" % (TORCH_BURN, lib.hs_line("torch_burn.py", "burn_mm"))
+    module = "<module> (%s:%d)" % (TORCH_BURN, lib.hs_line("torch_burn.py", "module_burn"))
+    assert burn in stack and module in stack, run.stdout
+    at = stack.index(burn)
+    # Deeper than the frames shown: the first 12 are native, then one line of hidden ones.
+    assert at > 12 and not any(".py:" in f for f in stack[:12]), stack
+    assert re.fullmatch(r"\.\.\. \d+ native frames?", stack[12]), stack
+    assert stack.index(module) > at, stack
 
 
 RANKS = lib.program_source("watch_ranks.py")

@@ -1,5 +1,5 @@
 // The watch report's words for who woke a wait (a task, no task, or not known on this kernel),
-// and for a sampled stack cut short.
+// for a sampled stack cut short, and for a stack deeper than the frames shown.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,27 +77,79 @@ TEST(WatchFormat, ACutStackIsMarkedIncomplete) {
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_EQ(text.find(mark, at + 1), std::string::npos) << text;
   EXPECT_LT(text.find("deeper_frame"), at) << text;
-  // A Python stack cut short: its gap frame says where; hidden past the shown frames, the
-  // elision line says it is among them, and no mark follows its outermost Python frame.
+  // A Python stack cut short (as merge_cut_stacks makes it): past the 12 innermost frames,
+  // the hidden native frames are one line, its gap frame and its outer Python frames are
+  // shown, and no mark follows its outermost Python frame.
   StackShare deep{{}, true, 5, 0.1};
   for (int i = 0; i < 20; ++i) {
     Frame g;
-    g.kind = i < 14 ? FrameKind::native : FrameKind::python;
+    g.kind = i <= 14 ? FrameKind::native : FrameKind::python;
     g.function = i == 14 ? std::string(python::kNativeGap) : "f" + std::to_string(i);
     deep.frames.push_back(g);
   }
   WatchReport d = one_wait(0, true);
   d.processes[0].top.push_back(deep);
   std::string deep_text = watch_text(d);
-  EXPECT_NE(
-      deep_text.find("... 8 more frames (native frames missing among them: the stack was cut)"),
-      std::string::npos)
+  EXPECT_NE(deep_text.find("      f11\n      ... 2 native frames\n      " +
+                           std::string(python::kNativeGap) +
+                           "\n      f15\n      f16\n      f17\n      f18\n      f19\n"),
+            std::string::npos)
       << deep_text;
   EXPECT_EQ(deep_text.find(mark), std::string::npos) << deep_text;
   auto j = watch_json(r)["processes"][0];
   EXPECT_EQ(j["top_stacks"][0]["incomplete"], true);
   EXPECT_EQ(j["top_stacks"][1]["incomplete"], false);
   EXPECT_EQ(j["waits"][0]["incomplete"], false);
+}
+
+// A stack deeper than the 12 frames shown (a sample inside torch): the Python frames past them
+// are shown, each run of native frames between them is one line; past 12 more Python frames,
+// one line counts the rest.
+TEST(WatchFormat, ADeepNativeStackShowsWhereThePythonCodeCalledIt) {
+  auto frame = [](FrameKind kind, const std::string& name) {
+    Frame f;
+    f.kind = kind;
+    f.function = name;
+    if (kind == FrameKind::python) {
+      f.file = "train.py";
+      f.line = 7;
+    }
+    return f;
+  };
+  StackShare deep{{}, false, 5, 0.5};
+  for (int i = 0; i < 40; ++i)
+    deep.frames.push_back(frame(FrameKind::native, "n" + std::to_string(i)));
+  deep.frames.push_back(frame(FrameKind::python, "step"));
+  deep.frames.push_back(frame(FrameKind::inline_frame, "eval_inline"));
+  deep.frames.push_back(frame(FrameKind::native, "eval"));
+  deep.frames.push_back(frame(FrameKind::python, "main"));
+  for (int i = 0; i < 5; ++i)
+    deep.frames.push_back(frame(FrameKind::native, "m" + std::to_string(i)));
+  WatchReport r = one_wait(0, true);
+  r.processes[0].top.push_back(deep);
+  std::string text = watch_text(r);
+  EXPECT_NE(text.find("      n11\n      ... 28 native frames\n      step (train.py:7)\n"
+                      "      ... 2 native frames\n      main (train.py:7)\n"
+                      "      ... 5 native frames\n  longest waits"),
+            std::string::npos)
+      << text;
+
+  StackShare python{{}, false, 5, 0.5};
+  for (int i = 0; i < 13; ++i)
+    python.frames.push_back(frame(FrameKind::native, "n" + std::to_string(i)));
+  for (int i = 0; i < 30; ++i)
+    python.frames.push_back(frame(FrameKind::python, "p" + std::to_string(i)));
+  python.frames.push_back(frame(FrameKind::native, "main"));
+  WatchReport q = one_wait(0, true);
+  q.processes[0].top.push_back(python);
+  std::string qtext = watch_text(q);
+  EXPECT_NE(qtext.find("      n11\n      ... 1 native frame\n      p0 (train.py:7)\n"),
+            std::string::npos)
+      << qtext;
+  EXPECT_NE(qtext.find("      p11 (train.py:7)\n      ... 19 more frames\n  longest waits"),
+            std::string::npos)
+      << qtext;
+  EXPECT_EQ(qtext.find("p12 "), std::string::npos) << qtext;
 }
 
 }  // namespace
