@@ -69,8 +69,16 @@ class NodeView {
 
   // Processes holding `link` ("socket:[12]"): the job's first, then the whole node's.
   const std::vector<Holder>& holders(const std::string& link) {
+    return holders(link, [](const Holder&) { return true; });
+  }
+
+  // The same, but the whole node is read unless one of the job's holders is `wanted` (the
+  // waiter itself holding both ends of a pipe does not answer who holds the other end).
+  template <typename Wanted>
+  const std::vector<Holder>& holders(const std::string& link, Wanted wanted) {
     auto it = holders_.find(link);
-    if (it != holders_.end() || node_scanned_) return it != holders_.end() ? it->second : none_;
+    bool found = it != holders_.end() && std::any_of(it->second.begin(), it->second.end(), wanted);
+    if (found || node_scanned_) return it != holders_.end() ? it->second : none_;
     node_scanned_ = true;
     for (int pid : numeric_entries("/proc")) {
       if (!job_pids_.count(pid)) scan_fds(pid);
@@ -277,14 +285,17 @@ class WaitResolver {
   // A pipe waits on the process holding its other end (the write end when the thread reads);
   // several such processes are said as a count, not guessed between.
   void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
-    std::set<int> others;
-    for (const Holder& h : node_.holders(f.text)) {
-      if (h.pid == pid) continue;
+    auto other_end = [&](const Holder& h) {
+      if (h.pid == pid) return false;
       auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", h.pid, h.fd), 4096);
       auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
-      if (!flags) continue;
+      if (!flags) return false;
       unsigned mode = *flags & O_ACCMODE;
-      if (mode == O_RDWR || mode == (writing ? O_RDONLY : O_WRONLY)) others.insert(h.pid);
+      return mode == O_RDWR || mode == (writing ? O_RDONLY : O_WRONLY);
+    };
+    std::set<int> others;
+    for (const Holder& h : node_.holders(f.text, other_end)) {
+      if (other_end(h)) others.insert(h.pid);
     }
     const char* end = writing ? "read" : "write";
     if (others.size() == 1) {

@@ -154,6 +154,22 @@ def load_bias(pid: int, module: str) -> Optional[int]:
     return min(starts) if starts else None
 
 
+def children(pid: int) -> list[int]:
+    """Pids whose parent is pid, sorted (from /proc/*/stat)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            text = read_text(f"/proc/{name}/stat") or ""
+            fields = text[text.rfind(")") + 2:].split()
+            if len(fields) > 1 and fields[1] == str(pid):
+                out.append(int(name))
+    return sorted(out)
+
+
+def cmdline(pid: int) -> list[str]:
+    return (read_text(f"/proc/{pid}/cmdline") or "").rstrip("\0").split("\0")
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.005):
     """Polls predicate() until it returns a true value or the deadline passes (then fails)."""
     end = time.monotonic() + timeout

@@ -139,8 +139,8 @@ def test_ring_text_report_names_the_suspect_first(targets):
 
 def test_match_selects_ranks_by_command_line(targets):
     job = start_ring(targets, "--odd", ODD)
-    rank_pids = [p for p in _children(job.pid)]
-    rundir = re.search(r"--rundir (\S+)", " ".join(_cmdline(rank_pids[0]))).group(1)
+    rank_pids = [p for p in hs.children(job.pid)]
+    rundir = re.search(r"--rundir (\S+)", " ".join(hs.cmdline(rank_pids[0]))).group(1)
     # Only this job's ranks carry its private run directory on their command line.
     assert re.fullmatch(r"[/\w.-]+", rundir)  # no ERE metacharacters
     # hangscan's own command line matches the pattern too: it must leave itself out.
@@ -308,21 +308,6 @@ def test_mpi_rank_skipping_allreduce(targets, tmp_path, flavor):
 
 
 # ---------------------------------------------------------------------------------------
-
-def _children(pid):
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            text = hs.read_text(f"/proc/{name}/stat") or ""
-            fields = text[text.rfind(")") + 2:].split()
-            if len(fields) > 1 and int(fields[1]) == pid:
-                out.append(int(name))
-    return sorted(out)
-
-
-def _cmdline(pid):
-    return (hs.read_text(f"/proc/{pid}/cmdline") or "").rstrip("\0").split("\0")
-
 
 def _environ_file(pid):
     return (hs.read_text(f"/proc/{pid}/environ") or "").split("\0")
