@@ -5,7 +5,7 @@
 # (`bpftool btf dump file /sys/kernel/btf/vmlinux format c`); the programs are CO-RE, so they
 # load on any kernel with BTF, not only the one they were built on. The skeleton header comes
 # from `bpftool gen skeleton`. Without these, `watch` is built without eBPF support and says so.
-# These packages are in tools/deps.sh's `test` and `package` sets, not `build` (make demo).
+# These packages are in tools/deps.sh's `build` set, so `make demo` builds the recorder too.
 foreach(tool CLANG BPFTOOL)
   if(HS_${tool} AND NOT EXISTS "${HS_${tool}}")
     unset(HS_${tool} CACHE)

@@ -6,15 +6,15 @@
 set -euo pipefail
 what=${1:-build}
 
+# libbpf-dev, bpftool and clang build the eBPF recorder of `hangscan watch` (cmake/bpf.cmake):
+# in the build set, so the binary `make demo` gives a new user records with eBPF (issue 37).
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev libcli11-dev libboost-dev
   libboost-filesystem-dev libfmt-dev libgtest-dev libgmock-dev nlohmann-json3-dev libzstd-dev liblz4-dev
-  python3)
+  python3 libbpf-dev bpftool clang)
 # make deb: CPack's DEB generator needs `file` to find the ELF files dpkg-shlibdeps reads.
-package_pkgs=(file dpkg-dev libbpf-dev bpftool clang)
+package_pkgs=(file dpkg-dev)
 # elfutils, gdb: oracles and gcore in the tests. man-db: the install test reads hangscan(1).
-# iproute2: the Slurm test cluster looks for free ports with `ss`. libbpf-dev, bpftool and clang
-# build the eBPF recorder of `hangscan watch` (cmake/bpf.cmake; also in `package`, so the Debian
-# package has it); without them `watch` is built without eBPF support.
+# iproute2: the Slurm test cluster looks for free ports with `ss`.
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge slurmdbd mariadb-server pdsh openssh-server
   openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format

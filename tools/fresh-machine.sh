@@ -239,6 +239,14 @@ if [ "$demo_rc" -ne 0 ]; then
   fail_once "make demo exited $demo_rc: $(grep -v '^\s*$' "$work/demo.log" | tail -1)"
 fi
 say "make demo: exit $demo_rc in $demo_time ($demo_from_clone from the clone, packages included)"
+# The binary a new user gets from `make demo` records with eBPF (issue 37): doctor loads it.
+if [ "$demo_rc" -eq 0 ]; then
+  if run_in "$root1" "$work/ebpf.log" "/home/hangscan/build/hangscan doctor | grep '^ok   ebpf'"; then
+    say "make demo's binary: eBPF recorder loads"
+  else
+    fail_once "make demo's binary has no working eBPF recorder: $(tail -1 "$work/ebpf.log")"
+  fi
+fi
 
 package_summary=
 if [ "$package" = 1 ]; then
