@@ -56,6 +56,7 @@ void add_doctor_command(CLI::App& app, Action& action);
 void add_agent_command(CLI::App& app, Action& action);
 void add_pdsh_command(CLI::App& app, Action& action);
 void add_watch_command(CLI::App& app, Action& action);
+void add_logs_command(CLI::App& app, Action& action);
 // Not a subcommand: adds the top-level --slurm-job/--jobid and the options that go with it.
 void add_slurm_command(CLI::App& app, Action& action);
 

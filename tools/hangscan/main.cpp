@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add_agent_command(app, action);
   add_pdsh_command(app, action);
   add_watch_command(app, action);
+  add_logs_command(app, action);
   add_slurm_command(app, action);
   try {
     app.parse(argc, argv);
