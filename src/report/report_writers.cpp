@@ -1,6 +1,7 @@
 #include "report/report_writers.h"
 
 #include "report/graph_writers.h"
+#include "report/html_writer.h"
 #include "report/json_writer.h"
 #include "report/text_writer.h"
 
@@ -44,6 +45,14 @@ std::vector<ReportWriter> report_writers() {
                "folded",
                [](const JobSnapshot& job, const Analysis& a, const RenderOptions&) {
                  return write_folded(job, a.options);
+               },
+               {},
+               {},
+               {}});
+  w.push_back({"html",
+               "html",
+               [](const JobSnapshot& job, const Analysis& a, const RenderOptions&) {
+                 return render_html(job, a);
                },
                {},
                {},

@@ -8,7 +8,7 @@ namespace {
 
 TEST(ReportWriters, NamesInOrder) {
   EXPECT_EQ(report_format_names(),
-            (std::vector<std::string>{"text", "json", "dot", "svg", "folded"}));
+            (std::vector<std::string>{"text", "json", "dot", "svg", "folded", "html"}));
 }
 
 TEST(ReportWriters, ExtensionsAndFilters) {
@@ -19,7 +19,8 @@ TEST(ReportWriters, ExtensionsAndFilters) {
   ASSERT_TRUE(svg);
   EXPECT_EQ(svg->filter, (std::vector<std::string>{"dot", "-Tsvg"}));
   EXPECT_TRUE(find_report_writer("dot")->filter.empty());
-  EXPECT_FALSE(find_report_writer("html"));
+  EXPECT_EQ(find_report_writer("html")->extension, "html");
+  EXPECT_FALSE(find_report_writer("sarif"));
 }
 
 TEST(ReportWriters, RenderTheSameJob) {

@@ -1,0 +1,227 @@
+// hangscan's HTML report (issue 34): the page is built from the embedded hangscan/1 document.
+// Everything a target controls (names, files, locals, command lines) is put into the page as
+// text (textContent), never as markup; the page loads nothing from anywhere.
+"use strict";
+
+const data = JSON.parse(document.getElementById("hs-data").textContent);
+const processes = data.processes || [];
+const groups = data.groups || [];
+
+// Library frames hidden by the toggle: the C library, CPython's own machinery, MPI/NCCL/gloo.
+const LIBRARY = [/\/libc\.so/, /\/ld-linux/, /libpython3/, /\/python3(\.\d+)?$/,
+  /\/lib\/python3[^/]*\/(?!site-packages|dist-packages)/, /^<frozen /, /libmpi/, /libnccl/,
+  /libgloo/, /libtorch/, /^_Py|^Py[A-Z]/, /^__(futex|libc|GI)|^start_thread$|^__clone/];
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function ranges(nums) {
+  const s = [...new Set(nums)].sort((a, b) => a - b);
+  const out = [];
+  for (let i = 0; i < s.length; i++) {
+    let j = i;
+    while (j + 1 < s.length && s[j + 1] === s[j] + 1) j++;
+    out.push(i === j ? `${s[i]}` : `${s[i]}-${s[j]}`);
+    i = j;
+  }
+  return out.join(",");
+}
+
+function memberName(p) {
+  return p.rank !== null && p.rank !== undefined ? `rank ${p.rank}` : `${p.host}:${p.pid}`;
+}
+
+function frameText(f) {
+  const where = f.file ? ` (${f.file.split("/").pop()}${f.line ? ":" + f.line : ""})` : "";
+  const off = !f.file && f.module ? ` [${f.module.split("/").pop()}+${f.offset || "?"}]` : "";
+  return `${f.function || "??"}${where}${off}`;
+}
+
+function isLibrary(f) {
+  const probe = [f.module || "", f.file || "", f.function || ""];
+  return LIBRARY.some((re) => probe.some((s) => re.test(s)));
+}
+
+function processByPid(host, pid) {
+  return processes.find((p) => p.pid === pid && (host === undefined || p.host === host));
+}
+
+// ---- the verdict -------------------------------------------------------------------------
+
+function renderVerdict() {
+  const box = document.getElementById("verdict");
+  const list = el("ul", "verdict");
+  for (const r of data.suspect_reasons || []) list.appendChild(el("li", "suspect", "SUSPECT " + r));
+  for (const w of data.wait_chains || []) list.appendChild(el("li", "", "waits: " + w));
+  for (const n of data.notes || []) list.appendChild(el("li", "note", "note: " + n));
+  if (!list.children.length) list.appendChild(el("li", "note", "no suspect named"));
+  box.appendChild(list);
+  const members = el("div", "members");
+  for (const m of data.suspect_members || []) {
+    const b = el("button", "member", memberName(m) + ` (pid ${m.pid})`);
+    b.dataset.pid = m.pid;
+    b.addEventListener("click", () => showProcess(processByPid(m.host, m.pid)));
+    members.appendChild(b);
+  }
+  if (members.children.length) {
+    box.appendChild(el("span", "muted", "suspects: "));
+    box.appendChild(members);
+  }
+}
+
+// ---- the merged stack tree ---------------------------------------------------------------
+
+function buildTrie(hideLibrary) {
+  const root = { children: new Map(), groups: new Set(), frame: null };
+  groups.forEach((g, gi) => {
+    let node = root;
+    const frames = [...(g.frames || [])].reverse().filter((f) => !hideLibrary || !isLibrary(f));
+    for (const f of frames) {
+      const key = frameText(f);
+      if (!node.children.has(key)) node.children.set(key, { children: new Map(), groups: new Set(), frame: f, key });
+      node = node.children.get(key);
+      node.groups.add(gi);
+    }
+    node.end = (node.end || []).concat([gi]);
+  });
+  return root;
+}
+
+function groupColour(gi) { return `hsl(${(gi * 137) % 360} 55% 40%)`; }
+
+function nodeLabel(node) {
+  const ranks = [], pids = [], hosts = [];
+  for (const gi of node.groups) {
+    const g = groups[gi];
+    ranks.push(...(g.ranks || []));
+    pids.push(...(g.pids || []));
+    hosts.push(...(g.hosts || []));
+  }
+  const named = ranks.length === pids.length && ranks.length > 0;
+  return named ? `[${ranges(ranks)}]` : `[${pids.length} process${pids.length === 1 ? "" : "es"}]`;
+}
+
+function renderNode(node, parentUl) {
+  const li = el("li");
+  const suspect = [...node.groups].some((gi) => groups[gi].suspect);
+  const row = el("div", "node" + (suspect ? " suspect-path" : ""));
+  const toggle = el("span", "toggle", node.children.size ? "▾" : " ");
+  row.appendChild(toggle);
+  const gi = [...node.groups][0];
+  const badge = el("span", "ranks", nodeLabel(node));
+  badge.style.background = node.groups.size === 1 ? groupColour(gi) : "#666";
+  row.appendChild(badge);
+  row.appendChild(el("span", "fn", frameText(node.frame)));
+  if (suspect && node.groups.size === 1 && node.end) row.appendChild(el("span", "mark", "<- suspect"));
+  row.dataset.search = frameText(node.frame).toLowerCase();
+  li.appendChild(row);
+  const ul = el("ul");
+  for (const child of node.children.values()) renderNode(child, ul);
+  li.appendChild(ul);
+  // Opened where odd ranks diverge (a suspect's path); other branches start closed.
+  const open = node.children.size <= 1 || suspect;
+  if (!open) li.classList.add("collapsed");
+  toggle.addEventListener("click", () => li.classList.toggle("collapsed"));
+  parentUl.appendChild(li);
+}
+
+function renderTree() {
+  const box = document.getElementById("tree");
+  box.textContent = "";
+  const hide = document.getElementById("hide-library").checked;
+  const ul = el("ul");
+  for (const child of buildTrie(hide).children.values()) renderNode(child, ul);
+  box.appendChild(ul);
+  applySearch();
+}
+
+// ---- processes, search and a rank's page -------------------------------------------------
+
+function processText(p) {
+  const parts = [memberName(p), `pid ${p.pid}`, p.host || "", (p.cmdline || []).join(" ")];
+  for (const t of p.threads || [])
+    for (const f of t.frames || []) parts.push(f.function || "", f.file || "");
+  return parts.join("\n").toLowerCase();
+}
+
+function renderProcesses() {
+  const table = document.getElementById("processes");
+  const suspects = new Set((data.suspect_members || []).map((m) => `${m.host}:${m.pid}`));
+  const head = el("tr");
+  for (const h of ["member", "pid", "host", "state", "role"]) head.appendChild(el("th", "", h));
+  table.appendChild(head);
+  for (const p of processes) {
+    const tr = el("tr", suspects.has(`${p.host}:${p.pid}`) ? "suspect" : "");
+    const name = el("button", "member", memberName(p));
+    name.addEventListener("click", () => showProcess(p));
+    const td = el("td");
+    td.appendChild(name);
+    tr.appendChild(td);
+    for (const v of [p.pid, p.host, p.state, p.role]) tr.appendChild(el("td", "", v));
+    tr.dataset.search = processText(p);
+    table.appendChild(tr);
+  }
+}
+
+function applySearch() {
+  const q = document.getElementById("search").value.trim().toLowerCase();
+  let hits = 0;
+  for (const row of document.querySelectorAll("#tree .node")) {
+    const hit = q !== "" && row.dataset.search.includes(q);
+    row.classList.toggle("hit", hit);
+    if (hit) {
+      hits++;
+      for (let li = row.parentElement; li && li.id !== "tree"; li = li.parentElement)
+        if (li.tagName === "LI") li.classList.remove("collapsed");
+    }
+  }
+  for (const tr of document.querySelectorAll("#processes tr[data-search]"))
+    tr.classList.toggle("hidden", q !== "" && !tr.dataset.search.includes(q));
+  document.getElementById("hits").textContent = q === "" ? "" : `${hits} frames match`;
+}
+
+function showProcess(p) {
+  const page = document.getElementById("page");
+  page.textContent = "";
+  if (!p) return;
+  page.appendChild(el("h2", "", `${memberName(p)} (pid ${p.pid}, ${p.host})`));
+  const facts = [`state ${p.state}`, p.role ? `role ${p.role}` : "",
+    p.memory && p.memory.rss_bytes ? `rss ${(p.memory.rss_bytes / 1048576).toFixed(1)} MiB` : ""];
+  page.appendChild(el("div", "muted", facts.filter(Boolean).join(", ")));
+  page.appendChild(el("div", "muted", "cmd: " + (p.cmdline || []).join(" ")));
+  for (const t of p.threads || []) {
+    const box = el("div", "thread");
+    const since = t.blocked_s !== null && t.blocked_s !== undefined ? `, blocked ${t.blocked_s.toFixed(1)} s` : "";
+    const pyname = t.python_name ? `Python "${t.python_name}", ` : "";
+    box.appendChild(el("h3", "", `Thread ${t.tid} "${t.name || ""}" (${pyname}${t.state}${t.syscall ? ", " + t.syscall : ""}${since})`));
+    for (const f of t.frames || []) {
+      const line = el("div", "frame " + (f.kind || ""), frameText(f));
+      box.appendChild(line);
+      if (f.source) box.appendChild(el("div", "frame src", "    " + f.source));
+      for (const l of f.locals || []) box.appendChild(el("div", "local", `${l.name} = ${l.value}`));
+    }
+    for (const w of t.waits_on || []) {
+      const who = w.pid ? `${w.rank !== null && w.rank !== undefined ? "rank " + w.rank + " " : ""}pid ${w.pid}` : "";
+      box.appendChild(el("div", "muted", `waits on: ${who} ${w.via || ""}`.trim()));
+    }
+    page.appendChild(box);
+  }
+  page.scrollIntoView();
+}
+
+function main() {
+  const title = `hangscan: ${processes.length} processes, ${groups.length} groups`;
+  document.getElementById("title").textContent = title;
+  document.title = title;
+  renderVerdict();
+  renderProcesses();
+  renderTree();
+  document.getElementById("hide-library").addEventListener("change", renderTree);
+  document.getElementById("search").addEventListener("input", applySearch);
+}
+
+main();
