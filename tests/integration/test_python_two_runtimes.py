@@ -22,6 +22,7 @@ import pytest
 import hs_testlib as lib
 from test_python import INTERPRETERS, present_or_skip
 import test_python_faulthandler as faulthandler_test
+from test_watch import ebpf  # noqa: F401 (fixture)
 from test_python_faulthandler import assert_same_stacks, python_frames
 
 PROGRAM = lib.program_source("py_ext_callback.py")
@@ -142,6 +143,21 @@ def test_native_puts_the_extension_between_its_python_frames(run):
         assert above[-1]["function"].endswith("<lambda>"), lib.format_stack(t)
         assert below[0]["line"] in (line_of("main_calls_c"), line_of("worker_calls_c")), \
             lib.format_stack(t)
+
+
+def test_watch_reads_the_live_runtime_too(run, ebpf):  # noqa: F811
+    """`hangscan watch` takes its layout and interpreter list from the same choice: the waits
+    still going at the end of the window carry faulthandler's Python frames."""
+    if not run.target.argv[0].startswith("/usr/bin/"):
+        pytest.skip("one runtime: the dump tests cover it")
+    watch = lib.run_hangscan(["watch", "--pid", run.target.pid, "--for", "1", "--json"],
+                             timeout=120)
+    assert watch.rc == 0, watch.describe()
+    waits = {w["tid"]: w for p in watch.doc["processes"] for w in p["waits"] if w["ongoing"]}
+    for tid, expected in run.cpython.items():
+        assert tid in waits, sorted(waits)
+        got = [(f["file"], f["line"]) for f in waits[tid]["frames"] if f["kind"] == "python"]
+        assert got == [f[1:] for f in expected], (tid, got, expected)
 
 
 @pytest.fixture(scope="module", autouse=True)
