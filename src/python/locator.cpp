@@ -225,10 +225,11 @@ bool same_layout(const PyLayout& a, const PyLayout& b) {
   return a.minor == b.minor && a.source == b.source && a.free_threaded == b.free_threaded;
 }
 
-// The runtime to read among those found: the first live one, with every other live one of
-// the same layout walked after it. With none live (before Py_Initialize, after Py_Finalize, or
-// memory unreadable) the first found, as a process with one runtime.
-Located choose_runtime(std::vector<Located> runtimes, MemoryReader& mem,
+// The runtime to read among those found: the first live one (the executable's when it has a
+// live one: the program's main runtime, whose version the report names), with every other
+// live one of the same layout walked after it. With none live (before Py_Initialize, after
+// Py_Finalize, or memory unreadable) the first found, as a process with one runtime.
+Located choose_runtime(std::vector<Located> runtimes, const std::string& exe, MemoryReader& mem,
                        std::vector<std::string>* log) {
   std::vector<std::size_t> live;
   for (std::size_t i = 0; i < runtimes.size(); ++i) {
@@ -239,6 +240,8 @@ Located choose_runtime(std::vector<Located> runtimes, MemoryReader& mem,
     if (up) live.push_back(i);
   }
   if (live.empty()) return std::move(runtimes.front());
+  std::stable_partition(live.begin(), live.end(),
+                        [&](std::size_t i) { return runtimes[i].module == exe; });
   Located chosen = std::move(runtimes[live.front()]);
   for (std::size_t k = 1; k < live.size(); ++k) {
     const Located& other = runtimes[live[k]];
@@ -332,7 +335,7 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
     }
   }
   if (runtimes.empty()) return std::move(*first_error);
-  Located loc = choose_runtime(std::move(runtimes), mem, log);
+  Located loc = choose_runtime(std::move(runtimes), syms.modules().front(), mem, log);
   add_module_layouts(loc, syms, mem, log);
   note(log, fmt::format("CPython {} via {} in {}; layout from {}", loc.version, loc.locator,
                         loc.module, loc.layout.source));

@@ -160,6 +160,85 @@ def test_watch_reads_the_live_runtime_too(run, ebpf):  # noqa: F811
         assert got == [f[1:] for f in expected], (tid, got, expected)
 
 
+SECOND_RUNTIME = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+/* start(libpython, code): loads that libpython with its own symbols first and runs `code` in
+   its runtime, initialized on a new thread (no site import). */
+static void* lib;
+static char code[4096];
+static void* run(void* arg) {
+  (void)arg;
+  int* nosite = (int*)dlsym(lib, "Py_NoSiteFlag");
+  if (nosite) *nosite = 1;
+  ((void (*)(int))dlsym(lib, "Py_InitializeEx"))(0);
+  ((int (*)(const char*))dlsym(lib, "PyRun_SimpleString"))(code);
+  return NULL;
+}
+static PyObject* start(PyObject* self, PyObject* args) {
+  const char* path;
+  const char* text;
+  pthread_t t;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "ss", &path, &text)) return NULL;
+  snprintf(code, sizeof code, "%s", text);
+  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!lib) return PyErr_Format(PyExc_OSError, "%s", dlerror());
+  if (pthread_create(&t, NULL, run, NULL) != 0) return PyErr_Format(PyExc_OSError, "thread");
+  pthread_detach(t);
+  Py_RETURN_NONE;
+}
+static PyMethodDef methods[] = {{"start", start, METH_VARARGS, "a second runtime"},
+                                {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hs_second", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
+PyMODINIT_FUNC PyInit_hs_second(void) { return PyModule_Create(&module); }
+"""
+
+
+def test_two_live_runtimes_are_both_read(tmp_path):
+    """Debian's python3.11 runs its own runtime and, on a second thread, pyenv's 3.11 libpython
+    (loaded RTLD_LOCAL|RTLD_DEEPBIND, initialized there): both threads' Python frames are read,
+    live and from a core."""
+    python = "/usr/bin/python3.11"
+    second = [p for p in INTERPRETERS if p[0].startswith("pyenv-3.11.")]
+    if not os.path.exists(python) or not second or second[0][1] is None:
+        pytest.skip("needs Debian's python3.11 and a pyenv 3.11 build")
+    libpython = os.path.join(os.path.dirname(os.path.dirname(second[0][1])), "lib",
+                             "libpython3.11.so.1.0")
+    os.chmod(tmp_path, 0o755)
+    src = tmp_path / "hs_second.c"
+    src.write_text(SECOND_RUNTIME)
+    subprocess.run(["gcc", "-O2", "-g", "-shared", "-fPIC", "-I", "/usr/include/python3.11", "-o",
+                    str(tmp_path / "hs_second.so"), str(src), "-ldl", "-lpthread"],
+                   check=True, timeout=120)
+    program = lib.program_source("py_two_live_runtimes.py")
+    line = lambda tag: lib.hs_line("py_two_live_runtimes.py", tag)  # noqa: E731
+    here = str(program)
+    with lib.TargetPool() as pool:
+        target = pool.start([python, here, lib.READY, str(tmp_path), libpython], timeout=60)
+        live = lib.dump(target.pid)
+        assert live.rc == 0, live.describe()
+        cores = tmp_path / "cores"
+        cores.mkdir()
+        gcore = lib.run_hangscan(["gcore", "--pid", target.pid, "-o", cores, "--json"], timeout=300)
+        assert gcore.rc == 0, gcore.describe()
+        core = lib.run_hangscan(["core", gcore.doc["path"], "--json"], timeout=300)
+        assert core.rc == 0, core.describe()
+        for doc in (live.doc, core.doc):
+            proc = lib.process_of(doc, target.pid)
+            assert proc["python"]["version"] == "3.11.2", proc["python"]  # the executable's
+            stacks = sorted(python_frames(t) for t in proc["threads"] if python_frames(t))
+            assert stacks == [
+                [("main_wait", here, line("main_wait")), ("main", here, line("main_calls_wait")),
+                 ("<module>", here, line("module_main"))],
+                [("second", here, line("second_wait")), ("<module>", here, line("second_module")),
+                 ("<module>", "<string>", 2)]], stacks
+
+
 @pytest.fixture(scope="module", autouse=True)
 def versions_report(request):
     yield

@@ -362,14 +362,15 @@ TEST_F(TwoRuntimes, BothLiveAreBothWalked) {
   FakeTarget t(maps_, *mem);
   auto r = locate_interpreter(t, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().what();
-  EXPECT_EQ(r->module, kLib);  // libpython is looked at first
+  EXPECT_EQ(r->module, kExe);  // the executable's runtime first: it names the version
   ASSERT_EQ(r->more_runtimes.size(), 1u);
-  EXPECT_EQ(r->more_runtimes[0].module, kExe);
+  EXPECT_EQ(r->more_runtimes[0].module, kLib);
+  EXPECT_EQ(r->more_runtimes[0].interp_head_ptr, lib_runtime_ + 40);
   PythonReader reader(*r);
   auto raw = reader.walk(*mem, false);
   ASSERT_EQ(raw.threads.size(), 2u);
-  EXPECT_EQ(raw.threads[0].native_tid, 4242);
-  EXPECT_EQ(raw.threads[1].native_tid, 4343);
+  EXPECT_EQ(raw.threads[0].native_tid, 4343);
+  EXPECT_EQ(raw.threads[1].native_tid, 4242);
   EXPECT_EQ(raw.interpreters.size(), 2u);
 }
 
