@@ -189,6 +189,26 @@ std::optional<Found> scan_modules(MemoryReader& mem, ModuleSymbols& syms,
   return std::nullopt;
 }
 
+// When no module names its runtime: the version from the names, then the scan (strategy 4).
+Result<Found> locate_by_scan(MemoryReader& mem, ModuleSymbols& syms,
+                             const std::vector<std::string>& mods,
+                             const std::optional<VersionHint>& hint,
+                             std::vector<std::string>* log) {
+  note(log,
+       "strategies 'symbol _PyRuntime', 'section .PyRuntime', 'symbol interp_head': not found");
+  auto d = describe_runtime(mem, syms, nullptr, mods.empty() ? "" : mods.front(), hint, log);
+  if (!d) return std::move(d.error());
+  auto at = scan_modules(mem, syms, mods, d->layout.off);
+  note(log, at ? fmt::format("strategy 'scan .data/.bss': interpreter head at {:#x}",
+                             at->interp_head_ptr)
+               : "strategy 'scan .data/.bss': nothing plausible");
+  if (!at)
+    return Error(Errc::not_found,
+                 fmt::format("CPython {} libraries are mapped but the interpreter was not found",
+                             d->version));
+  return std::move(*at);
+}
+
 // The roots, layout and names of one found runtime (3.6 keeps its roots in globals).
 Located located_of(const Found& found, Described d, ModuleSymbols& syms) {
   Located loc;
@@ -308,19 +328,8 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
     }
   }
   if (found.empty()) {
-    note(log,
-         "strategies 'symbol _PyRuntime', 'section .PyRuntime', 'symbol interp_head': "
-         "not found");
-    auto d = describe_runtime(mem, syms, nullptr, mods.empty() ? "" : mods.front(), hint, log);
-    if (!d) return std::move(d.error());
-    auto at = scan_modules(mem, syms, mods, d->layout.off);
-    note(log, at ? fmt::format("strategy 'scan .data/.bss': interpreter head at {:#x}",
-                               at->interp_head_ptr)
-                 : "strategy 'scan .data/.bss': nothing plausible");
-    if (!at)
-      return Error(Errc::not_found,
-                   fmt::format("CPython {} libraries are mapped but the interpreter was not found",
-                               d->version));
+    auto at = locate_by_scan(mem, syms, mods, hint, log);
+    if (!at) return std::move(at.error());
     found.push_back(std::move(*at));
   }
   std::vector<Located> runtimes;
