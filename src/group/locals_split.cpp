@@ -115,6 +115,7 @@ std::optional<LocalsSplit> split_by_locals(const JobSnapshot& job,
   if (members.size() < 3) return std::nullopt;  // two members have no majority
   ThreadSelector selector(opts);
   std::vector<std::vector<const Frame*>> frames;
+  frames.reserve(members.size());
   for (std::size_t m : members) frames.push_back(user_frames(job.processes[m], selector));
   for (const auto& f : frames) {
     if (f.size() != frames.front().size()) return std::nullopt;
