@@ -121,8 +121,9 @@ std::optional<LocalsSplit> split_by_locals(const JobSnapshot& job,
     if (f.size() != frames.front().size()) return std::nullopt;
   }
   for (std::size_t depth = 0; depth < frames.front().size(); ++depth) {
-    for (const Local& l : frames.front()[depth]->locals) {
-      if (auto s = split_on(frames, members, depth, l.name)) return s;
+    const std::vector<Local>& locals = frames.front()[depth]->locals;
+    for (std::size_t i = 0; i < locals.size() && i < kLocalsSplitLocals; ++i) {
+      if (auto s = split_on(frames, members, depth, locals[i].name)) return s;
     }
   }
   return std::nullopt;

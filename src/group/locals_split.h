@@ -20,6 +20,9 @@ namespace hangscan {
 // How many user frames (Python frames outside the standard library and installed packages),
 // innermost first, are compared.
 inline constexpr std::size_t kLocalsSplitFrames = 3;
+// How many locals of each of those frames (in the frame's order) are compared: bounds the work
+// on a large job (each is compared across every member).
+inline constexpr std::size_t kLocalsSplitLocals = 16;
 
 struct LocalsSplit {
   struct Part {
