@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "group/locals_split.h"
 #include "group/rank_set.h"
 #include "group/suspects.h"
 #include "group/wait_graph.h"
@@ -182,6 +183,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
 
   for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
+  apply_locals_split(job, a);
   a.wait_chains = wait_chain_sentences(job);
   return a;
 }

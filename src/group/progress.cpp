@@ -20,11 +20,13 @@ std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
   return out;
 }
 
+// Locals are not compared: a loop spinning on one line changes its counters at every sample,
+// and --locals must not make it "progressing" where the same run without them is "spinning".
 bool same_python(const Frame& a, const Frame& b) {
-  return a.function == b.function && a.file == b.file && a.line == b.line && a.locals == b.locals;
+  return a.function == b.function && a.file == b.file && a.line == b.line;
 }
 
-// Python stacks: identical Python frames (lines and locals included). Native stacks: identical
+// Python stacks: identical Python frames (functions, files, lines). Native stacks: identical
 // at function granularity except for up to kInnerSlackFrames innermost frames on each side.
 bool same_place(const ThreadSnapshot& a, const ThreadSnapshot& b) {
   auto pa = python_frames(a);

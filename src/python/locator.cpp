@@ -106,62 +106,39 @@ std::optional<std::uint64_t> scan_for_interp_head(MemoryReader& mem, std::uint64
   return std::nullopt;
 }
 
-Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log) {
-  ModuleSymbols syms(target);
-  MemoryReader& mem = target.memory();
-  std::vector<std::string> mods = candidate_modules(syms);
-  std::optional<VersionHint> hint;
-  for (const auto& m : mods) {
-    if ((hint = version_from_path(m))) break;
-  }
-  std::optional<Found> found;
+namespace {
 
-  // 1. _PyRuntime in .dynsym/.symtab (3.7+, static or shared, PIE or not).
-  for (const auto& m : mods) {
-    const ElfSymbols* e = syms.elf(m);
-    auto sym = e != nullptr ? e->symbol("_PyRuntime") : std::nullopt;
-    auto bias = syms.load_bias(m);
-    if (sym && bias) {
-      found = Found{sym->value + *bias, 0, m, "symbol _PyRuntime"};
-      break;
-    }
+// The runtime one module holds, by the strategies in order: _PyRuntime in .dynsym/.symtab
+// (3.7+), the .PyRuntime section (3.12+, even stripped), 3.6's static interp_head.
+std::optional<Found> runtime_in(ModuleSymbols& syms, const std::string& m) {
+  const ElfSymbols* e = syms.elf(m);
+  auto bias = syms.load_bias(m);
+  if (e != nullptr && bias) {
+    if (auto sym = e->symbol("_PyRuntime"))
+      return Found{sym->value + *bias, 0, m, "symbol _PyRuntime"};
   }
-  note(log, found ? fmt::format("strategy 'symbol _PyRuntime': {:#x} in {}", found->runtime,
-                                found->module)
-                  : "strategy 'symbol _PyRuntime': not found");
-
-  // 2. The .PyRuntime section (3.12+ builds place _PyRuntime there, even when stripped).
-  if (!found) {
-    for (const auto& m : mods) {
-      if (auto sec = syms.section(m, ".PyRuntime")) {
-        found = Found{sec->start, 0, m, "section .PyRuntime"};
-        break;
-      }
-    }
-    note(log, found ? fmt::format("strategy 'section .PyRuntime': {:#x}", found->runtime)
-                    : "strategy 'section .PyRuntime': not found");
+  if (auto sec = syms.section(m, ".PyRuntime"))
+    return Found{sec->start, 0, m, "section .PyRuntime"};
+  if (e != nullptr && bias) {
+    if (auto sym = e->symbol("interp_head"))
+      return Found{0, sym->value + *bias, m, "symbol interp_head (3.6)"};
   }
+  return std::nullopt;
+}
 
-  // 3. 3.6 has no _PyRuntime: the static interp_head (symtab), or the GIL holder's interp.
-  if (!found) {
-    for (const auto& m : mods) {
-      const ElfSymbols* e = syms.elf(m);
-      auto bias = syms.load_bias(m);
-      if (e == nullptr || !bias) continue;
-      if (auto sym = e->symbol("interp_head")) {
-        found = Found{0, sym->value + *bias, m, "symbol interp_head (3.6)"};
-        break;
-      }
-    }
-    note(log, found ? fmt::format("strategy 'symbol interp_head': {:#x}", found->interp_head_ptr)
-                    : "strategy 'symbol interp_head': not found");
-  }
+struct Described {
+  std::string version;
+  PyLayout layout;
+};
 
-  // The version: the cookie, Py_Version, or the module's name.
+// The version and layout of the runtime in `module` (`found` null: none was found there): the
+// cookie, Py_Version, or the module's name.
+Result<Described> describe_runtime(MemoryReader& mem, ModuleSymbols& syms, const Found* found,
+                                   const std::string& module, std::optional<VersionHint> hint,
+                                   std::vector<std::string>* log) {
   std::string version;
   std::optional<PyLayout> layout;
-  std::string module = found ? found->module : (mods.empty() ? "" : mods.front());
-  if (found && found->runtime != 0 && has_debug_cookie(mem, found->runtime)) {
+  if (found != nullptr && found->runtime != 0 && has_debug_cookie(mem, found->runtime)) {
     std::vector<std::uint8_t> raw(debug_offsets_max_size());
     std::size_t got = mem.read(found->runtime, raw.data(), raw.size());
     std::uint64_t hex = 0;
@@ -180,72 +157,128 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
     note(log, fmt::format("version {} from the module name", version));
   }
   if (!layout && hint) layout = builtin_layout(hint->major, hint->minor);
-  if (!layout) {
-    if (version.empty() && !found) {
-      note(log, "no Python runtime found: not a Python process");
-      return Error(Errc::not_found, "not a Python process");
-    }
-    if (version.empty())
-      return Error(Errc::unsupported,
-                   "Python runtime found but its version is unknown (no Py_Version, "
-                   "no _Py_DebugOffsets, no version in the library name)");
-    if (hint && hint->major == 3 && hint->minor >= 13)
-      return Error(Errc::unsupported,
-                   fmt::format("CPython {}: _Py_DebugOffsets not found; hangscan reads {}", version,
-                               supported_versions()));
-    return Error(Errc::unsupported, fmt::format("CPython {} is not supported (hangscan reads {})",
-                                                version, supported_versions()));
+  if (layout) return Described{version, std::move(*layout)};
+  if (version.empty() && found == nullptr) {
+    note(log, "no Python runtime found: not a Python process");
+    return Error(Errc::not_found, "not a Python process");
   }
+  if (version.empty())
+    return Error(Errc::unsupported,
+                 "Python runtime found but its version is unknown (no Py_Version, "
+                 "no _Py_DebugOffsets, no version in the library name)");
+  if (hint && hint->major == 3 && hint->minor >= 13)
+    return Error(Errc::unsupported,
+                 fmt::format("CPython {}: _Py_DebugOffsets not found; hangscan reads {}", version,
+                             supported_versions()));
+  return Error(Errc::unsupported, fmt::format("CPython {} is not supported (hangscan reads {})",
+                                              version, supported_versions()));
+}
 
-  // 4. Last resort: scan .data/.bss of the Python modules for the interpreter list head.
-  if (!found) {
-    for (const auto& m : mods) {
-      for (const char* name : {".PyRuntime", ".data", ".bss"}) {
-        auto sec = syms.section(m, name);
-        if (!sec) continue;
-        if (auto at = scan_for_interp_head(mem, sec->start, sec->size, layout->off)) {
-          found = Found{0, *at, m, fmt::format("scan of {} {}", basename(m), name)};
-          break;
-        }
-      }
-      if (found) break;
+// 4. Last resort, when no module names its runtime: scan .data/.bss of the Python modules for
+// the interpreter list head.
+std::optional<Found> scan_modules(MemoryReader& mem, ModuleSymbols& syms,
+                                  const std::vector<std::string>& mods, const PyOffsets& o) {
+  for (const auto& m : mods) {
+    for (const char* name : {".PyRuntime", ".data", ".bss"}) {
+      auto sec = syms.section(m, name);
+      if (!sec) continue;
+      if (auto at = scan_for_interp_head(mem, sec->start, sec->size, o))
+        return Found{0, *at, m, fmt::format("scan of {} {}", basename(m), name)};
     }
-    note(log, found ? fmt::format("strategy 'scan .data/.bss': interpreter head at {:#x}",
-                                  found->interp_head_ptr)
-                    : "strategy 'scan .data/.bss': nothing plausible");
-    if (!found)
-      return Error(Errc::not_found,
-                   fmt::format("CPython {} libraries are mapped but the interpreter was not found",
-                               version));
   }
+  return std::nullopt;
+}
 
+// When no module names its runtime: the version from the names, then the scan (strategy 4).
+Result<Found> locate_by_scan(MemoryReader& mem, ModuleSymbols& syms,
+                             const std::vector<std::string>& mods,
+                             const std::optional<VersionHint>& hint,
+                             std::vector<std::string>* log) {
+  note(log,
+       "strategies 'symbol _PyRuntime', 'section .PyRuntime', 'symbol interp_head': not found");
+  auto d = describe_runtime(mem, syms, nullptr, mods.empty() ? "" : mods.front(), hint, log);
+  if (!d) return std::move(d.error());
+  auto at = scan_modules(mem, syms, mods, d->layout.off);
+  note(log, at ? fmt::format("strategy 'scan .data/.bss': interpreter head at {:#x}",
+                             at->interp_head_ptr)
+               : "strategy 'scan .data/.bss': nothing plausible");
+  if (!at)
+    return Error(Errc::not_found,
+                 fmt::format("CPython {} libraries are mapped but the interpreter was not found",
+                             d->version));
+  return std::move(*at);
+}
+
+// The roots, layout and names of one found runtime (3.6 keeps its roots in globals).
+Located located_of(const Found& found, Described d, ModuleSymbols& syms) {
   Located loc;
-  loc.layout = std::move(*layout);
-  loc.version = version;
-  loc.locator = found->strategy;
-  loc.module = found->module;
+  loc.layout = std::move(d.layout);
+  loc.version = std::move(d.version);
+  loc.locator = found.strategy;
+  loc.module = found.module;
   const PyOffsets& o = loc.layout.off;
-  if (found->runtime != 0) {
-    loc.interp_head_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_interpreters_head);
+  if (found.runtime != 0) {
+    loc.interp_head_ptr = found.runtime + static_cast<std::uint64_t>(o.runtime_interpreters_head);
     if (o.runtime_gil >= 0)
-      loc.gil_struct = found->runtime + static_cast<std::uint64_t>(o.runtime_gil);
+      loc.gil_struct = found.runtime + static_cast<std::uint64_t>(o.runtime_gil);
     if (o.runtime_finalizing >= 0)
-      loc.finalizing_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_finalizing);
+      loc.finalizing_ptr = found.runtime + static_cast<std::uint64_t>(o.runtime_finalizing);
     if (o.runtime_gc_collecting >= 0)
-      loc.gc_collecting_ptr = found->runtime + static_cast<std::uint64_t>(o.runtime_gc_collecting);
+      loc.gc_collecting_ptr = found.runtime + static_cast<std::uint64_t>(o.runtime_gc_collecting);
   } else {
-    loc.interp_head_ptr = found->interp_head_ptr;
+    loc.interp_head_ptr = found.interp_head_ptr;
   }
   if (loc.layout.minor == 6) {
-    if (auto cur = syms.find("_PyThreadState_Current", found->module))
+    if (auto cur = syms.find("_PyThreadState_Current", found.module))
       loc.gil_current_ptr = cur->address;
     // 3.6 keeps these in globals: _Py_Finalizing (exported), gcmodule.c's static `collecting`
     // and ceval_gil.h's static `gil_last_holder` (.symtab only: unknown on stripped builds).
-    if (auto fin = syms.find("_Py_Finalizing", found->module)) loc.finalizing_ptr = fin->address;
-    if (auto gc = syms.find("collecting", found->module)) loc.gc_collecting_ptr = gc->address;
-    if (auto last = syms.find("gil_last_holder", found->module))
+    if (auto fin = syms.find("_Py_Finalizing", found.module)) loc.finalizing_ptr = fin->address;
+    if (auto gc = syms.find("collecting", found.module)) loc.gc_collecting_ptr = gc->address;
+    if (auto last = syms.find("gil_last_holder", found.module))
       loc.gil_last_holder_ptr = last->address;
   }
+  return loc;
+}
+
+bool same_layout(const PyLayout& a, const PyLayout& b) {
+  return a.minor == b.minor && a.source == b.source && a.free_threaded == b.free_threaded;
+}
+
+// The runtime to read among those found: the first live one (the executable's when it has a
+// live one: the program's main runtime, whose version the report names), with every other
+// live one of the same layout walked after it. With none live (before Py_Initialize, after
+// Py_Finalize, or memory unreadable) the first found, as a process with one runtime.
+Located choose_runtime(std::vector<Located> runtimes, const std::string& exe, MemoryReader& mem,
+                       std::vector<std::string>* log) {
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < runtimes.size(); ++i) {
+    bool up = runtime_is_live(mem, runtimes[i], runtimes[i].layout.off);
+    if (runtimes.size() > 1)
+      note(log, fmt::format("runtime in {}: {}", runtimes[i].module,
+                            up ? "live" : "not initialized (no interpreter with a thread)"));
+    if (up) live.push_back(i);
+  }
+  if (live.empty()) return std::move(runtimes.front());
+  std::stable_partition(live.begin(), live.end(),
+                        [&](std::size_t i) { return runtimes[i].module == exe; });
+  Located chosen = std::move(runtimes[live.front()]);
+  for (std::size_t k = 1; k < live.size(); ++k) {
+    const Located& other = runtimes[live[k]];
+    if (same_layout(other.layout, chosen.layout)) {
+      chosen.more_runtimes.push_back(other);
+    } else {
+      note(log, fmt::format("live runtime in {} (CPython {}) not read: its layout differs from "
+                            "the one in {}",
+                            other.module, other.version, chosen.module));
+    }
+  }
+  return chosen;
+}
+
+// What is read once the runtime is chosen: 3.14's asyncio description, torch's release.
+void add_module_layouts(Located& loc, ModuleSymbols& syms, MemoryReader& mem,
+                        std::vector<std::string>* log) {
   if (loc.layout.off.gen_iframe >= 0)  // 3.14+: _asyncio describes itself
     loc.asyncio = find_asyncio_layout(syms, mem, loc.layout, &loc.asyncio_missing);
   std::uint64_t interp = 0;
@@ -260,8 +293,61 @@ Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log
                                   "(tools/gen_torch_offsets.py)",
                                   torch));
   }
-  note(log, fmt::format("CPython {} via {}; layout from {}", loc.version, loc.locator,
-                        loc.layout.source));
+}
+
+}  // namespace
+
+bool runtime_is_live(MemoryReader& mem, const RuntimeRoots& rt, const PyOffsets& o) {
+  std::uint64_t interp = 0;
+  if (!mem.read_obj(rt.interp_head_ptr, interp)) return false;
+  for (std::size_t n = 0; interp != 0 && n < kMaxInterpreters; ++n) {
+    std::uint64_t ts = 0;
+    std::uint64_t back = 0;
+    if (mem.read_obj(interp + o.interp_threads_head, ts) && ts != 0 &&
+        mem.read_obj(ts + o.tstate_interp, back) && back == interp)
+      return true;
+    if (!mem.read_obj(interp + o.interp_next, interp)) return false;
+  }
+  return false;
+}
+
+Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log) {
+  ModuleSymbols syms(target);
+  MemoryReader& mem = target.memory();
+  std::vector<std::string> mods = candidate_modules(syms);
+  std::optional<VersionHint> hint;
+  for (const auto& m : mods) {
+    if ((hint = version_from_path(m))) break;
+  }
+  std::vector<Found> found;
+  for (const auto& m : mods) {
+    if (auto f = runtime_in(syms, m)) {
+      note(log, fmt::format("strategy '{}': {:#x} in {}", f->strategy,
+                            f->runtime != 0 ? f->runtime : f->interp_head_ptr, f->module));
+      found.push_back(std::move(*f));
+    }
+  }
+  if (found.empty()) {
+    auto at = locate_by_scan(mem, syms, mods, hint, log);
+    if (!at) return std::move(at.error());
+    found.push_back(std::move(*at));
+  }
+  std::vector<Located> runtimes;
+  std::optional<Error> first_error;
+  for (const auto& f : found) {
+    auto own = version_from_path(f.module);
+    auto d = describe_runtime(mem, syms, &f, f.module, own ? own : hint, log);
+    if (d) {
+      runtimes.push_back(located_of(f, std::move(*d), syms));
+    } else if (!first_error) {
+      first_error = std::move(d.error());
+    }
+  }
+  if (runtimes.empty()) return std::move(*first_error);
+  Located loc = choose_runtime(std::move(runtimes), syms.modules().front(), mem, log);
+  add_module_layouts(loc, syms, mem, log);
+  note(log, fmt::format("CPython {} via {} in {}; layout from {}", loc.version, loc.locator,
+                        loc.module, loc.layout.source));
   return loc;
 }
 

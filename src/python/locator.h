@@ -25,10 +25,17 @@ struct VersionHint {
 };
 std::optional<VersionHint> version_from_path(const std::string& path);
 
-// Runs the strategies. Errc::not_found when the target is not Python (quietly: nothing
-// Python-like is mapped); Errc::unsupported naming the version when it is Python but cannot be
-// read.
+// Runs the strategies on every Python module (libpython first, then the executable) and reads
+// the live runtime among those found (see runtime_is_live). Errc::not_found when the target is not
+// Python (quietly: nothing Python-like is mapped); Errc::unsupported naming the version when it is
+// Python but cannot be read.
 Result<Located> locate_interpreter(Target& target, std::vector<std::string>* log);
+
+// Whether a runtime runs: one of its interpreters has a thread state that points back to it.
+// Why: a process can map two runtimes (Debian's python3 carries its own; an extension linking
+// libpython3.X.so brings another, never initialized, whose symbols the executable's interpose);
+// locate_interpreter() reads the live one(s). Exposed for tests.
+bool runtime_is_live(MemoryReader& mem, const RuntimeRoots& rt, const PyOffsets& o);
 
 // The last-resort scan, exposed for tests: looks in [start, start+size) for an 8-aligned
 // location holding a pointer to a plausible interpreter (its first thread state points back

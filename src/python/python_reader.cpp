@@ -76,7 +76,8 @@ std::size_t tstate_header_size(const PyOffsets& o) {
 
 }  // namespace
 
-PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t interp) {
+PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, const RuntimeRoots& rt,
+                                              std::uint64_t interp) {
   const PyOffsets& o = where_.layout.off;
   GilState g;
   std::uint64_t gil = 0;
@@ -84,12 +85,12 @@ PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t i
     gil = interp + o.interp_gil;
   } else if (o.interp_gil_ptr >= 0) {
     if (!mem.read_obj(interp + o.interp_gil_ptr, gil)) return g;
-  } else if (where_.gil_struct != 0) {
-    gil = where_.gil_struct;
-  } else if (where_.gil_current_ptr != 0) {
+  } else if (rt.gil_struct != 0) {
+    gil = rt.gil_struct;
+  } else if (rt.gil_current_ptr != 0) {
     // 3.6: _PyThreadState_Current is non-NULL exactly while a thread holds the GIL.
-    mem.read_obj(where_.gil_current_ptr, g.holder);
-    if (where_.gil_last_holder_ptr != 0) mem.read_obj(where_.gil_last_holder_ptr, g.last_holder);
+    mem.read_obj(rt.gil_current_ptr, g.holder);
+    if (rt.gil_last_holder_ptr != 0) mem.read_obj(rt.gil_last_holder_ptr, g.last_holder);
     return g;
   }
   if (gil == 0 || o.gil_locked < 0 || o.gil_last_holder < 0) return g;
@@ -101,42 +102,54 @@ PythonReader::GilState PythonReader::read_gil(MemoryReader& mem, std::uint64_t i
   return g;
 }
 
-bool PythonReader::gc_collecting(MemoryReader& mem, std::uint64_t interp) {
+bool PythonReader::gc_collecting(MemoryReader& mem, const RuntimeRoots& rt, std::uint64_t interp) {
   const PyOffsets& o = where_.layout.off;
   std::int32_t flag = 0;
   if (o.interp_gc_collecting >= 0) {
     if (!mem.read_obj(interp + o.interp_gc_collecting, flag)) return false;
-  } else if (where_.gc_collecting_ptr == 0 || !mem.read_obj(where_.gc_collecting_ptr, flag)) {
+  } else if (rt.gc_collecting_ptr == 0 || !mem.read_obj(rt.gc_collecting_ptr, flag)) {
     return false;
   }
   return flag != 0;
 }
 
 RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
-  const PyOffsets& o = where_.layout.off;
   RawPythonState st;
   ObjectReader objects(mem, where_.layout);
   walk_budget_ = kMaxTotalFrames;
+  walk_runtime(mem, where_, with_locals ? &objects : nullptr, st);
+  for (const auto& rt : where_.more_runtimes)
+    walk_runtime(mem, rt, with_locals ? &objects : nullptr, st);
+  if (walk_budget_ == 0)
+    st.diagnostics.push_back(fmt::format(
+        "more than {} Python frames in the process: the walk was cut", kMaxTotalFrames));
+  return st;
+}
+
+void PythonReader::walk_runtime(MemoryReader& mem, const RuntimeRoots& rt, ObjectReader* objects,
+                                RawPythonState& st) {
+  const PyOffsets& o = where_.layout.off;
   std::uint64_t interp = 0;
-  if (!mem.read_obj(where_.interp_head_ptr, interp)) {
+  if (!mem.read_obj(rt.interp_head_ptr, interp)) {
     st.diagnostics.push_back(
-        fmt::format("cannot read the interpreter list head at {:#x}", where_.interp_head_ptr));
-    return st;
+        fmt::format("cannot read the interpreter list head at {:#x}", rt.interp_head_ptr));
+    return;
   }
-  if (where_.finalizing_ptr != 0) mem.read_obj(where_.finalizing_ptr, st.finalizing);
+  std::uint64_t finalizing = 0;
+  if (rt.finalizing_ptr != 0 && mem.read_obj(rt.finalizing_ptr, finalizing) && finalizing != 0)
+    st.finalizing = finalizing;
   std::set<std::uint64_t> seen_interps;
-  bool budget_noted = false;
   while (interp != 0) {
-    if (seen_interps.size() >= kMaxInterpreters || !seen_interps.insert(interp).second) {
+    if (st.interpreters.size() >= kMaxInterpreters || !seen_interps.insert(interp).second) {
       st.diagnostics.push_back("interpreter list loops or is implausibly long: cut");
       break;
     }
     st.interpreters.push_back(interp);
-    GilState gil = read_gil(mem, interp);
+    GilState gil = read_gil(mem, rt, interp);
     // The collector runs with the GIL held; while a finalizer it called waits with the GIL
     // released, the collector is the thread that took the GIL last.
     std::uint64_t collector = 0;
-    bool collecting = gc_collecting(mem, interp);
+    bool collecting = gc_collecting(mem, rt, interp);
     if (collecting) {
       st.gc_collecting = true;
       collector = gil.holder != 0 ? gil.holder : gil.last_holder;
@@ -155,12 +168,7 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       }
       RawPythonThread t;
       t.tstate = tstate;
-      auto next = walk_thread(mem, with_locals ? &objects : nullptr, tstate, t);
-      if (walk_budget_ == 0 && !budget_noted) {
-        st.diagnostics.push_back(fmt::format(
-            "more than {} Python frames in the process: the walk was cut", kMaxTotalFrames));
-        budget_noted = true;
-      }
+      auto next = walk_thread(mem, objects, tstate, t);
       t.holds_gil = gil.holder == tstate;
       t.gc_collecting = collector == tstate;
       st.threads.push_back(std::move(t));
@@ -177,7 +185,6 @@ RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
       st.threads.back().gc_collecting = true;
     if (!mem.read_obj(interp + o.interp_next, interp)) break;
   }
-  return st;
 }
 
 std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, ObjectReader* objects,

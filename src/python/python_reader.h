@@ -92,18 +92,26 @@ struct PythonThreadStack {
 // walk here and the recorder's samples (src/watch) read the same chain.
 void pair_cframes(RawPythonThread& t, const std::vector<std::uint64_t>& calls);
 
-// Where the interpreter is, as found by locate().
-struct Located {
+// The roots of one CPython runtime (its interpreter list, GIL and flags). Why apart from
+// Located: a process can map more than one runtime (a static python3 whose extension links
+// libpython3.X.so); each live one is walked from its own roots.
+struct RuntimeRoots {
   std::uint64_t interp_head_ptr = 0;      // address of the pointer to the first interpreter
   std::uint64_t gil_current_ptr = 0;      // 3.6: address of _PyThreadState_Current; 0 otherwise
   std::uint64_t gil_struct = 0;           // 3.7-3.11: address of _PyRuntime.ceval.gil
   std::uint64_t finalizing_ptr = 0;       // address of the finalizing PyThreadState*; 0 unknown
   std::uint64_t gc_collecting_ptr = 0;    // 3.6-3.8: address of the collector's int flag
   std::uint64_t gil_last_holder_ptr = 0;  // 3.6: address of ceval_gil.h's gil_last_holder
+  std::string module;                     // module holding the runtime
+};
+
+// Where the interpreter is, as found by locate(): the live runtime (the roots this struct
+// holds) and any further live runtimes of the same layout, walked after it.
+struct Located : RuntimeRoots {
+  std::vector<RuntimeRoots> more_runtimes;
   PyLayout layout;
   std::string version;  // "3.11.2" (or "3.8" when the patch level is unknown)
   std::string locator;  // strategy that found it
-  std::string module;   // module holding the runtime
   // 3.14+: the _asyncio module's own description of its tasks (asyncio_debug.h); when absent,
   // why (3.8-3.13 use generated rows instead).
   std::optional<AsyncioLayout> asyncio;
@@ -154,8 +162,11 @@ class PythonReader {
     std::uint64_t last_holder = 0;  // tstate that took it last (held or not)
   };
 
-  GilState read_gil(MemoryReader& mem, std::uint64_t interp);
-  bool gc_collecting(MemoryReader& mem, std::uint64_t interp);
+  GilState read_gil(MemoryReader& mem, const RuntimeRoots& rt, std::uint64_t interp);
+  bool gc_collecting(MemoryReader& mem, const RuntimeRoots& rt, std::uint64_t interp);
+  // Appends the interpreters and threads of one runtime to `st`.
+  void walk_runtime(MemoryReader& mem, const RuntimeRoots& rt, ObjectReader* objects,
+                    RawPythonState& st);
   // Walks one thread's frames; returns the next thread state, nullopt when unreadable.
   std::optional<std::uint64_t> walk_thread(MemoryReader& mem, ObjectReader* objects,
                                            std::uint64_t tstate, RawPythonThread& out);

@@ -78,12 +78,12 @@ def python_frames(thread):
 class Run:
     """One py_faulthandler.py process: CPython's account, then hangscan's (live and core)."""
 
-    def __init__(self, pool, python, tmp):
+    def __init__(self, pool, python, tmp, program=PROGRAM, args=()):
         self.version = subprocess.run(
             [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
             capture_output=True, text=True, timeout=60).stdout.strip()
         self.minor = int(self.version.split(".")[1])
-        self.target = pool.start([python, str(PROGRAM), lib.READY, tmp], timeout=60)
+        self.target = pool.start([python, str(program), lib.READY, tmp, *args], timeout=60)
         with open(os.path.join(tmp, "threads.json")) as fh:
             self.tids = {int(k, 16): v for k, v in json.load(fh).items()}
         os.kill(self.target.pid, signal.SIGUSR1)

@@ -57,12 +57,14 @@ TEST(Progress, StuckBlockedSpinningAndProgressing) {
   EXPECT_EQ(progress_word(last.processes[2]), "progressing");
 }
 
-TEST(Progress, LocalsChangingMeansProgress) {
-  std::vector<JobSnapshot> samples = {sample(0, 0, 0, 10, 0), sample(0, 0, 0, 10, 0)};
-  samples[0].processes[0].threads[0].frames[1].locals = {{"i", "41"}};
-  samples[1].processes[0].threads[0].frames[1].locals = {{"i", "42"}};
+TEST(Progress, LocalsDoNotTurnASpinningLoopIntoProgress) {
+  // Rank 1 spins on one line (90 ticks a sample at 100 Hz): its counter moves, its line does not.
+  std::vector<JobSnapshot> samples = {sample(0, 0, 0, 10, 0), sample(0, 90, 0, 10, 0)};
+  samples[0].processes[1].threads[0].frames[1].locals = {{"i", "41"}};
+  samples[1].processes[1].threads[0].frames[1].locals = {{"i", "42"}};
   auto progress = compute_progress(samples, 1.0, 100);
-  EXPECT_FALSE(progress[0].stuck);
+  EXPECT_TRUE(progress[1].stuck);
+  EXPECT_TRUE(progress[1].spinning());
   EXPECT_TRUE(progress[2].stuck);
   EXPECT_DOUBLE_EQ(progress[2].cpu_percent, 0.0);
 }

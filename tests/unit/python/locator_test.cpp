@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "fake_python.h"
@@ -267,6 +268,120 @@ TEST(Locate, Python36ByInterpHeadSymbol) {
   EXPECT_EQ(r->layout.minor, 6);
   EXPECT_NE(r->gil_current_ptr, 0u);  // _PyThreadState_Current marks the GIL holder
   EXPECT_EQ(r->version.rfind("3.6", 0), 0u);
+}
+
+// Debian's python3.11 carries its own runtime; an extension linked to libpython3.11.so.1.0
+// maps a second one, never initialized. The fabricated process below maps both (the
+// executable at its fixed address, the library like the loader) and gives one of them an
+// interpreter with a thread; the locator must read that one, whichever it is.
+class TwoRuntimes : public ::testing::Test {
+ protected:
+  static constexpr const char* kExe = "/usr/bin/python3.11";
+  static constexpr const char* kLib = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
+  static constexpr std::uint64_t kLibBase = 0x7f0000000000;
+
+  void SetUp() override {
+    if (!fs::exists(kExe) || !fs::exists(kLib))
+      GTEST_SKIP() << "Debian python3.11 or libpython3.11 missing (tools/deps.sh test)";
+    maps_ = map_like_loader(kExe, 0);
+    auto lib = map_like_loader(kLib, kLibBase);
+    maps_.insert(maps_.end(), lib.begin(), lib.end());
+    exe_runtime_ = ElfSymbols::open(kExe)->symbol("_PyRuntime")->value;
+    lib_runtime_ = kLibBase + ElfSymbols::open(kLib)->symbol("_PyRuntime")->value;
+  }
+
+  // Memory where the runtime at `live` has the fabricated interpreter, the other none.
+  std::unique_ptr<BufferMemory> memory(FakePython& py, std::uint64_t live) {
+    py.thread(0, 4242, 0x7f0000001000);
+    auto mem = py.memory();
+    for (std::uint64_t rt : {exe_runtime_, lib_runtime_}) {
+      std::vector<std::uint8_t> bytes(4096, 0);
+      if (rt == live) {
+        std::uint64_t interp = py.interp();
+        std::memcpy(&bytes[static_cast<std::size_t>(py.off().runtime_interpreters_head)], &interp,
+                    8);
+      }
+      mem->add(rt, std::move(bytes));
+    }
+    return mem;
+  }
+
+  std::vector<Mapping> maps_;
+  std::uint64_t exe_runtime_ = 0;
+  std::uint64_t lib_runtime_ = 0;
+};
+
+TEST_F(TwoRuntimes, ReadsTheExecutablesRuntimeWhenTheLibrarysNeverRan) {
+  FakePython py(*builtin_layout(3, 11));
+  auto mem = memory(py, exe_runtime_);
+  FakeTarget t(maps_, *mem);
+  std::vector<std::string> log;
+  auto r = locate_interpreter(t, &log);
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  EXPECT_EQ(r->module, kExe);
+  EXPECT_EQ(r->interp_head_ptr, exe_runtime_ + 40);
+  EXPECT_TRUE(r->more_runtimes.empty());
+  EXPECT_EQ(r->version, "3.11.2");
+  PythonReader reader(*r);
+  auto raw = reader.walk(*mem, false);
+  ASSERT_EQ(raw.threads.size(), 1u);
+  EXPECT_EQ(raw.threads[0].native_tid, 4242);
+  std::string said;
+  for (const auto& line : log) said += line + "\n";
+  EXPECT_NE(said.find(std::string("runtime in ") + kLib + ": not initialized"), std::string::npos)
+      << said;
+}
+
+TEST_F(TwoRuntimes, ReadsTheLibrarysRuntimeWhenItIsTheLiveOne) {
+  FakePython py(*builtin_layout(3, 11));
+  auto mem = memory(py, lib_runtime_);
+  FakeTarget t(maps_, *mem);
+  auto r = locate_interpreter(t, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  EXPECT_EQ(r->module, kLib);
+  EXPECT_EQ(r->interp_head_ptr, lib_runtime_ + 40);
+}
+
+TEST_F(TwoRuntimes, BothLiveAreBothWalked) {
+  FakePython py(*builtin_layout(3, 11));
+  auto mem = memory(py, lib_runtime_);
+  // A second interpreter with its own thread, for the executable's runtime.
+  const PyOffsets& o = py.off();
+  std::uint64_t interp = py.alloc(8192);
+  std::uint64_t ts = py.alloc(512);
+  py.put_u64(ts + o.tstate_interp, interp);
+  py.put_u64(ts + o.tstate_native_thread_id, 4343);
+  py.put_u64(interp + o.interp_threads_head, ts);
+  mem = py.memory();
+  for (std::uint64_t rt : {exe_runtime_, lib_runtime_}) {
+    std::vector<std::uint8_t> bytes(4096, 0);
+    std::uint64_t head = rt == lib_runtime_ ? py.interp() : interp;
+    std::memcpy(&bytes[40], &head, 8);
+    mem->add(rt, std::move(bytes));
+  }
+  FakeTarget t(maps_, *mem);
+  auto r = locate_interpreter(t, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  EXPECT_EQ(r->module, kExe);  // the executable's runtime first: it names the version
+  ASSERT_EQ(r->more_runtimes.size(), 1u);
+  EXPECT_EQ(r->more_runtimes[0].module, kLib);
+  EXPECT_EQ(r->more_runtimes[0].interp_head_ptr, lib_runtime_ + 40);
+  PythonReader reader(*r);
+  auto raw = reader.walk(*mem, false);
+  ASSERT_EQ(raw.threads.size(), 2u);
+  EXPECT_EQ(raw.threads[0].native_tid, 4343);
+  EXPECT_EQ(raw.threads[1].native_tid, 4242);
+  EXPECT_EQ(raw.interpreters.size(), 2u);
+}
+
+TEST_F(TwoRuntimes, NeitherLiveReadsTheLibraryAsBefore) {
+  FakePython py(*builtin_layout(3, 11));
+  auto mem = memory(py, 0);
+  FakeTarget t(maps_, *mem);
+  auto r = locate_interpreter(t, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  EXPECT_EQ(r->module, kLib);
+  EXPECT_TRUE(r->more_runtimes.empty());
 }
 
 }  // namespace
