@@ -11,6 +11,7 @@
 #include "crash/crash_explainer.h"
 #include "discovery/environ_memory.h"
 #include "group/progress.h"
+#include "group/roles.h"
 #include "proc/deaths.h"
 #include "proc/gpu_memory.h"
 #include "proc/socket_waits.h"
@@ -148,6 +149,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     add_gpu_memory(job);
   }
   if (o.resolve_waits) resolve_socket_waits(job, o.host);
+  mark_idle_workers(job);
   return job;
 }
 
