@@ -93,7 +93,17 @@ struct Pool {
   int owner_pid = 0;
   std::string host;
   std::vector<std::size_t> busy, idle, dead;
+  bool helpers = false;  // forked workers of a rank (helpers): not grouped, never suspects
 };
+
+// A rank's forked worker (a DataLoader worker inherits RANK: a helper, proc/rank_info.h) whose
+// stack shows where a forked worker starts: a member of its rank's pool.
+bool forked_helper(const ProcessSnapshot& p) {
+  const ThreadSnapshot* m = main_thread(p);
+  if (p.role != "helper" || !m) return false;
+  return std::any_of(m->frames.begin(), m->frames.end(),
+                     [](const Frame& f) { return f.kind == FrameKind::python && worker_start(f); });
+}
 
 std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
   std::map<std::pair<std::string, int>, Pool> pools;
@@ -101,15 +111,19 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
   for (const ProcessSnapshot& p : job.processes) host_of.emplace(p.pid, p.host);
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     const ProcessSnapshot& p = job.processes[i];
-    if (p.role != kWorkerRole && p.role != kIdleRole) continue;
+    bool helper = forked_helper(p);
+    if ((p.role != kWorkerRole && p.role != kIdleRole && !helper) || p.ppid <= 0) continue;
     // A process that could not be opened (a zombie) has no host of its own: its owner's.
     std::string host = p.host;
     if (auto o = host_of.find(p.ppid); host.empty() && o != host_of.end()) host = o->second;
     Pool& pool = pools[{host, p.ppid}];
     pool.owner_pid = p.ppid;
     pool.host = host;
+    pool.helpers = pool.helpers || helper;
+    const ThreadSnapshot* m = main_thread(p);
     if (dead(p)) pool.dead.push_back(i);
-    else if (p.role == kIdleRole) pool.idle.push_back(i);
+    else if (p.role == kIdleRole || (helper && m && in_idle_worker_loop(*m)))
+      pool.idle.push_back(i);
     else pool.busy.push_back(i);
   }
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
@@ -130,6 +144,19 @@ std::string owner_name(const JobSnapshot& job, const Pool& pool) {
   if (pool.owner) return member_name(job.processes[*pool.owner]);
   return pool.host.empty() ? fmt::format("pid {}", pool.owner_pid)
                            : fmt::format("{}:{}", pool.host, pool.owner_pid);
+}
+
+// The busy workers in user code, when some of their siblings are idle or dead or one worker
+// is its owner's only one; empty otherwise (a pool where all are busy is grouped as peers).
+std::vector<std::size_t> stragglers_of(const JobSnapshot& job, const Pool& pool) {
+  std::size_t siblings = pool.idle.size() + pool.dead.size();
+  bool alone = pool.busy.size() == 1 && siblings == 0;
+  std::vector<std::size_t> out;
+  if (pool.busy.empty() || (siblings == 0 && !alone)) return out;
+  for (std::size_t m : pool.busy) {
+    if (!user_place(job.processes[m]).empty()) out.push_back(m);
+  }
+  return out;
 }
 
 // "while 3 other workers are idle and pid 12, another worker, is dead".
@@ -186,17 +213,15 @@ void mark_idle_workers(JobSnapshot& job) {
 
 bool is_worker_role(const std::string& role) { return role == kWorkerRole || role == kIdleRole; }
 
+bool is_pool_role(const std::string& role) { return is_worker_role(role) || role == kOwnerRole; }
+
 bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged) {
   std::vector<std::size_t> told;  // grouped members whose pool's verdict is given here
   for (const auto& [key, pool] : pools_of(job)) {
-    std::size_t siblings = pool.idle.size() + pool.dead.size();
-    bool alone = pool.busy.size() == 1 && siblings == 0;
-    if (pool.busy.empty() || (siblings == 0 && !alone)) continue;
-    std::vector<std::size_t> stragglers;
-    for (std::size_t m : pool.busy) {
-      if (!user_place(job.processes[m]).empty()) stragglers.push_back(m);
-    }
+    if (pool.helpers) continue;  // a rank's workers: the rank's wait names them (below)
+    std::vector<std::size_t> stragglers = stragglers_of(job, pool);
     if (stragglers.empty()) continue;
+    bool alone = pool.busy.size() == 1 && pool.idle.empty() && pool.dead.empty();
     for (std::size_t m : stragglers) {
       const ProcessSnapshot& p = job.processes[m];
       a.suspect_reasons.push_back(fmt::format(
@@ -208,6 +233,13 @@ bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_
     told.insert(told.end(), pool.dead.begin(), pool.dead.end());
   }
   if (told.empty()) return false;
+  std::vector<std::size_t> named = flagged;
+  std::sort(named.begin(), named.end());
+  for (Group& g : a.groups) {
+    g.suspect = g.suspect || std::all_of(g.members.begin(), g.members.end(), [&](std::size_t m) {
+                  return std::binary_search(named.begin(), named.end(), m);
+                });
+  }
   std::sort(told.begin(), told.end());
   return std::all_of(a.grouped.begin(), a.grouped.end(), [&](std::size_t m) {
     return std::binary_search(told.begin(), told.end(), m);
@@ -220,10 +252,8 @@ std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analy
     if (!pool.owner) continue;
     const ProcessSnapshot& owner = job.processes[*pool.owner];
     if (dead(owner) || main_state(owner) == 'R') continue;
-    std::vector<std::size_t> waited;
-    for (std::size_t m : pool.busy) {
-      if (a.is_suspect(m)) waited.push_back(m);
-    }
+    std::vector<std::size_t> waited = stragglers_of(job, pool);
+    std::erase_if(waited, [&](std::size_t m) { return !pool.helpers && !a.is_suspect(m); });
     if (waited.empty()) continue;
     std::string where = waited.size() == 1 ? ", in " + user_place(job.processes[waited[0]]) : "";
     out.push_back(fmt::format("{} waits for its worker{} {}{}", member_name(owner),

@@ -41,6 +41,8 @@ void mark_idle_workers(JobSnapshot& job);
 // True for the workers of a pool and the processes left alone by it (owner, idle workers)
 // in the rules of analyze(): workers are grouped, owners and idle workers are not.
 bool is_worker_role(const std::string& role);
+// Owner, worker or idle.
+bool is_pool_role(const std::string& role);
 
 // The straggler rule, for each owner whose forked workers are in the job: a live worker in
 // user code is a suspect when some of its siblings are idle or dead, or when it is the
@@ -50,8 +52,10 @@ bool is_worker_role(const std::string& role);
 // (then the majority rules have nothing to add).
 bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged);
 
-// "pid 100 waits for its worker pid 104, in work (pool_hang.py:29)": one sentence per owner
-// that is not running and whose straggler is a suspect. a.suspect_members must be final.
+// "vm:100 waits for its worker process vm:104, in work (pool_hang.py:29)": one sentence per
+// owner that is not running and whose straggler is a suspect; and per rank whose forked worker
+// (a DataLoader worker: a helper) is in user code beside idle siblings, so the wait chain goes
+// on from the rank to its stuck worker. a.suspect_members must be final.
 std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analysis& a);
 
 }  // namespace hangscan

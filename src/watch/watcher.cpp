@@ -20,6 +20,15 @@ namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
 constexpr std::int64_t kFoldNs = 5'000'000'000;
+
+// CPUs used on average over `ticks` sample periods: each thread counts for at most one CPU
+// (a late tick or one at each end of the window gives a thread more samples than periods).
+double cpu_share(const std::map<int, std::size_t>& thread_samples, double ticks) {
+  if (ticks <= 0) return 0;
+  double on = 0;
+  for (const auto& [tid, n] : thread_samples) on += std::min(static_cast<double>(n), ticks);
+  return on / ticks;
+}
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 // How often /proc/PID/io is read for the watchdog's progress (a few us per process).
 constexpr std::int64_t kIoCheckNs = 250'000'000;
@@ -318,6 +327,7 @@ void Watcher::fold(Recording& batch) {
       SampledFrames& f = frames[i++];
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
+      ++p.thread_samples[s->tid];
       // Stacks with the same key have the same functions: judged once, when first seen.
       StackCount& c = p.stacks[stack_key(f)];
       if (c.samples++ == 0) {
@@ -526,13 +536,12 @@ WatchReport Watcher::report() {
     keep_longest(p.waits);
     ProcessWatch pw;
     pw.pid = pid;
+    pw.ppid = p.discovered.ppid;
     pw.rank = p.discovered.rank;
     pw.role = p.discovered.role;
     pw.comm = p.comm;
     pw.samples = p.samples;
-    pw.cpu_share = r.window_s > 0 && r.sample_hz > 0
-                       ? static_cast<double>(p.samples) / (r.sample_hz * r.window_s)
-                       : 0;
+    pw.cpu_share = cpu_share(p.thread_samples, r.sample_hz * r.window_s);
     std::vector<const StackCount*> counts;
     for (const auto& [key, c] : p.stacks) counts.push_back(&c);
     std::stable_sort(counts.begin(), counts.end(), [](const StackCount* a, const StackCount* b) {

@@ -94,6 +94,28 @@ def test_dataloader_names_the_worker_in_getitem(targets):
     assert verdict(dump_job(job.pid)) == verdict(first)
 
 
+def test_a_rank_waits_for_its_dataloader_worker_in_getitem(targets):
+    """Inside a rank job the loader's workers inherit RANK (helpers of their rank): the wait
+    chain goes on from the rank to its stuck worker."""
+    if not os.path.exists("/usr/lib/python3/dist-packages/torch"):
+        pytest.skip("python3-torch is not installed (tools/deps.sh test installs it)")
+    source = "dataloader_hang.py"
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY], timeout=120, env=env)
+    first = dump_job(job.pid)
+    helpers = {p["pid"]: p for p in first["processes"] if p["role"] == "helper"}
+    assert sorted(helpers) == children(job.pid)
+    stuck = [pid for pid, p in helpers.items()
+             if any(f["function"] == "Blocking.__getitem__" for f in p["threads"][0]["frames"])]
+    assert len(stuck) == 1, helpers
+    line = hs.hs_line(source, "getitem")
+    assert first["wait_chains"] == [
+        f"rank 0 waits for its worker process {name(first, stuck[0])}, in Blocking.__getitem__ "
+        f"({source}:{line})"]
+    assert first["suspect_reasons"] == []
+    assert verdict(dump_job(job.pid)) == verdict(first)
+
+
 def test_producer_on_a_full_queue_and_its_dead_consumer(targets):
     source = "queue_put_hang.py"
     job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY], timeout=60)
