@@ -35,6 +35,11 @@ constexpr std::array<WorkerLoop, 3> kWorkerLoops = {{
     {"torch/utils/data/_utils/worker.py", "_worker_loop", "multiprocessing/queues.py", "get"},
 }};
 
+// Where an owner that waits for its workers is: the library that joins them or takes their
+// results (Process.join, Pool.map, a future's result, a DataLoader's next batch).
+constexpr std::array<std::string_view, 4> kOwnerWaits = {"multiprocessing/", "concurrent/futures/",
+                                                         "torch/utils/data/", "/threading.py"};
+
 // Files of the interpreter's library and of installed packages (pyenv, Debian, venvs).
 constexpr std::array<std::string_view, 3> kLibraryDirs = {"/lib/python", "/lib64/python",
                                                           "/site-packages/"};
@@ -146,11 +151,24 @@ std::string owner_name(const JobSnapshot& job, const Pool& pool) {
                            : fmt::format("{}:{}", pool.host, pool.owner_pid);
 }
 
-// The busy workers in user code, when some of their siblings are idle or dead or one worker
-// is its owner's only one; empty otherwise (a pool where all are busy is grouped as peers).
+// The owner's innermost Python frame is in a library that waits for workers (kOwnerWaits).
+bool owner_waits(const JobSnapshot& job, const Pool& pool) {
+  if (!pool.owner) return false;
+  const ThreadSnapshot* m = main_thread(job.processes[*pool.owner]);
+  if (!m) return false;
+  auto f = std::find_if(m->frames.begin(), m->frames.end(),
+                        [](const Frame& x) { return x.kind == FrameKind::python && x.file; });
+  return f != m->frames.end() &&
+         std::any_of(kOwnerWaits.begin(), kOwnerWaits.end(),
+                     [&](std::string_view lib) { return f->file->find(lib) != std::string::npos; });
+}
+
+// The busy workers in user code, when some of their siblings are idle or dead, or when one
+// worker is the only one of an owner that waits for it (a parent in Process.join); empty
+// otherwise (a pool where all are busy is grouped as peers).
 std::vector<std::size_t> stragglers_of(const JobSnapshot& job, const Pool& pool) {
   std::size_t siblings = pool.idle.size() + pool.dead.size();
-  bool alone = pool.busy.size() == 1 && siblings == 0;
+  bool alone = pool.busy.size() == 1 && siblings == 0 && owner_waits(job, pool);
   std::vector<std::size_t> out;
   if (pool.busy.empty() || (siblings == 0 && !alone)) return out;
   for (std::size_t m : pool.busy) {

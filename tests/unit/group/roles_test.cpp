@@ -96,6 +96,21 @@ TEST(PoolRoles, AProducerBesideItsDeadConsumer) {
   EXPECT_TRUE(a.notes.empty());
 }
 
+TEST(PoolRoles, AnOnlyWorkerIsTheStoryOnlyWhenItsOwnerWaitsForIt) {
+  JobSnapshot job = pool_job();
+  job.processes.resize(3);
+  job.processes.erase(job.processes.begin() + 1);  // the owner and the worker in work()
+  job.processes[0].threads[0].frames = {py("Popen.poll", kLib + "popen_fork.py", 27),
+                                        py("main", "/t/pool_hang.py", 64)};
+  Analysis joined = analyze(job, GroupOptions{});
+  EXPECT_EQ(joined.suspect_reasons,
+            std::vector<std::string>{
+                "n1:102, the only worker of n1:100, is in work (pool_hang.py:29) -> time.sleep"});
+  // An owner busy in its own code is not waiting for its worker: nobody is named for it.
+  job.processes[0].threads[0].frames = {py("serve", "/t/pool_hang.py", 70)};
+  EXPECT_TRUE(analyze(job, GroupOptions{}).suspect_reasons.empty());
+}
+
 TEST(PoolRoles, LibraryAndUserFrames) {
   EXPECT_FALSE(is_user_frame(py("get", kLib + "queues.py", 1)));
   EXPECT_FALSE(is_user_frame(py("fetch", "/usr/lib/python3/dist-packages/torch/x.py", 1)));
