@@ -5,7 +5,6 @@
 #include <array>
 #include <map>
 #include <string_view>
-#include <tuple>
 
 #include <fmt/format.h>
 
