@@ -29,9 +29,9 @@ def watch(pid, *extra, seconds=2):
     return run.doc
 
 
-def test_watch_names_the_pool_worker_in_its_task(ebpf, pool):  # noqa: F811
+def pool_verdict(pool, *extra):  # noqa: F811
     job = pool.start([PY, str(hs.program_source("pool_hang.py")), hs.READY], timeout=60)
-    doc = watch(job.pid)
+    doc = watch(job.pid, *extra)
     roles = {p["pid"]: p["role"] for p in doc["processes"]}
     stuck = [pid for pid, role in roles.items() if role == "worker"]
     assert len(stuck) == 1, roles
@@ -46,6 +46,16 @@ def test_watch_names_the_pool_worker_in_its_task(ebpf, pool):  # noqa: F811
                                   f"(pool_hang.py:{line})"]
     assert [(g["pids"], g["suspect"]) for g in doc["groups"]] == [([stuck], True)]
     assert doc["groups"][0]["what"].startswith("stuck in clock_nanosleep() (")
+
+
+def test_watch_names_the_pool_worker_in_its_task(ebpf, pool):  # noqa: F811
+    pool_verdict(pool)
+
+
+def test_ptrace_fallback_names_the_pool_worker_in_its_task(pool):  # noqa: F811
+    """No sleeping stack is copied without eBPF: a worker's Python frames, read without
+    stopping it, tell idle workers from the one in the task."""
+    pool_verdict(pool, "--ptrace")
 
 
 def test_ptrace_shares_stay_within_one_cpu_per_thread(pool):  # noqa: F811
