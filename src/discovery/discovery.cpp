@@ -202,7 +202,8 @@ void apply_rank_info(ProcessSnapshot& p, const std::vector<std::string>& env,
   if (discovered != nullptr) {
     p.role = discovered->role;
     p.launcher = discovered->launcher;
-    if (p.role == kRoleProcess && info.has_rank()) p.role = kRoleRank;
+    // A forked worker that exported a rank since discovery read its environment is a rank.
+    if ((p.role == kRoleProcess || p.role == kRoleWorker) && info.has_rank()) p.role = kRoleRank;
     if (p.role == kRoleRank) {
       p.rank = info.rank ? info.rank : discovered->rank;
       p.world_size = info.world_size ? info.world_size : discovered->world_size;

@@ -10,6 +10,7 @@
 
 #include "group/locals_split.h"
 #include "group/rank_set.h"
+#include "group/roles.h"
 #include "group/suspects.h"
 #include "group/wait_graph.h"
 
@@ -21,7 +22,7 @@ bool Analysis::is_suspect(std::size_t process_index) const {
 
 bool is_groupable(const ProcessSnapshot& p, bool job_has_ranks) {
   if (job_has_ranks) return p.role == "rank";
-  return p.role.empty() || p.role == "process";
+  return p.role.empty() || p.role == "process" || p.role == kWorkerRole;
 }
 
 std::string member_name(const ProcessSnapshot& p) {
@@ -184,7 +185,8 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
   apply_locals_split(job, a);
-  a.wait_chains = wait_chain_sentences(job);
+  a.wait_chains = pool_wait_sentences(job, a);
+  for (std::string& w : wait_chain_sentences(job)) a.wait_chains.push_back(std::move(w));
   return a;
 }
 

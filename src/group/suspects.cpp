@@ -10,6 +10,7 @@
 
 #include "group/death_findings.h"
 #include "group/rank_set.h"
+#include "group/roles.h"
 
 namespace hangscan {
 
@@ -363,9 +364,12 @@ void missing_findings(Analysis& a, const std::set<int>& explained) {
 }  // namespace
 
 void find_suspects(const JobSnapshot& job, Analysis& a) {
-  MajorityFinder majority(job, a);
-  majority.run();
-  std::vector<std::size_t> flagged = std::move(majority.flagged);
+  std::vector<std::size_t> flagged;
+  if (!worker_findings(job, a, flagged)) {  // a pool's verdict leaves no majority to find
+    MajorityFinder majority(job, a);
+    majority.run();
+    flagged.insert(flagged.end(), majority.flagged.begin(), majority.flagged.end());
+  }
   missing_ranks(job, a);
   DeathFindings deaths = death_findings(job, a, flagged);
   state_findings(job, a, flagged, deaths.members);

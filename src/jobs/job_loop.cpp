@@ -11,6 +11,8 @@
 #include "crash/crash_explainer.h"
 #include "discovery/environ_memory.h"
 #include "group/progress.h"
+#include "group/roles.h"
+#include "jobs/vanished_workers.h"
 #include "proc/deaths.h"
 #include "proc/gpu_memory.h"
 #include "proc/socket_waits.h"
@@ -135,6 +137,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
   if (count > 1) progress = compute_progress(samples, o.interval_s, sysconf(_SC_CLK_TCK));
   JobSnapshot job = std::move(samples.back());
   if (count > 1) apply_progress(job, progress);
+  drop_vanished_workers(job);
   for (auto& d : found) job.diagnostics.push_back(std::move(d));
   if (!o.host.empty()) {
     for (auto& p : job.processes) {
@@ -148,6 +151,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     add_gpu_memory(job);
   }
   if (o.resolve_waits) resolve_socket_waits(job, o.host);
+  mark_idle_workers(job);
   return job;
 }
 

@@ -144,6 +144,12 @@ constexpr std::array<HelperCode, 5> kHelpers = {{
     {"_inductor/compile_worker", "compile worker"},
 }};
 
+// A child that is its parent's copy: the same command line, or (a zombie's is gone) the same name.
+bool forked_copy(const ProcessFacts& child, const ProcessFacts& parent) {
+  if (child.cmdline.empty()) return !child.comm.empty() && child.comm == parent.comm;
+  return child.cmdline == parent.cmdline;
+}
+
 }  // namespace
 
 std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view key) {
@@ -345,6 +351,17 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
     } else {
       out[i].role = kRoleProcess;
     }
+  }
+  // 4b. A plain copy of a plain parent (forked, never exec'd) is a worker; the parent owns it.
+  for (std::size_t i = 0; i < n; ++i) {
+    auto p = parent_of(i);
+    if (!p || out[i].role != kRoleProcess || !forked_copy(procs[i], procs[*p])) continue;
+    if (out[*p].role != kRoleProcess && out[*p].role != kRoleOwner && out[*p].role != kRoleWorker)
+      continue;
+    out[i].role = kRoleWorker;
+    out[i].owner = procs[*p].pid;
+    out[i].reason = "forked by " + std::to_string(procs[*p].pid);
+    if (out[*p].role == kRoleProcess) out[*p].role = kRoleOwner;
   }
   // 5. A plain parent of ranks launched them (multiprocessing.spawn, a script with Popen).
   for (std::size_t i = 0; i < n; ++i) {

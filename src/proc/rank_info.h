@@ -20,6 +20,12 @@ inline constexpr const char* kRoleRank = "rank";
 inline constexpr const char* kRoleLauncher = "launcher";
 inline constexpr const char* kRoleHelper = "helper";
 inline constexpr const char* kRoleProcess = "process";
+// A plain process that forked copies of itself (a multiprocessing pool, a DataLoader, a fork
+// storm) owns them; each copy is a worker. After the capture a worker waiting in its pool's task
+// loop with no task of its own becomes "idle" (group/roles.h).
+inline constexpr const char* kRoleOwner = "owner";
+inline constexpr const char* kRoleWorker = "worker";
+inline constexpr const char* kRoleIdle = "idle";
 
 // What the environment alone says about a process.
 struct RankInfo {
@@ -84,7 +90,9 @@ struct RoleDecision {
 //   the same rank (a forked dataloader worker inherits RANK): then it is a helper;
 // - a process without rank variables is a rank of unknown number when it is a child of a
 //   launcher or a sibling of ranks, a helper when its parent is a rank, else a plain process;
-// - a plain parent of ranks (a multiprocessing.spawn parent) is a launcher.
+// - a plain parent of ranks (a multiprocessing.spawn parent) is a launcher;
+// - a plain process forked from a plain process with the same command line (fork without
+//   exec: multiprocessing's fork workers, a fork storm) is a worker, its parent their owner.
 // The result is in the order of `procs`.
 std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs);
 

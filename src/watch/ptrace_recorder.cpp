@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/deaths.h"
 #include "proc/proc_files.h"
 #include "python/merge.h"
 #include "target/live_target.h"
@@ -62,7 +63,7 @@ class PtraceRecorder : public Recorder {
       e.kind = EventRecord::Kind::exit;
       e.ts_ns = monotonic_ns();
       e.pid = e.tid = pid;
-      e.exit_code = -1;
+      e.exit_code = zombie_status(pid).value_or(-1);
     }
     return Ok{};
   }
@@ -95,6 +96,16 @@ class PtraceRecorder : public Recorder {
       e.comm = comm->substr(0, comm->find('\n'));
     std::error_code ec;
     e.path = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec).string();
+  }
+
+  // The wait status of a process that is a zombie now (as `dump` reads it: /proc/PID/stat
+  // field 52); nullopt once it is reaped, or when /proc does not say.
+  static std::optional<int> zombie_status(int pid) {
+    auto stat = read_text_file(fmt::format("/proc/{}/stat", pid));
+    if (!stat) return std::nullopt;
+    auto parsed = parse_stat(*stat);
+    if (!parsed || parsed->state != 'Z') return std::nullopt;
+    return parse_stat_exit_code(*stat);
   }
 
   // One sample of the threads of `pid` that are running; false when the process is gone.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "group/roles.h"
 #include "python/merge.h"
 #include "report/json_writer.h"
 #include "report/text_writer.h"
@@ -19,6 +20,7 @@ std::string who(const ProcessWatch& p) {
       p.rank ? fmt::format("rank {} (pid {}", *p.rank, p.pid) : fmt::format("pid {} (", p.pid);
   if (p.rank) s += ", ";
   s += p.comm.empty() ? p.role : p.comm;
+  if (!p.comm.empty() && is_pool_role(p.role)) s += ", " + p.role;  // owner, worker, idle
   return s + ")";
 }
 

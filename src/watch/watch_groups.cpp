@@ -5,6 +5,7 @@
 
 #include "group/analysis.h"
 #include "group/rank_set.h"
+#include "group/roles.h"
 
 namespace hangscan {
 
@@ -44,19 +45,39 @@ std::string members(const WatchGroup& g) {
   return s;
 }
 
+// The member's key as the thread's frames: its behaviour's names, innermost first. With
+// `places`, a stuck wait's Python frames keep their file and line, so a pool's verdict can say
+// where its straggler is (ranks keep names only: their sentences are as they were).
+void key_frames_of(const BehaviourMember& m, bool places, ThreadSnapshot& t) {
+  const std::vector<Frame>& real = m.behaviour.frames;
+  for (std::size_t i = 0; i < m.behaviour.key.size(); ++i) {
+    Frame& f = t.frames.emplace_back();
+    f.function = m.behaviour.key[i];
+    if (places && i < real.size() && real[i].kind == FrameKind::python &&
+        real[i].function == f.function) {
+      f.kind = FrameKind::python;
+      f.file = real[i].file;
+      f.line = real[i].line;
+    }
+  }
+}
+
 }  // namespace
 
 Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
   Behaviour b;
   if (p.exit) {
-    b.what = "ended: " + *p.exit;
+    b.what = *p.exit;  // "exited with status 3", "killed by SIGKILL", "ended (...)"
     b.key.push_back("(" + b.what + ")");
+    b.state = 'X';
     return b;
   }
   if (const WaitView* w = stuck_wait(p, window_s)) {
     std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
     b.what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
                          w->before_window ? ", since before the window" : "");
+    b.state = 'S';
+    b.frames = w->frames;
     if (!w->frames.empty()) {
       for (const auto& f : w->frames) b.key.push_back(f.function);
     } else {
@@ -67,6 +88,7 @@ Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
   }
   b.what = fmt::format("active (on CPU {:.0f}%, {} waits ended)", p.cpu_share * 100, p.wait_count);
   b.key.push_back("(active in the window)");
+  b.state = 'R';
   return b;
 }
 
@@ -75,19 +97,24 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   for (const auto& m : members) {
     ProcessSnapshot s;
     s.pid = m.pid;
+    s.ppid = m.ppid;
     s.rank = m.rank;
     s.role = m.role;
     s.host = m.host;
     ThreadSnapshot t;
     t.tid = m.pid;
     t.is_main = true;
-    for (const auto& name : m.behaviour.key) t.frames.emplace_back().function = name;
+    // A pool's members are told apart by what they did and where (group/roles.h): ended ones
+    // are dead; a stuck one's Python frames say its function and line.
+    bool pool = is_pool_role(m.role);
+    key_frames_of(m, pool, t);
+    if (pool) s.state = t.state = m.behaviour.state;
     s.threads.push_back(std::move(t));
     job.processes.push_back(std::move(s));
   }
   WatchVerdict v;
   Analysis a = analyze(job, GroupOptions{});
-  if (a.grouped.size() < 2) return v;
+  if (a.grouped.size() < 2 && a.suspect_reasons.empty()) return v;  // a pool: one straggler
   for (const Group& g : a.groups) {
     WatchGroup wg;
     wg.ranks = g.ranks;
@@ -99,6 +126,7 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   }
   v.suspects = a.suspects;
   v.suspect_reasons = a.suspect_reasons;
+  v.notes = a.wait_chains;  // an owner that waits for its straggler
   for (std::string n : a.notes) {
     // The verdict's words are a snapshot's; here the key is a behaviour, not a stack.
     constexpr std::string_view kSame = "have the same stack";
@@ -112,7 +140,12 @@ void group_watched(WatchReport& r) {
   std::vector<BehaviourMember> members;
   for (auto& p : r.processes) {
     p.behaviour = behaviour_of(p, r.window_s);
-    members.push_back({p.pid, p.rank, p.role, "", p.behaviour});
+    if (p.role == kWorkerRole) {
+      ThreadSnapshot waiting;
+      waiting.frames = p.behaviour.frames;
+      if (in_idle_worker_loop(waiting)) p.role = kIdleRole;
+    }
+    members.push_back({p.pid, p.ppid, p.rank, p.role, "", p.behaviour});
   }
   r.verdict = group_behaviours(members);
 }

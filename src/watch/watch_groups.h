@@ -27,6 +27,7 @@ Behaviour behaviour_of(const ProcessWatch& p, double window_s);
 
 struct BehaviourMember {
   int pid = 0;
+  int ppid = 0;  // a pool's worker belongs to its owner (group/roles.h)
   std::optional<int> rank;
   std::string role;
   std::string host;  // the node, in a merged report
@@ -34,7 +35,8 @@ struct BehaviourMember {
 };
 
 // The groups and the odd ones; empty when fewer than two processes are grouped (ranks only,
-// or every process when none is a rank).
+// or every process when none is a rank) unless a pool's straggler is named (group/roles.h:
+// owners and idle workers are not grouped).
 WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members);
 
 // Sets each process's behaviour and the report's verdict.

@@ -44,8 +44,11 @@ struct WaitView {
 
 // What one process did over the window (watch_groups.h): stuck in a wait, ended, or active.
 struct Behaviour {
-  std::string what;              // "stuck in read() (12.0 s)", "active (...)", "ended: ..."
+  std::string what;              // "stuck in read() (12.0 s)", "active (...)", "killed by ..."
   std::vector<std::string> key;  // grouping key: function names, innermost first
+  // Not written out: what a pool's roles read (group/roles.h) on this node.
+  std::vector<Frame> frames;  // the stuck wait's user frames, innermost first
+  char state = '?';           // 'S' stuck, 'R' active, 'X' ended
 };
 
 struct TimelineEntry {
@@ -57,6 +60,7 @@ struct TimelineEntry {
 
 struct ProcessWatch {
   int pid = 0;
+  int ppid = 0;  // when discovered
   std::optional<int> rank;
   std::string role;
   std::string comm;

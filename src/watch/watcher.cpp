@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/capture.h"
 #include "proc/proc_files.h"
 #include "target/live_target.h"
 #include "util/pattern.h"
@@ -20,6 +21,36 @@ namespace {
 
 constexpr std::int64_t kRediscoverNs = 1'000'000'000;
 constexpr std::int64_t kFoldNs = 5'000'000'000;
+
+// The ptrace fallback copies no sleeping stack: a pool worker's waits get its threads' Python
+// frames, read without stopping it (as `dump --nonblocking` reads them), which say whether it
+// is idle in its pool's loop and where in the user's task it is (group/roles.h).
+void python_of_waiting_worker(int pid, std::vector<WaitView>& waits) {
+  auto target = open_live_target(pid, true);
+  if (!target) return;
+  CaptureOptions o;
+  o.nonblocking = true;
+  o.native = false;
+  o.kernel_stacks = false;
+  SymbolCache symbols;
+  ProcessSnapshot s = capture_process(**target, o, symbols);
+  for (WaitView& w : waits) {
+    auto t = std::find_if(s.threads.begin(), s.threads.end(),
+                          [&](const ThreadSnapshot& x) { return x.tid == w.tid; });
+    if (!w.ongoing || !w.frames.empty() || t == s.threads.end()) continue;
+    for (const Frame& f : t->frames)
+      if (f.kind == FrameKind::python) w.frames.push_back(f);
+  }
+}
+
+// CPUs used on average over `ticks` sample periods: each thread counts for at most one CPU
+// (a late tick or one at each end of the window gives a thread more samples than periods).
+double cpu_share(const std::map<int, std::size_t>& thread_samples, double ticks) {
+  if (ticks <= 0) return 0;
+  double on = 0;
+  for (const auto& [tid, n] : thread_samples) on += std::min(static_cast<double>(n), ticks);
+  return on / ticks;
+}
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 // How often /proc/PID/io is read for the watchdog's progress (a few us per process).
 constexpr std::int64_t kIoCheckNs = 250'000'000;
@@ -318,6 +349,7 @@ void Watcher::fold(Recording& batch) {
       SampledFrames& f = frames[i++];
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
+      ++p.thread_samples[s->tid];
       // Stacks with the same key have the same functions: judged once, when first seen.
       StackCount& c = p.stacks[stack_key(f)];
       if (c.samples++ == 0) {
@@ -523,16 +555,17 @@ WatchReport Watcher::report() {
   }
   for (auto& [pid, p] : procs_) {
     if (!p.gone) add_blocked_before(pid, p, now, before[pid]);
+    if (!p.gone && recorder_->wait_copies().empty() && p.discovered.role == "worker")
+      python_of_waiting_worker(pid, p.waits);
     keep_longest(p.waits);
     ProcessWatch pw;
     pw.pid = pid;
+    pw.ppid = p.discovered.ppid;
     pw.rank = p.discovered.rank;
     pw.role = p.discovered.role;
     pw.comm = p.comm;
     pw.samples = p.samples;
-    pw.cpu_share = r.window_s > 0 && r.sample_hz > 0
-                       ? static_cast<double>(p.samples) / (r.sample_hz * r.window_s)
-                       : 0;
+    pw.cpu_share = cpu_share(p.thread_samples, r.sample_hz * r.window_s);
     std::vector<const StackCount*> counts;
     for (const auto& [key, c] : p.stacks) counts.push_back(&c);
     std::stable_sort(counts.begin(), counts.end(), [](const StackCount* a, const StackCount* b) {

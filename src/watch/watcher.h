@@ -63,6 +63,7 @@ class Watcher {
     DiscoveredProcess discovered;
     std::string comm;
     std::size_t samples = 0;
+    std::map<int, std::size_t> thread_samples;  // tid -> its samples
     std::map<std::string, StackCount> stacks;
     std::vector<WaitView> waits;
     std::optional<std::string> exit;

@@ -107,11 +107,15 @@ TEST(Discover, PopenLauncherTree) {
 
 TEST(Discover, ForkTreeFromFilesHasNoRanks) {
   // Forked children keep the parent's command line and start environment: without the
-  // memory environment nothing says they are ranks, and nothing is invented.
+  // memory environment nothing says they are ranks, and nothing is invented. They are the
+  // parent's forked workers, the parent their owner.
   auto r = run("fork", {18885}, true);
   ASSERT_TRUE(r.ok()) << r.error().what();
   EXPECT_TRUE(ranks_of(*r).empty());
-  for (const auto& p : *r) EXPECT_EQ(p.role, kRoleProcess);
+  for (const auto& p : *r) {
+    EXPECT_EQ(p.role, p.pid == 18885 ? kRoleOwner : kRoleWorker) << p.pid;
+    EXPECT_EQ(p.owner, p.pid == 18885 ? std::nullopt : std::optional<int>(18885)) << p.pid;
+  }
 }
 
 TEST(Discover, WithoutSubprocessesOnlyTheNamedPids) {

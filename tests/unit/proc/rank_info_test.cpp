@@ -269,6 +269,26 @@ TEST(AssignRoles, SlurmStepAndPlainProcesses) {
   EXPECT_TRUE(role_of(roles, 50).launcher.empty());
 }
 
+TEST(AssignRoles, ForkedCopiesAreWorkersOfTheirOwner) {
+  Argv pool = {"/usr/bin/python3", "pool.py"};
+  ProcessFacts zombie = facts(73, 70, {});
+  zombie.comm = "/usr/bin/python3";  // a zombie's command line is gone, its name is not
+  std::vector<ProcessFacts> procs = {
+      facts(70, 1, pool),
+      facts(71, 70, pool),
+      facts(72, 70, pool),
+      zombie,
+      facts(74, 70, {"/bin/sh", "-c", "date"}),  // exec'd: not a copy
+  };
+  auto roles = assign_roles(procs);
+  EXPECT_EQ(role_of(roles, 70).role, kRoleOwner);
+  for (int pid : {71, 72, 73}) {
+    EXPECT_EQ(role_of(roles, pid).role, kRoleWorker) << pid;
+    EXPECT_EQ(role_of(roles, pid).owner, 70) << pid;
+  }
+  EXPECT_EQ(role_of(roles, 74).role, kRoleProcess);
+}
+
 TEST(AssignRoles, CyclicParentLinksDoNotLoop) {
   std::vector<ProcessFacts> procs = {facts(60, 61, {"a"}, {"RANK=0"}),
                                      facts(61, 60, {"b"}, {"RANK=0"})};
