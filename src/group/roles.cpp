@@ -25,13 +25,15 @@ struct WorkerLoop {
   std::string_view wait_function;
 };
 
-constexpr std::array<WorkerLoop, 3> kWorkerLoops = {{
+constexpr std::array<WorkerLoop, 4> kWorkerLoops = {{
     // multiprocessing.Pool: worker() -> task = get() (SimpleQueue.get)
     {"multiprocessing/pool.py", "worker", "multiprocessing/queues.py", "get"},
     // concurrent.futures.ProcessPoolExecutor: _process_worker() -> call_queue.get(block=True)
     {"concurrent/futures/process.py", "_process_worker", "multiprocessing/queues.py", "get"},
     // torch.utils.data.DataLoader: _worker_loop() -> index_queue.get(timeout=...)
     {"torch/utils/data/_utils/worker.py", "_worker_loop", "multiprocessing/queues.py", "get"},
+    // joblib's loky executor: _process_worker() -> call_queue.get(block=True, timeout=...)
+    {"loky/process_executor.py", "_process_worker", "multiprocessing/queues.py", "get"},
 }};
 
 // Where an owner that waits for its workers is: the library that joins them or takes their
@@ -224,7 +226,12 @@ bool in_idle_worker_loop(const ThreadSnapshot& t) {
 void mark_idle_workers(JobSnapshot& job) {
   for (ProcessSnapshot& p : job.processes) {
     const ThreadSnapshot* m = main_thread(p);
-    if (p.role == kWorkerRole && m && in_idle_worker_loop(*m)) p.role = kIdleRole;
+    if (p.role != kWorkerRole || !m || !in_idle_worker_loop(*m)) continue;
+    // A worker stopped, dead or stuck in the kernel between two tasks is no idle worker: its
+    // state is the story (it may hold the queue's lock; the owner waits for it to exit).
+    char s = (p.state == 'Z' || p.state == 'X') ? p.state : m->state;
+    if (s == 'T' || s == 't' || s == 'D' || s == 'Z' || s == 'X') continue;
+    p.role = kIdleRole;
   }
 }
 

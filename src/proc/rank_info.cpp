@@ -136,8 +136,9 @@ struct HelperCode {
   std::string_view what;
 };
 
-constexpr std::array<HelperCode, 5> kHelpers = {{
+constexpr std::array<HelperCode, 6> kHelpers = {{
     {"multiprocessing.resource_tracker", "resource tracker"},
+    {"loky.backend.resource_tracker", "resource tracker"},  // joblib's own copy
     {"multiprocessing.semaphore_tracker", "semaphore tracker"},
     {"multiprocessing.forkserver", "forkserver"},
     {"torch._inductor.compile_worker", "compile worker"},
@@ -235,6 +236,11 @@ CmdlineClass classify_cmdline(const std::vector<std::string>& cmdline, std::stri
       }
     }
     out.what = prog + " -c";
+    return out;
+  }
+  if (kind == "module" && payload == "joblib.externals.loky.backend.popen_loky_posix") {
+    out.kind = CmdlineKind::pool_worker;  // loky starts each worker by exec, not by fork
+    out.what = "loky worker";
     return out;
   }
   if (kind == "module" || kind == "script") {
@@ -355,12 +361,14 @@ std::vector<RoleDecision> assign_roles(const std::vector<ProcessFacts>& procs) {
   // 4b. A plain copy of a plain parent (forked, never exec'd) is a worker; the parent owns it.
   for (std::size_t i = 0; i < n; ++i) {
     auto p = parent_of(i);
-    if (!p || out[i].role != kRoleProcess || !forked_copy(procs[i], procs[*p])) continue;
+    if (!p || out[i].role != kRoleProcess) continue;
+    bool started = cls[i].kind == CmdlineKind::pool_worker;
+    if (!started && !forked_copy(procs[i], procs[*p])) continue;
     if (out[*p].role != kRoleProcess && out[*p].role != kRoleOwner && out[*p].role != kRoleWorker)
       continue;
     out[i].role = kRoleWorker;
     out[i].owner = procs[*p].pid;
-    out[i].reason = "forked by " + std::to_string(procs[*p].pid);
+    out[i].reason = (started ? "started by " : "forked by ") + std::to_string(procs[*p].pid);
     if (out[*p].role == kRoleProcess) out[*p].role = kRoleOwner;
   }
   // 5. A plain parent of ranks launched them (multiprocessing.spawn, a script with Popen).

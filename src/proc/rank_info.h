@@ -52,6 +52,7 @@ enum class CmdlineKind {
   launcher,     // torchrun, mpirun, srun, orted, hydra_pmi_proxy, slurmstepd, deepspeed ...
   spawn_child,  // `python -c "from multiprocessing.spawn import spawn_main ..."`
   helper,       // resource tracker, forkserver, compile worker
+  pool_worker,  // a pool's worker started by exec: `python -m joblib...loky...popen_loky_posix`
 };
 
 struct CmdlineClass {
