@@ -99,7 +99,9 @@ class TextWriter {
   // Every line's text is escaped here, once (util/escape.h): names from the target (functions,
   // files, threads, command lines, sentences that quote them) can hold ESC, BEL or newlines.
   // Our own colour codes are added after, so only they reach the terminal raw.
-  void line(const std::string& s) { out_ += cut(escape_for_text(s), o_.width) + "\n"; }
+  void line(const std::string& s) { visible_line(escape_for_text(s)); }
+  // A line already escaped.
+  void visible_line(const std::string& s) { out_ += cut(s, o_.width) + "\n"; }
   // A line whose colour codes must not be cut through: cut the plain text, then paint.
   void line(const char* code, const std::string& s) {
     out_ += paint(code, cut(escape_for_text(s), o_.width)) + "\n";
@@ -419,7 +421,10 @@ class TextWriter {
   void frame(const Frame& f, const std::string& ind) {
     line(ind + frame_line(f));
     for (const std::string& s : source_marker(f)) line(ind + "    " + s);
-    for (const Local& l : f.locals) line(ind + "    " + l.name + " = " + l.value);
+    for (const Local& l : f.locals) {  // a value is a repr: its backslashes are escapes already
+      visible_line(escape_for_text(ind + "    " + l.name + " = ") +
+                   escape_for_text(l.value, Backslashes::kept));
+    }
   }
 
   void diagnostic(const Diagnostic& d, const std::string& ind) {

@@ -79,7 +79,7 @@ bool is_plain_text(std::string_view s) {
   return true;
 }
 
-void append_escaped(std::string& out, std::string_view s) {
+void append_escaped(std::string& out, std::string_view s, Backslashes backslashes) {
   if (is_plain_text(s)) {
     out += s;
     return;
@@ -87,7 +87,9 @@ void append_escaped(std::string& out, std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     if (s[i] == '\\') {
-      out += backslash_needs_doubling(s, i + 1) ? "\\\\" : "\\";
+      bool doubled =
+          backslashes == Backslashes::doubled_when_ambiguous && backslash_needs_doubling(s, i + 1);
+      out += doubled ? "\\\\" : "\\";
       ++i;
       continue;
     }
@@ -98,11 +100,11 @@ void append_escaped(std::string& out, std::string_view s) {
   }
 }
 
-std::string escape_for_text(std::string_view s) {
+std::string escape_for_text(std::string_view s, Backslashes backslashes) {
   if (is_plain_text(s)) return std::string(s);
   std::string out;
   out.reserve(s.size() + 8);
-  append_escaped(out, s);
+  append_escaped(out, s, backslashes);
   return out;
 }
 

@@ -21,13 +21,19 @@ namespace hangscan {
 // So every escaped form is unambiguous, and ordinary names (printable ASCII, valid UTF-8,
 // Windows-style paths such as C:\data) come out byte for byte unchanged.
 
+// `kept`: for text whose backslashes already are escapes of its own (a Python repr that
+// hangscan rendered, `'a\nb'`): its backslashes stay as they are, the rest of the rule applies.
+enum class Backslashes { doubled_when_ambiguous, kept };
+
 // Whether `s` would be written unchanged. A fast path: one pass over printable ASCII.
 bool is_plain_text(std::string_view s);
 
 // The visible form of `s` by the rule above; `s` itself when nothing needs escaping.
-std::string escape_for_text(std::string_view s);
+std::string escape_for_text(std::string_view s,
+                            Backslashes backslashes = Backslashes::doubled_when_ambiguous);
 
 // Appends the visible form of `s` to `out` (no copy of `s` when nothing needs escaping).
-void append_escaped(std::string& out, std::string_view s);
+void append_escaped(std::string& out, std::string_view s,
+                    Backslashes backslashes = Backslashes::doubled_when_ambiguous);
 
 }  // namespace hangscan

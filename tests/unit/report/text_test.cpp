@@ -305,7 +305,9 @@ namespace {
 // (util/escape.h): the text shows it visibly, the DOT label and the folded line keep theirs.
 JobSnapshot job_with_hostile_name() {
   JobSnapshot job = gloo_job();
-  job.processes[2].threads[0].frames.edit()[0].function = "time.sleep\nSUSPECT rank 0\x1b[2J;x";
+  Frame& f = job.processes[2].threads[0].frames.edit()[0];
+  f.function = "time.sleep\nSUSPECT rank 0\x1b[2J;x";
+  f.locals = {{"s\x1b", "'a\\nb'"}};  // a value is hangscan's repr: its backslashes stay
   return job;
 }
 
@@ -319,6 +321,7 @@ TEST(TextWriter, NamesFromTargetsAreEscapedAndForgeNoLine) {
                       "(hang_gloo.py:19) -> time.sleep\\nSUSPECT rank 0\\x1b[2J;x\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("\n          s\\x1b = 'a\\nb'\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n└─[2] time.sleep\\nSUSPECT rank 0\\x1b[2J;x  <- suspect\n"),
             std::string::npos)
       << text;

@@ -57,6 +57,11 @@ TEST(EscapeForText, BackslashIsDoubledOnlyWhereItWouldReadAsAnEscape) {
   EXPECT_EQ(escape_for_text("a\\b\\"), "a\\b\\");
 }
 
+TEST(EscapeForText, ReprBackslashesCanBeKept) {
+  EXPECT_EQ(escape_for_text("'a\\nb\\x1b'", Backslashes::kept), "'a\\nb\\x1b'");
+  EXPECT_EQ(escape_for_text("'\xc2\x9b\\\xff'", Backslashes::kept), "'\\u009b\\\\xff'");
+}
+
 TEST(EscapeForText, AppendEscapedAppends) {
   std::string out = "name: ";
   append_escaped(out, "t\x1b");
