@@ -420,7 +420,7 @@ class TextWriter {
 
   void frame(const Frame& f, const std::string& ind) {
     line(ind + frame_line(f));
-    for (const std::string& s : source_marker(f)) line(ind + "    " + s);
+    for (const std::string& s : source_marker(f)) visible_line(ind + "    " + s);  // escaped
     for (const Local& l : f.locals) {  // a value is a repr: its backslashes are escapes already
       visible_line(escape_for_text(ind + "    " + l.name + " = ") +
                    escape_for_text(l.value, Backslashes::kept));
