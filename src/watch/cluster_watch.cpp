@@ -208,8 +208,8 @@ std::string cluster_watch_text(const json& m) {
         "  {}: {} process{}, {:.1f} s ({} recorder, {} events, {} lost), started +{:.3f} s\n",
         escape_for_text(n.value("node", std::string())), n.value("processes", 0),
         n.value("processes", 0) == 1 ? "" : "es", number_or(n, "window_s", 0),
-        n.value("recorder", std::string()), number_or(n, "events", 0), number_or(n, "lost", 0),
-        number_or(n, "offset_s", 0));
+        escape_for_text(n.value("recorder", std::string())), number_or(n, "events", 0),
+        number_or(n, "lost", 0), number_or(n, "offset_s", 0));
   }
   for (const auto& u : m["unreachable"]) {
     out += fmt::format("  {}: no report: {}\n", escape_for_text(u.value("node", std::string())),
