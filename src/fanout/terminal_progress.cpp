@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "util/escape.h"
+
 namespace hangscan {
 
 void TerminalProgress::progress(const NodeProgress& p) {
@@ -18,7 +20,8 @@ void TerminalProgress::progress(const NodeProgress& p) {
 void TerminalProgress::note(const std::string& text) {
   if (!tty_) return;
   std::lock_guard<std::mutex> lock(mu_);
-  write_(fmt::format("\rhangscan: {}\x1b[K\n{}", text, line_));
+  // A note quotes ranks' functions, files and node names: escaped (util/escape.h).
+  write_(fmt::format("\rhangscan: {}\x1b[K\n{}", escape_for_text(text), line_));
 }
 
 }  // namespace hangscan

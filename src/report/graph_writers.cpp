@@ -9,29 +9,32 @@
 
 #include "group/stack_key.h"
 #include "group/wait_graph.h"
+#include "util/escape.h"
 
 namespace hangscan {
 
 namespace {
 
+// A DOT string of target-controlled text: control bytes made visible first (util/escape.h),
+// then quotes and backslashes escaped for DOT (where `\n` would be a line break), so a name
+// never breaks a label's lines; labels of two lines join escaped parts with kDotLineBreak.
 std::string dot_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : escape_for_text(s)) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
     out += c;
   }
   return out;
 }
 
+constexpr const char* kDotLineBreak = "\\n";
+
+// One frame of a folded line: control bytes visible (util/escape.h), and ';' (the frame
+// separator) written as ':', so a name cannot end a frame or a line.
 std::string folded_label(const Frame& f, GroupOptions::Granularity g) {
-  std::string s = granular_frame_label(f, g);
+  std::string s = escape_for_text(granular_frame_label(f, g));
   for (char& c : s) {
     if (c == ';') c = ':';
-    if (c == '\n' || c == '\r') c = ' ';
   }
   return s;
 }
@@ -70,15 +73,15 @@ std::string write_dot(const JobSnapshot& job, const Analysis& a) {
   for (std::size_t i = 1; i < t.nodes().size(); ++i) {
     const TrieNode& n = t.node(i);
     std::vector<std::size_t> members = t.members(i);
-    std::string label = n.frame.function;
+    std::string label = dot_escape(n.frame.function);
     if (n.frame.file) {
-      label += "\n" + std::string(base_name(*n.frame.file));
+      label += kDotLineBreak + dot_escape(std::string(base_name(*n.frame.file)));
       if (n.frame.line) label += fmt::format(":{}", *n.frame.line);
     } else if (!n.frame.module.empty()) {
-      label += "\n" + std::string(base_name(n.frame.module));
+      label += kDotLineBreak + dot_escape(std::string(base_name(n.frame.module)));
     }
     bool suspect = all_suspect(members);
-    out += fmt::format("  n{} [label=\"{}\"{}];\n", i, dot_escape(label),
+    out += fmt::format("  n{} [label=\"{}\"{}];\n", i, label,
                        suspect ? ", style=filled, fillcolor=\"#ffcccc\", color=red" : "");
     out += fmt::format("  n{} -> n{} [label=\"{}\"{}];\n", n.parent, i,
                        dot_escape(member_set_label(job, members)),

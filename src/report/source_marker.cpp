@@ -1,5 +1,7 @@
 #include "report/source_marker.h"
 
+#include "util/escape.h"
+
 namespace hangscan {
 namespace {
 
@@ -12,6 +14,12 @@ std::size_t chars_in(const std::string& s, std::size_t bytes) {
   return n;
 }
 
+// Columns of src[from, to) as the text report shows it (escaped: util/escape.h).
+std::size_t shown_columns(const std::string& src, std::size_t from, std::size_t to) {
+  std::string shown = escape_for_text(std::string_view(src).substr(from, to - from));
+  return chars_in(shown, shown.size());
+}
+
 }  // namespace
 
 std::vector<std::string> source_marker(const Frame& f) {
@@ -20,7 +28,7 @@ std::vector<std::string> source_marker(const Frame& f) {
   std::size_t begin = src.find_first_not_of(" \t");
   if (begin == std::string::npos) return {};
   std::size_t end = src.find_last_not_of(" \t") + 1;
-  std::string text = src.substr(begin, end - begin);
+  std::string text = escape_for_text(std::string_view(src).substr(begin, end - begin));
   auto col = static_cast<std::size_t>(*f.column);
   // On a later end line, or without an end column, the mark runs to the end of this line.
   std::size_t stop = end;
@@ -28,8 +36,8 @@ std::vector<std::string> source_marker(const Frame& f) {
     stop = static_cast<std::size_t>(*f.end_column);
   if (col < begin || stop > end || col >= stop) return {text};
   if (col == begin && stop == end) return {text};  // the whole line: nothing to point at
-  std::size_t lead = chars_in(src, col) - chars_in(src, begin);
-  std::size_t width = chars_in(src, stop) - chars_in(src, col);
+  std::size_t lead = shown_columns(src, begin, col);
+  std::size_t width = shown_columns(src, col, stop);
   return {text, std::string(lead, ' ') + std::string(width, '^')};
 }
 

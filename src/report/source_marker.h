@@ -12,7 +12,8 @@
 namespace hangscan {
 
 // The source line (stripped of its indentation) and, when the running part is not the whole
-// line, a marker line of '^' under it. Empty when the frame has no source or no column.
+// line, a marker line of '^' under it. Empty when the frame has no source or no column. The line
+// is in its visible form (util/escape.h: the source is the target's file), the marker under it.
 std::vector<std::string> source_marker(const Frame& f);
 
 }  // namespace hangscan

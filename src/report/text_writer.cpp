@@ -12,6 +12,7 @@
 #include "group/stack_key.h"
 #include "group/wait_spread.h"
 #include "report/source_marker.h"
+#include "util/escape.h"
 
 namespace hangscan {
 
@@ -95,10 +96,15 @@ class TextWriter {
     return o_.color ? std::string(code) + s + kReset : s;
   }
 
-  void line(const std::string& s) { out_ += cut(s, o_.width) + "\n"; }
+  // Every line's text is escaped here, once (util/escape.h): names from the target (functions,
+  // files, threads, command lines, sentences that quote them) can hold ESC, BEL or newlines.
+  // Our own colour codes are added after, so only they reach the terminal raw.
+  void line(const std::string& s) { visible_line(escape_for_text(s)); }
+  // A line already escaped.
+  void visible_line(const std::string& s) { out_ += cut(s, o_.width) + "\n"; }
   // A line whose colour codes must not be cut through: cut the plain text, then paint.
   void line(const char* code, const std::string& s) {
-    out_ += paint(code, cut(s, o_.width)) + "\n";
+    out_ += paint(code, cut(escape_for_text(s), o_.width)) + "\n";
   }
 
   // ---- summary -------------------------------------------------------------------------
@@ -118,8 +124,9 @@ class TextWriter {
     line(kBold, s);
     if (!a_) return;
     for (const std::string& r : a_->suspect_reasons)
-      out_ += paint(kRed, "SUSPECT") + " " + r + "\n";
-    for (const std::string& n : a_->notes) out_ += paint(kYellow, "note") + ": " + n + "\n";
+      out_ += paint(kRed, "SUSPECT") + " " + escape_for_text(r) + "\n";
+    for (const std::string& n : a_->notes)
+      out_ += paint(kYellow, "note") + ": " + escape_for_text(n) + "\n";
     for (const Group& g : a_->groups) {
       if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
     }
@@ -205,7 +212,7 @@ class TextWriter {
   }
 
   void emit(const std::string& head, const std::string& text, const std::string& mark) {
-    std::string s = cut(head + text, o_.width - static_cast<int>(mark.size()));
+    std::string s = cut(escape_for_text(head + text), o_.width - static_cast<int>(mark.size()));
     out_ +=
         s +
         (mark.empty() ? ""
@@ -225,7 +232,7 @@ class TextWriter {
       run.push_back(cur.children[0]);
     }
     std::string label = set_label(t.members(first));
-    std::string pad(columns(label) + 1, ' ');
+    std::string pad(columns(escape_for_text(label)) + 1, ' ');
     for (std::size_t i = 0; i < run.size(); ++i) {
       bool elide = run.size() > o_.max_chain && i >= 2 && i + 3 < run.size();
       if (elide) {
@@ -413,8 +420,11 @@ class TextWriter {
 
   void frame(const Frame& f, const std::string& ind) {
     line(ind + frame_line(f));
-    for (const std::string& s : source_marker(f)) line(ind + "    " + s);
-    for (const Local& l : f.locals) line(ind + "    " + l.name + " = " + l.value);
+    for (const std::string& s : source_marker(f)) visible_line(ind + "    " + s);  // escaped
+    for (const Local& l : f.locals) {  // a value is a repr: its backslashes are escapes already
+      visible_line(escape_for_text(ind + "    " + l.name + " = ") +
+                   escape_for_text(l.value, Backslashes::kept));
+    }
   }
 
   void diagnostic(const Diagnostic& d, const std::string& ind) {

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <limits>
 
+#include "util/escape.h"
 #include "watch/watch_groups.h"
 
 namespace hangscan {
@@ -46,9 +47,10 @@ std::string who(const json& p) {
   std::string node = p.value("node", std::string());
   if (p.contains("rank") && p["rank"].is_number_integer()) {
     return fmt::format("rank {} (pid {}, {}) on {}", p["rank"].get<long long>(), p.value("pid", 0),
-                       comm, node);
+                       escape_for_text(comm), escape_for_text(node));
   }
-  return fmt::format("pid {} ({}) on {}", p.value("pid", 0), comm, node);
+  return fmt::format("pid {} ({}) on {}", p.value("pid", 0), escape_for_text(comm),
+                     escape_for_text(node));
 }
 
 std::string innermost_functions(const json& frames, std::size_t n) {
@@ -57,7 +59,7 @@ std::string innermost_functions(const json& frames, std::size_t n) {
     std::string f =
         frames[i].is_object() ? frames[i].value("function", std::string()) : std::string();
     if (!out.empty()) out += " < ";
-    out += f.empty() ? "??" : f;
+    out += f.empty() ? "??" : escape_for_text(f);
   }
   return out;
 }
@@ -197,26 +199,27 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
 }
 
 std::string cluster_watch_text(const json& m) {
-  std::string out =
-      fmt::format("job {}: watched {} process{} on {} node{}\n", m.value("job_id", std::string()),
-                  m["processes"].size(), m["processes"].size() == 1 ? "" : "es", m["nodes"].size(),
-                  m["nodes"].size() == 1 ? "" : "s");
+  std::string out = fmt::format("job {}: watched {} process{} on {} node{}\n",
+                                escape_for_text(m.value("job_id", std::string())),
+                                m["processes"].size(), m["processes"].size() == 1 ? "" : "es",
+                                m["nodes"].size(), m["nodes"].size() == 1 ? "" : "s");
   for (const auto& n : m["nodes"]) {
     out += fmt::format(
         "  {}: {} process{}, {:.1f} s ({} recorder, {} events, {} lost), started +{:.3f} s\n",
-        n.value("node", std::string()), n.value("processes", 0),
+        escape_for_text(n.value("node", std::string())), n.value("processes", 0),
         n.value("processes", 0) == 1 ? "" : "es", number_or(n, "window_s", 0),
-        n.value("recorder", std::string()), number_or(n, "events", 0), number_or(n, "lost", 0),
-        number_or(n, "offset_s", 0));
+        escape_for_text(n.value("recorder", std::string())), number_or(n, "events", 0),
+        number_or(n, "lost", 0), number_or(n, "offset_s", 0));
   }
   for (const auto& u : m["unreachable"]) {
-    out += fmt::format("  {}: no report: {}\n", u.value("node", std::string()),
-                       u.value("reason", std::string()));
+    out += fmt::format("  {}: no report: {}\n", escape_for_text(u.value("node", std::string())),
+                       escape_for_text(u.value("reason", std::string())));
   }
   out += verdict_text(verdict_from_json(m));
   for (const auto& p : m["processes"]) {
-    std::string exit =
-        p.contains("exit") && p["exit"].is_string() ? ", " + p["exit"].get<std::string>() : "";
+    std::string exit = p.contains("exit") && p["exit"].is_string()
+                           ? ", " + escape_for_text(p["exit"].get<std::string>())
+                           : "";
     out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p),
                        number_or(p, "cpu_share", 0) * 100, p.value("samples", 0), exit);
     if (p.contains("top_stacks") && p["top_stacks"].is_array() && !p["top_stacks"].empty()) {
@@ -229,7 +232,7 @@ std::string cluster_watch_text(const json& m) {
     if (p.contains("waits") && p["waits"].is_array() && !p["waits"].empty()) {
       const auto& w = p["waits"][0];
       std::string call = w.contains("syscall") && w["syscall"].is_string()
-                             ? w["syscall"].get<std::string>() + "()"
+                             ? escape_for_text(w["syscall"].get<std::string>()) + "()"
                              : "off CPU outside a system call";
       out += fmt::format("  longest wait: {:.3f} s in {} (thread {}{})\n",
                          number_or(w, "duration_s", 0), call, w.value("tid", 0),
@@ -243,7 +246,8 @@ std::string cluster_watch_text(const json& m) {
   }
   for (const auto& t : m["timeline"]) {
     out += fmt::format("  +{:.3f} s  {}: {}\n", number_or(t, "t_s", 0),
-                       t.value("node", std::string()), t.value("text", std::string()));
+                       escape_for_text(t.value("node", std::string())),
+                       escape_for_text(t.value("text", std::string())));
   }
   return out;
 }

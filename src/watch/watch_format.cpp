@@ -6,6 +6,7 @@
 #include "python/merge.h"
 #include "report/json_writer.h"
 #include "report/text_writer.h"
+#include "util/escape.h"
 #include "watch/watch_groups.h"
 
 namespace hangscan {
@@ -19,7 +20,7 @@ std::string who(const ProcessWatch& p) {
   std::string s =
       p.rank ? fmt::format("rank {} (pid {}", *p.rank, p.pid) : fmt::format("pid {} (", p.pid);
   if (p.rank) s += ", ";
-  s += p.comm.empty() ? p.role : p.comm;
+  s += escape_for_text(p.comm.empty() ? p.role : p.comm);  // names are escaped (util/escape.h)
   if (!p.comm.empty() && is_pool_role(p.role)) s += ", " + p.role;  // owner, worker, idle
   return s + ")";
 }
@@ -39,7 +40,7 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, bool incomp
                  const char* indent) {
   std::size_t i = 0;
   for (; i < frames.size() && i < kFramesShown; ++i)
-    out += fmt::format("{}{}\n", indent, frame_line(frames[i]));
+    out += fmt::format("{}{}\n", indent, escape_for_text(frame_line(frames[i])));
   std::size_t native_run = 0;
   for (std::size_t python_shown = 0; i < frames.size() && python_shown < kFramesShown; ++i) {
     const Frame& f = frames[i];
@@ -50,7 +51,7 @@ void frames_text(std::string& out, const std::vector<Frame>& frames, bool incomp
     }
     elided_text(out, indent, native_run, "native ");
     native_run = 0;
-    out += fmt::format("{}{}\n", indent, frame_line(f));
+    out += fmt::format("{}{}\n", indent, escape_for_text(frame_line(f)));
     if (!gap) ++python_shown;
   }
   elided_text(out, indent, native_run + (frames.size() - i),
@@ -84,7 +85,7 @@ std::string watch_text(const WatchReport& r) {
   out += verdict_text(r.verdict);
   for (const auto& p : r.processes) {
     out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100,
-                       p.samples, p.exit ? ", " + *p.exit : "");
+                       p.samples, p.exit ? ", " + escape_for_text(*p.exit) : "");
     if (!p.top.empty()) out += "  top on-CPU stacks:\n";
     for (const auto& s : p.top) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
@@ -93,15 +94,16 @@ std::string watch_text(const WatchReport& r) {
     if (!p.waits.empty())
       out += fmt::format("  longest waits ({} completed in the window):\n", p.wait_count);
     for (const auto& w : p.waits) {
-      out += fmt::format("    {}\n", wait_line(w));
+      out += fmt::format("    {}\n", escape_for_text(wait_line(w)));
       for (std::size_t i = 0; i < w.kernel.size() && i < kKernelShown; ++i)
-        out += fmt::format("        [kernel] {}\n", w.kernel[i]);
+        out += fmt::format("        [kernel] {}\n", escape_for_text(w.kernel[i]));
       frames_text(out, w.frames, w.incomplete, "        ");
     }
-    for (const auto& n : p.notes) out += fmt::format("  note: {}\n", n);
+    for (const auto& n : p.notes) out += fmt::format("  note: {}\n", escape_for_text(n));
   }
   if (!r.timeline.empty()) out += "\ntimeline:\n";
-  for (const auto& t : r.timeline) out += fmt::format("  +{:.3f} s  {}\n", t.t_s, t.text);
+  for (const auto& t : r.timeline)
+    out += fmt::format("  +{:.3f} s  {}\n", t.t_s, escape_for_text(t.text));
   out += fmt::format("\nrecorder: {} events, {} lost{}", r.counters.events, r.counters.lost,
                      r.counters.lost ? " (the ring buffer was full: lower --rate)" : "");
   if (r.recorder == "ptrace")

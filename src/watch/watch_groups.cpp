@@ -6,6 +6,7 @@
 #include "group/analysis.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
+#include "util/escape.h"
 
 namespace hangscan {
 
@@ -186,9 +187,10 @@ std::string verdict_text(const WatchVerdict& v) {
   if (v.groups.empty()) return "";
   std::string out = "groups (by what each did in the window):\n";
   for (const auto& g : v.groups)
-    out += fmt::format("  {}{}: {}\n", g.suspect ? "* " : "", members(g), g.what);
-  for (const auto& s : v.suspect_reasons) out += fmt::format("  suspect: {}\n", s);
-  for (const auto& n : v.notes) out += fmt::format("  note: {}\n", n);
+    out += fmt::format("  {}{}: {}\n", g.suspect ? "* " : "", escape_for_text(members(g)),
+                       escape_for_text(g.what));
+  for (const auto& s : v.suspect_reasons) out += fmt::format("  suspect: {}\n", escape_for_text(s));
+  for (const auto& n : v.notes) out += fmt::format("  note: {}\n", escape_for_text(n));
   return out;
 }
 

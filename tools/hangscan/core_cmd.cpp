@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "jobs/local_jobs.h"
 #include "output.h"
+#include "util/escape.h"
 
 namespace hangscan::cli {
 
@@ -40,7 +41,7 @@ int run_core(const CoreCmdOptions& o) {
   for (const auto& d : job.diagnostics) {
     if (d.severity == Diagnostic::Severity::error) print_error(d.message, d.hint);
   }
-  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
+  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", escape_for_text(line));
   if (job.processes.empty()) {
     if (o.files.size() > 1) print_error("none of the cores could be read");
     return kExitNothing;

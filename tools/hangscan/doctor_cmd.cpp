@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "doctor/doctor.h"
 #include "fanout/agent_version.h"
+#include "util/escape.h"
 #include "watch/ebpf_readiness.h"
 
 namespace hangscan::cli {
@@ -36,8 +37,10 @@ int run_doctor_cmd(const DoctorCmdOptions& o) {
                       "agent", a.finding, a.fix});
   }
   for (const auto& c : checks) {
-    fmt::print("{} {}: {}", doctor_level_name(c.level), c.name, c.finding);
-    if (!c.fix.empty() && c.level != DoctorCheck::Level::ok) fmt::print(" fix: {}", c.fix);
+    fmt::print("{} {}: {}", doctor_level_name(c.level), escape_for_text(c.name),
+               escape_for_text(c.finding));
+    if (!c.fix.empty() && c.level != DoctorCheck::Level::ok)
+      fmt::print(" fix: {}", escape_for_text(c.fix));
     fmt::print("\n");
     failed = failed || c.level == DoctorCheck::Level::fail;
   }

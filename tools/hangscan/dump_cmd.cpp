@@ -15,6 +15,7 @@
 #include "gcore_cmd.h"
 #include "jobs/local_jobs.h"
 #include "output.h"
+#include "util/escape.h"
 
 namespace hangscan::cli {
 
@@ -81,7 +82,7 @@ int run_dump(const DumpOptions& o) {
       if (d.severity == Diagnostic::Severity::error) print_error(d.message, d.hint);
     }
   }
-  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", line);
+  for (const auto& line : log) fmt::print(stderr, "hangscan: {}\n", escape_for_text(line));
   locate_coredumps(run.job, Deadline::after(std::chrono::milliseconds(5000)));
   return finish_local_report(run.job, o.output, o.gcore);
 }

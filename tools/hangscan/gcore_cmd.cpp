@@ -25,6 +25,7 @@
 #include "corewrite/proc_facts.h"
 #include "group/analysis.h"
 #include "proc/proc_files.h"
+#include "util/escape.h"
 
 namespace hangscan::cli {
 
@@ -182,8 +183,9 @@ bool report_core(const CoreOutcome& c, const std::string& role) {
     print_error(fmt::format("no core of {}: {}", core_subject(c, role), c.error), c.hint);
     return false;
   }
-  fmt::print(stderr, "hangscan: core of {}: {} ({}, paused {:.1f} ms)\n", core_subject(c, role),
-             c.path, human_size(c.file_size), static_cast<double>(c.pause_us) / 1000.0);
+  fmt::print(stderr, "hangscan: core of {}: {} ({}, paused {:.1f} ms)\n",
+             escape_for_text(core_subject(c, role)), escape_for_text(c.path),
+             human_size(c.file_size), static_cast<double>(c.pause_us) / 1000.0);
   for (const auto& w : c.warnings) print_error(fmt::format("core {}: {}", c.path, w));
   return true;
 }
@@ -242,7 +244,8 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
   std::string dir = absolute_dir(o.dir);
   AgentAnswers answers = run_round(nodes, core_round_agent_args(requests, dir, o.max_size));
   if (fanout.verbose) {
-    for (const auto& line : answers.log) fmt::print(stderr, "hangscan: cores: {}\n", line);
+    for (const auto& line : answers.log)
+      fmt::print(stderr, "hangscan: cores: {}\n", escape_for_text(line));
   }
   auto outcomes = pair_core_outcomes(requests, hosts, answers);
   std::size_t written = 0;

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "util/escape.h"
 #include "util/version.h"
 
 namespace hangscan::cli {
@@ -15,9 +16,10 @@ void print_error(const Error& error) {
   print_error(error.what(), hint);
 }
 
+// Messages quote process, thread and file names: escaped (util/escape.h), one line each.
 void print_error(const std::string& message, const std::string& hint) {
-  fmt::print(stderr, "hangscan: {}\n", message);
-  if (!hint.empty()) fmt::print(stderr, "hint: {}\n", hint);
+  fmt::print(stderr, "hangscan: {}\n", escape_for_text(message));
+  if (!hint.empty()) fmt::print(stderr, "hint: {}\n", escape_for_text(hint));
 }
 
 }  // namespace hangscan::cli

@@ -98,6 +98,14 @@ TEST(TerminalProgress, NoteGoesAboveTheLineWhichComesBack) {
   EXPECT_EQ(screen.substr(screen.size() - 34), "hangscan: early: after the end\x1b[K\n");
 }
 
+// A note quotes functions, files and node names from the ranks: escaped, one line.
+TEST(TerminalProgress, NoteShowsNamesEscaped) {
+  std::string screen;
+  TerminalProgress tty(true, [&](std::string_view s) { screen += s; });
+  tty.note("early: rank 2 (node n0) differs: in \x1b[2Jrecv\nFAKE");
+  EXPECT_EQ(screen, "\rhangscan: early: rank 2 (node n0) differs: in \\x1b[2Jrecv\\nFAKE\x1b[K\n");
+}
+
 TEST(TerminalProgress, OffATerminalNothingIsWritten) {
   std::string screen;
   TerminalProgress pipe(false, [&](std::string_view s) { screen += s; });

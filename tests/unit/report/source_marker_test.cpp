@@ -44,6 +44,14 @@ TEST(SourceMarker, ColumnsAreBytesShownAsCharacters) {
   EXPECT_EQ(lines[1], "          ^^^^");
 }
 
+// The source is the target's file: shown escaped, the marker under what is shown.
+TEST(SourceMarker, ControlBytesAreShownEscapedAndMarkedWhereShown) {
+  auto lines = source_marker(at("    x = '\t\x1b' + g(y)", 15, 19));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "x = '\\t\\x1b' + g(y)");
+  EXPECT_EQ(lines[1], "               ^^^^");
+}
+
 TEST(SourceMarker, NothingWithoutSourceOrColumns) {
   Frame f = at("x", 0, 1);
   f.source.reset();

@@ -297,3 +297,48 @@ TEST(TextWriter, WidthCutsOnlyWhenGivenAndKeepsLocationsWhole) {
 
 }  // namespace
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// A name from the target with ESC and a newline cannot drive a terminal or forge a verdict line
+// (util/escape.h): the text shows it visibly, the DOT label and the folded line keep theirs.
+JobSnapshot job_with_hostile_name() {
+  JobSnapshot job = gloo_job();
+  Frame& f = job.processes[2].threads[0].frames.edit()[0];
+  f.function = "time.sleep\nSUSPECT rank 0\x1b[2J;x";
+  f.locals = {{"s\x1b", "'a\\nb'"}};  // a value is hangscan's repr: its backslashes stay
+  return job;
+}
+
+TEST(TextWriter, NamesFromTargetsAreEscapedAndForgeNoLine) {
+  JobSnapshot job = job_with_hostile_name();
+  Analysis a = analyze(job, GroupOptions{});
+  std::string text = write_text(job, &a, TextOptions{});
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find("\nSUSPECT rank 0"), std::string::npos);
+  EXPECT_NE(text.find("\nSUSPECT rank 2 is not in all_reduce with ranks 0-1,3: it is in worker "
+                      "(hang_gloo.py:19) -> time.sleep\\nSUSPECT rank 0\\x1b[2J;x\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n          s\\x1b = 'a\\nb'\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n└─[2] time.sleep\\nSUSPECT rank 0\\x1b[2J;x  <- suspect\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(GraphWriters, NamesFromTargetsAreEscaped) {
+  JobSnapshot job = job_with_hostile_name();
+  Analysis a = analyze(job, GroupOptions{});
+  EXPECT_EQ(
+      write_folded(job, GroupOptions{}),
+      "<module>;worker;all_reduce 3\n<module>;worker;time.sleep\\nSUSPECT rank 0\\x1b[2J:x 1\n");
+  std::string dot = write_dot(job, a);
+  EXPECT_EQ(dot.find('\x1b'), std::string::npos);
+  EXPECT_NE(dot.find("[label=\"time.sleep\\\\nSUSPECT rank 0\\\\x1b[2J;x\", style=filled"),
+            std::string::npos)
+      << dot;
+}
+
+}  // namespace
+}  // namespace hangscan

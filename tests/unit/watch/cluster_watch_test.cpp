@@ -124,3 +124,23 @@ TEST(ClusterWatch, BootTimeIsReadToWithinItsBracket) {
 
 }  // namespace
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// A node's answer is untrusted: its node, command and event words are shown escaped
+// (util/escape.h), so none drives the terminal or adds a line of its own.
+TEST(ClusterWatch, NamesFromNodesAreEscaped) {
+  nlohmann::json doc = nlohmann::json::parse(node_report("n1", 1000.0, {0}, 0.5));
+  doc["processes"][0]["comm"] = "py\x1b]0;T\x07";
+  doc["timeline"][0]["text"] = "sent\nSUSPECT rank 9";
+  std::vector<NodeWatchDocument> docs{{"n1", doc.dump()}};
+  std::string text = cluster_watch_text(merge_node_watches("7", docs, {}));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_NE(text.find("\nrank 0 (pid 1000, py\\x1b]0;T\\x07) on n1: on CPU"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(": sent\\nSUSPECT rank 9\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hangscan

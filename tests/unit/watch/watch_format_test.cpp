@@ -53,6 +53,25 @@ TEST(WatchFormat, NoTaskWokeItSaysSo) {
   EXPECT_TRUE(watch_json(r)["processes"][0]["waits"][0]["waker"].is_null());
 }
 
+// Command and function names come from the target: shown escaped (util/escape.h), so a name
+// cannot drive the terminal or add a line of its own.
+TEST(WatchFormat, NamesFromTargetsAreEscaped) {
+  auto r = one_wait(20, true);
+  r.processes[0].comm = "py\x1b]0;T\x07\nnote: FAKE";
+  r.processes[0].waits[0].waker_comm = "w\r\n";
+  Frame f;
+  f.kind = FrameKind::python;
+  f.function = "run\nSUSPECT";
+  r.processes[0].waits[0].frames = {f};
+  std::string text = watch_text(r);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_NE(text.find("\npid 10 (py\\x1b]0;T\\x07\\nnote: FAKE): on CPU"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("woken by pid 20 tid 21 (w\\r\\n))\n        run\\nSUSPECT\n"),
+            std::string::npos)
+      << text;
+}
+
 // Where the kernel's BTF does not place the preempt count, no waker is kept: the text claims
 // nothing and the JSON says wakers are not known.
 TEST(WatchFormat, UnknownWakersAreNotClaimed) {
