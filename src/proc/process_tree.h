@@ -55,7 +55,8 @@ std::vector<std::string> process_environ_file(int pid, const std::string& proc_r
 // The command line joined with single spaces, as `pgrep -f` matches it.
 std::string joined_cmdline(const std::vector<std::string>& argv);
 
-// The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid. Why
+// The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid, empty (it
+// would match every process) or longer than kMaxPatternLength. Why
 // exposed: front ends (pdsh) check it before sending it to every node.
 Result<Pattern> compile_match_pattern(const std::string& regex);
 
