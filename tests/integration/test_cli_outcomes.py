@@ -289,6 +289,7 @@ JOB_HINT = ("hint: give the job id as squeue prints it: --slurm-job 12345 (12345
       "hint: give a readable file with one host per line: --hostfile FILE"]),
     (["--slurm-job", "abc"],
      ["hangscan: bad job id 'abc': expected digits, '123_4' (array task) or '123+1' (het job)", JOB_HINT]),
+    (["--slurm-job", ""], ["hangscan: empty job id", JOB_HINT]),
     (["pdsh", "-R", "exec", "-w", "n1", "--match", ""],
      ["hangscan: --match pattern is empty: it would match every process",
       "hint: give a regular expression of the command lines to capture, e.g. --match 'python.*train.py'"]),
