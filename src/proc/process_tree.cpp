@@ -160,7 +160,9 @@ Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::str
     if (std::find(exclude.begin(), exclude.end(), e.pid) != exclude.end()) continue;
     auto argv = process_cmdline(e.pid, proc_root);
     if (argv.empty()) continue;
-    if (re.search(joined_cmdline(argv))) out.push_back(e.pid);
+    std::string line = joined_cmdline(argv);
+    if (line.size() > kMaxMatchedCmdline) line.resize(kMaxMatchedCmdline);
+    if (re.search(line)) out.push_back(e.pid);
   }
   return out;
 }

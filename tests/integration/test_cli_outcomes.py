@@ -320,3 +320,16 @@ def test_a_pattern_of_100000_characters_is_a_usage_error(hangscan, args):
             else "hint: match a shorter, distinctive part of the command line")
     assert run.stderr.splitlines() == [f"hangscan: {what} is 100000 characters long; at most 1024 are accepted", hint]
     assert run.seconds < 5.0, run.seconds
+
+
+def test_a_target_with_a_long_command_line_cannot_crash_match(targets):
+    """A command line is the target's to choose: 8 arguments of 100,000 characters made
+    `dump --match 'x{50}(x|y)*q'` (as root) overflow the stack in std::regex. Only its first
+    4096 characters are matched now: the target is found by its start, not by what follows."""
+    target = targets.start([hs.program("deadlock"), hs.READY, "x" * 4000 + "z"] + ["x" * 100000] * 8, ready_at=1)
+    for pattern, rc in [("x{50}(x|y)*q", 2), ("x{50}(x|y)*z", 0)]:
+        run = hs.run_hangscan(["dump", "--match", pattern, "--json"], timeout=60)
+        assert run.rc == rc, run.describe()
+        if rc == 0:
+            assert [p["pid"] for p in run.doc["processes"]] == [target.pid]
+    hs.assert_runs_on(target.pid)
