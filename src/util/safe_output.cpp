@@ -152,6 +152,11 @@ Status check_directory(int fd, const std::string& path, const OutputDirOptions& 
   return Ok{};
 }
 
+// A file name inside the directory: never a path ("a/b", "..") that would leave it.
+bool plain_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos;
+}
+
 }  // namespace
 
 Result<OutputDir> OutputDir::open(const std::string& path, const OutputDirOptions& options) {
@@ -209,6 +214,10 @@ Error OutputDir::write_error(std::string_view name, int err) const {
 
 Result<int> OutputDir::create_new(std::string_view name, mode_t mode) const {
   std::string n(name);
+  if (!plain_name(name)) {
+    return Error(Errc::io,
+                 fmt::format("cannot create {}: {}", path_of(name), std::strerror(EINVAL)), EINVAL);
+  }
   int fd = ::openat(fd_, n.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     int err = errno;
@@ -220,6 +229,7 @@ Result<int> OutputDir::create_new(std::string_view name, mode_t mode) const {
 }
 
 Status OutputDir::write_file(std::string_view name, std::string_view text, mode_t mode) const {
+  if (!plain_name(name)) return write_error(name, EINVAL);
   std::string temp;
   Result<int> fd = Error(Errc::io, "", EEXIST);
   for (int i = 0; i < 100 && !fd && fd.error().sys_errno == EEXIST; ++i) {
@@ -244,6 +254,10 @@ Status OutputDir::write_file(std::string_view name, std::string_view text, mode_
 
 Status OutputDir::publish(std::string_view from, std::string_view to) const {
   const std::string f(from), t(to);
+  if (!plain_name(from) || !plain_name(to)) {
+    return Error(Errc::io, fmt::format("cannot name {}: {}", path_of(to), std::strerror(EINVAL)),
+                 EINVAL);
+  }
   if (::linkat(fd_, f.c_str(), fd_, t.c_str(), 0) == 0) {
     ::unlinkat(fd_, f.c_str(), 0);
     return Ok{};
@@ -260,8 +274,8 @@ Status OutputDir::publish(std::string_view from, std::string_view to) const {
 
 Result<OutputDir> OutputDir::make_subdir(std::string_view name, mode_t mode) const {
   const std::string n(name);
-  if (::mkdirat(fd_, n.c_str(), mode) != 0) {
-    int err = errno;
+  if (!plain_name(name) || ::mkdirat(fd_, n.c_str(), mode) != 0) {
+    int err = plain_name(name) ? errno : EINVAL;
     return Error(Errc::io, fmt::format("cannot create {}: {}", path_of(name), std::strerror(err)),
                  err, fmt::format("choose a directory you can write with {} DIR", option_));
   }

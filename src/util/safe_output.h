@@ -8,6 +8,7 @@
 // (a symbolic link on the way is followed only when root or the caller owns it), refused when
 // someone other than root or the caller owns it or may write it (unless sticky, like /tmp), and
 // every file is created new (O_CREAT|O_EXCL|O_NOFOLLOW) relative to that one open directory.
+// A NAME below is a plain file name: one with '/', or "." or "..", is refused (EINVAL).
 #pragma once
 
 #include <sys/types.h>

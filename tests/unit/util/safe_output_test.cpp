@@ -89,6 +89,19 @@ TEST_F(SafeOutput, ASubdirectoryIsMadeNewOnly) {
   EXPECT_EQ(slurp(root_ / "stall-2" / "report.txt"), "x");
 }
 
+TEST_F(SafeOutput, ANameThatWouldLeaveTheDirectoryIsRefused) {
+  fs::create_directory(root_ / "out");
+  auto dir = OutputDir::open((root_ / "out").string());
+  ASSERT_TRUE(dir);
+  for (const char* name : {"../escaped", "..", ".", "", "a/b"}) {
+    auto st = dir->write_file(name, "x");
+    ASSERT_FALSE(st) << name;
+    EXPECT_EQ(st.error().sys_errno, EINVAL) << name;
+  }
+  EXPECT_FALSE(fs::exists(root_ / "escaped"));
+  EXPECT_FALSE(dir->make_subdir(".."));
+}
+
 TEST_F(SafeOutput, OthersMayNotWriteTheDirectoryUnlessItIsSticky) {
   fs::create_directory(root_ / "open");
   ::chmod((root_ / "open").c_str(), 0777);
