@@ -63,12 +63,13 @@ def test_pdsh_output_dir_of_another_user_is_refused(tmp_path, victim):
 
 @pytest.mark.skipif(not shutil.which("pdsh"), reason="pdsh is not installed")
 def test_pdsh_output_replaces_a_planted_link_never_its_target(targets, tmp_path, victim):
-    target = targets.start([hs.program("deadlock")])
+    token = f"hs-planted-link-{os.getpid()}"  # this target alone, whatever else runs
+    target = targets.start([hs.program("deadlock"), hs.READY, token], ready_at=1)
     out = tmp_path / "mine"
     out.mkdir(mode=0o700)
     for name in ("report.txt", "n1.txt"):
         os.symlink(victim, out / name)  # root's own links (a previous run's, say): still not followed
-    run = hs.run_hangscan(pdsh_args(f"{hs.program('deadlock')[:-1]}[k]", "--output", out))
+    run = hs.run_hangscan(pdsh_args(f"{token[:-1]}[{token[-1]}]", "--output", out))
     assert run.rc == 0, run.describe()
     assert victim.read_text() == "victim\n"
     assert sorted(os.listdir(out)) == ["n1.txt", "report.txt"]
