@@ -129,7 +129,10 @@ def full_fs(tmp_path):
     """A 64 KiB tmpfs filled up, unmounted at the end."""
     mnt = tmp_path / "full"
     mnt.mkdir(mode=0o700)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)], check=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
         try:
             with open(mnt / "filler", "wb") as f:
