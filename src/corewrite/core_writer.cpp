@@ -28,6 +28,7 @@
 #include "target/live_target.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
+#include "util/safe_output.h"
 
 namespace hangscan {
 namespace {
@@ -116,12 +117,14 @@ void read_layout(Target& target, const std::map<std::uint64_t, MappingFacts>& sm
   }
 }
 
+// The hidden file a core is written to: closed, and removed unless it was published.
 class FileGuard {
  public:
-  FileGuard(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  FileGuard(const OutputDir& dir, int fd, std::string name)
+      : dir_(dir), fd_(fd), name_(std::move(name)) {}
   ~FileGuard() {
     if (fd_ >= 0) ::close(fd_);
-    if (!keep_) ::unlink(path_.c_str());
+    if (!keep_) dir_.remove(name_);
   }
   FileGuard(const FileGuard&) = delete;
   FileGuard& operator=(const FileGuard&) = delete;
@@ -129,32 +132,27 @@ class FileGuard {
   void keep() { keep_ = true; }
 
  private:
+  const OutputDir& dir_;
   int fd_;
-  std::string path_;
+  std::string name_;
   bool keep_ = false;
 };
 
-Error already_there(const std::string& path) {
+Error already_there(const std::string& path, const std::string& option) {
   return Error(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(EEXIST)), EEXIST,
-               hints::core_already_there("-o"));
+               hints::core_already_there(option));
 }
 
-// Gives the complete core at `partial` its name `path`, never replacing a file already
-// there: link() fails on an existing name; file systems without hard links get a rename.
-Status publish(const std::string& partial, const std::string& path) {
-  if (::link(partial.c_str(), path.c_str()) == 0) {
-    ::unlink(partial.c_str());
-    return Ok{};
-  }
-  int err = errno;
-  if (err == EEXIST) return already_there(path);
-  struct stat existing {};
-  if ((err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS) &&
-      ::lstat(path.c_str(), &existing) != 0 && ::rename(partial.c_str(), path.c_str()) == 0) {
-    return Ok{};
-  }
-  return Error(Errc::io, fmt::format("cannot name the core {}: {}", path, std::strerror(err)), err,
-               hints::writable_core_dir("-o"));
+// Gives the complete core its name, never replacing anything already there (a planted link
+// included): OutputDir::publish links, or renames without replacing.
+Status publish(const OutputDir& dir, const std::string& partial, const std::string& name,
+               const std::string& option) {
+  auto st = dir.publish(partial, name);
+  if (st) return Ok{};
+  if (st.error().sys_errno == EEXIST) return already_there(dir.path_of(name), option);
+  Error e = std::move(st).error();
+  e.hint = hints::writable_core_dir(option);
+  return e;
 }
 
 }  // namespace
@@ -193,24 +191,23 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   }
 
   std::string host = opts.host.empty() ? local_host_name() : opts.host;
-  const std::string dir = opts.dir.empty() ? "." : opts.dir;
+  OutputDirOptions where{opts.dir_option, opts.create_dir, 0700};
+  auto dir = OutputDir::open(opts.dir.empty() ? "." : opts.dir, where);
+  if (!dir) return std::move(dir).error();
   const std::string name = core_file_name(host, res.rank, pid);
-  res.path = fmt::format("{}/{}", dir, name);
+  res.path = dir->path_of(name);
   // The core is written under a hidden name and gets its own name only once complete, so a
   // writer killed mid-way (SIGKILL, a full disk's SIGXFSZ) never leaves a truncated file
   // that looks like a core.
-  struct stat existing {};
-  if (::lstat(res.path.c_str(), &existing) == 0) return already_there(res.path);
-  const std::string partial = fmt::format("{}/.{}.partial-{}", dir, name, ::getpid());
-  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    int err = errno;
-    return Error(err == EACCES ? Errc::permission : Errc::io,
-                 fmt::format("cannot create {}: {}", partial, std::strerror(err)), err,
-                 hints::writable_core_dir("-o"));
+  if (dir->has(name)) return already_there(res.path, opts.dir_option);
+  const std::string partial = fmt::format(".{}.partial-{}", name, ::getpid());
+  auto fd = dir->create_new(partial, 0600);
+  if (!fd) {
+    Error e = std::move(fd).error();
+    e.hint = hints::writable_core_dir(opts.dir_option);
+    return e;
   }
-  FileGuard file(fd, partial);
-  ::fchmod(fd, 0600);  // whatever the umask
+  FileGuard file(*dir, *fd, partial);
 
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
@@ -277,7 +274,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
                     "(listed as unreadable in its HANGSCAN note)",
                     human_size(stats->unreadable_bytes)));
   }
-  auto published = publish(partial, res.path);
+  auto published = publish(*dir, partial, name, opts.dir_option);
   if (!published) return std::move(published).error();
   file.keep();
   return res;

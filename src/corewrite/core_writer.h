@@ -18,7 +18,9 @@
 namespace hangscan {
 
 struct CoreWriteOptions {
-  std::string dir = ".";                  // where the core goes
+  std::string dir = ".";                  // where the core goes (util/safe_output.h rules)
+  std::string dir_option = "-o";          // the flag that named `dir`, for messages and hints
+  bool create_dir = false;                // make `dir` (mode 0700) when it is missing
   std::uint64_t max_size = 256ull << 20;  // --max-size
   std::optional<int> rank;                // in the file name; found from the environment if unset
   std::string host;                       // in the file name; this host if empty
@@ -44,7 +46,9 @@ struct CoreWriteResult {
 // "core.<host>.<pid>", or "core.<host>.rank<rank>.<pid>" when the rank is known.
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid);
 
-// Takes the core. The file is created new (O_EXCL) with mode 0600: cores hold secrets. It is
+// Takes the core. The directory is opened once and checked as OutputDir does (a link of another
+// user on the way, or a directory others may write, is refused); the file is created new
+// (O_EXCL|O_NOFOLLOW, in that open directory) with mode 0600: cores hold secrets. It is
 // written under a hidden name (".NAME.partial-WRITERPID") and named only when complete; if the
 // process dies while it is written, the file is removed and the error (Errc::no_such_process)
 // says how the process ended: a core with holes where memory could not be read after the death

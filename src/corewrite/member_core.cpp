@@ -1,13 +1,9 @@
 #include "corewrite/member_core.h"
 
-#include <sys/stat.h>
-
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include "corewrite/core_writer.h"
 #include "corewrite/proc_facts.h"
@@ -23,14 +19,10 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
   c.node = r.node;
   c.pid = r.pid;
   c.rank = r.rank;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    int err = errno;
-    c.error = fmt::format("cannot create {}: {}", dir, std::strerror(err));
-    c.hint = hints::writable_core_dir(dir_option);
-    return c;
-  }
   CoreWriteOptions opts;
   opts.dir = dir;
+  opts.dir_option = dir_option;
+  opts.create_dir = true;  // mode 0700: cores hold secrets
   opts.max_size = max_size;
   opts.rank = r.rank;
   opts.host = r.node;
@@ -39,12 +31,6 @@ CoreOutcome write_member_core(const CoreRequest& r, const std::string& dir, std:
   if (!w) {
     c.error = w.error().what();
     c.hint = w.error().hint;
-    // The writer's hints name `hangscan gcore`'s -o; here the directory is `dir_option`.
-    if (w.error().message.starts_with("cannot create ") ||
-        w.error().message.starts_with("cannot name the core ")) {
-      c.hint = w.error().sys_errno == EEXIST ? hints::core_already_there(dir_option)
-                                             : hints::writable_core_dir(dir_option);
-    }
     return c;
   }
   c.path = w->path;

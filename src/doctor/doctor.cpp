@@ -19,6 +19,7 @@
 #include "corewrite/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/parse_number.h"
+#include "util/safe_output.h"
 
 namespace hangscan {
 namespace {
@@ -45,6 +46,7 @@ class Doctor {
     check_core_pattern();
     check_core_limit();
     check_coredump_filter();
+    check_core_dir();
     check_disk();
     check_python_symbols();
     return std::move(out_);
@@ -212,6 +214,15 @@ class Doctor {
     }
     add(Level::ok, "core pattern",
         fmt::format("kernel cores are written to {} as '{}'", dir, pattern));
+  }
+
+  // `hangscan gcore -o DIR` refuses a directory another user controls (util/safe_output.h):
+  // said here before a core is needed. Nothing is shown when the directory is fine.
+  void check_core_dir() {
+    if (o_.core_dir.empty()) return;
+    auto dir = OutputDir::open(o_.core_dir, {"-o", false, 0700});
+    if (!dir && dir.error().code == Errc::permission)
+      add(Level::fail, "core directory", dir.error().what(), dir.error().hint);
   }
 
   void check_core_limit() {

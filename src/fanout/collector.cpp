@@ -12,10 +12,14 @@ namespace hangscan {
 namespace {
 
 // A short reason from lines the agent printed besides its frames (a remote shell error, a
-// "command not found").
+// "command not found"). An agent's own error ends with its "hint:" line: the line before it
+// says what went wrong, so both are kept.
 std::string noise_reason(const NodeOutput& out) {
   if (out.noise.empty()) return {};
-  return fmt::format("agent printed: {}", out.noise.back());
+  const std::string& last = out.noise.back();
+  if (last.starts_with("hint:") && out.noise.size() >= 2)
+    return fmt::format("agent printed: {}; {}", out.noise[out.noise.size() - 2], last);
+  return fmt::format("agent printed: {}", last);
 }
 
 void stamp_host(JobSnapshot& job, const std::string& node) {

@@ -20,7 +20,16 @@ bool is_name_char(char c) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-Error usage(std::string msg) { return Error(Errc::usage, std::move(msg)); }
+constexpr const char* kHostHint =
+    "name hosts as Slurm and pdsh print them, e.g. -w 'n[1-3],gpu7': letters, digits, '.', '-' "
+    "and '_', numeric ranges in brackets";
+constexpr const char* kJobIdHint =
+    "give the job id as squeue prints it: --slurm-job 12345 (12345_7 for an array task, "
+    "12345+1 for a het component)";
+
+Error usage(std::string msg, const char* hint = kHostHint) {
+  return Error(Errc::usage, std::move(msg), 0, hint);
+}
 
 // Shows a possibly hostile string in an error message: bounded and printable.
 std::string shown(std::string_view s) {
@@ -156,8 +165,9 @@ Status validate_host_name(std::string_view name) {
 }
 
 Status validate_job_id(std::string_view id) {
-  if (id.empty()) return usage("empty job id");
-  if (id.size() > kMaxJobIdLength) return usage(fmt::format("job id '{}' is too long", shown(id)));
+  if (id.empty()) return usage("empty job id", kJobIdHint);
+  if (id.size() > kMaxJobIdLength)
+    return usage(fmt::format("job id '{}' is too long", shown(id)), kJobIdHint);
   std::size_t i = 0;
   while (i < id.size() && is_digit(id[i])) ++i;
   bool ok = i > 0;
@@ -166,8 +176,10 @@ Status validate_job_id(std::string_view id) {
          std::all_of(id.begin() + static_cast<std::ptrdiff_t>(i) + 1, id.end(), is_digit);
   }
   if (!ok) {
-    return usage(fmt::format(
-        "bad job id '{}': expected digits, '123_4' (array task) or '123+1' (het job)", shown(id)));
+    return usage(
+        fmt::format("bad job id '{}': expected digits, '123_4' (array task) or '123+1' (het job)",
+                    shown(id)),
+        kJobIdHint);
   }
   return Ok{};
 }

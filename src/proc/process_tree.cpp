@@ -128,6 +128,17 @@ std::string joined_cmdline(const std::vector<std::string>& argv) {
 }
 
 Result<Pattern> compile_match_pattern(const std::string& regex) {
+  if (regex.empty()) {
+    return Error(Errc::usage, "--match pattern is empty: it would match every process", 0,
+                 "give a regular expression of the command lines to capture, e.g. --match "
+                 "'python.*train.py'");
+  }
+  if (regex.size() > kMaxPatternLength) {
+    return Error(Errc::usage,
+                 fmt::format("--match pattern is {} characters long; at most {} are accepted",
+                             regex.size(), kMaxPatternLength),
+                 0, "match a shorter, distinctive part of the command line");
+  }
   auto compiled = Pattern::compile(regex, {Pattern::Syntax::posix_extended});
   if (!compiled) {
     return Error(Errc::usage,
@@ -149,7 +160,9 @@ Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::str
     if (std::find(exclude.begin(), exclude.end(), e.pid) != exclude.end()) continue;
     auto argv = process_cmdline(e.pid, proc_root);
     if (argv.empty()) continue;
-    if (re.search(joined_cmdline(argv))) out.push_back(e.pid);
+    std::string line = joined_cmdline(argv);
+    if (line.size() > kMaxMatchedCmdline) line.resize(kMaxMatchedCmdline);
+    if (re.search(line)) out.push_back(e.pid);
   }
   return out;
 }

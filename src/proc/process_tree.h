@@ -55,13 +55,20 @@ std::vector<std::string> process_environ_file(int pid, const std::string& proc_r
 // The command line joined with single spaces, as `pgrep -f` matches it.
 std::string joined_cmdline(const std::vector<std::string>& argv);
 
-// The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid. Why
-// exposed: front ends (pdsh) check it before sending it to every node.
+// --match sees the first this many characters of a command line. Why: std::regex matches by
+// recursion, one level per character; a target's command line of 16 KiB (any user can make
+// one of 2 MiB) made `dump --match 'x+z'` overflow root's stack (SIGSEGV).
+inline constexpr std::size_t kMaxMatchedCmdline = 4096;
+
+// The --match pattern (POSIX extended); Errc::usage with a hint when it is invalid, empty (it
+// would match every process) or longer than kMaxPatternLength. Why exposed: front ends (pdsh)
+// check it before sending it to every node.
 Result<Pattern> compile_match_pattern(const std::string& regex);
 
-// Pids whose joined command line matches `regex` (POSIX extended, searched anywhere), like
-// `pgrep -f`. Processes in `exclude` (hangscan itself and its ancestors, whose command lines
-// contain the pattern) and kernel threads are skipped. Errc::usage for an invalid regex.
+// Pids whose joined command line (its first kMaxMatchedCmdline characters) matches `regex`
+// (POSIX extended, searched anywhere), like `pgrep -f`. Processes in `exclude` (hangscan
+// itself and its ancestors, whose command lines contain the pattern) and kernel threads are
+// skipped. Errc::usage for an invalid regex.
 Result<std::vector<int>> match_processes(const ProcessTree& tree, const std::string& regex,
                                          const std::vector<int>& exclude,
                                          const std::string& proc_root = "/proc");

@@ -33,6 +33,11 @@ Pattern::Pattern(std::string_view pattern, Flags flags)
           Compiled{std::regex(pattern.begin(), pattern.end(), regex_flags(flags))})) {}
 
 Result<Pattern> Pattern::compile(std::string_view pattern, Flags flags) {
+  if (pattern.size() > kMaxPatternLength) {
+    return Error(Errc::usage, "the pattern is " + std::to_string(pattern.size()) +
+                                  " characters long; at most " + std::to_string(kMaxPatternLength) +
+                                  " are accepted");
+  }
   try {
     return Pattern(pattern, flags);
   } catch (const std::regex_error& e) {

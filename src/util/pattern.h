@@ -23,6 +23,10 @@ struct PatternFlags {
   bool icase = false;
 };
 
+// The longest pattern a user may give: std::regex compiles (and matches) by recursion, and a
+// pattern of 100,000 characters overflowed the stack (SIGSEGV) before this limit.
+inline constexpr std::size_t kMaxPatternLength = 1024;
+
 class Pattern {
  public:
   using Syntax = PatternSyntax;
@@ -30,7 +34,8 @@ class Pattern {
 
   // A pattern written in the code: a bad one is a programming error (std::regex_error).
   explicit Pattern(std::string_view pattern, Flags flags = {});
-  // A pattern from the user: a bad one is Errc::usage whose message is the library's reason.
+  // A pattern from the user: a bad one is Errc::usage whose message is the library's reason;
+  // one longer than kMaxPatternLength is refused before it is compiled.
   static Result<Pattern> compile(std::string_view pattern, Flags flags = {});
 
   // True when the pattern matches somewhere in `text` / matches all of `text`.

@@ -263,3 +263,73 @@ def test_nonblocking_reads_a_process_another_tool_traces(targets, tmp_path):
         strace.send_signal(signal.SIGTERM)
         strace.wait(timeout=10)
     hs.assert_runs_on(target.pid)
+
+
+HOST_HINT = ("hint: name hosts as Slurm and pdsh print them, e.g. -w 'n[1-3],gpu7': letters, digits, '.', '-' "
+             "and '_', numeric ranges in brackets")
+JOB_HINT = ("hint: give the job id as squeue prints it: --slurm-job 12345 (12345_7 for an array task, 12345+1 for "
+            "a het component)")
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["dump", "--pid", "1", "--threads", "matching"],
+     ["hangscan: thread selection 'matching' needs a regex on the thread name",
+      "hint: add --thread-regex REGEX, e.g. --threads matching --thread-regex 'pt_main|gloo'"]),
+    (["dump", "--pid", "1", "--threads", "matching", "--thread-regex", "("],
+     ["hangscan: bad thread regex \"(\": Mismatched '(' and ')' in regular expression",
+      "hint: --thread-regex is an ECMAScript regular expression over thread names, e.g. 'pt_main|gloo'"]),
+    (["pdsh", "--match", "x"],
+     ["hangscan: pdsh needs -w HOSTLIST or --hostfile FILE",
+      "hint: name the hosts, e.g. hangscan pdsh -w 'n[1-4]' --match REGEX"]),
+    (["pdsh", "--match", "x", "-w", "n[1"], ["hangscan: -w: unbalanced '[' in host list 'n[1'", HOST_HINT]),
+    (["pdsh", "--match", "x", "-w", "n1,-x"],
+     ["hangscan: -w: host list item '-x': host name '-x' must not start with '-'", HOST_HINT]),
+    (["pdsh", "--match", "x", "--hostfile", "/nonexistent/hosts"],
+     ["hangscan: --hostfile /nonexistent/hosts: cannot open /nonexistent/hosts: No such file or directory",
+      "hint: give a readable file with one host per line: --hostfile FILE"]),
+    (["--slurm-job", "abc"],
+     ["hangscan: bad job id 'abc': expected digits, '123_4' (array task) or '123+1' (het job)", JOB_HINT]),
+    (["--slurm-job", ""], ["hangscan: empty job id", JOB_HINT]),
+    (["pdsh", "-R", "exec", "-w", "n1", "--match", ""],
+     ["hangscan: --match pattern is empty: it would match every process",
+      "hint: give a regular expression of the command lines to capture, e.g. --match 'python.*train.py'"]),
+])
+def test_usage_errors_have_one_line_and_a_hint(hangscan, args, lines):
+    """Issue 36: these said what went wrong without a fix (and pdsh --match '' asked every
+    node, then reported each unreachable)."""
+    run = hs.run_hangscan(args, parse_json=False, timeout=30)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == lines
+
+
+LONG = "a" * 100000
+
+
+@pytest.mark.parametrize("args", [
+    ["dump", "--match", LONG],
+    ["watch", "--ptrace", "--match", LONG],
+    ["pdsh", "-w", "n1", "--match", LONG],
+    ["dump", "--pid", "1", "--threads", "matching", "--thread-regex", LONG],
+])
+def test_a_pattern_of_100000_characters_is_a_usage_error(hangscan, args):
+    """std::regex compiles by recursion: 100,000 characters were a SIGSEGV in dump, watch and pdsh."""
+    run = hs.run_hangscan(args, parse_json=False, timeout=30)
+    assert run.rc == 64, run.describe()
+    what = "--thread-regex" if "--thread-regex" in args else "--match pattern"
+    hint = ("hint: thread names have 15 characters at most: a short pattern matches them" if "--thread-regex" in args
+            else "hint: match a shorter, distinctive part of the command line")
+    assert run.stderr.splitlines() == [f"hangscan: {what} is 100000 characters long; at most 1024 are accepted", hint]
+    assert run.seconds < 5.0, run.seconds
+
+
+def test_a_target_with_a_long_command_line_cannot_crash_match(targets):
+    """A command line is the target's to choose: 8 arguments of 100,000 characters made
+    `dump --match 'x{50}(x|y)*q'` (as root) overflow the stack in std::regex. Only its first
+    4096 characters are matched now: the target is found by its start, not by what follows."""
+    target = targets.start([hs.program("deadlock"), hs.READY, "x" * 4000 + "z"] + ["x" * 100000] * 8, ready_at=1)
+    for pattern, rc in [("x{50}(x|y)*q", 2), ("x{50}(x|y)*z", 0)]:
+        run = hs.run_hangscan(["dump", "--match", pattern, "--json"], timeout=60)
+        assert run.rc == rc, run.describe()
+        if rc == 0:
+            assert [p["pid"] for p in run.doc["processes"]] == [target.pid]
+    hs.assert_runs_on(target.pid)

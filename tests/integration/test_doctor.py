@@ -48,3 +48,17 @@ def test_healthy_target_passes(targets):
     assert not [l for l in run.stdout.splitlines() if l.startswith("FAIL")], run.stdout
     assert run.rc == 0, run.describe()
     assert lines_of(run, "ok  ", "core limit") and lines_of(run, "ok  ", "coredump_filter")
+
+
+def test_a_core_directory_of_another_user_is_named(tmp_path):
+    """`gcore -o DIR` refuses a directory another user owns (issue 36): doctor says so first."""
+    assert os.geteuid() == 0, "this test gives a directory to nobody"
+    d = tmp_path / "theirs"
+    d.mkdir()
+    os.chown(d, hs.NOBODY, hs.NOBODY)
+    run = hs.run_hangscan(["doctor", "-o", d])
+    assert run.rc == 1, run.describe()
+    assert lines_of(run, "FAIL", "core directory") == [
+        f"FAIL core directory: refusing -o {d}: it belongs to nobody (uid 65534), who could replace what hangscan "
+        "writes there fix: write to a directory that only you or root can write: a new path is made for you "
+        "(e.g. under /root or /var/tmp), or run hangscan as the directory's owner"], run.stdout

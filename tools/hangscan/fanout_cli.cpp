@@ -1,6 +1,5 @@
 #include "fanout_cli.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -9,36 +8,28 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <optional>
 
 #include "cli.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
+#include "util/safe_output.h"
 
 namespace hangscan::cli {
 
 namespace {
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!text.empty() && text.back() != '\n') out << '\n';
-  out.close();
-  if (!out) {
-    print_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-    return false;
-  }
-  return true;
+bool write_file(const OutputDir& dir, const std::string& name, std::string text) {
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  auto st = dir.write_file(name, text);
+  if (!st) print_error(st.error());
+  return st.ok();
 }
 
-// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report.
+// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report, each
+// replaced whole or left as it was (util/safe_output.h).
 bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
-                      const Analysis& analysis, const FanoutCliOptions& o) {
-  const std::string& dir = o.output_dir;
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    print_error(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
-    return false;
-  }
+                      const Analysis& analysis, const FanoutCliOptions& o, const OutputDir& dir) {
   auto groups = group_options(o.output);
   if (!groups) return false;
   OutputOptions text = o.output;
@@ -48,17 +39,17 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
   bool ok = true;
   for (const auto& [node, snap] : result.nodes) {
     Analysis a = analyze(snap, *groups);
-    ok &= write_file(fmt::format("{}/{}.txt", dir, node), render_report(snap, a, text));
+    ok &= write_file(dir, node + ".txt", render_report(snap, a, text));
   }
   for (const auto& u : result.unreachable) {
-    ok &= write_file(fmt::format("{}/{}.txt", dir, u.host),
+    ok &= write_file(dir, u.host + ".txt",
                      fmt::format("node {} unreachable: {}\n", u.host, u.reason));
   }
   const Analysis& a = analysis;
-  ok &= write_file(fmt::format("{}/report.txt", dir), render_report(merged, a, text));
+  ok &= write_file(dir, "report.txt", render_report(merged, a, text));
   const std::string ext = report_extension(o.output);
   if (!ext.empty() && ext != "txt") {
-    ok &= write_file(fmt::format("{}/report.{}", dir, ext), render_report(merged, a, o.output));
+    ok &= write_file(dir, "report." + ext, render_report(merged, a, o.output));
   }
   return ok;
 }
@@ -101,7 +92,7 @@ std::shared_ptr<TerminalProgress> tty_progress() {
 }
 
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                  const FanoutCliOptions& o) {
+                  const FanoutCliOptions& o, const OutputDir* output_dir) {
   if (o.verbose) {
     for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", line);
     fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(),
@@ -118,13 +109,24 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
         result.nodes.size(), result.requested.size());
   }
   bool wrote = write_report(merged, analysis, o.output);
-  if (!o.output_dir.empty()) wrote &= write_output_dir(result, merged, analysis, o);
+  if (output_dir != nullptr) wrote &= write_output_dir(result, merged, analysis, o, *output_dir);
   if (result.nodes.empty()) return kExitNothing;
   if (!wrote) return kExitNothing;
   return exit_code_for(merged);
 }
 
 int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore) {
+  // --output DIR is opened and checked before any node is asked: a refused directory costs
+  // nothing and changes nothing.
+  std::optional<OutputDir> output_dir;
+  if (!o.output_dir.empty()) {
+    auto opened = OutputDir::open(o.output_dir);
+    if (!opened) {
+      print_error(opened.error());
+      return kExitUsage;
+    }
+    output_dir.emplace(std::move(*opened));
+  }
   auto plan = launcher.plan();
   if (!plan) {
     print_error(plan.error());
@@ -142,7 +144,7 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
   ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
   auto analysis = analyze_job(run.merged, o.output);
   if (!analysis) return kExitNothing;
-  int rc = finish_fanout(run.result, run.merged, *analysis, o);
+  int rc = finish_fanout(run.result, run.merged, *analysis, o, output_dir ? &*output_dir : nullptr);
   // The core round: the same launcher and deadline, on the nodes holding a chosen process,
   // with a fresh --timeout (writing a core takes longer than a capture), no progress line.
   return finish_cluster_cores(rc, run.result, run.merged, *analysis, o, gcore,

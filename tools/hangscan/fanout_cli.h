@@ -16,6 +16,7 @@
 #include "fanout/terminal_progress.h"
 #include "jobs/capture_flags.h"
 #include "output.h"
+#include "util/safe_output.h"
 
 namespace hangscan::cli {
 
@@ -39,10 +40,10 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path);
 // output).
 std::shared_ptr<TerminalProgress> tty_progress();
 
-// Prints what went missing, writes the report of `merged` grouped as `analysis` (and
-// --output DIR), returns the exit code.
+// Prints what went missing, writes the report of `merged` grouped as `analysis` (and the
+// files of --output DIR in `output_dir`, opened before the fan-out), returns the exit code.
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                  const FanoutCliOptions& o);
+                  const FanoutCliOptions& o, const OutputDir* output_dir);
 
 struct GcoreDumpOptions;
 

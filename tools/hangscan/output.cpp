@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "report/report_writers.h"
+#include "util/pattern.h"
 
 namespace hangscan::cli {
 
@@ -53,8 +54,24 @@ Result<GroupOptions> group_options(const OutputOptions& o) {
   else if (o.granularity == "pc") g.granularity = GroupOptions::Granularity::pc;
   g.top_n = o.top;
   g.thread_regex = o.thread_regex;
+  if (g.threads == GroupOptions::Threads::matching && o.thread_regex.size() > kMaxPatternLength) {
+    return Error(Errc::usage,
+                 fmt::format("--thread-regex is {} characters long; at most {} are accepted",
+                             o.thread_regex.size(), kMaxPatternLength),
+                 0, "thread names have 15 characters at most: a short pattern matches them");
+  }
   auto st = validate_group_options(g);
-  if (!st) return std::move(st).error();
+  if (!st) {
+    Error e = std::move(st).error();
+    if (e.hint.empty()) {
+      e.hint =
+          o.thread_regex.empty()
+              ? "add --thread-regex REGEX, e.g. --threads matching --thread-regex 'pt_main|gloo'"
+              : "--thread-regex is an ECMAScript regular expression over thread names, e.g. "
+                "'pt_main|gloo'";
+    }
+    return e;
+  }
   return g;
 }
 

@@ -40,7 +40,12 @@ Result<std::vector<std::string>> collect_hosts(const PdshCliOptions& o) {
   }
   if (!o.hostfile.empty()) {
     auto text = read_text_file(o.hostfile, 16u << 20);
-    if (!text) return text.error().with_context(fmt::format("--hostfile {}", o.hostfile));
+    if (!text) {
+      Error e = text.error();
+      e.code = Errc::usage;
+      if (e.hint.empty()) e.hint = "give a readable file with one host per line: --hostfile FILE";
+      return e.with_context(fmt::format("--hostfile {}", o.hostfile));
+    }
     auto entries = parse_hostfile(*text);
     if (!entries) return entries.error().with_context(o.hostfile);
     for (auto& e : *entries) {
@@ -48,7 +53,10 @@ Result<std::vector<std::string>> collect_hosts(const PdshCliOptions& o) {
         hosts.push_back(std::move(e.name));
     }
   }
-  if (hosts.empty()) return Error(Errc::usage, "pdsh needs -w HOSTLIST or --hostfile FILE");
+  if (hosts.empty()) {
+    return Error(Errc::usage, "pdsh needs -w HOSTLIST or --hostfile FILE", 0,
+                 "name the hosts, e.g. hangscan pdsh -w 'n[1-4]' --match REGEX");
+  }
   return hosts;
 }
 

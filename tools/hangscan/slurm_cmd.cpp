@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
@@ -50,12 +51,19 @@ int run_slurm(const SlurmCliOptions& o) {
 
 void add_slurm_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<SlurmCliOptions>();
-  app.add_option("--slurm-job,--jobid", opts->job_id,
-                 "Capture every rank of this Slurm job (on every node)");
+  auto* job = app.add_option("--slurm-job,--jobid", opts->job_id,
+                             "Capture every rank of this Slurm job (on every node)");
   add_fanout_options(&app, opts->fanout);
   add_output_options(&app, opts->fanout.output);
   add_gcore_dump_options(&app, opts->gcore);
-  app.final_callback([opts, &action, &app] {
+  app.final_callback([opts, &action, &app, job] {
+    if (opts->job_id.empty() && job->count() > 0) {  // --slurm-job '': said, not the help
+      action = [] {
+        print_error(validate_job_id("").error());
+        return kExitUsage;
+      };
+      return;
+    }
     if (opts->job_id.empty()) {
       if (opts->gcore.requested() && app.get_subcommands().empty()) {
         throw CLI::ValidationError("--gcore",

@@ -4,12 +4,14 @@
 
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
+#include <utility>
 
+#include "cli.h"
 #include "output.h"
+#include "util/safe_output.h"
 
 namespace hangscan::cli {
 
@@ -30,25 +32,47 @@ void print_stall(const std::string& reason, const std::string& dir) {
   std::fflush(stdout);
 }
 
-Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
-                                       const JobSnapshot& job, const Analysis& analysis,
-                                       const StallTimeline& timeline) {
+bool output_dir_usable(const std::string& output_dir) {
+  auto dir = OutputDir::open(output_dir);
+  if (!dir) print_error(dir.error());
+  return dir.ok();
+}
+
+namespace {
+
+// DIR/stall-TIME, made new: "-2", "-3" ... when two stalls fall in one second.
+Result<OutputDir> new_bundle_dir(const OutputDir& parent) {
   std::time_t t = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&t));
-  std::filesystem::path dir = std::filesystem::path(output_dir) / fmt::format("stall-{}", stamp);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error(Errc::io, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  const std::string base = fmt::format("stall-{}", stamp);
+  auto dir = parent.make_subdir(base);
+  for (int i = 2; !dir && dir.error().sys_errno == EEXIST && i < 100; ++i)
+    dir = parent.make_subdir(fmt::format("{}-{}", base, i));
+  return dir;
+}
+
+}  // namespace
+
+Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
+                                       const JobSnapshot& job, const Analysis& analysis,
+                                       const StallTimeline& timeline) {
+  auto parent = OutputDir::open(output_dir);
+  if (!parent) return std::move(parent).error();
+  auto dir = new_bundle_dir(*parent);
+  if (!dir) return std::move(dir).error();
   OutputOptions text;
-  std::ofstream(dir / "report.txt") << "stall: " << reason << "\n\n"
-                                    << render_report(job, analysis, text);
   OutputOptions js;
   js.format = "json";
-  std::ofstream(dir / "report.json") << render_report(job, analysis, js);
-  std::ofstream(dir / "timeline.txt") << timeline.text;
-  std::ofstream(dir / "timeline.json") << timeline.json.dump(2) << "\n";
-  return dir.string();
+  const std::pair<const char*, std::string> files[] = {
+      {"report.txt", fmt::format("stall: {}\n\n{}", reason, render_report(job, analysis, text))},
+      {"report.json", render_report(job, analysis, js)},
+      {"timeline.txt", timeline.text},
+      {"timeline.json", timeline.json.dump(2) + "\n"}};
+  for (const auto& [name, content] : files) {
+    if (auto st = dir->write_file(name, content); !st) return std::move(st).error();
+  }
+  return dir->path();
 }
 
 }  // namespace hangscan::cli

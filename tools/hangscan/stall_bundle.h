@@ -28,7 +28,14 @@ std::string log_stall(const std::string& log_file, double stall);
 // The one line that says a bundle was written (scripts and tests look for it).
 void print_stall(const std::string& reason, const std::string& dir);
 
-// Creates OUTPUT_DIR/stall-YYYYMMDDTHHMMSS/ and writes the four files; returns its path.
+// True when OUTPUT_DIR can hold bundles (util/safe_output.h: opened, made when missing, not
+// another user's); else prints why with a hint. Checked when the watch starts, so a refused
+// directory is a usage error before anything is watched.
+bool output_dir_usable(const std::string& output_dir);
+
+// Creates OUTPUT_DIR/stall-YYYYMMDDTHHMMSS/ new (mode 0755; "-2", "-3" ... when taken) through
+// the checked OUTPUT_DIR and writes the four files in it as OutputDir::write_file does;
+// returns its path.
 Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
                                        const JobSnapshot& job, const Analysis& analysis,
                                        const StallTimeline& timeline);

@@ -22,6 +22,7 @@
 #include "gcore_cmd.h"
 #include "jobs/job_loop.h"
 #include "output.h"
+#include "proc/process_tree.h"
 #include "stall_bundle.h"
 #include "stop_signals.h"
 #include "watch/cluster_watch.h"
@@ -152,6 +153,7 @@ int run_watch(const WatchCmdOptions& given) {
                   "see 'hangscan watch --help'");
       return kExitUsage;
     }
+    if (given.stall > 0 && !output_dir_usable(given.output_dir)) return kExitUsage;
     return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json,
                             given.stall, given.log_file, given.output_dir, given.once});
   }
@@ -185,6 +187,12 @@ int run_watch(const WatchCmdOptions& given) {
   if (o.stall > 0 && o.output_dir.empty() && !o.node_local) {
     print_error("--stall needs --output DIR (where the bundle is written)",
                 "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
+  if (o.stall > 0 && !o.output_dir.empty() && !output_dir_usable(o.output_dir)) return kExitUsage;
+  // Checked before the recorder loads: a bad pattern costs no eBPF program.
+  if (auto re = compile_match_pattern(o.match); !o.match.empty() && !re) {
+    print_error(re.error());
     return kExitUsage;
   }
   WatchOptions wopt;

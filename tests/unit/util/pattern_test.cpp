@@ -48,6 +48,16 @@ TEST(Pattern, ABadUserPatternIsAUsageErrorWithTheLibrarysReason) {
   EXPECT_EQ(good->search_groups("xaby"), (Groups{"ab", "b"}));
 }
 
+TEST(Pattern, AUserPatternLongerThanTheLimitIsRefusedUncompiled) {
+  // 100,000 characters overflowed std::regex's recursive compiler (SIGSEGV) before the limit.
+  auto long_one = Pattern::compile(std::string(100000, 'a'));
+  ASSERT_FALSE(long_one);
+  EXPECT_EQ(long_one.error().code, Errc::usage);
+  EXPECT_EQ(long_one.error().message,
+            "the pattern is 100000 characters long; at most 1024 are accepted");
+  EXPECT_TRUE(Pattern::compile(std::string(kMaxPatternLength, 'a')));
+}
+
 TEST(Pattern, CopiesShareOneCompiledPattern) {
   Pattern a("x+");
   Pattern b = a;
