@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "group/deadlock.h"
 #include "group/rank_set.h"
 #include "group/suspects.h"
 #include "group/wait_graph.h"
@@ -183,6 +184,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
   a.wait_chains = wait_chain_sentences(job);
+  for (const Deadlock& d : find_deadlocks(job)) a.deadlocks.push_back(deadlock_sentence(job, d));
   return a;
 }
 
