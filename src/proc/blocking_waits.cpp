@@ -16,10 +16,14 @@ namespace {
 
 constexpr std::size_t kMaxChildEdges = 64;
 
-// Children of every thread of `pid` (/proc/PID/task/TID/children): any thread of a process may
-// reap a child another thread started.
-std::set<int> children_of(int pid) {
+// Children of every thread of `pid` (/proc/PID/task/TID/children: any thread of a process may
+// reap a child another thread started), and the processes of `job` whose parent it is (that
+// file is only reliable for stopped children, the kernel says).
+std::set<int> children_of(int pid, const JobSnapshot& job) {
   std::set<int> out;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (p.ppid == pid && !p.core) out.insert(p.pid);
+  }
   auto tasks = list_tasks(pid);
   if (!tasks) return out;
   for (int tid : *tasks) {
@@ -34,20 +38,25 @@ std::set<int> children_of(int pid) {
 
 // The children a wait4()/waitid() call waits for: one pid, or every child for "any child"
 // (wait4 -1, waitid P_ALL). Process-group and pidfd waits are not followed.
-std::vector<int> awaited_children(const std::string& call, const std::vector<std::uint64_t>& a,
+std::vector<int> awaited_children(int pid, const std::string& call,
+                                  const std::vector<std::uint64_t>& a,
                                   const std::set<int>& children) {
   std::vector<int> out;
   std::optional<std::int64_t> one;
   bool any = false;
   if (call == "wait4") {
-    auto pid = static_cast<std::int32_t>(a[0]);
-    any = pid == -1;
-    if (pid > 0) one = pid;
+    auto which = static_cast<std::int32_t>(a[0]);
+    any = which == -1;
+    if (which > 0) one = which;
   } else if (call == "waitid") {
     any = a[0] == P_ALL;
     if (a[0] == P_PID) one = static_cast<std::int32_t>(a[1]);
   }
-  if (one && children.count(static_cast<int>(*one))) out.push_back(static_cast<int>(*one));
+  if (one) {
+    auto stat = read_stat(static_cast<int>(*one));
+    if (children.count(static_cast<int>(*one)) || (stat && stat->ppid == pid))
+      out.push_back(static_cast<int>(*one));
+  }
   if (any) {
     for (int c : children) {
       if (out.size() < kMaxChildEdges) out.push_back(c);
@@ -72,8 +81,8 @@ class BlockingWaits {
         if (call == "futex") {
           mutex_edge(p, t, tids);
         } else if (call == "wait4" || call == "waitid") {
-          if (!children) children = children_of(p.pid);
-          for (int c : awaited_children(call, t.syscall_args, *children))
+          if (!children) children = children_of(p.pid, job_);
+          for (int c : awaited_children(p.pid, call, t.syscall_args, *children))
             t.waits_on.push_back(
                 {host_, c, rank_of(c), fmt::format("child {} ({})", c, call), std::nullopt});
         }

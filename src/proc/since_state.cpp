@@ -63,12 +63,13 @@ std::optional<SinceThread> parse_thread(std::string_view line) {
 }
 
 // Still the wait an earlier dump saw: the same call (or its restart), and run only for the
-// stops since (`between`: the earlier dumps' and this run's samples before the last).
+// stops since (`between`: the earlier dumps' and this run's samples before the last). A stop
+// adds two runs; one more is allowed once (measured: a thread group leader sometimes had 3).
 bool same_wait(const ThreadSnapshot& t, const SinceThread& e, int between) {
   if (!t.blocked_s || !t.syscall || !t.timeslices) return false;
   if (*t.syscall != e.syscall && *t.syscall != "restart_syscall") return false;
   return *t.timeslices >= e.timeslices &&
-         *t.timeslices - e.timeslices <= 2 * static_cast<std::uint64_t>(between);
+         *t.timeslices - e.timeslices <= 2 * static_cast<std::uint64_t>(between) + 1;
 }
 
 }  // namespace

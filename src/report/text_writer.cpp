@@ -321,6 +321,10 @@ class TextWriter {
       std::string mem = memory_words(p.memory);
       if (!mem.empty()) facts += (facts.empty() ? "" : ", ") + mem;
       if (!facts.empty()) line(facts);
+      // A plain dump has no summary: a deadlock is said right under the process's title.
+      if (a_) {
+        for (const std::string& d : a_->deadlocks) line("deadlock: " + d);
+      }
     } else {
       out_ += "\n";
       bool suspect = a_ && a_->is_suspect(i);

@@ -102,7 +102,7 @@ def test_pipe_whose_other_end_only_the_waiter_holds(targets, forget):
     # tcp_ring's odd rank reads a pipe whose write end its launcher holds; here a process reads
     # a pipe whose write end it holds itself (it forgot to close it).
     code = ("import os, sys; r, w = os.pipe(); os.write(int(sys.argv[1]), b'ready\\n'); "
-            "os.read(r, 1)")
+            "os.close(int(sys.argv[1])); os.read(r, 1)")
     target = targets.start([PYTHON, "-c", code, hs.READY], ready_at=3)
     forget(target.pid)
     run = hs.dump(target.pid)

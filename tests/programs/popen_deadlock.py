@@ -21,8 +21,10 @@ SYS_WRITE = 1
 
 
 def child():
-    sys.stdout.buffer.write(b"x" * (1 << 20))  # HS-LINE: child-write
-    sys.stdout.buffer.flush()
+    # A loop, as careful writers do: a stop (hangscan's own) cuts a blocked write() short.
+    data = memoryview(b"x" * (1 << 20))
+    while data:
+        data = data[os.write(1, data):]  # HS-LINE: child-write
 
 
 def wait_in(pid, nr, deadline):

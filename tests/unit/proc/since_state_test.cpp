@@ -62,7 +62,7 @@ TEST(SinceState, ASecondLookCarriesTheFirstObservation) {
 TEST(SinceState, AThreadThatRanOrAnotherProcessIsNotCarried) {
   ProcessSnapshot first = blocked_process(1000.0, 60.0, 10);
   SinceRecord kept = carry_since(first, nullptr, 1);
-  ProcessSnapshot woke = blocked_process(1030.0, 5.0, 13);  // 3 runs: one was its own
+  ProcessSnapshot woke = blocked_process(1030.0, 5.0, 14);  // 4 runs: a wake-up of its own
   carry_since(woke, &kept, 1);
   EXPECT_DOUBLE_EQ(*woke.threads[0].blocked_s, 5.0);
   ProcessSnapshot other_call = blocked_process(1030.0, 5.0, 12, "read");
