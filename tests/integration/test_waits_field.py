@@ -242,3 +242,5 @@ def test_state_of_another_process_identity_is_ignored(targets, forget):
     assert run.rc == 0, run.describe()
     for t in hs.process_of(run.doc, target.pid)["threads"]:
         assert "blocked_first_seen_at" not in t and t["blocked_s"] < 1000, t
+    # The stranger's record gave way to this process's own.
+    assert open(path).read().startswith(f"hangscan-since 1\nprocess {target.pid} {start_ticks(target.pid)}\n")
