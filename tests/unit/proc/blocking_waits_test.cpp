@@ -1,5 +1,5 @@
 // The owner of a contended mutex, from the futex call and the mutex's first words.
-#include "proc/mutex_owner.h"
+#include "proc/blocking_waits.h"
 
 #include <gtest/gtest.h>
 #include <linux/futex.h>
