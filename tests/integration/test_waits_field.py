@@ -244,3 +244,19 @@ def test_state_of_another_process_identity_is_ignored(targets, forget):
         assert "blocked_first_seen_at" not in t and t["blocked_s"] < 1000, t
     # The stranger's record gave way to this process's own.
     assert open(path).read().startswith(f"hangscan-since 1\nprocess {target.pid} {start_ticks(target.pid)}\n")
+
+
+def test_samples_keep_edges_of_a_restarted_poll(targets, forget):
+    # Within one run: the first sample's stop restarts the store's poll; the report (the last
+    # sample) keeps the call, its arguments and so its edges.
+    job = store_job(targets, forget)
+    run = hs.dump(job.pid, "--subprocesses", "--samples", "2", "--interval", "0.2")
+    assert run.rc in (0, 1), run.describe()
+    ranks = {p["rank"]: p for p in run.doc["processes"] if p["role"] == "rank"}
+    for p in ranks.values():
+        forget(p["pid"])
+    store = next(t for t in ranks[0]["threads"] if t.get("python_name") == "store")
+    assert store["syscall"] == "poll", store
+    [edge] = store["waits_on"]
+    assert edge["via"].startswith("tcp listening on 127.0.0.1:"), edge
+    assert main_thread(ranks[0])["waits_on"][0]["tid"] == store["tid"]
