@@ -143,7 +143,10 @@ struct WaitEdge {
                            // a listening socket, an RDMA device, another node not asked)
   std::optional<int> rank;
   std::string via;  // "tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "unix 12 -> 13",
-                    // "pipe:[77]", "tcp listening on 0.0.0.0:29500", ...
+                    // "pipe:[77]", "tcp listening on 0.0.0.0:29500", "mutex 0x5617...",
+                    // "child 4712 (wait4)", ...
+  // The thread at the other end when one is known (a mutex's owner, read from the mutex).
+  std::optional<int> tid;
   bool operator==(const WaitEdge&) const = default;
 };
 
@@ -169,10 +172,16 @@ struct ThreadSnapshot {
   std::uint64_t cpu_ticks = 0;                 // utime+stime from /proc/TID/stat
   std::optional<std::uint64_t> stack_pointer;  // from /proc/TID/syscall (not written out)
   std::vector<std::uint64_t> syscall_args;     // from /proc/TID/syscall (not written out)
-  std::vector<std::string> notes;              // per-thread problems ("unwind stopped: ...")
+  // Times the thread was put on a CPU (/proc/TID/schedstat, read with its state; not written
+  // out). A ptrace stop of a blocked thread adds exactly 2, a real wake-up at least 1.
+  std::optional<std::uint64_t> timeslices;
+  std::vector<std::string> notes;  // per-thread problems ("unwind stopped: ...")
   // Seconds the thread had been off the CPU when it was described (before the freeze), from
   // the scheduler's record; nullopt when running or unknown (cores).
   std::optional<double> blocked_s;
+  // Set when blocked_s counts from an earlier dump's observation (proc/since_state.h): when
+  // that dump first saw this wait (Unix seconds). nullopt: blocked_s is this capture's reading.
+  std::optional<double> blocked_first_seen_at;
   // What the thread's blocking call (read, recv, poll, epoll_wait, select, ...) waits on:
   // resolved from its file descriptors after the capture (proc/socket_waits.h).
   std::vector<WaitEdge> waits_on;

@@ -191,6 +191,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   run.slurm_job_id = o.job_id;
   run.slurm_job_start = o.job_start;
   run.resolve_waits = true;
+  run.remember_since = true;
   std::vector<Diagnostic> found;
   auto procs = discover_job_processes(o, found);
   if (!procs) return procs.error();

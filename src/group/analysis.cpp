@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "group/deadlock.h"
 #include "group/locals_split.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
@@ -187,6 +188,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   apply_locals_split(job, a);
   a.wait_chains = pool_wait_sentences(job, a);
   for (std::string& w : wait_chain_sentences(job)) a.wait_chains.push_back(std::move(w));
+  for (const Deadlock& d : find_deadlocks(job)) a.deadlocks.push_back(deadlock_sentence(job, d));
   return a;
 }
 

@@ -40,7 +40,8 @@ struct Analysis {
   std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
   std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
   std::vector<std::string> wait_chains;      // who waits on whom (group/wait_graph.h), evidence
-  std::optional<int> world_size;             // expected or largest world_size seen
+  std::vector<std::string> deadlocks;  // cycles of waits (group/deadlock.h), one sentence each
+  std::optional<int> world_size;       // expected or largest world_size seen
   StackTrie trie;
 
   static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);

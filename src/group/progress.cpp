@@ -64,12 +64,12 @@ const ThreadSnapshot* thread_of(const ProcessSnapshot& p, int tid) {
 using Appearances = std::vector<std::pair<std::size_t, const ProcessSnapshot*>>;
 
 // Threads blocked at one place through every appearance, with no CPU time used in between
-// beyond what hangscan's own stops cost.
-std::vector<std::pair<int, double>> carried_blocked(const Appearances& apps) {
-  std::vector<std::pair<int, double>> out;
+// beyond what hangscan's own stops cost; and the calls of those the stops restarted.
+void carried_blocked(const Appearances& apps, ProcessProgress& pr) {
+  std::vector<std::pair<int, double>>& out = pr.blocked;
   const ProcessSnapshot& first = *apps.front().second;
   const ProcessSnapshot& last = *apps.back().second;
-  if (!first.captured_at || !last.captured_at) return out;
+  if (!first.captured_at || !last.captured_at) return;
   for (const ThreadSnapshot& t0 : first.threads) {
     if (!t0.blocked_s) continue;
     bool still = true;
@@ -78,9 +78,12 @@ std::vector<std::pair<int, double>> carried_blocked(const Appearances& apps) {
       // Our own stop and resume may be charged one clock tick each.
       still = t && t->blocked_s && t->cpu_ticks <= t0.cpu_ticks + i && same_place(t0, *t);
     }
-    if (still) out.emplace_back(t0.tid, *t0.blocked_s + (*last.captured_at - *first.captured_at));
+    if (!still) continue;
+    out.emplace_back(t0.tid, *t0.blocked_s + (*last.captured_at - *first.captured_at));
+    const ThreadSnapshot* now = thread_of(last, t0.tid);
+    if (now->syscall == "restart_syscall" && t0.syscall && *t0.syscall != "restart_syscall")
+      pr.restarted.push_back({t0.tid, *t0.syscall, t0.syscall_args});
   }
-  return out;
 }
 
 }  // namespace
@@ -119,7 +122,7 @@ std::vector<ProcessProgress> compute_progress(const std::vector<JobSnapshot>& sa
       pr.cpu_percent = 100.0 * static_cast<double>(delta) /
                        static_cast<double>(clock_ticks_per_second) / elapsed;
     }
-    pr.blocked = carried_blocked(apps);
+    carried_blocked(apps, pr);
     out.push_back(pr);
   }
   return out;
@@ -136,6 +139,13 @@ void apply_progress(JobSnapshot& job, const std::vector<ProcessProgress>& progre
     for (const auto& [tid, blocked] : it->second->blocked) {
       for (ThreadSnapshot& t : p.threads) {
         if (t.tid == tid) t.blocked_s = std::round(blocked * 1000.0) / 1000.0;
+      }
+    }
+    for (const ProcessProgress::Call& c : it->second->restarted) {
+      for (ThreadSnapshot& t : p.threads) {
+        if (t.tid != c.tid) continue;
+        t.syscall = c.syscall;
+        t.syscall_args = c.args;
       }
     }
   }

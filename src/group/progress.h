@@ -31,6 +31,14 @@ struct ProcessProgress {
   // sample's figure, carried forward by the time between captures: (tid, blocked_s) for the last
   // sample.
   std::vector<std::pair<int, double>> blocked;
+  // Of those threads, the ones whose call the stops restarted ("restart_syscall" in the last
+  // sample, which hides what it waits on): the call and arguments of the first sample.
+  struct Call {
+    int tid = 0;
+    std::string syscall;
+    std::vector<std::uint64_t> args;
+  };
+  std::vector<Call> restarted;
 };
 
 // One entry per (host, pid) of the first sample that appears in at least two samples.

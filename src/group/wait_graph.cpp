@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "group/analysis.h"
+#include "group/deadlock.h"
 #include "group/stack_key.h"
 
 namespace hangscan {
@@ -35,19 +36,25 @@ std::optional<std::string> reversed_tcp(const std::string& via) {
   return b + " -> " + a;
 }
 
+bool is_own(const ProcessSnapshot& p, const WaitEdge& e) {
+  return e.pid && *e.pid == p.pid && e.host == p.host;
+}
+
 // The edges that stand for the process (see process_waits()).
 std::vector<const WaitEdge*> process_edges(const ProcessSnapshot& p) {
   std::vector<const WaitEdge*> out;
-  const ThreadSnapshot* m = main_thread(p);
-  if (!m) return out;
-  if (!m->waits_on.empty()) {
-    for (const WaitEdge& e : m->waits_on) out.push_back(&e);
-  } else if (m->syscall && *m->syscall == "futex") {
-    for (const ThreadSnapshot& t : p.threads) {
-      for (const WaitEdge& e : t.waits_on) out.push_back(&e);
-    }
-  }
+  for (const ThreadWait& w : process_wait_edges(p)) out.push_back(w.edge);
   return out;
+}
+
+// The main thread's edge to one of its own threads (a mutex's owner, a server thread).
+const WaitEdge* own_thread_edge(const ProcessSnapshot& p) {
+  const ThreadSnapshot* m = main_thread(p);
+  if (!m) return nullptr;
+  for (const WaitEdge& e : m->waits_on) {
+    if (is_own(p, e) && e.tid) return &e;
+  }
+  return nullptr;
 }
 
 // "(job.py:11)": where the main thread is, its innermost frame with a line.
@@ -82,8 +89,13 @@ std::string outside_words(const WaitEdge& e) {
 // A root waits on no process of the job: on something outside it, or on nothing it can follow.
 std::string root_words(const ProcessSnapshot& p) {
   if (p.death || p.state == 'Z' || p.state == 'X') return "which is dead";
+  if (const WaitEdge* e = own_thread_edge(p)) {
+    std::string who = thread_label(p, *e->tid);
+    if (e->via.rfind("mutex ", 0) == 0)
+      return fmt::format("which waits{} for a mutex held by its own thread {}", where(p), who);
+    return fmt::format("which waits{} on its own thread {} over {}", where(p), who, e->via);
+  }
   for (const WaitEdge* e : process_edges(p)) {
-    if (e->pid == p.pid && e->host == p.host) continue;
     return "which " + outside_words(*e) + where(p);
   }
   const ThreadSnapshot* m = main_thread(p);
@@ -107,6 +119,25 @@ std::string names_in_order(const JobSnapshot& job, const std::vector<std::size_t
 }
 
 }  // namespace
+
+std::vector<ThreadWait> process_wait_edges(const ProcessSnapshot& p) {
+  std::vector<ThreadWait> out;
+  const ThreadSnapshot* m = main_thread(p);
+  if (!m) return out;
+  bool on_own = false;
+  for (const WaitEdge& e : m->waits_on) {
+    if (!is_own(p, e)) out.push_back({m, &e});
+    on_own = on_own || is_own(p, e);
+  }
+  if (!out.empty() || !(on_own || (m->waits_on.empty() && m->syscall && *m->syscall == "futex")))
+    return out;
+  for (const ThreadSnapshot& t : p.threads) {
+    for (const WaitEdge& e : t.waits_on) {
+      if (!is_own(p, e)) out.push_back({&t, &e});
+    }
+  }
+  return out;
+}
 
 void link_wait_edges(JobSnapshot& job) {
   std::map<std::string, std::vector<std::size_t>> by_connection;

@@ -28,6 +28,16 @@ struct ProcessWait {
   std::string via;
 };
 
+// One edge that stands for its process (see process_waits()) and the thread that holds it.
+struct ThreadWait {
+  const ThreadSnapshot* thread = nullptr;
+  const WaitEdge* edge = nullptr;
+};
+// A process's edges to other processes (edges to its own threads are left out): its main
+// thread's; when the main thread waits on a futex or on one of its own threads and on no other
+// process, its other threads'.
+std::vector<ThreadWait> process_wait_edges(const ProcessSnapshot& p);
+
 // The process-level wait graph: a process waits on what its main thread waits on when that
 // thread blocks on file descriptors; when the main thread waits on a futex (on its own
 // threads, as torch's c10d::Work::wait does), on what its other threads wait on; otherwise

@@ -13,8 +13,10 @@
 #include "group/progress.h"
 #include "group/roles.h"
 #include "jobs/vanished_workers.h"
+#include "proc/blocking_waits.h"
 #include "proc/deaths.h"
 #include "proc/gpu_memory.h"
+#include "proc/since_state.h"
 #include "proc/socket_waits.h"
 #include "target/live_target.h"
 #include "util/contain.h"
@@ -150,7 +152,11 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     explain_deaths(job, o.host, {o.slurm_job_id, o.slurm_job_start});
     add_gpu_memory(job);
   }
-  if (o.resolve_waits) resolve_socket_waits(job, o.host);
+  if (o.remember_since) carry_since_state(job, count);
+  if (o.resolve_waits) {
+    resolve_socket_waits(job, o.host);
+    resolve_blocking_waits(job, o.host);
+  }
   mark_idle_workers(job);
   return job;
 }

@@ -42,8 +42,10 @@ struct JobOptions {
   std::string slurm_job_id;               // a Slurm job's agent: its cgroups and start link deaths
   std::optional<double> slurm_job_start;  // the Slurm job's StartTime (Unix seconds)
   bool resolve_waits = false;  // live jobs: who waits on whom through sockets (proc/socket_waits.h)
-  int samples = 1;             // snapshots of every member (progress when > 1)
-  double interval_s = 1.0;     // between samples
+  // live jobs: carry since-when from earlier dumps (proc/since_state.h), leave this one's
+  bool remember_since = false;
+  int samples = 1;              // snapshots of every member (progress when > 1)
+  double interval_s = 1.0;      // between samples
   PhaseClock* clock = nullptr;  // lapped between the steps when given (core -v)
 };
 

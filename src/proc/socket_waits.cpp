@@ -67,18 +67,12 @@ class NodeView {
     }
   }
 
-  // Processes holding `link` ("socket:[12]"): the job's first, then the whole node's.
-  const std::vector<Holder>& holders(const std::string& link) {
-    return holders(link, [](const Holder&) { return true; });
-  }
-
-  // The same, but the whole node is read unless one of the job's holders is `wanted` (the
-  // waiter itself holding both ends of a pipe does not answer who holds the other end).
-  template <typename Wanted>
-  const std::vector<Holder>& holders(const std::string& link, Wanted wanted) {
+  // Processes holding `link` ("socket:[12]"): the job's first, then the whole node's (always
+  // the whole node's when `whole_node`: a claim that nobody else holds it needs every table).
+  const std::vector<Holder>& holders(const std::string& link, bool whole_node = false) {
     auto it = holders_.find(link);
-    bool found = it != holders_.end() && std::any_of(it->second.begin(), it->second.end(), wanted);
-    if (found || node_scanned_) return it != holders_.end() ? it->second : none_;
+    if ((it != holders_.end() && !whole_node) || node_scanned_)
+      return it != holders_.end() ? it->second : none_;
     node_scanned_ = true;
     for (int pid : numeric_entries("/proc")) {
       if (!job_pids_.count(pid)) scan_fds(pid);
@@ -199,8 +193,10 @@ class WaitResolver {
     for (ProcessSnapshot& p : job_.processes) {
       if (p.death || p.threads.empty() || p.core) continue;
       connections(p);
+      awaited_.clear();
+      for (const ThreadSnapshot& t : p.threads) awaited_[t.tid] = awaited_fds(p.pid, t);
       for (ThreadSnapshot& t : p.threads) {
-        std::vector<int> fds = awaited_fds(p.pid, t);
+        const std::vector<int>& fds = awaited_[t.tid];
         if (!fds.empty()) t.waits_on = edges(p.pid, fds, writes(*t.syscall));
       }
     }
@@ -232,15 +228,31 @@ class WaitResolver {
     }
   }
 
-  // One edge per process holding `link` other than `self` (none: one edge without a pid).
+  // One edge per process holding `link` other than `self`. When only `self` holds it (a
+  // server thread of the same process, as torch's TCPStore on rank 0), one edge to `self`, to
+  // the thread that waits on it when exactly one does. Nobody: one edge without a pid.
   void to_holders(std::vector<WaitEdge>& out, const std::string& link, int self,
                   const std::string& via) {
-    std::set<int> pids;
+    std::set<int> pids, own_fds;
     for (const Holder& h : node_.holders(link)) {
       if (h.pid != self) pids.insert(h.pid);
+      if (h.pid == self) own_fds.insert(h.fd);
     }
-    if (pids.empty()) out.push_back({"", std::nullopt, std::nullopt, via});
     for (int pid : pids) out.push_back({host_, pid, std::nullopt, via});
+    if (!pids.empty()) return;
+    if (own_fds.empty()) {
+      out.push_back({"", std::nullopt, std::nullopt, via});
+      return;
+    }
+    std::set<int> serving;  // threads of `self` waiting on its end
+    for (const auto& [tid, fds] : awaited_) {
+      for (int fd : fds) {
+        if (own_fds.count(fd)) serving.insert(tid);
+      }
+    }
+    std::optional<int> tid;
+    if (serving.size() == 1) tid = *serving.begin();
+    out.push_back({host_, self, std::nullopt, via, tid});
   }
 
   void socket_edge(std::vector<WaitEdge>& out, std::vector<WaitEdge>& listening, int pid,
@@ -285,21 +297,27 @@ class WaitResolver {
   // A pipe waits on the process holding its other end (the write end when the thread reads);
   // several such processes are said as a count, not guessed between.
   void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
-    auto other_end = [&](const Holder& h) {
-      if (h.pid == pid) return false;
+    std::set<int> others;
+    bool self = false;  // the waiter holds the other end itself
+    for (const Holder& h : node_.holders(f.text, true)) {
       auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", h.pid, h.fd), 4096);
       auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
-      if (!flags) return false;
+      if (!flags) continue;
       unsigned mode = *flags & O_ACCMODE;
-      return mode == O_RDWR || mode == (writing ? O_RDONLY : O_WRONLY);
-    };
-    std::set<int> others;
-    for (const Holder& h : node_.holders(f.text, other_end)) {
-      if (other_end(h)) others.insert(h.pid);
+      if (mode != O_RDWR && mode != (writing ? O_RDONLY : O_WRONLY)) continue;
+      if (h.pid == pid) {
+        self = true;
+      } else {
+        others.insert(h.pid);
+      }
     }
     const char* end = writing ? "read" : "write";
     if (others.size() == 1) {
       out.push_back({host_, *others.begin(), std::nullopt, f.text});
+    } else if (others.empty() && self) {
+      // Nobody else can ever end this wait: the waiter must close or use its own other end.
+      out.push_back({"", std::nullopt, std::nullopt,
+                     fmt::format("{} (only this process holds its {} end)", f.text, end)});
     } else if (others.empty()) {
       out.push_back({"", std::nullopt, std::nullopt,
                      fmt::format("{} (no other process holds its {} end)", f.text, end)});
@@ -344,6 +362,7 @@ class WaitResolver {
   JobSnapshot& job_;
   std::string host_;
   NodeView node_;
+  std::map<int, std::vector<int>> awaited_;  // tid -> fds, of the process being resolved
 };
 
 }  // namespace

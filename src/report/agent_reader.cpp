@@ -68,11 +68,14 @@ constexpr std::array<std::string_view, 24> kProcessKeys = {
     "local_rank",  "launcher", "role",          "cmdline",     "exe",     "state",
     "cpu_percent", "progress", "captured_at",   "memory",      "death",   "tcp_connections",
     "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics"};
-constexpr std::array<std::string_view, 20> kThreadKeys = {
-    "tid",           "name",          "state",       "wchan",       "syscall",
-    "is_main",       "gil",           "python_idle", "python_name", "gc_collecting",
-    "finalizing",    "crashed",       "incomplete",  "cpu_ticks",   "frames",
-    "native_frames", "kernel_frames", "notes",       "blocked_s",   "waits_on"};
+constexpr std::array<std::string_view, 21> kThreadKeys = {
+    "tid",           "name",          "state",
+    "wchan",         "syscall",       "is_main",
+    "gil",           "python_idle",   "python_name",
+    "gc_collecting", "finalizing",    "crashed",
+    "incomplete",    "cpu_ticks",     "frames",
+    "native_frames", "kernel_frames", "notes",
+    "blocked_s",     "waits_on",      "blocked_first_seen_at"};
 constexpr std::array<std::string_view, 6> kMemoryKeys = {
     "rss_bytes",          "peak_rss_bytes",     "cgroup",
     "cgroup_usage_bytes", "cgroup_limit_bytes", "gpu_bytes"};
@@ -80,7 +83,7 @@ constexpr std::array<std::string_view, 5> kPythonKeys = {"version", "nonblocking
                                                          "finalizing", "gc_collecting"};
 constexpr std::array<std::string_view, 6> kDiagnosticKeys = {"severity", "message", "hint",
                                                              "host",     "pid",     "tid"};
-constexpr std::array<std::string_view, 4> kWaitKeys = {"host", "pid", "rank", "via"};
+constexpr std::array<std::string_view, 5> kWaitKeys = {"host", "pid", "rank", "via", "tid"};
 constexpr std::array<std::string_view, 2> kUnreachableKeys = {"host", "reason"};
 constexpr std::array<std::string_view, 17> kDeathKeys = {
     "how",    "signal",      "signal_name", "exit_code", "core_dumped", "at",
@@ -361,8 +364,11 @@ void AgentReader::thread(ProcessSnapshot& p) {
       case 18:
         t.blocked_s = number_in(0, 1e10);
         break;
-      default:
+      case 19:
         t.waits_on = waits_on();
+        break;
+      default:
+        t.blocked_first_seen_at = number_in(0, 1e10);
         break;
     }
   }
@@ -546,8 +552,11 @@ std::vector<WaitEdge> AgentReader::waits_on() {
         case 2:
           e.rank = static_cast<int>(c_.integer(0, kMaxInt));
           break;
-        default:
+        case 3:
           e.via = text();
+          break;
+        default:
+          e.tid = static_cast<int>(c_.integer(0, kMaxInt));
           break;
       }
     }

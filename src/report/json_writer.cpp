@@ -86,6 +86,7 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
   doc["missing_ranks"] = a->missing_ranks;
   doc["notes"] = a->notes;
   doc["wait_chains"] = a->wait_chains;
+  if (!a->deadlocks.empty()) doc["deadlocks"] = a->deadlocks;  // only when found: older documents
   doc["grouping"] = {{"threads", threads_name(a->options.threads)},
                      {"granularity", granularity_name(a->options.granularity)},
                      {"top_n", a->options.top_n},
@@ -133,35 +134,40 @@ json diagnostic_to_json(const Diagnostic& d) {
 json waits_json(const std::vector<WaitEdge>& edges) {
   json out = json::array();
   for (const WaitEdge& e : edges) {
-    out.push_back({{"host", string_or_null(e.host)},
-                   {"pid", opt(e.pid)},
-                   {"rank", opt(e.rank)},
-                   {"via", e.via}});
+    json edge = {{"host", string_or_null(e.host)},
+                 {"pid", opt(e.pid)},
+                 {"rank", opt(e.rank)},
+                 {"via", e.via}};
+    if (e.tid) edge["tid"] = *e.tid;  // only mutex owners: other edges' documents stay as they were
+    out.push_back(std::move(edge));
   }
   return out;
 }
 
 json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
-  return {{"tid", t.tid},
-          {"name", t.name},
-          {"state", state_json(t.state)},
-          {"wchan", opt(t.wchan)},
-          {"syscall", opt(t.syscall)},
-          {"is_main", t.is_main},
-          {"gil", opt(t.gil)},
-          {"python_idle", opt(t.python_idle)},
-          {"python_name", opt(t.python_name)},
-          {"gc_collecting", t.gc_collecting},
-          {"finalizing", t.finalizing},
-          {"crashed", t.crashed},
-          {"incomplete", t.incomplete},
-          {"cpu_ticks", t.cpu_ticks},
-          {"blocked_s", opt(t.blocked_s)},
-          {"waits_on", waits_json(t.waits_on)},
-          {"frames", stack_json(t.frames, stacks)},
-          {"native_frames", stack_json(t.native_frames, stacks)},
-          {"kernel_frames", stack_json(t.kernel_frames, stacks)},
-          {"notes", t.notes}};
+  json out = {{"tid", t.tid},
+              {"name", t.name},
+              {"state", state_json(t.state)},
+              {"wchan", opt(t.wchan)},
+              {"syscall", opt(t.syscall)},
+              {"is_main", t.is_main},
+              {"gil", opt(t.gil)},
+              {"python_idle", opt(t.python_idle)},
+              {"python_name", opt(t.python_name)},
+              {"gc_collecting", t.gc_collecting},
+              {"finalizing", t.finalizing},
+              {"crashed", t.crashed},
+              {"incomplete", t.incomplete},
+              {"cpu_ticks", t.cpu_ticks},
+              {"blocked_s", opt(t.blocked_s)},
+              {"waits_on", waits_json(t.waits_on)},
+              {"frames", stack_json(t.frames, stacks)},
+              {"native_frames", stack_json(t.native_frames, stacks)},
+              {"kernel_frames", stack_json(t.kernel_frames, stacks)},
+              {"notes", t.notes}};
+  // Only when carried from an earlier dump: other documents stay as they were.
+  if (t.blocked_first_seen_at) out["blocked_first_seen_at"] = *t.blocked_first_seen_at;
+  return out;
 }
 
 json memory_json(const Boxed<MemoryUsage>& m) {

@@ -54,7 +54,8 @@ std::vector<WaitEdge> SnapshotFields::waits_on(const json& obj, const JsonPath& 
     const JsonPath ep = at(list, i);
     const json& eo = object(arr[i], ep);
     out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kMaxInt),
-                   opt_int(eo, "rank", ep, 0, kMaxInt), str(eo, "via", ep)});
+                   opt_int(eo, "rank", ep, 0, kMaxInt), str(eo, "via", ep),
+                   opt_int(eo, "tid", ep, 0, kMaxInt)});
   }
   return out;
 }
@@ -183,6 +184,7 @@ ThreadSnapshot SnapshotFields::thread(const json& v, const JsonPath& path, std::
   t.kernel_frames = stack(o, 2, path, index);
   t.notes = strings(o, "notes", path);
   t.blocked_s = opt_number(o, "blocked_s", path, 0, 1e10);
+  t.blocked_first_seen_at = opt_number(o, "blocked_first_seen_at", path, 0, 1e10);
   t.waits_on = waits_on(o, path);
   return t;
 }

@@ -2,6 +2,7 @@
 #include "report/text_writer.h"
 
 #include <algorithm>
+#include <ctime>
 #include <set>
 
 #include <fmt/format.h>
@@ -131,6 +132,7 @@ class TextWriter {
       if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
     }
     for (const std::string& w : a_->wait_chains) line("waits: " + w);
+    for (const std::string& d : a_->deadlocks) line("deadlock: " + d);
     if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 &&
         !a_->grouped.empty()) {
       out_ += "note: only one process grouped\n";
@@ -326,6 +328,10 @@ class TextWriter {
       std::string mem = memory_words(p.memory);
       if (!mem.empty()) facts += (facts.empty() ? "" : ", ") + mem;
       if (!facts.empty()) line(facts);
+      // A plain dump has no summary: a deadlock is said right under the process's title.
+      if (a_) {
+        for (const std::string& d : a_->deadlocks) line("deadlock: " + d);
+      }
     } else {
       out_ += "\n";
       bool suspect = a_ && a_->is_suspect(i);
@@ -339,7 +345,7 @@ class TextWriter {
     if (p.death) line(kRed, ind + "died: " + death_words(*p.death));
     for (const ThreadSnapshot& t : p.threads) {
       if (!o_.all_threads && !is_main_thread(p, t) && !t.crashed) continue;
-      thread_block(t, ind);
+      thread_block(t, ind, p.captured_at);
     }
     if (p.threads.empty()) line(ind + "(no threads captured)");
     asyncio_block(p, ind);
@@ -373,13 +379,29 @@ class TextWriter {
     for (const std::string& o : p.core->omitted) line(ind + "omitted from core: " + o);
   }
 
-  void thread_block(const ThreadSnapshot& t, const std::string& ind) {
+  // "blocked 4.1 s", and where the figure comes from when an earlier stop shaped it.
+  static std::string blocked_words(const ThreadSnapshot& t, std::optional<double> captured_at) {
+    std::string out = "blocked " + seconds_words(*t.blocked_s);
+    if (t.blocked_first_seen_at && captured_at) {
+      auto since = static_cast<std::time_t>(*captured_at - *t.blocked_s);
+      std::tm local{};
+      char clock[16] = "?";
+      if (::localtime_r(&since, &local)) std::strftime(clock, sizeof clock, "%H:%M:%S", &local);
+      out += fmt::format(" (since {}, first seen by an earlier dump)", clock);
+    } else if (t.syscall && *t.syscall == "restart_syscall") {
+      out += " (counts only since an earlier stop)";
+    }
+    return out;
+  }
+
+  void thread_block(const ThreadSnapshot& t, const std::string& ind,
+                    std::optional<double> captured_at) {
     std::vector<std::string> facts;
     if (t.is_main) facts.push_back("main");
     if (t.crashed) facts.push_back("CRASHED");
     if (t.state != '?') facts.push_back(fmt::format("state {}", t.state));
     if (t.syscall) facts.push_back(*t.syscall);
-    if (t.blocked_s) facts.push_back("blocked " + seconds_words(*t.blocked_s));
+    if (t.blocked_s) facts.push_back(blocked_words(t, captured_at));
     if (t.wchan && !t.wchan->empty() && *t.wchan != "0") facts.push_back("wchan " + *t.wchan);
     if (t.gil.value_or(false)) facts.push_back("holds GIL");
     if (t.python_idle.value_or(false)) facts.push_back("idle");
@@ -412,6 +434,7 @@ class TextWriter {
   // "rank 1 (n2:4242) via tcp 10.0.0.1:40312 -> 10.0.0.2:29502", "pipe:[77] (...)".
   static std::string wait_edge_words(const WaitEdge& e) {
     if (!e.pid) return e.via;
+    if (e.tid) return fmt::format("thread {} of pid {} via {}", *e.tid, *e.pid, e.via);
     std::string who =
         e.host.empty() ? fmt::format("pid {}", *e.pid) : fmt::format("{}:{}", e.host, *e.pid);
     if (e.rank) who = fmt::format("rank {} ({})", *e.rank, who);

@@ -13,6 +13,7 @@
 #include "proc/proc_files.h"
 #include "target/ptrace_stopper.h"
 #include "util/hints.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -145,6 +146,10 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
     out.cpu_ticks = st->utime + st->stime;
     if (out.name.empty()) out.name = st->comm;
     out.blocked_s = thread_blocked_seconds(clock_, pid_, out.tid, st->state, st->processor);
+  }
+  if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/schedstat", pid_, out.tid), 256)) {
+    auto f = split_fields(*text);
+    if (f.size() >= 3) out.timeslices = parse_int<std::uint64_t>(f[2]);
   }
   out.wchan = read_wchan(pid_, out.tid);
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {

@@ -370,16 +370,45 @@ class TargetPool:
         return dest
 
     def close(self) -> None:
+        groups = {target.pid for target in self.targets}
         for target in reversed(self.targets):
             target.kill()
         self.targets.clear()
         self._tmp.cleanup()
+        forget_since_state(groups)
 
     def __enter__(self) -> "TargetPool":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+SINCE_STATE_DIR = "/run/hangscan/since"  # where a root dump keeps since-when (proc/since_state.h)
+
+
+def forget_since_state(groups: set[int]) -> None:
+    """Removes the since-when records a dump left of processes that are gone or in one of the
+    killed process `groups` (each target leads its own session)."""
+    try:
+        names = os.listdir(SINCE_STATE_DIR)
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"(\d+)-(\d+)\.since", name)
+        if not m:
+            continue
+        try:
+            with open(f"/proc/{m.group(1)}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            stale = fields[19] != m.group(2) or int(fields[2]) in groups
+        except (OSError, IndexError, ValueError):
+            stale = True
+        if stale:
+            try:
+                os.unlink(os.path.join(SINCE_STATE_DIR, name))
+            except OSError:
+                pass
 
 
 def print_past_capture(request, lines: Sequence[str]) -> None:

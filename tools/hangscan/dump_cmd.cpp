@@ -60,6 +60,7 @@ int run_dump(const DumpOptions& o) {
   req.run.interval_s = o.interval;
   req.run.explain_deaths = true;
   req.run.resolve_waits = true;
+  req.run.remember_since = true;
   std::vector<std::string> log;
   if (o.verbose) req.run.capture.log = &log;
   // Tests only (test_outcomes.py): hangscan stops itself while a target is frozen, so the test
