@@ -6,6 +6,7 @@
 
 #include "python/merge.h"
 #include "python/source_lines.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -107,6 +108,20 @@ bool has_python_frames(const PythonByThread& decoded, int tid) {
 
 namespace {
 
+// One note per source file whose text is withheld: the report says why its lines show no text.
+void note_withheld(python::SourceLines& sources, ProcessSnapshot& snap) {
+  for (auto& w : sources.take_withheld()) {
+    std::string hint =
+        w.changed ? "the line numbers are the running code's; the file on disk is newer than the "
+                    "process, so its text would not be"
+                  : "hangscan shows a process's source files only as its own user could read them";
+    snap.diagnostics.push_back(
+        make_diagnostic(Diagnostic::Severity::info,
+                        fmt::format("source file {}: {}; its text is not shown", w.file, w.reason),
+                        std::move(hint), snap.pid));
+  }
+}
+
 // The snapshot's thread `tid`, added (described when the walk saw it start) when missing.
 ThreadSnapshot& thread_of(PythonCopy& py, int tid, ProcessSnapshot& snap) {
   for (auto& th : snap.threads) {
@@ -177,6 +192,7 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
       t->frames = std::move(frames);
     }
   }
+  note_withheld(sources, snap);
   for (auto& t : snap.threads) {
     if (!t.gil) t.gil = false;
     if (!t.python_idle) t.python_idle = false;

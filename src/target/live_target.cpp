@@ -1,5 +1,6 @@
 #include "target/live_target.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,8 +103,30 @@ std::optional<std::string> LiveTarget::local_path(const Mapping& m) const {
   }
   // /proc/PID/root keeps paths right for processes in another mount namespace (containers).
   std::string rooted = fmt::format("/proc/{}/root{}", pid_, m.path);
+  struct stat st {};
+  if (m.inode != 0 && ::stat(rooted.c_str(), &st) == 0 && st.st_ino == m.inode) return rooted;
+  // Another file at that name now (the target can rename and link its own files): the mapped
+  // file itself, where map_files is open to us (root), so no path the target swaps is opened.
+  std::string mapped = fmt::format("/proc/{}/map_files/{:x}-{:x}", pid_, m.start, m.end);
+  if (::access(mapped.c_str(), R_OK) == 0) return mapped;
   if (access(rooted.c_str(), R_OK) == 0) return rooted;
   return m.path;
+}
+
+Result<TargetFile> LiveTarget::read_target_file(const std::string& name, std::size_t max_bytes) {
+  if (name.empty()) return Error(Errc::not_found, "no such file");
+  TargetFileRequest r;
+  r.beneath = name[0] != '/';  // relative to its working directory, and never above it
+  r.root = fmt::format("/proc/{}/{}", pid_, r.beneath ? "cwd" : "root");
+  r.name = name;
+  r.as = read_file_credentials(pid_);
+  if (!r.as) return Error(Errc::no_such_process, "the process's credentials are unknown");
+  r.max_bytes = max_bytes;
+  return read_file_as(r);
+}
+
+std::optional<std::int64_t> LiveTarget::started_unix_ns() const {
+  return process_start_unix_ns(pid_);
 }
 
 std::vector<int> LiveTarget::thread_ids() {
