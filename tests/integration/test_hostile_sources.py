@@ -7,10 +7,16 @@ line 5 of that file as the running code only when `nobody` may read the file, it
 file, and it did not change after the process started. Otherwise the frame keeps its line
 number, `source` is null, and one process diagnostic (severity info) says why. A FIFO or
 /dev/zero as the name never hangs the dump nor grows it.
+
+The same holds for the files of a process's mappings, which hangscan opens as itself: a name
+that leads elsewhere than the mapped file (here a FIFO mounted over the executable in the
+target's own mount namespace) is not opened; the mapped file itself is read instead.
 """
 
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 import time
 
@@ -146,3 +152,23 @@ def test_root_process_shows_its_own_root_only_source(targets, files):
     _, frame, diags = dump_frame(target, name)
     assert frame["source"] == SECRET
     assert not [d for d in diags if d["message"].startswith("source file")], diags
+
+
+def test_mapped_file_covered_by_a_fifo(targets, files):
+    exe = os.path.join(files, "deadlock")
+    shutil.copy2(hs.program("deadlock"), exe)
+    target = targets.start(["unshare", "--mount", "--propagation", "private", exe, hs.READY])
+    fifo = os.path.join(files, "fifo")
+    os.mkfifo(fifo, 0o600)
+    # In the target's namespace only (it goes with the target): its executable's name now
+    # leads to the FIFO, whose open for reading would wait for a writer for ever.
+    subprocess.run(["nsenter", "-t", str(target.pid), "-m", "mount", "--bind", fifo, exe],
+                   check=True, timeout=10)
+    try:
+        run = hs.dump(target.pid, timeout=20.0)
+        assert run.rc == 0, run.describe()
+        proc = hs.process_of(run.doc, target.pid)
+        names = hs.function_names(hs.frames_of(hs.thread_named(proc, "hs-lock-a")))
+        assert "lock_second" in names and "thread_a_main" in names, run.describe()
+    finally:
+        target.kill()

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,7 +47,8 @@ class TargetFileTest : public ::testing::Test {
 };
 
 TEST(FileCredentials, ParsesFsIdsAndGroups) {
-  auto c = parse_file_credentials("Name:\tx\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t10 20 \n");
+  auto c =
+      parse_file_credentials("Name:\tx\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t10 20 \n");
   ASSERT_TRUE(c);
   EXPECT_EQ(*c, (FileCredentials{4, 8, {10, 20}}));
   auto none = parse_file_credentials("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\n");
@@ -104,6 +106,22 @@ TEST_F(TargetFileTest, RefusesWhatIsNotARegularFile) {
   EXPECT_EQ(read_file_as(r).error().code, Errc::bad_data);
   r.name = "/proc/self/root/etc/passwd";  // a magic link
   EXPECT_EQ(read_file_as(r).error().code, Errc::permission);
+}
+
+TEST_F(TargetFileTest, OpensOnlyRegularFiles) {
+  int fd = open_regular_file(dir_ + "/a.py");
+  ASSERT_GE(fd, 0);
+  char buf[5] = {};
+  EXPECT_EQ(::read(fd, buf, 5), 5);
+  EXPECT_EQ(std::string(buf, 5), "x = 1");
+  ::close(fd);
+  ASSERT_EQ(::mkfifo((dir_ + "/fifo").c_str(), 0666), 0);
+  errno = 0;
+  EXPECT_EQ(open_regular_file(dir_ + "/fifo"), -1);  // returns at once: no writer is awaited
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(open_regular_file("/dev/zero"), -1);
+  EXPECT_EQ(open_regular_file(dir_), -1);
+  EXPECT_EQ(open_regular_file(dir_ + "/none"), -1);
 }
 
 TEST_F(TargetFileTest, BoundsTheSize) {
