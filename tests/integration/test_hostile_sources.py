@@ -172,3 +172,24 @@ def test_mapped_file_covered_by_a_fifo(targets, files):
         assert "lock_second" in names and "thread_a_main" in names, run.describe()
     finally:
         target.kill()
+
+
+@pytest.mark.parametrize("uid", [hs.NOBODY, None], ids=["nobody", "root"])
+def test_core_source_is_read_as_the_cores_user(targets, files, uid):
+    """A core names its user (NT_PRPSINFO): its source files are read as that user could."""
+    name = os.path.join(files, "secret.py")
+    target = start(targets, name, uid=uid)
+    outdir = os.path.join(files, "cores")
+    os.mkdir(outdir)
+    made = hs.run_hangscan(["gcore", "--pid", target.pid, "-o", outdir, "--json"], timeout=60)
+    assert made.rc == 0 and made.doc, made.describe()
+    run = hs.run_hangscan(["core", made.doc["path"], "--json"], timeout=60)
+    assert run.doc, run.describe()
+    proc = run.doc["processes"][0]
+    frames = [f for t in proc["threads"] for f in t["frames"] if f.get("file") == name]
+    assert len(frames) == 1 and frames[0]["line"] == 5, run.describe()
+    if uid is None:
+        assert frames[0]["source"] == SECRET
+        return
+    assert frames[0]["source"] is None and HIDDEN not in run.stdout
+    assert "the process's user (uid 65534) may not read it" in withheld(proc["diagnostics"], name)
