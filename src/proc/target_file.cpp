@@ -43,12 +43,13 @@ struct Fd {
   }
 };
 
-Error open_error(const TargetFileRequest& r, int err) {
+// `as`: the credentials the open used (nullopt: hangscan's own).
+Error open_error(const std::optional<FileCredentials>& as, int err) {
   if (err == ENOENT || err == ENOTDIR) return Error(Errc::not_found, "no such file", err);
   if (err == EACCES || err == EPERM) {
-    std::string who = r.as ? fmt::format("uid {}", r.as->uid) : std::string("hangscan");
-    return Error(Errc::permission, fmt::format("the process's user ({}) may not read it", who),
-                 err);
+    std::string who =
+        as ? fmt::format("the process's user (uid {})", as->uid) : std::string("hangscan's user");
+    return Error(Errc::permission, fmt::format("{} may not read it", who), err);
   }
   if (err == EXDEV || err == ELOOP)
     return Error(Errc::permission, "it leads outside the process's own files", err);
@@ -88,10 +89,9 @@ int open_path(int root, const TargetFileRequest& r) {
   how.resolve = (r.beneath ? RESOLVE_BENEATH : RESOLVE_IN_ROOT) | RESOLVE_NO_MAGICLINKS;
   auto fd = static_cast<int>(::syscall(SYS_openat2, root, r.name.c_str(), &how, sizeof how));
   if (fd >= 0 || errno != ENOSYS) return fd;
-  std::string rel = r.name.substr(r.name.find_first_not_of('/') == std::string::npos
-                                      ? r.name.size()
-                                      : r.name.find_first_not_of('/'));
-  return ::openat(root, rel.empty() ? "." : rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  auto first = r.name.find_first_not_of('/');
+  std::string rel = first == std::string::npos ? std::string(".") : r.name.substr(first);
+  return ::openat(root, rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
 std::int64_t unix_ns(const timespec& t) {
@@ -100,21 +100,22 @@ std::int64_t unix_ns(const timespec& t) {
 
 Result<TargetFile> read_checked(int root, const TargetFileRequest& r) {
   // Without root, hangscan's own credentials are no more than its user's: they stay.
-  if (r.as && ::geteuid() == 0 && !take_credentials(*r.as))
+  std::optional<FileCredentials> as = ::geteuid() == 0 ? r.as : std::nullopt;
+  if (as && !take_credentials(*as))
     return Error(
         Errc::permission,
-        fmt::format("hangscan could not take the process's credentials (uid {})", r.as->uid));
+        fmt::format("hangscan could not take the process's credentials (uid {})", as->uid));
   Fd path(open_path(root, r));
-  if (path.fd < 0) return open_error(r, errno);
+  if (path.fd < 0) return open_error(as, errno);
   struct stat st {};
-  if (::fstat(path.fd, &st) != 0) return open_error(r, errno);
+  if (::fstat(path.fd, &st) != 0) return open_error(as, errno);
   if (!S_ISREG(st.st_mode)) return Error(Errc::bad_data, "it is not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > r.max_bytes)
     return Error(Errc::bad_data, fmt::format("it is larger than {} bytes", r.max_bytes));
   // Reopening the O_PATH descriptor checks read permission with this thread's credentials.
   Fd in(::open(fmt::format("/proc/thread-self/fd/{}", path.fd).c_str(),
                O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (in.fd < 0) return open_error(r, errno);
+  if (in.fd < 0) return open_error(as, errno);
   struct stat again {};
   if (::fstat(in.fd, &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev)
     return Error(Errc::io, "it changed while it was opened");
@@ -191,7 +192,7 @@ Result<TargetFile> read_file_as(const TargetFileRequest& request) {
   // The root is opened with hangscan's own credentials (following /proc/PID/root needs them);
   // everything under it with the target's.
   int root = ::open(request.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) return open_error(request, errno);
+  if (root < 0) return open_error(std::nullopt, errno);
   auto done = std::make_shared<std::promise<Result<TargetFile>>>();
   auto result = done->get_future();
   std::thread worker;

@@ -43,11 +43,11 @@ def files():
         yield d
 
 
-def start(targets, name, uid=hs.NOBODY):
+def start(targets, name, uid=hs.NOBODY, cwd=None):
     if not os.path.exists(PYTHON):
         pytest.skip(f"{PYTHON} is not installed")
     script = targets.public_copy(str(hs.program_source(PROGRAM)))
-    return targets.start([PYTHON, script, hs.READY, name], uid=uid)
+    return targets.start([PYTHON, script, hs.READY, name], uid=uid, cwd=cwd)
 
 
 def dump_frame(target, name, *extra, timeout=30.0):
@@ -89,6 +89,18 @@ def test_root_only_file_is_not_shown(targets, files):
     assert text.rc == 0, text.describe()
     assert HIDDEN not in text.stdout
     assert f"info: source file {name}: the process's user (uid 65534)" in text.stdout
+
+
+def test_relative_names_resolve_in_the_working_directory(targets, files):
+    sub = os.path.join(files, "sub")
+    os.mkdir(sub)
+    os.chmod(sub, 0o755)
+    readable = start(targets, "../public.py", cwd=sub)
+    assert dump_frame(readable, "../public.py")[1]["source"] == "park(READY)"
+    secret = start(targets, "../secret.py", cwd=sub)
+    run, frame, diags = dump_frame(secret, "../secret.py")
+    assert frame["source"] is None and HIDDEN not in run.stdout
+    assert "the process's user (uid 65534) may not read it" in withheld(diags, "../secret.py")
 
 
 def test_symlink_to_root_only_file_is_not_shown(targets, files):
