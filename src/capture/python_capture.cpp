@@ -111,10 +111,14 @@ namespace {
 // One note per source file whose text is withheld: the report says why its lines show no text.
 void note_withheld(python::SourceLines& sources, ProcessSnapshot& snap) {
   for (auto& w : sources.take_withheld()) {
-    std::string hint = w.changed ? "the line number is the running code's; the file on disk "
-                                   "changed since, so its text may not be what runs"
-                                 : "hangscan shows a source file only as the process's own user "
-                                   "could read it (docs/security.md)";
+    using Why = python::WithheldSource::Why;
+    std::string hint =
+        w.why == Why::changed ? "the line number is the running code's; the file on disk changed "
+                                "since, so its text may not be what runs"
+        : w.why == Why::slow  ? "the file system that holds it did not answer (a stuck network "
+                                "file system?)"
+                              : "hangscan shows a source file only as the process's own user "
+                                "could read it (docs/security.md)";
     snap.diagnostics.push_back(
         make_diagnostic(Diagnostic::Severity::info,
                         fmt::format("source file {}: {}; its text is not shown", w.file, w.reason),

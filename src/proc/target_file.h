@@ -46,7 +46,7 @@ struct TargetFileRequest {
   bool beneath = false;  // a relative name: never leave `root` (no "..", no absolute link)
   std::optional<FileCredentials> as;  // nullopt: hangscan's own credentials
   std::size_t max_bytes = 8 << 20;
-  std::chrono::milliseconds timeout{2000};
+  std::chrono::milliseconds timeout{1000};
 };
 
 // The text of a regular file and the later of its mtime and ctime (ns since the epoch).

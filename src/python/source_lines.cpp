@@ -12,17 +12,25 @@ const std::vector<std::string>* SourceLines::load(const std::string& file) {
   if (file.empty() || file[0] == '<') return nullptr;  // "<string>", "<frozen ...>": no file
   if (file[0] != '/' && !source_.is_live()) return nullptr;
   if (total_ >= kMaxSourceTotal) return nullptr;
+  if (stuck_) {
+    withheld_.push_back({file, "not read: an earlier source file took too long to read",
+                         WithheldSource::Why::slow});
+    return nullptr;
+  }
   auto read = source_.read_target_file(file, std::min(kMaxSourceFile, kMaxSourceTotal - total_));
   if (!read) {
     // A missing file or a target without files is ordinary; a refusal is worth saying.
     Errc code = read.error().code;
+    stuck_ = code == Errc::timeout;
     if (code != Errc::not_found && code != Errc::unsupported && code != Errc::no_such_process)
-      withheld_.push_back({file, read.error().what(), false});
+      withheld_.push_back({file, read.error().what(),
+                           stuck_ ? WithheldSource::Why::slow : WithheldSource::Why::refused});
     return nullptr;
   }
   auto started = source_.started_unix_ns();
   if (started && read->changed_ns > *started + kSourceChangeSlackNs) {
-    withheld_.push_back({file, "it changed after the process started", true});
+    withheld_.push_back(
+        {file, "it changed after the process started", WithheldSource::Why::changed});
     return nullptr;
   }
   std::vector<std::string> lines;

@@ -27,9 +27,10 @@ inline constexpr std::int64_t kSourceChangeSlackNs = 20'000'000;
 
 // A file whose text is not shown, and why ("the process's user (uid 65534) may not read it").
 struct WithheldSource {
+  enum class Why { refused, changed, slow };  // slow: a read timed out (a stuck file system)
   std::string file;
   std::string reason;
-  bool changed = false;  // the file changed after the process started
+  Why why = Why::refused;
 };
 
 class SourceLines {
@@ -49,6 +50,7 @@ class SourceLines {
   std::map<std::string, std::optional<std::vector<std::string>>> files_;
   std::vector<WithheldSource> withheld_;
   std::size_t total_ = 0;
+  bool stuck_ = false;  // a read timed out: the file system is stuck, read no more files
 };
 
 }  // namespace hangscan::python
