@@ -6,6 +6,7 @@
 
 #include "python/merge.h"
 #include "python/source_lines.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -107,6 +108,24 @@ bool has_python_frames(const PythonByThread& decoded, int tid) {
 
 namespace {
 
+// One note per source file whose text is withheld: the report says why its lines show no text.
+void note_withheld(python::SourceLines& sources, ProcessSnapshot& snap) {
+  for (auto& w : sources.take_withheld()) {
+    using Why = python::WithheldSource::Why;
+    std::string hint =
+        w.why == Why::changed ? "the line number is the running code's; the file on disk changed "
+                                "since, so its text may not be what runs"
+        : w.why == Why::slow  ? "the file system that holds it did not answer (a stuck network "
+                                "file system?)"
+                              : "hangscan shows a source file only as the process's own user "
+                                "could read it (docs/security.md)";
+    snap.diagnostics.push_back(
+        make_diagnostic(Diagnostic::Severity::info,
+                        fmt::format("source file {}: {}; its text is not shown", w.file, w.reason),
+                        std::move(hint), snap.pid));
+  }
+}
+
 // The snapshot's thread `tid`, added (described when the walk saw it start) when missing.
 ThreadSnapshot& thread_of(PythonCopy& py, int tid, ProcessSnapshot& snap) {
   for (auto& th : snap.threads) {
@@ -177,6 +196,7 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
       t->frames = std::move(frames);
     }
   }
+  note_withheld(sources, snap);
   for (auto& t : snap.threads) {
     if (!t.gil) t.gil = false;
     if (!t.python_idle) t.python_idle = false;

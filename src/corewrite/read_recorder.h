@@ -51,6 +51,10 @@ class RecordingTarget : public Target {
   void describe_process(ProcessSnapshot& out) override { inner_.describe_process(out); }
   void describe_thread(ThreadSnapshot& out) override { inner_.describe_thread(out); }
   std::vector<std::string> environment() override { return inner_.environment(); }
+  Result<TargetFile> read_target_file(const std::string& name, std::size_t max_bytes) override {
+    return inner_.read_target_file(name, max_bytes);
+  }
+  std::optional<std::int64_t> started_unix_ns() const override { return inner_.started_unix_ns(); }
 
  private:
   Target& inner_;

@@ -1,38 +1,49 @@
 #include "python/source_lines.h"
 
-#include <fmt/format.h>
-
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace hangscan::python {
 
 const std::vector<std::string>* SourceLines::load(const std::string& file) {
   if (auto it = files_.find(file); it != files_.end()) return it->second ? &*it->second : nullptr;
   std::optional<std::vector<std::string>>& slot = files_[file];
-  std::string path;
-  if (!file.empty() && file[0] == '/') {
-    Mapping m;
-    m.path = file;
-    path = source_.local_path(m).value_or(file);
-  } else if (source_.is_live() && !file.empty() && file[0] != '<') {
-    path = fmt::format("/proc/{}/cwd/{}", source_.pid(), file);
-  } else {
+  if (file.empty() || file[0] == '<') return nullptr;  // "<string>", "<frozen ...>": no file
+  if (file[0] != '/' && !source_.is_live()) return nullptr;
+  if (total_ >= kMaxSourceTotal) return nullptr;
+  if (stuck_) {
+    withheld_.push_back({file, "not read: an earlier source file took too long to read",
+                         WithheldSource::Why::slow});
     return nullptr;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0));
-  if (size > kMaxSourceFile || total_ + size > kMaxSourceTotal) return nullptr;
-  in.seekg(0);
-  std::vector<std::string> lines;
-  std::string l;
-  while (std::getline(in, l)) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    lines.push_back(std::move(l));
+  auto read = source_.read_target_file(file, std::min(kMaxSourceFile, kMaxSourceTotal - total_));
+  if (!read) {
+    // A missing file or a target without files is ordinary; a refusal is worth saying.
+    Errc code = read.error().code;
+    stuck_ = code == Errc::timeout;
+    if (code != Errc::not_found && code != Errc::unsupported && code != Errc::no_such_process)
+      withheld_.push_back({file, read.error().what(),
+                           stuck_ ? WithheldSource::Why::slow : WithheldSource::Why::refused});
+    return nullptr;
   }
-  total_ += size;
+  auto started = source_.started_unix_ns();
+  if (started && read->changed_ns > *started + kSourceChangeSlackNs) {
+    withheld_.push_back(
+        {file, "it changed after the process started", WithheldSource::Why::changed});
+    return nullptr;
+  }
+  std::vector<std::string> lines;
+  std::string_view text = read->text;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view l = text.substr(0, nl);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    lines.emplace_back(l);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  total_ += read->text.size();
   slot = std::move(lines);
   return &*slot;
 }
@@ -45,5 +56,7 @@ std::optional<std::string> SourceLines::line(const std::string& file, int line) 
   if (s.size() > kMaxSourceLine) return std::nullopt;  // minified or generated: not shown
   return s;
 }
+
+std::vector<WithheldSource> SourceLines::take_withheld() { return std::exchange(withheld_, {}); }
 
 }  // namespace hangscan::python

@@ -39,6 +39,7 @@ static_assert(kPrstatusRegs + sizeof(user_regs_struct) <= kPrstatusSize);
 constexpr std::size_t kPrpsinfoSize = 136;
 constexpr std::size_t kPrpsinfoSname = 1;
 constexpr std::size_t kPrpsinfoUid = 16;
+constexpr std::size_t kPrpsinfoGid = 20;
 constexpr std::size_t kPrpsinfoPid = 24;
 constexpr std::size_t kPrpsinfoPpid = 28;
 constexpr std::size_t kPrpsinfoFname = 40;
@@ -470,6 +471,7 @@ void CoreFile::parse_prpsinfo(const std::uint8_t* desc, std::size_t size) {
   char sname = static_cast<char>(desc[kPrpsinfoSname]);
   ps.state = sname >= 'A' && sname <= 'z' ? sname : '?';
   ps.uid = load<std::uint32_t>(desc + kPrpsinfoUid);
+  ps.gid = load<std::uint32_t>(desc + kPrpsinfoGid);
   ps.pid = load<std::int32_t>(desc + kPrpsinfoPid);
   ps.ppid = load<std::int32_t>(desc + kPrpsinfoPpid);
   ps.fname = fixed_string(desc + kPrpsinfoFname, kPrpsinfoFnameLen);

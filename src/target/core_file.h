@@ -35,6 +35,7 @@ struct CorePsInfo {
   int pid = 0;
   int ppid = 0;
   unsigned uid = 0;
+  unsigned gid = 0;
   std::string fname;   // comm (16 bytes max)
   std::string psargs;  // the start of the command line (80 bytes max)
 };

@@ -1,4 +1,5 @@
 #include "target/core_modules.h"
+#include "proc/target_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -74,7 +75,7 @@ std::optional<std::string> find_gnu_build_id(const std::uint8_t* notes, std::siz
 }
 
 std::optional<std::string> build_id_of_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular_file(path);
   if (fd < 0) return std::nullopt;
   auto read_at = [fd](std::uint64_t off, void* buf, std::size_t len) {
     return pread(fd, buf, len, static_cast<off_t>(off)) == static_cast<ssize_t>(len);

@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "proc/proc_files.h"
+#include "proc/target_file.h"
 #include "target/core_modules.h"
 #include "target/initial_stack.h"
 
@@ -97,7 +98,7 @@ class CoreMemory : public MemoryReader {
     auto it = fds_.find(path);
     if (it != fds_.end()) return it->second;
     int fd = -1;
-    if (auto local = mods_.local_path(path)) fd = ::open(local->c_str(), O_RDONLY | O_CLOEXEC);
+    if (auto local = mods_.local_path(path)) fd = open_regular_file(*local);
     fds_.emplace(path, fd);
     return fd;
   }
@@ -217,6 +218,19 @@ class CoreTarget : public Target {
     if (!opts_.sysroot.empty() && access((opts_.sysroot + m.path).c_str(), R_OK) == 0)
       return opts_.sysroot + m.path;
     return std::nullopt;
+  }
+
+  // A core's file names resolve under --sysroot (else this machine's root), read with the
+  // user and group the core names (NT_PRPSINFO; its supplementary groups are not recorded).
+  Result<TargetFile> read_target_file(const std::string& name, std::size_t max_bytes) override {
+    if (name.empty() || name[0] != '/') return Error(Errc::not_found, "no such file");
+    if (!core_->psinfo()) return Error(Errc::permission, "the core names no user to read it as");
+    TargetFileRequest r;
+    r.root = opts_.sysroot.empty() ? std::string("/") : opts_.sysroot;
+    r.name = name;
+    r.as = FileCredentials{core_->psinfo()->uid, core_->psinfo()->gid, {}};
+    r.max_bytes = max_bytes;
+    return read_file_as(r);
   }
 
   std::vector<int> thread_ids() override {

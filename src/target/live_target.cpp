@@ -1,5 +1,6 @@
 #include "target/live_target.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,8 +104,56 @@ std::optional<std::string> LiveTarget::local_path(const Mapping& m) const {
   }
   // /proc/PID/root keeps paths right for processes in another mount namespace (containers).
   std::string rooted = fmt::format("/proc/{}/root{}", pid_, m.path);
+  struct stat st {};
+  if (m.inode != 0 && ::stat(rooted.c_str(), &st) == 0 && st.st_ino == m.inode) return rooted;
+  // Another file at that name now (the target can rename and link its own files): the mapped
+  // file itself, where map_files is open to us (root), so no path the target swaps is opened.
+  std::string mapped = fmt::format("/proc/{}/map_files/{:x}-{:x}", pid_, m.start, m.end);
+  if (::access(mapped.c_str(), R_OK) == 0) return mapped;
   if (access(rooted.c_str(), R_OK) == 0) return rooted;
   return m.path;
+}
+
+namespace {
+
+// A relative name as a name in the process's root: its working directory joined with it, when
+// the process shares hangscan's root (readlink of /proc/PID/cwd then names it in both views).
+std::optional<std::string> in_root(int pid, const std::string& relative) {
+  struct stat ours {
+  }, theirs{};
+  if (::stat("/", &ours) != 0 || ::stat(fmt::format("/proc/{}/root", pid).c_str(), &theirs) != 0 ||
+      ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino)
+    return std::nullopt;
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(fmt::format("/proc/{}/cwd", pid).c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf || buf[0] != '/') return std::nullopt;
+  std::string cwd(buf, static_cast<std::size_t>(n));
+  if (cwd.ends_with(" (deleted)")) return std::nullopt;
+  return cwd + "/" + relative;
+}
+
+}  // namespace
+
+Result<TargetFile> LiveTarget::read_target_file(const std::string& name, std::size_t max_bytes) {
+  if (name.empty()) return Error(Errc::not_found, "no such file");
+  TargetFileRequest r;
+  r.name = name;
+  if (name[0] != '/') {
+    // Relative to its working directory; where that has no name in its root (another root),
+    // resolved beneath the directory itself.
+    auto joined = in_root(pid_, name);
+    r.beneath = !joined;
+    if (joined) r.name = std::move(*joined);
+  }
+  r.root = fmt::format("/proc/{}/{}", pid_, r.beneath ? "cwd" : "root");
+  r.as = read_file_credentials(pid_);
+  if (!r.as) return Error(Errc::no_such_process, "the process's credentials are unknown");
+  r.max_bytes = max_bytes;
+  return read_file_as(r);
+}
+
+std::optional<std::int64_t> LiveTarget::started_unix_ns() const {
+  return process_start_unix_ns(pid_);
 }
 
 std::vector<int> LiveTarget::thread_ids() {

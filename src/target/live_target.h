@@ -35,6 +35,8 @@ class LiveTarget : public Target {
   void describe_process(ProcessSnapshot& out) override;
   void describe_thread(ThreadSnapshot& out) override;
   std::vector<std::string> environment() override;
+  Result<TargetFile> read_target_file(const std::string& name, std::size_t max_bytes) override;
+  std::optional<std::int64_t> started_unix_ns() const override;
 
   // Re-reads /proc/PID/maps (e.g. after a freeze found a thread whose stack is not mapped).
   Status refresh_mappings();

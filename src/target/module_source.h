@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "hangscan/result.h"
 #include "proc/mapping.h"
+#include "proc/target_file.h"
 #include "target/memory_reader.h"
 
 namespace hangscan {
@@ -36,6 +38,18 @@ class ModuleSource {
   // Where to open the file behind a mapping on this machine (sysroot remapping for cores,
   // /proc/PID/map_files for deleted files of live processes). nullopt: not available.
   virtual std::optional<std::string> local_path(const Mapping& m) const = 0;
+
+  // The text of a file the target names (a Python source file) as the target itself could
+  // read it (proc/target_file.h): in its own root, with its credentials, a regular file of at
+  // most `max_bytes`. Why here: only the source knows whose view and credentials apply (a
+  // live process's, a core's sysroot). Default: no files (Errc::unsupported).
+  virtual Result<TargetFile> read_target_file(const std::string& name, std::size_t max_bytes) {
+    (void)name;
+    (void)max_bytes;
+    return Error(Errc::unsupported, "this target has no files");
+  }
+  // When the target started (ns since the epoch), to tell a file changed since; nullopt unknown.
+  virtual std::optional<std::int64_t> started_unix_ns() const { return std::nullopt; }
 };
 
 }  // namespace hangscan

@@ -1,4 +1,5 @@
 #include "target/symbol_lookup.h"
+#include "proc/target_file.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -39,7 +40,7 @@ std::unique_ptr<ElfSymbols> ElfSymbols::open(const std::string& local_path) {
   if (elf_version(EV_CURRENT) == EV_NONE) return nullptr;
   auto out = std::unique_ptr<ElfSymbols>(new ElfSymbols());
   out->path_ = local_path;
-  out->fd_ = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
+  out->fd_ = open_regular_file(local_path);
   if (out->fd_ < 0) return nullptr;
   out->elf_ = elf_begin(out->fd_, ELF_C_READ_MMAP, nullptr);
   Elf* elf = out->elf_;

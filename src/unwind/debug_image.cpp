@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/target_file.h"
 #include "target/core_modules.h"
 
 namespace hangscan {
@@ -158,7 +159,7 @@ int find_debuginfo_local(Dwfl_Module* mod, void** /*userdata*/, const char* /*mo
     errno = ENOENT;
     return -1;
   }
-  int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular_file(*path);
   if (fd >= 0 && debuginfo_file_name != nullptr) *debuginfo_file_name = strdup(path->c_str());
   return fd;
 }
@@ -211,7 +212,7 @@ DebugImage::~DebugImage() {
 std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Inflater& inflater) {
   if (elf_version(EV_CURRENT) == EV_NONE) return nullptr;
   std::unique_ptr<DebugImage> img(new DebugImage());
-  img->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  img->fd_ = open_regular_file(path);
   if (img->fd_ < 0) return nullptr;
   Elf* elf = elf_begin(img->fd_, ELF_C_READ_MMAP, nullptr);
   img->source_ = elf;

@@ -1,5 +1,6 @@
 #include "unwind/dwfl_session.h"
 
+#include "proc/target_file.h"
 #include "unwind/debug_image.h"
 #include "unwind/module_symbolizer.h"
 
@@ -117,7 +118,7 @@ int DwflSession::find_elf(Dwfl_Module* /*mod*/, void** userdata, const char* /*m
     *elfp = elf_memory(reinterpret_cast<char*>(data->image.data()), data->image.size());
     return -1;
   }
-  int fd = ::open(data->local_path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular_file(data->local_path);
   if (fd < 0) return -1;
   *file_name = strdup(data->local_path.c_str());
   return fd;

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/target_file.h"
 #include "unwind/unwinder.h"
 #include "unwind/unwinders.h"
 
@@ -120,7 +121,7 @@ class LibunwindUnwinder : public Unwinder {
     if (first == nullptr) return out;
     auto local = source_.local_path(*first);
     if (!local) return out;
-    int fd = ::open(local->c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = open_regular_file(*local);
     if (fd < 0) return out;
     elf_version(EV_CURRENT);
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
