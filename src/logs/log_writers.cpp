@@ -8,24 +8,14 @@
 
 #include "group/rank_set.h"
 #include "logs/log_verdict.h"
+#include "util/escape.h"
 
 namespace hangscan {
 
 namespace {
 
-// Log text is the job's, not ours: control bytes are shown, never sent to the terminal.
-std::string visible(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+// Log text is the job's, not ours: shown in the visible form of util/escape.h, never sent raw.
+std::string visible(std::string_view s) { return escape_for_text(s); }
 
 std::string ranks_text(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", RankSet(ranks).to_string());
