@@ -25,6 +25,7 @@
 #include "discovery/environ_memory.h"
 #include "proc/proc_files.h"
 #include "python/python_reader.h"
+#include "target/exec_watch.h"
 #include "target/live_target.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
@@ -245,8 +246,11 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   info.mappings = in.mappings;
   CorePlan plan = plan_core(in);
   auto stats = write_elf_core(file.fd(), info, plan, target.memory());
+  const bool executed = (*freeze)->executed();
   const std::string died = (*freeze)->death();
   res.pause_us = (*freeze)->release();
+  // A core of a process that replaced its program while written mixes two programs: removed too.
+  if (executed) return exec_error(pid);
   // Memory read after a death is missing: such a core would look complete to every reader
   // but hold holes where stacks should be. It never gets a core's name (the guard removes it).
   if (!died.empty()) {
