@@ -365,9 +365,9 @@ void PtraceStopper::restore_priority() {
   priority_raised_ = false;
 }
 
-// Exits of stopped threads are reported to us as their tracer; a thread group leader's only
-// once the others are reaped, hence two passes. It runs inside the pause, so the usual answer
-// (nobody exited) costs one waitid for all threads.
+// Exits of stopped threads are reported to us as their tracer (two passes: a leader's only once
+// the others are reaped); an exec shows as tracees killed by SIGKILL while the process lives on.
+// The usual answer (nobody exited) costs one waitid for all threads.
 bool PtraceStopper::executed() {
   if (released_) return false;
   siginfo_t si{};
@@ -381,6 +381,9 @@ bool PtraceStopper::executed() {
   return killed_or_vanished() && executed_since(pid_, mark_);
 }
 
+// Exits of stopped threads are reported to us as their tracer; a thread group leader's only
+// once the others are reaped, hence two passes. It runs inside the pause, so the usual answer
+// (nobody exited) costs one waitid for all threads.
 std::string PtraceStopper::death() {
   if (released_ || executed()) return {};
   siginfo_t si{};
