@@ -34,7 +34,7 @@ bool alive(const ProcStat& st) {
 std::optional<ExecMark> exec_mark(int pid) {
   auto st = read_stat(pid);
   if (!st) return std::nullopt;
-  return ExecMark{st->start_time, alive(*st) ? st->start_stack : 0};
+  return ExecMark{st->start_time, alive(*st) ? st->start_stack : 0, alive(*st)};
 }
 
 bool exec_in_progress(int pid) {
@@ -55,18 +55,16 @@ bool executed_since(int pid, const ExecMark& mark) {
   }
   auto st = read_stat(pid);
   if (!st || st->start_time != mark.start_time || !alive(*st)) return false;
+  if (!mark.leader_alive) return true;
   return mark.start_stack != 0 && st->start_stack != 0 && st->start_stack != mark.start_stack;
 }
 
-bool wait_out_exec(int pid, std::chrono::milliseconds wait) {
+bool wait_out_exec(int pid, const ExecMark& mark, std::chrono::milliseconds wait) {
   const auto until = std::chrono::steady_clock::now() + wait;
-  bool execing = false;
   for (;;) {
+    if (executed_since(pid, mark)) return true;
     auto st = read_stat(pid);
-    if (!st) return false;
-    if (alive(*st)) return execing;
-    if (!exec_in_progress(pid)) return false;
-    execing = true;
+    if (!st || st->start_time != mark.start_time) return false;
     if (std::chrono::steady_clock::now() >= until) return false;
     timespec nap{0, 500'000};  // 0.5 ms
     nanosleep(&nap, nullptr);

@@ -18,9 +18,11 @@ namespace hangscan {
 
 // What an exec changes: the start of the stack moves (address space layout randomization),
 // while the start time stays (the exec'ing thread inherits the leader's).
+// A leader seen dead (a zombie) that lives again later ran an exec meanwhile.
 struct ExecMark {
   std::uint64_t start_time = 0;
   std::uint64_t start_stack = 0;  // 0: unknown (an exiting leader, or hidden from us)
+  bool leader_alive = true;
 };
 
 std::optional<ExecMark> exec_mark(int pid);
@@ -32,10 +34,11 @@ bool exec_in_progress(int pid);
 // executed one since `mark` was taken. False when it is gone, exiting, or unchanged.
 bool executed_since(int pid, const ExecMark& mark);
 
-// When the leader of `pid` is a zombie because one of its threads is executing a new program,
-// waits (at most `wait`) for the exec to complete. True when it completed (the process runs the
-// new program), false when there was no exec under way or it did not complete in time.
-bool wait_out_exec(int pid, std::chrono::milliseconds wait);
+// executed_since(), asked again for at most `wait`: an exec under way brings a dead leader back
+// as the exec'ing thread, and /proc shows a running exec only in passing (its system call reads
+// "running", its new stack start comes late). For the error paths: after a refusal (EPERM) or a
+// zombie leader; false once the process is gone, or after `wait` when nothing changed.
+bool wait_out_exec(int pid, const ExecMark& mark, std::chrono::milliseconds wait);
 
 // "pid N executed a new program during the capture" with the hint to run hangscan again.
 Error exec_error(int pid);

@@ -45,8 +45,16 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (pid == getpid()) return own_pid_error(pid);
   auto stat = read_stat(pid);
   // An exec makes the leader a zombie for a moment: that one is not dead, it runs a new program.
-  if (stat && (stat->state == 'Z' || stat->state == 'X') && wait_out_exec(pid, kExecWait))
-    stat = read_stat(pid);
+  if (stat && (stat->state == 'Z' || stat->state == 'X') &&
+      wait_out_exec(pid, ExecMark{stat->start_time, 0, false}, kExecWait)) {
+    const Deadline done = Deadline::after(kExecWait);  // until the exec'ing thread leads
+    while (stat && (stat->state == 'Z' || stat->state == 'X') && !done.expired()) {
+      timespec nap{0, 500'000};
+      nanosleep(&nap, nullptr);
+      stat = read_stat(pid);
+    }
+    if (stat && (stat->state == 'Z' || stat->state == 'X')) return exec_error(pid);
+  }
   if (!stat) {
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH,
                  hints::check_pid());

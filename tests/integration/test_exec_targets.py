@@ -67,8 +67,11 @@ def test_dumps_and_gcores_of_an_exec_loop_end_and_it_runs_on(targets, core_dir, 
                             str(on_trace)], main_parked=False)
     rounds = 30 if not on_trace else 8
     dumps = capture_many(target.pid, lambda i: ["dump", "--pid", target.pid], rounds)
-    gcores = capture_many(target.pid, lambda i: ["gcore", "--pid", target.pid, "-o", core_dir],
-                          rounds)
+    def gcore_into(i):  # one directory per core: the name of a core is per pid
+        os.mkdir(os.path.join(core_dir, str(i)))
+        return ["gcore", "--pid", target.pid, "-o", os.path.join(core_dir, str(i))]
+
+    gcores = capture_many(target.pid, gcore_into, rounds)
     check_outcomes(dumps)
     check_outcomes(gcores)
     if on_trace:
@@ -78,7 +81,7 @@ def test_dumps_and_gcores_of_an_exec_loop_end_and_it_runs_on(targets, core_dir, 
     if not on_trace:
         assert_still_execs(target.pid)
     # No core of a process that changed its program mid-way is left (complete ones are).
-    assert not [f for f in os.listdir(core_dir) if ".partial-" in f]
+    assert not [f for _, _, files in os.walk(core_dir) for f in files if ".partial-" in f]
 
 
 OWN_PID = "pid {} is hangscan itself"
