@@ -296,7 +296,8 @@ def test_job_control_stop_mid_capture_releases_target_first(target_300, sig):
             attached = wait_until_attached(target.pid, dumper)
             time.sleep(delay)
             hits += attached and hs.tracer_pid(target.pid) == dumper.pid
-            os.kill(dumper.pid, sig)
+            if dumper.poll() is None:  # else it finished (and was reaped) before the signal
+                os.kill(dumper.pid, sig)
             state = hs.wait_for(lambda: "exited" if dumper.poll() is not None else
                                 (hs.process_state(dumper.pid) == "T" and "T"), 10,
                                 "hangscan to stop or finish")
