@@ -304,7 +304,8 @@ def test_job_control_stop_mid_capture_releases_target_first(target_300, sig):
             if state == "T":
                 hs.assert_runs_on(target.pid)  # released before hangscan stopped
                 os.kill(dumper.pid, signal.SIGCONT)
-            assert dumper.wait(timeout=30) == 0
+            rc = dumper.wait(timeout=30)
+            assert rc == 0, f"hangscan exited {rc} ({sig.name} after {delay} s, seen {state})"
         finally:
             if dumper.poll() is None:
                 dumper.kill()
