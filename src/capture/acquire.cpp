@@ -5,7 +5,9 @@
 #include <span>
 
 #include "capture/python_capture.h"
+#include "target/exec_watch.h"
 #include "target/frozen_memory.h"
+#include "util/hints.h"
 
 namespace hangscan {
 
@@ -80,6 +82,15 @@ void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
     views[owners[i]].bytes = std::span<const std::uint8_t>(ops[i].buf, ops[i].got);
 }
 
+void add_error(ProcessCopy& copy, const Error& e) {
+  Diagnostic d;
+  d.severity = Diagnostic::Severity::error;
+  d.message = e.what();
+  d.hint = e.hint;
+  d.pid = copy.pid;
+  copy.diagnostics.push_back(std::move(d));
+}
+
 // The threads of a copy made without a stop: their descriptions only.
 void copy_descriptions(std::map<int, ThreadSnapshot>& described, ProcessCopy& copy) {
   copy.registers_copied = false;
@@ -127,14 +138,9 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
   views.reserve(described.size() + 16);
   auto freeze = target.freeze(Deadline::after(options.freeze_timeout));
   if (!freeze) {
-    const Error& e = freeze.error();
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::error;
-    d.message = e.what();
-    d.hint = e.hint;
-    d.pid = target.pid();
-    copy.diagnostics.push_back(std::move(d));
-    copy_descriptions(described, copy);
+    add_error(copy, freeze.error());
+    // After an exec the descriptions are the old program's threads, which are gone.
+    if (freeze.error().hint != hints::run_again_after_exec()) copy_descriptions(described, copy);
     return copy;
   }
   // Only copies are made while the target is stopped, into prefaulted memory.
@@ -153,6 +159,11 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
   walk_python_frozen(*python, std::move(pages), options.locals);
   std::int64_t t2 = monotonic_us();
   if (options.while_frozen) options.while_frozen();
+  if ((*freeze)->executed()) {
+    (*freeze)->release();
+    add_error(copy, exec_error(copy.pid));
+    return copy;
+  }
   copy.death = (*freeze)->death();
   times.pause_us = (*freeze)->release();
 

@@ -25,6 +25,7 @@
 #include "discovery/environ_memory.h"
 #include "proc/proc_files.h"
 #include "python/python_reader.h"
+#include "target/exec_watch.h"
 #include "target/live_target.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
@@ -212,6 +213,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
   if (!freeze) return std::move(freeze).error();
+  if ((*freeze)->executed()) return exec_error(pid);  // its threads are the old program's
   PlanInput in;
   in.max_size = opts.max_size;
   for (const auto& ft : (*freeze)->threads()) {
@@ -242,8 +244,11 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   info.mappings = in.mappings;
   CorePlan plan = plan_core(in);
   auto stats = write_elf_core(file.fd(), info, plan, target.memory());
+  const bool executed = (*freeze)->executed();
   const std::string died = (*freeze)->death();
   res.pause_us = (*freeze)->release();
+  // A core of a process that replaced its program while written mixes two programs: removed too.
+  if (executed) return exec_error(pid);
   // Memory read after a death is missing: such a core would look complete to every reader
   // but hold holes where stacks should be. It never gets a core's name (the guard removes it).
   if (!died.empty()) {

@@ -111,7 +111,8 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   st.comm = std::string(text.substr(open + 1, close - open - 1));
   auto f = fields(text.substr(close + 1));
   // f[0] = state (field 3), f[1] = ppid (4), f[6] = flags (9), f[11] = utime (14),
-  // f[12] = stime (15), f[17] = num_threads (20), f[19] = starttime (22), f[36] = processor (39).
+  // f[12] = stime (15), f[17] = num_threads (20), f[19] = starttime (22), f[25] = startstack
+  // (28), f[36] = processor (39).
   if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
   st.state = f[0][0];
   if (!parse_num(f[1], st.ppid)) return std::nullopt;
@@ -120,7 +121,8 @@ std::optional<ProcStat> parse_stat(std::string_view text) {
   parse_num(f[12], st.stime);
   parse_num(f[17], st.num_threads);
   parse_num(f[19], st.start_time);
-  if (f.size() > 36) parse_num(f[36], st.processor);  // field 39
+  if (f.size() > 25) parse_num(f[25], st.start_stack);  // field 28
+  if (f.size() > 36) parse_num(f[36], st.processor);    // field 39
   return st;
 }
 
@@ -296,7 +298,6 @@ Error exiting_error(int pid, int err) {
   return Error(Errc::no_such_process, fmt::format("pid {}: the process is exiting", pid), err,
                "it ended while hangscan was reading it: there is nothing left to capture");
 }
-
 
 std::optional<std::uint64_t> parse_io_chars(std::string_view text) {
   std::optional<std::uint64_t> r, w;

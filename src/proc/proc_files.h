@@ -48,7 +48,8 @@ struct ProcStat {
   std::uint64_t stime = 0;
   std::uint64_t start_time = 0;
   long num_threads = 0;
-  int processor = -1;  // CPU the task last ran on (field 39); -1 unknown
+  int processor = -1;             // CPU the task last ran on (field 39); -1 unknown
+  std::uint64_t start_stack = 0;  // field 28; moves with every exec under ASLR, 0 when hidden
   bool is_kernel_thread() const { return (flags & 0x00200000UL) != 0; }  // PF_KTHREAD
 };
 std::optional<ProcStat> parse_stat(std::string_view text);

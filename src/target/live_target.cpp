@@ -12,6 +12,7 @@
 
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
+#include "target/exec_watch.h"
 #include "target/ptrace_stopper.h"
 #include "util/hints.h"
 #include "util/parse_number.h"
@@ -26,6 +27,13 @@ double wall_clock_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec / 1000) / 1e6;
 }
 
+// How long an exec that made the leader a zombie may take to complete before the pid is opened.
+constexpr auto kExecWait = std::chrono::milliseconds(200);
+
+Error own_pid_error(int pid) {
+  return Error(Errc::usage, fmt::format("pid {} is hangscan itself", pid), 0, hints::own_pid());
+}
+
 std::string hostname() {
   char buf[HOST_NAME_MAX + 1] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
@@ -36,7 +44,19 @@ std::string hostname() {
 
 Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (pid <= 0) return Error(Errc::usage, fmt::format("{} is not a valid pid", pid));
+  if (pid == getpid()) return own_pid_error(pid);
   auto stat = read_stat(pid);
+  // An exec makes the leader a zombie for a moment: that one is not dead, it runs a new program.
+  if (stat && (stat->state == 'Z' || stat->state == 'X') &&
+      wait_out_exec(pid, ExecMark{stat->start_time, 0, false}, kExecWait)) {
+    const Deadline done = Deadline::after(kExecWait);  // until the exec'ing thread leads
+    while (stat && (stat->state == 'Z' || stat->state == 'X') && !done.expired()) {
+      timespec nap{0, 500'000};
+      nanosleep(&nap, nullptr);
+      stat = read_stat(pid);
+    }
+    if (stat && (stat->state == 'Z' || stat->state == 'X')) return exec_error(pid);
+  }
   if (!stat) {
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH,
                  hints::check_pid());
@@ -53,6 +73,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
                     stat->ppid));
   }
   auto status = read_status(pid);
+  if (status && status->tgid == getpid()) return own_pid_error(pid);  // one of our threads
   if (!read_only && status && status->tracer_pid != 0 && status->tracer_pid != getpid()) {
     std::string tracer = read_comm(status->tracer_pid, status->tracer_pid);
     return Error(
@@ -65,6 +86,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   }
   auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
   if (!maps_text) {
+    if (exec_in_progress(pid)) return exec_error(pid);
     if (process_exiting(pid)) return exiting_error(pid);
     if (maps_text.error().code == Errc::permission) {
       return Error(Errc::permission, fmt::format("pid {}: permission denied", pid), EACCES,
@@ -76,6 +98,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   auto st = target->refresh_mappings();
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
+    if (exec_in_progress(pid)) return exec_error(pid);
     if (process_exiting(pid)) return exiting_error(pid);
     return Error(Errc::permission,
                  fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),

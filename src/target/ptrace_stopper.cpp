@@ -31,6 +31,8 @@ constexpr std::int64_t kSlowStopUs = 2'000;
 constexpr std::int64_t kUninterruptibleGraceUs = 20'000;
 // Threads whose interrupt is still pending at release get this long to stop and be detached.
 constexpr auto kReleaseGrace = std::chrono::milliseconds(100);
+// A leader that refused the seize gets this long to come back from an exec (docs/security.md).
+constexpr auto kExecWait = std::chrono::milliseconds(100);
 
 bool in_uninterruptible_sleep(int pid, int tid) {
   auto st = read_stat(pid, tid);
@@ -65,11 +67,15 @@ PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
 
 Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const Deadline& deadline) {
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
-  // Block termination signals while threads are stopped; they are delivered after release.
+  // Block termination and job-control stop signals while threads are stopped; they are
+  // delivered after release (SIGSTOP cannot be blocked: docs/security.md).
   sigset_t block;
   sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&block, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
+    sigaddset(&block, sig);
   if (pthread_sigmask(SIG_BLOCK, &block, &s->saved_mask_) == 0) s->mask_saved_ = true;
+  if (auto mark = exec_mark(pid)) s->mark_ = *mark;
+  s->reaper_ = std::make_unique<SeizeReaper>();
 
   // PTRACE_SEIZE attaches without stopping: every thread known now is attached before the
   // clock starts, so the pause holds only the interrupts, the copies and the detaches.
@@ -101,6 +107,12 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
     s->interrupt_from(from);
     s->wait_for_stops(deadline);
   }
+  s->absorb_reaped();
+  s->reaper_.reset();  // no more seizes
+  if (s->executed()) {
+    s->release();
+    return exec_error(pid);
+  }
   s->raise_priority();
   s->read_registers();
   s->stopped_us_ = monotonic_us() - s->first_stop_us_;
@@ -116,21 +128,54 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
       uninterruptible_.push_back(tid);
       continue;
     }
-    if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
-      int err = errno;
+    if (reaper_) reaper_->seize_begins();
+    long rc = ptrace(PTRACE_SEIZE, tid, nullptr, nullptr);
+    int err = errno;
+    if (reaper_) reaper_->seize_ends();
+    if (rc != 0) {
       if (err == ESRCH) continue;  // exited between the scan and the seize
       // A thread that is exiting refuses the seize with EPERM too: only a refusal for the
       // main thread (or for every thread) means we may not trace this process at all.
-      if (first_scan && tid == pid_) return ptrace_error(pid_, err);
+      if (first_scan && tid == pid_) return seize_refused(err);
       refused = err;
       continue;
     }
+    if (reaper_) reaper_->traced(tid);
     Tracee t;
     t.tid = tid;
     tracees_.push_back(t);
   }
-  if (first_scan && refused != 0 && tracees_.empty()) return ptrace_error(pid_, refused);
+  absorb_reaped();
+  if (first_scan && refused != 0 && tracees_.empty()) return seize_refused(refused);
   return Ok{};
+}
+
+// The leader refuses the seize (EPERM) while an exec has made it a zombie, and so does one that
+// exited; after the exec it is the exec'ing thread: that is no permission problem.
+Status PtraceStopper::seize_refused(int err) {
+  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
+  return ptrace_error(pid_, err);
+}
+
+// Exits the seize reaper reaped are the tracees' exits, as poll_tracee() would have seen them.
+void PtraceStopper::absorb_reaped() {
+  if (!reaper_) return;
+  for (const ReapedExit& r : reaper_->take_reaped()) {
+    for (auto& t : tracees_) {
+      if (t.tid != r.tid || t.exit_code != 0) continue;
+      t.gone = true;
+      t.exit_code = r.code;
+      t.exit_status = r.status;
+    }
+  }
+}
+
+// A tracee killed by SIGKILL (an exec kills every other thread so) or vanished without an exit.
+// Plain thread exits (CLD_EXITED) are no sign of an exec and cost nothing here.
+bool PtraceStopper::killed_or_vanished() {
+  return std::any_of(tracees_.begin(), tracees_.end(), [](const Tracee& t) {
+    return t.gone && (t.exit_code == 0 || (t.exit_code == CLD_KILLED && t.exit_status == SIGKILL));
+  });
 }
 
 void PtraceStopper::interrupt_from(std::size_t first) {
@@ -322,11 +367,27 @@ void PtraceStopper::restore_priority() {
   priority_raised_ = false;
 }
 
+// Exits of stopped threads are reported to us as their tracer (two passes: a leader's only once
+// the others are reaped); an exec shows as tracees killed by SIGKILL while the process lives on.
+// The usual answer (nobody exited) costs one waitid for all threads.
+bool PtraceStopper::executed() {
+  if (released_) return false;
+  siginfo_t si{};
+  if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid != 0) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (auto& t : tracees_) {
+        if (!t.gone) poll_tracee(t);
+      }
+    }
+  }
+  return killed_or_vanished() && wait_out_exec(pid_, mark_, kExecWait);
+}
+
 // Exits of stopped threads are reported to us as their tracer; a thread group leader's only
 // once the others are reaped, hence two passes. It runs inside the pause, so the usual answer
 // (nobody exited) costs one waitid for all threads.
 std::string PtraceStopper::death() {
-  if (released_) return {};
+  if (released_ || executed()) return {};
   siginfo_t si{};
   bool exited = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid != 0;
   if (!exited) {

@@ -12,6 +12,11 @@
 // later, when its call returns, and stay stopped as long as hangscan lives). One that enters D
 // after its interrupt is given up after the same grace. So the other threads are captured and
 // the pause stays short. A process killed while stopped is noticed (death()).
+// Job-control stops (SIGTSTP, SIGTTIN, SIGTTOU) are held back with the termination signals: a
+// hangscan stopped by Ctrl-Z would hold every thread of the target stopped until continued.
+// An exec by a thread of the target kills the others; a SeizeReaper reaps our exited tracees
+// while a seize waits on that exec (otherwise both would wait forever), and an exec seen while
+// stopping fails the freeze with exec_error(), one seen later makes executed() true.
 #pragma once
 
 #include <sched.h>
@@ -22,6 +27,8 @@
 #include <vector>
 
 #include "hangscan/result.h"
+#include "target/exec_watch.h"
+#include "target/seize_reaper.h"
 #include "target/target.h"
 #include "util/deadline.h"
 
@@ -41,6 +48,7 @@ class PtraceStopper : public Freeze {
   std::int64_t release() override;
   std::int64_t stopped_us() const override { return stopped_us_; }
   std::string death() override;
+  bool executed() override;
 
  private:
   struct Tracee {
@@ -60,11 +68,16 @@ class PtraceStopper : public Freeze {
   void retry_uninterruptible(const Deadline& deadline);
   bool stragglers_all_uninterruptible(std::size_t from);
   bool poll_tracee(Tracee& t);
+  void absorb_reaped();
+  bool killed_or_vanished();
+  Status seize_refused(int err);
   void read_registers();
   void raise_priority();
   void restore_priority();
 
   int pid_;
+  ExecMark mark_;
+  std::unique_ptr<SeizeReaper> reaper_;  // only while seizing (stop_all)
   std::vector<Tracee> tracees_;
   std::vector<int> uninterruptible_;  // threads in D state when found: not attached
   std::vector<FrozenThread> threads_;

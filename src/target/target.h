@@ -69,6 +69,10 @@ class Freeze {
   // Why: memory read after a death is missing, not wrong, so a capture or a core taken
   // across one looks complete unless the caller asks; call it before release().
   virtual std::string death() { return {}; }
+  // True when the process executed a new program (exec) while frozen: the kernel killed its
+  // other threads, and what was copied belongs to the old program. Call it before release();
+  // death() is empty then (the process lives on).
+  virtual bool executed() { return false; }
 };
 
 // A Target is the ModuleSource its copies are finished against (capture/finish.h).

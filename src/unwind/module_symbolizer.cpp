@@ -14,6 +14,7 @@
 #include "unwind/dwarf_lines.h"
 #include "unwind/scope_chain.h"
 #include "unwind/symbol_batch.h"
+#include "util/job_control.h"
 
 namespace hangscan {
 
@@ -244,8 +245,10 @@ void OfflineModules::start_debug(Module& m) {
 void OfflineModules::start_debug_file(Module& m, const std::string& file) {
   m.debug_tried = true;
   try {
-    m.pending =
-        std::async(std::launch::async, [this, file] { return DebugImage::open(file, inflater_); });
+    m.pending = std::async(std::launch::async, [this, file] {
+      block_job_control_stops();  // it may outlive this process's capture into the next freeze
+      return DebugImage::open(file, inflater_);
+    });
   } catch (const std::system_error&) {  // no thread to be had: open it here
     m.debug = DebugImage::open(file, inflater_);
   }

@@ -32,4 +32,14 @@ std::string core_already_there(const std::string& option) {
 
 const char* check_pid() { return "check the pid with 'ps -p PID'; the process may have exited"; }
 
+const char* run_again_after_exec() {
+  return "it replaced its program while hangscan held it; run hangscan again to capture the "
+         "program it runs now";
+}
+
+const char* own_pid() {
+  return "hangscan cannot stop the threads it runs on; give the pid of the process to capture "
+         "(in a script, $$ is the shell's own pid: use the target's, e.g. from 'pgrep -f')";
+}
+
 }  // namespace hangscan::hints

@@ -26,5 +26,9 @@ std::string writable_core_dir(const std::string& option);
 std::string core_already_there(const std::string& option);
 // A pid that is not (or no longer) a process.
 const char* check_pid();
+// The process executed a new program (exec) while it was being captured.
+const char* run_again_after_exec();
+// The pid given is hangscan's own.
+const char* own_pid();
 
 }  // namespace hangscan::hints

@@ -135,6 +135,7 @@ class PtraceRecorder : public Recorder {
                             Recording& out, ProcessCounters& counters) {
     auto freeze = target.freeze(Deadline::after(std::chrono::milliseconds(500)));
     if (!freeze) return 0;
+    if ((*freeze)->executed()) return (*freeze)->release();  // the old program's threads: no sample
     std::int64_t ts = monotonic_ns();
     python::RawPythonState py;
     if (auto r = readers_.find(pid); r != readers_.end())

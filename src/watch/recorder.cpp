@@ -28,6 +28,7 @@
 
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
+#include "util/job_control.h"
 #include "watch/kernel_btf.h"
 #include "watch/wait_copy_join.h"
 #include "watch_events.h"
@@ -121,7 +122,10 @@ class BpfRecorder : public Recorder {
     if (ring_ == nullptr) return bpf_error("cannot open the ring buffer", errno);
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) return bpf_error("cannot make an eventfd", errno);
-    drain_ = std::thread([this] { drain(); });
+    drain_ = std::thread([this] {
+      block_job_control_stops();  // a stall's capture may freeze a target meanwhile
+      drain();
+    });
     return Ok{};
   }
 

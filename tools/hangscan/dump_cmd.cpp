@@ -1,6 +1,7 @@
 // `hangscan dump`: capture live processes on this machine, group them, report.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/core.h>
@@ -77,7 +78,13 @@ int run_dump(const DumpOptions& o) {
     print_error(*run.error);
     return run.error->code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  if (!run.ran) return kExitNothing;
+  if (!run.ran) {
+    // Every --pid refused as a usage error (hangscan's own pid) is a usage error.
+    bool usage = !run.rejected.empty() &&
+                 std::all_of(run.rejected.begin(), run.rejected.end(),
+                             [](const auto& r) { return r.error.code == Errc::usage; });
+    return usage ? kExitUsage : kExitNothing;
+  }
   for (const auto& snap : run.job.processes) {
     for (const auto& d : snap.diagnostics) {
       if (d.severity == Diagnostic::Severity::error) print_error(d.message, d.hint);

@@ -94,7 +94,7 @@ int run_gcore(const GcoreOptions& o) {
   auto r = write_core_detailed(o.pid, opts);
   if (!r) {
     print_error(r.error());
-    return kExitNothing;
+    return r.error().code == Errc::usage ? kExitUsage : kExitNothing;  // e.g. hangscan's own pid
   }
   for (const auto& w : r->warnings) print_error(w);
   if (o.json) {

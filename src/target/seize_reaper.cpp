@@ -1,0 +1,86 @@
+#include "target/seize_reaper.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <system_error>
+
+namespace hangscan {
+
+namespace {
+
+// A seize normally returns in microseconds; one still under way after this waits for an exec.
+constexpr std::int64_t kSlowSeizeUs = 2'000;
+constexpr auto kLook = std::chrono::milliseconds(1);
+
+}  // namespace
+
+SeizeReaper::SeizeReaper() {
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {  // no thread to be had: seize as before
+  }
+}
+
+SeizeReaper::~SeizeReaper() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t SeizeReaper::now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SeizeReaper::traced(int tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tids_.push_back(tid);
+}
+
+std::vector<ReapedExit> SeizeReaper::take_reaped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ReapedExit> out;
+  out.swap(reaped_);
+  return out;
+}
+
+void SeizeReaper::run() {
+  // No signal is for this thread: job-control stops and terminations go to the tracer's thread,
+  // which holds them back while the target is stopped.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    wake_.wait_for(lock, kLook);
+    if (stop_) break;
+    std::int64_t since = seize_since_us_.load(std::memory_order_relaxed);
+    if (since == 0 || now_us() - since < kSlowSeizeUs) continue;
+    std::vector<int> tids = tids_;
+    lock.unlock();
+    reap(tids);
+    lock.lock();
+  }
+}
+
+// Only exits: a tracee in a ptrace stop is left as it is (WEXITED without WSTOPPED).
+void SeizeReaper::reap(const std::vector<int>& tids) {
+  std::vector<ReapedExit> got;
+  for (int tid : tids) {
+    siginfo_t si{};
+    if (waitid(P_PID, static_cast<id_t>(tid), &si, WEXITED | WNOHANG | __WALL) != 0) continue;
+    if (si.si_pid == 0) continue;
+    got.push_back(ReapedExit{tid, si.si_code, si.si_status});
+  }
+  if (got.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  reaped_.insert(reaped_.end(), got.begin(), got.end());
+}
+
+}  // namespace hangscan

@@ -1,0 +1,22 @@
+// Job-control stop signals (SIGTSTP, SIGTTIN, SIGTTOU) held back by hangscan's helper threads.
+//
+// Why: a process-directed Ctrl-Z goes to any thread that does not block it, and its default
+// action stops the whole process, the thread that holds a target stopped included: the target's
+// threads would stay stopped until hangscan is continued. The freezing thread blocks these
+// signals while it holds threads stopped (PtraceStopper) and lets them in after the release;
+// helper threads that may run meanwhile block them for good, so a stop waits for the release.
+#pragma once
+
+#include <signal.h>
+
+namespace hangscan {
+
+// Blocks the job-control stop signals in the calling thread.
+inline void block_job_control_stops() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+}  // namespace hangscan
