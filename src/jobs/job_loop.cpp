@@ -11,6 +11,7 @@
 #include "crash/crash_explainer.h"
 #include "discovery/environ_memory.h"
 #include "group/progress.h"
+#include "proc/container_info.h"
 #include "proc/deaths.h"
 #include "proc/gpu_memory.h"
 #include "proc/socket_waits.h"
@@ -54,6 +55,7 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
                                    std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
     snap = capture_process(*target, copt, symbols);
     apply_rank_info(snap, dp.environment.empty() ? read_environment(*target) : dp.environment, &dp);
+    if (auto c = read_container_info(dp.pid)) snap.container = std::move(*c);
   });
   if (failure) {
     snap = unopened_snapshot(
