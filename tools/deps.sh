@@ -17,9 +17,12 @@ package_pkgs=(file dpkg-dev libbpf-dev bpftool clang)
 # package has it); without them `watch` is built without eBPF support.
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge slurmdbd mariadb-server pdsh openssh-server
-  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format)
+  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format
+  podman runc mmdebstrap)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
+# podman, runc, mmdebstrap: tests/integration/test_containers.py (runc: crun refuses cgroup v1
+# hybrid hosts; the image is built once from Debian's mirror and cached in /var/cache/hangscan-tests).
 # clang-format: the layout of the tree (.clang-format); clang-tidy (.clang-tidy) is optional.
 # slurmdbd, mariadb-server: Slurm accounting (sacct) for tests/integration/test_slurm_deaths.py;
 # cluster.sh runs mariadbd as a plain process (installing the package starts no service where

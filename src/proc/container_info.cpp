@@ -1,5 +1,7 @@
 #include "proc/container_info.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <vector>
@@ -9,6 +11,8 @@
 
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
+#include "util/hints.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -141,6 +145,40 @@ std::optional<ContainerInfo> read_container_info(int pid, const std::string& sto
   auto store = read_text_file(storage_root + "/overlay-containers/containers.json", 1 << 24);
   if (store) c->name = podman_name_from_storage(*store, c->id);
   return c;
+}
+
+bool status_has_capability(std::string_view status_text, int cap) {
+  std::optional<std::uint64_t> eff;
+  for_each_line(status_text, [&](std::string_view line) {
+    if (line.starts_with("CapEff:")) eff = parse_int<std::uint64_t>(line.substr(7), 16);
+  });
+  return eff && cap >= 0 && cap < 64 && ((*eff >> cap) & 1u);
+}
+
+PtraceStanding read_ptrace_standing() {
+  constexpr int kCapSysPtrace = 19;
+  PtraceStanding s;
+  auto status = read_text_file("/proc/self/status", 1 << 16);
+  s.cap_sys_ptrace = status && status_has_capability(*status, kCapSysPtrace);
+  s.in_container = access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0;
+  if (!s.in_container) {
+    auto init = read_text_file("/proc/1/cgroup", 1 << 16);
+    s.in_container = init && container_from_proc_cgroup(*init).has_value();
+  }
+  return s;
+}
+
+Error ptrace_permission_error(int pid, std::string_view what, int err,
+                              const PtraceStanding& standing) {
+  if (standing.in_container && !standing.cap_sys_ptrace) {
+    return Error(Errc::permission,
+                 fmt::format("pid {}: permission denied{}: hangscan runs in a container without "
+                             "CAP_SYS_PTRACE",
+                             pid, what),
+                 err, hints::container_ptrace());
+  }
+  return Error(Errc::permission, fmt::format("pid {}: permission denied{}", pid, what), err,
+               hints::ptrace_permission());
 }
 
 }  // namespace hangscan

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "hangscan/model.h"
+#include "hangscan/result.h"
 
 namespace hangscan {
 
@@ -35,5 +36,25 @@ std::string podman_name_from_storage(std::string_view containers_json, std::stri
 // nullopt when it runs in none or its cgroup cannot be read.
 std::optional<ContainerInfo> read_container_info(
     int pid, const std::string& storage_root = "/var/lib/containers/storage");
+
+// What decides whether hangscan itself may trace: CAP_SYS_PTRACE in its effective set, and
+// whether it runs in a container (where the runtime drops that capability by default: Docker,
+// podman, Kubernetes). Why: a refusal inside a container has one precise fix, and a user who
+// only reads "permission denied" runs it again as root, which changes nothing there.
+struct PtraceStanding {
+  bool cap_sys_ptrace = false;
+  bool in_container = false;
+};
+// Whether the CapEff line of a /proc/PID/status text holds capability `cap` (19: SYS_PTRACE).
+bool status_has_capability(std::string_view status_text, int cap);
+// hangscan's own standing, from /proc/self/status, the runtimes' marker files (/.dockerenv,
+// /run/.containerenv) and /proc/1/cgroup.
+PtraceStanding read_ptrace_standing();
+
+// The error for a refused access to `pid` (ptrace, its maps, its memory): "pid N: permission
+// denied (WHAT)", with the container's fix when `standing` is a container without
+// CAP_SYS_PTRACE, else the general ptrace-permission hint. `what` is "" or " (ptrace)".
+Error ptrace_permission_error(int pid, std::string_view what, int err,
+                              const PtraceStanding& standing);
 
 }  // namespace hangscan

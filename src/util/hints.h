@@ -26,5 +26,8 @@ std::string writable_core_dir(const std::string& option);
 std::string core_already_there(const std::string& option);
 // A pid that is not (or no longer) a process.
 const char* check_pid();
+// hangscan runs in a container that does not grant it CAP_SYS_PTRACE (Docker's, podman's and
+// Kubernetes' default): the runtime's fix, and what still works without it.
+const char* container_ptrace();
 
 }  // namespace hangscan::hints

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
+#include "util/hints.h"
+
 namespace hangscan {
 namespace {
 
@@ -104,6 +108,38 @@ TEST(ContainerInfo, PodmanNameFromItsStorage) {
   EXPECT_EQ(podman_name_from_storage(R"({"id":"x"})", kId), "");
   EXPECT_EQ(podman_name_from_storage(R"([1, {"id": 5}, {"id":")" + kId + R"(","names":[7]}])", kId),
             "");
+}
+
+TEST(ContainerInfo, CapEffOfAStatusText) {
+  // Docker's and podman's default set (no SYS_PTRACE), then the same with SYS_PTRACE (bit 19).
+  const char* dflt = "Name:\tpython3\nCapPrm:\t00000000800405fb\nCapEff:\t00000000800405fb\n";
+  const char* traced = "CapEff:\t00000000800c05fb\nCapBnd:\t000001ffffffffff\n";
+  EXPECT_FALSE(status_has_capability(dflt, 19));
+  EXPECT_TRUE(status_has_capability(dflt, 0));
+  EXPECT_TRUE(status_has_capability(traced, 19));
+  EXPECT_TRUE(status_has_capability("CapEff:\t000001ffffffffff\n", 19));
+  EXPECT_FALSE(status_has_capability("CapEff:\tzz\n", 19));
+  EXPECT_FALSE(status_has_capability("Name:\tx\n", 19));
+  EXPECT_FALSE(status_has_capability("CapEff:\t000001ffffffffff\n", 64));
+}
+
+TEST(ContainerInfo, PermissionErrorNamesTheContainerFixOnlyThere) {
+  Error in = ptrace_permission_error(42, " (ptrace)", EPERM, PtraceStanding{false, true});
+  EXPECT_EQ(in.code, Errc::permission);
+  EXPECT_EQ(in.message,
+            "pid 42: permission denied (ptrace): hangscan runs in a container without "
+            "CAP_SYS_PTRACE");
+  EXPECT_EQ(in.hint, hints::container_ptrace());
+  EXPECT_NE(in.hint.find("--cap-add SYS_PTRACE"), std::string::npos);
+  EXPECT_NE(in.hint.find("kubectl debug --profile=general"), std::string::npos);
+  EXPECT_NE(in.hint.find("securityContext.capabilities.add: [\"SYS_PTRACE\"]"),
+            std::string::npos);
+  EXPECT_NE(in.hint.find("--nonblocking"), std::string::npos);
+  for (PtraceStanding s : {PtraceStanding{true, true}, PtraceStanding{false, false}}) {
+    Error host = ptrace_permission_error(42, "", EACCES, s);
+    EXPECT_EQ(host.message, "pid 42: permission denied");
+    EXPECT_EQ(host.hint, hints::ptrace_permission());
+  }
 }
 
 }  // namespace
