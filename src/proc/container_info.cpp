@@ -160,6 +160,7 @@ PtraceStanding read_ptrace_standing() {
   PtraceStanding s;
   auto status = read_text_file("/proc/self/status", 1 << 16);
   s.cap_sys_ptrace = status && status_has_capability(*status, kCapSysPtrace);
+  s.root = geteuid() == 0;
   s.in_container = access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0;
   if (!s.in_container) {
     auto init = read_text_file("/proc/1/cgroup", 1 << 16);
@@ -170,7 +171,7 @@ PtraceStanding read_ptrace_standing() {
 
 Error ptrace_permission_error(int pid, std::string_view what, int err,
                               const PtraceStanding& standing) {
-  if (standing.in_container && !standing.cap_sys_ptrace) {
+  if (standing.in_container && standing.root && !standing.cap_sys_ptrace) {
     return Error(Errc::permission,
                  fmt::format("pid {}: permission denied{}: hangscan runs in a container without "
                              "CAP_SYS_PTRACE",

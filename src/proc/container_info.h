@@ -44,6 +44,7 @@ std::optional<ContainerInfo> read_container_info(
 struct PtraceStanding {
   bool cap_sys_ptrace = false;
   bool in_container = false;
+  bool root = false;  // effective uid 0: then the capability is all that is missing
 };
 // Whether the CapEff line of a /proc/PID/status text holds capability `cap` (19: SYS_PTRACE).
 bool status_has_capability(std::string_view status_text, int cap);
@@ -52,8 +53,9 @@ bool status_has_capability(std::string_view status_text, int cap);
 PtraceStanding read_ptrace_standing();
 
 // The error for a refused access to `pid` (ptrace, its maps, its memory): "pid N: permission
-// denied (WHAT)", with the container's fix when `standing` is a container without
-// CAP_SYS_PTRACE, else the general ptrace-permission hint. `what` is "" or " (ptrace)".
+// denied (WHAT)", with the container's fix when `standing` is root in a container without
+// CAP_SYS_PTRACE, else the general ptrace-permission hint (another user's process: run as its
+// user or as root). `what` is "" or " (ptrace)".
 Error ptrace_permission_error(int pid, std::string_view what, int err,
                               const PtraceStanding& standing);
 

@@ -33,8 +33,9 @@ std::string core_already_there(const std::string& option) {
 const char* check_pid() { return "check the pid with 'ps -p PID'; the process may have exited"; }
 
 const char* container_ptrace() {
-  return "start the container with --cap-add SYS_PTRACE (docker, podman); in Kubernetes debug "
-         "with 'kubectl debug --profile=general' or set securityContext.capabilities.add: "
+  return "give hangscan's container CAP_SYS_PTRACE: start it with --cap-add SYS_PTRACE (docker, "
+         "podman); in Kubernetes debug with 'kubectl debug --profile=general' or set "
+         "securityContext.capabilities.add: "
          "[\"SYS_PTRACE\"]; where /proc/PID/mem is still readable, --nonblocking reads the "
          "Python stacks without ptrace";
 }

@@ -195,8 +195,8 @@ def test_inside_a_container_without_sys_ptrace(podman):
     assert lines[0] == ("hangscan: pid 1: permission denied: hangscan runs in a container "
                         "without CAP_SYS_PTRACE"), out.stderr
     assert lines[1] == (
-        "hint: start the container with --cap-add SYS_PTRACE (docker, podman); in Kubernetes "
-        "debug with 'kubectl debug --profile=general' or set "
+        "hint: give hangscan's container CAP_SYS_PTRACE: start it with --cap-add SYS_PTRACE "
+        "(docker, podman); in Kubernetes debug with 'kubectl debug --profile=general' or set "
         "securityContext.capabilities.add: [\"SYS_PTRACE\"]; where /proc/PID/mem is still "
         "readable, --nonblocking reads the Python stacks without ptrace"), out.stderr
     doc = pm("exec", "--user", "0", name, hs, "doctor", check=False, timeout=60)

@@ -124,18 +124,20 @@ TEST(ContainerInfo, CapEffOfAStatusText) {
 }
 
 TEST(ContainerInfo, PermissionErrorNamesTheContainerFixOnlyThere) {
-  Error in = ptrace_permission_error(42, " (ptrace)", EPERM, PtraceStanding{false, true});
+  Error in = ptrace_permission_error(42, " (ptrace)", EPERM, PtraceStanding{false, true, true});
   EXPECT_EQ(in.code, Errc::permission);
   EXPECT_EQ(in.message,
             "pid 42: permission denied (ptrace): hangscan runs in a container without "
             "CAP_SYS_PTRACE");
   EXPECT_EQ(in.hint, hints::container_ptrace());
-  EXPECT_NE(in.hint.find("--cap-add SYS_PTRACE"), std::string::npos);
+  EXPECT_NE(in.hint.find("CAP_SYS_PTRACE: start it with --cap-add SYS_PTRACE"), std::string::npos);
   EXPECT_NE(in.hint.find("kubectl debug --profile=general"), std::string::npos);
-  EXPECT_NE(in.hint.find("securityContext.capabilities.add: [\"SYS_PTRACE\"]"),
-            std::string::npos);
+  EXPECT_NE(in.hint.find("securityContext.capabilities.add: [\"SYS_PTRACE\"]"), std::string::npos);
   EXPECT_NE(in.hint.find("--nonblocking"), std::string::npos);
-  for (PtraceStanding s : {PtraceStanding{true, true}, PtraceStanding{false, false}}) {
+  // With the capability, outside a container, or not root (another user's process: the fix is
+  // the user, not the capability): the general hint.
+  for (PtraceStanding s : {PtraceStanding{true, true, true}, PtraceStanding{false, false, true},
+                           PtraceStanding{false, true, false}}) {
     Error host = ptrace_permission_error(42, "", EACCES, s);
     EXPECT_EQ(host.message, "pid 42: permission denied");
     EXPECT_EQ(host.hint, hints::ptrace_permission());
