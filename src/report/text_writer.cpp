@@ -325,6 +325,8 @@ class TextWriter {
                  (p.python->nonblocking ? " (read without stopping)" : "") +
                  (p.python->finalizing ? ", the interpreter is shutting down" : "") +
                  (p.python->gc_collecting ? ", garbage collecting" : "");
+      if (p.container)
+        facts += (facts.empty() ? "container " : ", container ") + container_words(*p.container);
       if (p.pause_us > 0)
         facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
       std::string mem = memory_words(p.memory);

@@ -186,8 +186,13 @@ def test_inside_a_container_without_sys_ptrace(podman):
     build = lib.build_dir()
     # The target runs as another user; hangscan, root of the container with podman's default
     # capabilities (no SYS_PTRACE), may not trace it.
-    pid, _ = pm.start(name, "--user", "1000", "-v", f"{build}:/hs-build:ro",
-                      fifo=make_fifo(workdir, "ready-noptrace"))
+    pid, cid = pm.start(name, "--user", "1000", "-v", f"{build}:/hs-build:ro",
+                        fifo=make_fifo(workdir, "ready-noptrace"))
+    # From the host, a process of no rank: the container is on the facts line under its title.
+    host = lib.dump(pid, as_json=False)
+    assert host.rc == 0, host.describe()
+    assert (f"state S, Python 3.11.2, container podman:{name} (id {cid[:12]}), paused "
+            in host.stdout), host.stdout
     hs = "/hs-build/" + Path(lib.hangscan_bin()).name
     out = pm("exec", "--user", "0", name, hs, "dump", "--pid", "1", check=False, timeout=60)
     assert out.returncode == 2, out.stderr
