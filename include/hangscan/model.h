@@ -226,6 +226,18 @@ struct MemoryUsage {
   bool operator==(const MemoryUsage&) const = default;
 };
 
+// The container a process runs in, as its host sees it (docs/output-schema.md, "container").
+// Why: from the host every process of every container is just a host pid; a user asking which
+// pod or container hangs needs the name their runtime gave it. Named from the cgroup path and,
+// where the runtime's own files say so, the runtime's name for it.
+struct ContainerInfo {
+  std::string runtime;  // "podman", "docker", "containerd", "cri-o"; "" (a Kubernetes pod, unknown)
+  std::string id;       // the runtime's container id (hex), "" when the path names only the pod
+  std::string name;     // the runtime's name for it ("" when its files do not say)
+  std::string pod_uid;  // Kubernetes pod UID ("" outside Kubernetes)
+  bool operator==(const ContainerInfo&) const = default;
+};
+
 // How a rank died, from what its node still knew (docs/output-schema.md, "death").
 struct Death {
   std::string how;               // "killed" (a signal), "exited", "oom-kill", "segfault"
@@ -290,6 +302,7 @@ struct ProcessSnapshot {
   // Its established TCP connections as "local -> remote" ("10.0.0.2:29502 -> 10.0.0.1:40312"):
   // the node's socket table, by which the front end finds the other end of a wait on another node.
   std::vector<std::string> tcp_connections;
+  Boxed<ContainerInfo> container;  // heap-held: most processes run in none
   std::vector<Diagnostic> diagnostics;
 };
 

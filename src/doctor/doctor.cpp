@@ -17,7 +17,9 @@
 
 #include "corewrite/core_plan.h"
 #include "corewrite/proc_facts.h"
+#include "proc/container_info.h"
 #include "proc/proc_files.h"
+#include "util/hints.h"
 #include "util/parse_number.h"
 #include "util/safe_output.h"
 
@@ -25,7 +27,6 @@ namespace hangscan {
 namespace {
 
 using Level = DoctorCheck::Level;
-constexpr int kCapSysPtrace = 19;
 
 std::string slurp(const std::string& path) {
   auto t = read_text_file(path, 1 << 20);
@@ -60,20 +61,15 @@ class Doctor {
     return o_.pid ? fmt::format("/proc/{}/{}", *o_.pid, what) : fmt::format("/proc/self/{}", what);
   }
 
-  bool in_container() const {
-    if (exists("/.dockerenv") || exists("/run/.containerenv")) return true;
-    std::string cg = slurp("/proc/1/cgroup");
-    return cg.find("docker") != std::string::npos || cg.find("kubepods") != std::string::npos ||
-           cg.find("containerd") != std::string::npos || cg.find("lxc") != std::string::npos;
-  }
-
   void check_ptrace() {
-    std::string self = slurp("/proc/self/status");
-    const bool cap = (status_hex(self, "CapEff") >> kCapSysPtrace) & 1;
-    const bool container = in_container();
+    const PtraceStanding standing = read_ptrace_standing();
+    const bool cap = standing.cap_sys_ptrace;
+    const bool container = standing.in_container;
     std::string scope_text = slurp("/proc/sys/kernel/yama/ptrace_scope");
     int scope = parse_int<int>(scope_text).value_or(-1);
     std::string where = container ? " (in a container)" : "";
+    const std::string container_fix =
+        container && !cap ? fmt::format("; in this container: {}", hints::container_ptrace()) : "";
     if (scope == 3) {
       add(Level::fail, "ptrace", "kernel.yama.ptrace_scope=3: ptrace is disabled for everyone",
           "only a reboot lifts scope 3; set kernel.yama.ptrace_scope=1 in /etc/sysctl.d and "
@@ -85,26 +81,24 @@ class Doctor {
           fmt::format("kernel.yama.ptrace_scope={} and hangscan has no CAP_SYS_PTRACE{}: it may "
                       "only trace its own children",
                       scope, where),
-          "run hangscan as root (sudo), or 'sysctl -w kernel.yama.ptrace_scope=0'");
+          fmt::format("run hangscan as root (sudo), or 'sysctl -w kernel.yama.ptrace_scope=0'{}",
+                      container_fix));
       return;
     }
-    const std::string container_fix =
-        container && !cap ? "; in this container: start it with --cap-add=SYS_PTRACE "
-                            "(docker/podman) or add SYS_PTRACE to the pod's capabilities"
-                          : "";
     if (!o_.pid && container && !cap) {
       add(Level::warn, "ptrace",
-          "running in a container without CAP_SYS_PTRACE: only processes of your own user "
-          "can be traced",
-          "start the container with --cap-add=SYS_PTRACE (docker/podman) or add SYS_PTRACE to "
-          "the pod's securityContext capabilities");
+          "hangscan runs in a container without CAP_SYS_PTRACE (CapEff of its own process): "
+          "only processes of its own user can be traced",
+          hints::container_ptrace());
       return;
     }
     if (!o_.pid) {
       add(Level::ok, "ptrace",
-          fmt::format("{}{}{}",
-                      scope < 0 ? "no Yama LSM" : fmt::format("kernel.yama.ptrace_scope={}", scope),
-                      cap ? ", CAP_SYS_PTRACE held" : ", same-user processes only", where));
+          fmt::format(
+              "{}{}{}",
+              scope < 0 ? "no Yama LSM" : fmt::format("kernel.yama.ptrace_scope={}", scope),
+              cap ? ", CAP_SYS_PTRACE held" : ", no CAP_SYS_PTRACE: same-user processes only",
+              where));
       return;
     }
     const int pid = *o_.pid;

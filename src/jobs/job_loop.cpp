@@ -14,6 +14,7 @@
 #include "group/roles.h"
 #include "jobs/vanished_workers.h"
 #include "proc/blocking_waits.h"
+#include "proc/container_info.h"
 #include "proc/deaths.h"
 #include "proc/gpu_memory.h"
 #include "proc/since_state.h"
@@ -58,6 +59,7 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
                                    std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
     snap = capture_process(*target, copt, symbols);
     apply_rank_info(snap, dp.environment.empty() ? read_environment(*target) : dp.environment, &dp);
+    if (auto c = read_container_info(dp.pid)) snap.container = std::move(*c);
   });
   if (failure) {
     snap = unopened_snapshot(

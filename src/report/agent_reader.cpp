@@ -63,11 +63,12 @@ class Members {
 constexpr std::array<std::string_view, 12> kTopKeys = {
     "schema", "job_id",      "expected_world_size", "processes", "strings",       "frames",
     "stacks", "unreachable", "diagnostics",         "deaths",    "agent_version", "agent_commit"};
-constexpr std::array<std::string_view, 24> kProcessKeys = {
+constexpr std::array<std::string_view, 25> kProcessKeys = {
     "host",        "pid",      "ppid",          "start_ticks", "rank",    "world_size",
     "local_rank",  "launcher", "role",          "cmdline",     "exe",     "state",
     "cpu_percent", "progress", "captured_at",   "memory",      "death",   "tcp_connections",
-    "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics"};
+    "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics",
+    "container"};
 constexpr std::array<std::string_view, 21> kThreadKeys = {
     "tid",           "name",          "state",
     "wchan",         "syscall",       "is_main",
@@ -79,6 +80,7 @@ constexpr std::array<std::string_view, 21> kThreadKeys = {
 constexpr std::array<std::string_view, 6> kMemoryKeys = {
     "rss_bytes",          "peak_rss_bytes",     "cgroup",
     "cgroup_usage_bytes", "cgroup_limit_bytes", "gpu_bytes"};
+constexpr std::array<std::string_view, 4> kContainerKeys = {"runtime", "id", "name", "pod_uid"};
 constexpr std::array<std::string_view, 5> kPythonKeys = {"version", "nonblocking", "locator",
                                                          "finalizing", "gc_collecting"};
 constexpr std::array<std::string_view, 6> kDiagnosticKeys = {"severity", "message", "hint",
@@ -118,6 +120,7 @@ class AgentReader {
   void thread(ProcessSnapshot& p);
   void stack_ref(std::uint32_t field);
   MemoryUsage memory();
+  ContainerInfo container();
   PythonInfo python();
   Death death();
   std::vector<Diagnostic> diagnostics();
@@ -296,6 +299,9 @@ void AgentReader::process() {
       case 23:
         p.diagnostics = diagnostics();
         break;
+      case 24:
+        p.container = container();
+        break;
       default:
         decline();  // core: left to the reference reader
     }
@@ -406,6 +412,16 @@ MemoryUsage AgentReader::memory() {
               : mu.gpu_bytes) = v;
   }
   return mu;
+}
+
+ContainerInfo AgentReader::container() {
+  object();
+  ContainerInfo ci;
+  Members m;
+  for (int k; (k = m.next(c_, kContainerKeys)) >= 0;) {
+    (k == 0 ? ci.runtime : k == 1 ? ci.id : k == 2 ? ci.name : ci.pod_uid) = text();
+  }
+  return ci;
 }
 
 PythonInfo AgentReader::python() {

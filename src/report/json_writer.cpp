@@ -180,6 +180,11 @@ json memory_json(const Boxed<MemoryUsage>& m) {
           {"gpu_bytes", opt(m->gpu_bytes)}};
 }
 
+json container_json(const Boxed<ContainerInfo>& c) {
+  if (!c) return nullptr;
+  return {{"runtime", c->runtime}, {"id", c->id}, {"name", c->name}, {"pod_uid", c->pod_uid}};
+}
+
 json death_json(const Death& d) {
   return {{"how", d.how},
           {"signal", opt(d.signal)},
@@ -258,6 +263,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"memory", memory_json(p.memory)},
           {"death", p.death ? death_json(*p.death) : json(nullptr)},
           {"tcp_connections", p.tcp_connections},
+          {"container", container_json(p.container)},
           {"python", std::move(python)},
           {"asyncio_tasks", std::move(tasks)},
           {"core", std::move(core)},

@@ -219,6 +219,12 @@ ProcessSnapshot SnapshotFields::process(const json& v, std::size_t index) {
   p.memory = memory(o, path);
   if (const json* d = member(o, "death")) p.death = death(*d, at(path, "death"));
   p.tcp_connections = strings(o, "tcp_connections", path);
+  if (const json* c = member(o, "container")) {
+    const JsonPath cp = at(path, "container");
+    const json& co = object(*c, cp);
+    p.container = ContainerInfo{str(co, "runtime", cp), str(co, "id", cp), str(co, "name", cp),
+                                str(co, "pod_uid", cp)};
+  }
   p.pause_us = opt_int64(o, "pause_us", path, 0, kMaxInt64).value_or(0);
   process_extras(o, path, p);
   const json& threads = array(o, "threads", path, lim_.max_threads, false);

@@ -62,6 +62,16 @@ std::string human_bytes(std::uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
+// "podman:web (id 0123456789ab)", "containerd pod 1f2e...-8a9b (id 0123456789ab)": the runtime,
+// its name for the container, the Kubernetes pod and the short id, whichever are known.
+std::string container_words(const ContainerInfo& c) {
+  std::string s = c.runtime;
+  if (!c.name.empty()) s += (s.empty() ? "" : ":") + c.name;
+  if (!c.pod_uid.empty()) s += (s.empty() ? "pod " : " pod ") + c.pod_uid;
+  if (!c.id.empty()) s += fmt::format("{}(id {})", s.empty() ? "" : " ", c.id.substr(0, 12));
+  return s;
+}
+
 // "rss 61.2 GiB of 64.0 GiB (cgroup)", "rss 1.2 GiB (peak 2.0 GiB)"; empty when unknown.
 std::string memory_words(const Boxed<MemoryUsage>& m) {
   if (!m || !m->rss_bytes) return {};
@@ -297,6 +307,7 @@ class TextWriter {
       s += "  python " + p.python->version + (p.python->nonblocking ? " (nonblocking)" : "") +
            (p.python->finalizing ? " (shutting down)" : "");
     if (!p.launcher.empty()) s += "  launcher " + p.launcher;
+    if (p.container) s += "  container " + container_words(*p.container);
     if (p.pause_us > 0) s += fmt::format("  paused {} us", p.pause_us);
     std::string mem = memory_words(p.memory);
     if (!mem.empty()) s += "  " + mem;
@@ -323,6 +334,8 @@ class TextWriter {
                  (p.python->nonblocking ? " (read without stopping)" : "") +
                  (p.python->finalizing ? ", the interpreter is shutting down" : "") +
                  (p.python->gc_collecting ? ", garbage collecting" : "");
+      if (p.container)
+        facts += (facts.empty() ? "container " : ", container ") + container_words(*p.container);
       if (p.pause_us > 0)
         facts += fmt::format("{}paused {} us", facts.empty() ? "" : ", ", p.pause_us);
       std::string mem = memory_words(p.memory);

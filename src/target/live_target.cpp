@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/container_info.h"
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
 #include "target/exec_watch.h"
@@ -89,8 +90,7 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
     if (exec_in_progress(pid)) return exec_error(pid);
     if (process_exiting(pid)) return exiting_error(pid);
     if (maps_text.error().code == Errc::permission) {
-      return Error(Errc::permission, fmt::format("pid {}: permission denied", pid), EACCES,
-                   hints::ptrace_permission());
+      return ptrace_permission_error(pid, "", EACCES, read_ptrace_standing());
     }
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
   }
@@ -100,9 +100,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (target->mappings().empty()) {
     if (exec_in_progress(pid)) return exec_error(pid);
     if (process_exiting(pid)) return exiting_error(pid);
-    return Error(Errc::permission,
-                 fmt::format("pid {}: permission denied (its memory map is empty to us)", pid),
-                 EACCES, hints::ptrace_permission());
+    return ptrace_permission_error(pid, " (its memory map is empty to us)", EACCES,
+                                   read_ptrace_standing());
   }
   return std::unique_ptr<Target>(std::move(target));
 }

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "proc/container_info.h"
 #include "proc/proc_files.h"
-#include "util/hints.h"
 
 namespace hangscan {
 
@@ -53,8 +53,7 @@ Error ptrace_error(int pid, int err) {
   // An exiting process refuses the seize with EPERM too: that is no permission problem.
   if ((err == EPERM || err == ESRCH) && process_exiting(pid)) return exiting_error(pid, err);
   if (err == EPERM || err == EACCES) {
-    return Error(Errc::permission, fmt::format("pid {}: permission denied (ptrace)", pid), err,
-                 hints::ptrace_permission());
+    return ptrace_permission_error(pid, " (ptrace)", err, read_ptrace_standing());
   }
   if (err == ESRCH)
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), err);

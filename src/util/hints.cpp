@@ -42,4 +42,12 @@ const char* own_pid() {
          "(in a script, $$ is the shell's own pid: use the target's, e.g. from 'pgrep -f')";
 }
 
+const char* container_ptrace() {
+  return "give hangscan's container CAP_SYS_PTRACE: start it with --cap-add SYS_PTRACE (docker, "
+         "podman); in Kubernetes debug with 'kubectl debug --profile=general' or set "
+         "securityContext.capabilities.add: "
+         "[\"SYS_PTRACE\"]; where /proc/PID/mem is still readable, --nonblocking reads the "
+         "Python stacks without ptrace";
+}
+
 }  // namespace hangscan::hints

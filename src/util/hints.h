@@ -30,5 +30,8 @@ const char* check_pid();
 const char* run_again_after_exec();
 // The pid given is hangscan's own.
 const char* own_pid();
+// hangscan runs in a container that does not grant it CAP_SYS_PTRACE (Docker's, podman's and
+// Kubernetes' default): the runtime's fix, and what still works without it.
+const char* container_ptrace();
 
 }  // namespace hangscan::hints

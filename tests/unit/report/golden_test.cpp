@@ -117,6 +117,11 @@ ProcessSnapshot rank(int r, const std::string& host, bool odd) {
   p.memory = MemoryUsage{std::uint64_t{1} << 30, std::uint64_t{3} << 29, "/slurm/job42", {}, {}};
   p.pause_us = 180 + r;
   p.tcp_connections = {fmt_conn(r)};
+  if (r == 1) p.container = ContainerInfo{"podman", std::string(64, 'a'), "trainer-1", ""};
+  if (r == 2) {
+    p.container = ContainerInfo{"containerd", std::string(64, 'b'), "",
+                                "1f2e3d4c-5b6a-7980-1a2b-3c4d5e6f7a8b"};
+  }
   ThreadSnapshot main;
   main.tid = p.pid;
   main.name = "python3";
