@@ -71,6 +71,15 @@ std::string fixed_string(const std::uint8_t* p, std::size_t n) {
   return std::string(reinterpret_cast<const char*>(p), len);
 }
 
+// x86-64 user space ends at 2^47; the kernel half (the vsyscall page, which cores hold)
+// starts at 2^64 - 2^47. A mapping larger than either, or across the hole, is corrupt.
+bool impossible_range(std::uint64_t vaddr, std::uint64_t memsz) {
+  constexpr std::uint64_t kUserEnd = std::uint64_t{1} << 47;
+  constexpr std::uint64_t kKernelStart = ~std::uint64_t{0} - kUserEnd + 1;
+  if (memsz > kUserEnd) return true;
+  return vaddr < kKernelStart && vaddr + memsz > kUserEnd && vaddr + memsz >= vaddr;
+}
+
 std::uint64_t align4(std::uint64_t v) { return (v + 3) & ~std::uint64_t{3}; }
 
 bool signal_has_address(int signo) {
@@ -342,13 +351,10 @@ Status CoreFile::parse_all() {
   }
 
   std::uint64_t needed = 0;
+  bool notes_cut = false;
   for (std::uint64_t i = 0; i < phnum; ++i) {
     const Elf64_Phdr& ph = phdrs[static_cast<std::size_t>(i)];
     if (ph.p_type == PT_NOTE) {
-      if (ph.p_offset > n || n - ph.p_offset < ph.p_filesz) {
-        return bad_core("truncated before the end of its notes (threads, registers)",
-                        kTruncatedHint);
-      }
       if (ph.p_filesz > kMaxNoteBytes) {
         warnings_.push_back(
             fmt::format("note segment of {} bytes is larger than any core "
@@ -356,14 +362,31 @@ Status CoreFile::parse_all() {
                         ph.p_filesz));
         continue;
       }
-      std::vector<std::uint8_t> notes(static_cast<std::size_t>(ph.p_filesz));
+      // A cut file keeps the notes before the cut (hangscan's own note comes last, after
+      // the memory): read those, and say that the rest is missing.
+      std::uint64_t present = ph.p_offset >= n ? 0 : std::min(ph.p_filesz, n - ph.p_offset);
+      std::vector<std::uint8_t> notes(static_cast<std::size_t>(present));
       if (bytes_->read_at(ph.p_offset, notes.data(), notes.size()) != notes.size()) {
         return bad_core("unreadable notes (threads, registers)", kTruncatedHint);
       }
-      Status st = parse_notes(notes, ph.p_offset);
-      if (!st) return st;
+      const bool cut = present < ph.p_filesz;
+      parse_notes(notes, ph.p_offset, cut);
+      if (cut) {
+        notes_cut = true;
+        truncated_ = true;
+        warnings_.push_back(fmt::format(
+            "core truncated inside its notes: {} of {} bytes of the note segment at offset {} "
+            "present; the notes past the cut are missing",
+            present, ph.p_filesz, ph.p_offset));
+      }
     } else if (ph.p_type == PT_LOAD) {
       if (ph.p_memsz == 0) continue;
+      if (impossible_range(ph.p_vaddr, ph.p_memsz)) {
+        return bad_core(fmt::format("corrupt core: program header {} claims {} bytes of memory at "
+                                    "{:#x}, more than an x86-64 process can map",
+                                    i, ph.p_memsz, ph.p_vaddr),
+                        "the core is damaged; take it again");
+      }
       if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr || ph.p_filesz > ph.p_memsz) {
         warnings_.push_back(
             fmt::format("program header {} is corrupt (address range); skipped", i));
@@ -386,6 +409,10 @@ Status CoreFile::parse_all() {
   }
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+  if (threads_.empty() && notes_cut) {
+    return bad_core("truncated before the end of its notes (threads, registers)", kTruncatedHint);
+  }
+  for (std::size_t i = 0; i < threads_.size(); ++i) thread_index_[threads_[i].tid] = i;
   if (threads_.empty()) {
     return bad_core("no thread (NT_PRSTATUS) notes in the core",
                     "the core is damaged or was written by a tool hangscan does not know");
@@ -393,7 +420,7 @@ Status CoreFile::parse_all() {
   return Ok{};
 }
 
-Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset) {
+void CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset, bool cut) {
   const std::uint8_t* p = notes.data();
   const std::uint64_t size = notes.size();
   std::uint64_t pos = 0;
@@ -404,17 +431,17 @@ Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64
     std::uint64_t name_at = pos + 12;
     std::uint64_t desc_at = name_at + align4(namesz);
     if (desc_at > size || size - desc_at < descsz) {
+      if (cut) return;  // the note the file was cut in; the caller says so
       warnings_.push_back(fmt::format(
           "corrupt note at offset {} (sizes {}+{} exceed the note segment); later notes skipped",
           offset + pos, namesz, descsz));
-      return Ok{};
+      return;
     }
     std::string owner = fixed_string(p + name_at, namesz);
     parse_note(type, owner, p + desc_at, descsz);
     pos = desc_at + align4(descsz);
     if (pos > size) break;
   }
-  return Ok{};
 }
 
 void CoreFile::parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
@@ -565,6 +592,11 @@ std::optional<std::uint64_t> CoreFile::auxv_value(std::uint64_t type) const {
     if (t == type) return v;
   }
   return std::nullopt;
+}
+
+const CoreThread* CoreFile::thread(int tid) const {
+  auto it = thread_index_.find(tid);
+  return it != thread_index_.end() ? &threads_[it->second] : nullptr;
 }
 
 const CoreSegment* CoreFile::segment_at(std::uint64_t addr) const {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hangscan/result.h"
@@ -91,6 +92,9 @@ class CoreFile {
 
   const std::string& name() const { return name_; }
   const std::vector<CoreThread>& threads() const { return threads_; }
+  // The thread with this tid (the last note of it, should a core repeat one), or nullptr. A
+  // hash lookup: describing each of 200,000 threads must not scan all of them.
+  const CoreThread* thread(int tid) const;
   const std::optional<CorePsInfo>& psinfo() const { return psinfo_; }
   const std::optional<CoreSigInfo>& siginfo() const { return siginfo_; }
   const std::vector<CoreFileMap>& files() const { return files_; }
@@ -117,7 +121,8 @@ class CoreFile {
  private:
   CoreFile() = default;
   Status parse_all();
-  Status parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset);
+  // `cut`: the file ends inside this note segment (a note cut short is not "corrupt").
+  void parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset, bool cut);
   void parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
                   std::size_t size);
   void parse_prstatus(const std::uint8_t* desc, std::size_t size);
@@ -130,6 +135,7 @@ class CoreFile {
   std::unique_ptr<CoreBytes> bytes_;
   std::string name_;
   std::vector<CoreThread> threads_;
+  std::unordered_map<int, std::size_t> thread_index_;  // tid -> index in threads_
   std::optional<CorePsInfo> psinfo_;
   std::optional<CoreSigInfo> siginfo_;
   std::vector<CoreFileMap> files_;

@@ -282,6 +282,10 @@ class CoreTarget : public Target {
       d.pid = out.pid;
       out.diagnostics.push_back(std::move(d));
     }
+    if (auto d = stacks_outside_memory()) {
+      d->pid = out.pid;
+      out.diagnostics.push_back(std::move(*d));
+    }
     for (auto d : modules_.diagnostics()) {
       d.pid = out.pid;
       out.diagnostics.push_back(std::move(d));
@@ -289,10 +293,7 @@ class CoreTarget : public Target {
   }
 
   void describe_thread(ThreadSnapshot& out) override {
-    const CoreThread* t = nullptr;
-    for (const auto& c : core_->threads()) {
-      if (c.tid == out.tid) t = &c;
-    }
+    const CoreThread* t = core_->thread(out.tid);
     if (t == nullptr) return;
     out.is_main = t->tid == pid();
     if (out.is_main && core_->psinfo()) out.name = core_->psinfo()->fname;
@@ -334,6 +335,35 @@ class CoreTarget : public Target {
       }
     }
     return {};
+  }
+
+  // Threads whose stack pointer lies in no memory the core holds: nothing of their stacks
+  // can be unwound. All of them: the program headers do not describe the memory the
+  // registers point into (a damaged or mis-assembled core), which must not pass for a
+  // complete report.
+  std::optional<Diagnostic> stacks_outside_memory() const {
+    std::size_t outside = 0;
+    for (const auto& t : core_->threads()) {
+      std::uint64_t word = 0;
+      if (core_->read(t.regs.sp(), &word, sizeof(word)) != sizeof(word)) ++outside;
+    }
+    if (outside == 0) return std::nullopt;
+    const std::size_t all = core_->threads().size();
+    Diagnostic d;
+    d.message = outside == all
+                    ? fmt::format(
+                          "{}: no thread's stack pointer lies in the memory the core holds: its "
+                          "program headers do not match its registers, so no stack can be "
+                          "unwound",
+                          core_->name())
+                    : fmt::format(
+                          "{}: {} of {} threads have a stack pointer outside the memory the "
+                          "core holds: their stacks cannot be unwound",
+                          core_->name(), outside, all);
+    d.hint = core_->truncated() ? "the core is incomplete; take it again with enough disk space "
+                                  "and `ulimit -c unlimited`"
+                                : "the core is damaged; take it again";
+    return d;
   }
 
   void load_initial_stack() {
