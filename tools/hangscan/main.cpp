@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli.h"
 #include "output.h"
+#include "util/hints.h"
 #include "util/version.h"
 
 namespace hangscan::cli {
@@ -56,6 +58,10 @@ int main(int argc, char** argv) {
   }
   try {
     return action();
+  } catch (const std::bad_alloc&) {
+    // The machine's limit, not a bug: say so in the words every other out-of-memory uses.
+    print_error("out of memory", hangscan::hints::out_of_memory());
+    return kExitNothing;
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitNothing;
