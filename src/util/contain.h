@@ -30,6 +30,12 @@ struct Failure {
   }
 };
 
+// A thread or a mapping that could not be had (EAGAIN, ENOMEM): a limit, not a bug.
+inline bool is_resource_limit(const std::system_error& e) {
+  return e.code() == std::errc::resource_unavailable_try_again ||
+         e.code() == std::errc::not_enough_memory;
+}
+
 // Runs `work`; nullopt when it returned, else what went wrong.
 template <class F>
 std::optional<Failure> failure_of(F&& work) noexcept {
@@ -39,9 +45,7 @@ std::optional<Failure> failure_of(F&& work) noexcept {
   } catch (const std::bad_alloc&) {
     return Failure{"out of memory", true};
   } catch (const std::system_error& e) {
-    // A thread or a mapping that could not be had (EAGAIN, ENOMEM): a limit, not a bug.
-    bool limit = e.code() == std::errc::resource_unavailable_try_again ||
-                 e.code() == std::errc::not_enough_memory;
+    bool limit = is_resource_limit(e);
     return Failure{std::string(limit ? "out of memory: " : "internal error: ") + e.what(), limit};
   } catch (const std::exception& e) {
     return Failure{std::string("internal error: ") + e.what(), false};

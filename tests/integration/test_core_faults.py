@@ -186,3 +186,18 @@ def test_out_of_memory_is_one_line_with_a_hint_or_a_complete_report(deadlock, me
     else:
         assert "lock_second (" in run.stdout, run.describe()
         assert "pthread_mutex_lock.c:" in run.stdout, run.describe()
+
+
+@pytest.mark.parametrize("megabytes", [50, 55, 60])
+def test_watch_out_of_memory_is_one_line_with_a_hint(deadlock, megabytes):
+    """`watch` under `prlimit --as`: a thread it could not make was a bare "Resource temporarily
+    unavailable", an allocation a bare "std::bad_alloc". (It loads BPF: run it under
+    flock /tmp/hs-bpf.lock; without eBPF it samples with ptrace, which must hold as well.)"""
+    run = hs.run_hangscan(["watch", "--pid", deadlock.pid, "--for", "1"], timeout=120,
+                          prefix=["prlimit", f"--as={megabytes << 20}", "--"])
+    assert run.rc in (0, 1, 2), run.describe()
+    assert "bad_alloc" not in run.stderr and "hangscan bug" not in run.stderr, run.describe()
+    if run.rc == 2:
+        lines, hints = error_lines(run)
+        assert len(lines) == 1 and "out of memory" in lines[0], run.describe()
+        assert len(hints) == 1 and "ulimit -v" in hints[0], run.describe()

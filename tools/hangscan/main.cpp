@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "util/contain.h"
 #include "util/hints.h"
 #include "util/version.h"
 
@@ -63,6 +64,12 @@ int main(int argc, char** argv) {
     print_error("out of memory", hangscan::hints::out_of_memory());
     return kExitNothing;
   } catch (const std::exception& e) {
+    // A thread that could not be made (EAGAIN under `ulimit -v`) is the same limit.
+    const auto* sys = dynamic_cast<const std::system_error*>(&e);
+    if (sys != nullptr && hangscan::is_resource_limit(*sys)) {
+      print_error(std::string("out of memory: ") + e.what(), hangscan::hints::out_of_memory());
+      return kExitNothing;
+    }
     print_error(e.what());
     return kExitNothing;
   }
