@@ -342,10 +342,21 @@ class CoreTarget : public Target {
   // registers point into (a damaged or mis-assembled core), which must not pass for a
   // complete report.
   std::optional<Diagnostic> stacks_outside_memory() const {
+    // A stack overflow leaves the stack pointer just below its stack's mapping, whose
+    // frames are unwound all the same.
+    constexpr std::uint64_t kBelowStack = 64 * 1024;
+    const auto& segs = core_->segments();
     std::size_t outside = 0;
     for (const auto& t : core_->threads()) {
+      std::uint64_t sp = t.regs.sp();
       std::uint64_t word = 0;
-      if (core_->read(t.regs.sp(), &word, sizeof(word)) != sizeof(word)) ++outside;
+      if (core_->read(sp, &word, sizeof(word)) == sizeof(word)) continue;
+      auto above =
+          std::upper_bound(segs.begin(), segs.end(), sp,
+                           [](std::uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+      if (above == segs.end() || above->vaddr - sp > kBelowStack ||
+          core_->read(above->vaddr, &word, sizeof(word)) != sizeof(word))
+        ++outside;
     }
     if (outside == 0) return std::nullopt;
     const std::size_t all = core_->threads().size();
