@@ -24,13 +24,18 @@ std::optional<std::int64_t> CpuProgress::judge(int pid, std::int64_t now_ns) {
   if (it == procs_.end()) return std::nullopt;
   State& s = it->second;
   std::optional<std::int64_t> latest;
+  std::vector<std::pair<std::int64_t, std::int64_t>> later;
   for (const auto& [from, to] : s.grew) {
+    if (to > now_ns - kSettleNs) {
+      later.emplace_back(from, to);
+      continue;
+    }
     bool spun = std::any_of(s.waits.begin(), s.waits.end(), [from = from, to = to](auto w) {
       return w > from - kSpinLookbackNs && w <= to;
     });
     if (!spun) latest = std::max(latest.value_or(to), to);
   }
-  s.grew.clear();
+  s.grew = std::move(later);
   std::erase_if(s.waits, [now_ns](std::int64_t w) { return w < now_ns - kKeepWaitsNs; });
   return latest;
 }

@@ -21,14 +21,18 @@ class CpuProgress {
  public:
   // A wait-loop sample within this much before a CPU interval makes the interval a spin.
   static constexpr std::int64_t kSpinLookbackNs = 2'000'000'000;
+  // An interval is judged only this long after it ended: the recorder delivers its samples
+  // up to a second late (it drains the ring buffer once a second), and an interval judged
+  // before its wait-loop samples arrived would make a spinning rank look busy.
+  static constexpr std::int64_t kSettleNs = 1'500'000'000;
 
   // A look at the process's CPU time (`ticks`: utime+stime) at `now_ns` (CLOCK_MONOTONIC).
   void look(int pid, std::uint64_t ticks, std::int64_t now_ns);
   // A sample of the process in a wait or poll loop (in_wait_loop), taken at `ts_ns`.
   void wait_sample(int pid, std::int64_t ts_ns);
-  // The end of the latest interval in which the process's CPU time grew and it did not spin,
-  // judged from the looks and the samples given so far (call it once the samples up to the
-  // last look are in); nullopt when none. Judged intervals are not judged again.
+  // The end of the latest interval, ended kSettleNs before `now_ns`, in which the process's
+  // CPU time grew and it did not spin, judged from the looks and the samples given so far;
+  // nullopt when none. Judged intervals are not judged again.
   std::optional<std::int64_t> judge(int pid, std::int64_t now_ns);
   void forget(int pid) { procs_.erase(pid); }
 
