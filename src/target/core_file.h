@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hangscan/result.h"
+#include "target/core_bytes.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -65,19 +66,6 @@ struct CoreSegment {
   std::uint64_t filesz = 0;  // bytes present; < memsz: the rest was not dumped
   std::uint32_t flags = 0;   // PF_R | PF_W | PF_X
   std::uint64_t end() const { return vaddr + memsz; }
-};
-
-// Where the bytes of a core live: a file (or the decompressed copy of one) read with pread,
-// or a buffer (tests, fuzzing). Why pread and not mmap: in a VM a fault on a file mapping
-// costs ~25 us (fault-around maps 16 pages, each accounted), ten times a 4 KiB pread; a core
-// is read in ~1,000 scattered small pieces, and the 32 cores of a job paid for it 32 times.
-class CoreBytes {
- public:
-  virtual ~CoreBytes() = default;
-  virtual std::size_t size() const = 0;
-  // Copies up to `len` bytes at `offset`; returns the bytes copied (short at the end of the
-  // data or on an I/O error).
-  virtual std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const = 0;
 };
 
 class CoreFile {
