@@ -27,6 +27,7 @@ enum class Errc {
   unsupported,  // a version or architecture we cannot read
   usage,
   internal,
+  out_of_memory,  // an allocation failed: a limit (ulimit -v, cgroup) or the machine
 };
 
 // Why: one value carries what went wrong, the errno, how to fix it, and where (context

@@ -19,8 +19,8 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
   snap.threads.clear();
   Diagnostic d;
   d.severity = Diagnostic::Severity::error;
-  d.message = fmt::format("{}: capture failed: {}", target.describe(), *failure);
-  d.hint = internal_error_hint();
+  d.message = fmt::format("{}: capture failed: {}", target.describe(), failure->message);
+  d.hint = failure->hint();
   d.pid = target.pid();
   snap.diagnostics.push_back(std::move(d));
   return snap;

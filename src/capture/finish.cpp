@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -51,6 +52,36 @@ void report_uninterruptible(const ProcessCopy& copy, ProcessSnapshot& snap) {
           tids.size() < copy.threads.size() ? "; the other threads were captured" : ""),
       "a kernel stack (root only) shows the kernel call a thread waits in; dump again once it "
       "returns"));
+}
+
+// Frames of a module whose DWARF ran out of memory keep their names but have no file:line and
+// no inline frames: each thread with such a frame says so, and the process gets one warning
+// with the out-of-memory hint (the run then ends in 1, not 0).
+void note_starved_modules(const std::set<std::string>& starved, ProcessSnapshot& snap) {
+  if (starved.empty()) return;
+  std::set<std::string> hit;
+  for (auto& t : snap.threads) {
+    std::set<std::string> mine;
+    for (const FrameStack* stack : {&t.frames, &t.native_frames}) {
+      for (const Frame& f : *stack) {
+        if (starved.contains(f.build_id.empty() ? f.module : f.build_id)) mine.insert(f.module);
+      }
+    }
+    for (const auto& m : mine) {
+      t.notes.push_back(fmt::format(
+          "frames in {} have no file:line or inline frames (or no name): loading its symbols "
+          "and debug info ran out of memory",
+          m));
+    }
+    hit.insert(mine.begin(), mine.end());
+  }
+  if (hit.empty()) return;
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::warning, snap.pid,
+      fmt::format("out of memory while loading the symbols and debug info of {}: {} frames "
+                  "have no file:line or inline frames (or no name)",
+                  fmt::join(hit, ", "), hit.size() == 1 ? "its" : "their"),
+      hints::out_of_memory()));
 }
 
 // --verbose: the pause, split by phase, so a slow one can be pinned on its phase.
@@ -180,6 +211,7 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   }
 
   if (copy.python) attach_python(*copy.python, python, source, options, snap);
+  note_starved_modules(symbols.starved_modules(), snap);
 
   // Stable: samples of one thread keep their order.
   std::stable_sort(snap.threads.begin(), snap.threads.end(), [](const auto& a, const auto& b) {
@@ -206,9 +238,9 @@ ProcessSnapshot finish_process(ProcessCopy copy, ModuleSource& source,
   // Keep what describes the process.
   snap = std::move(copy.process);
   snap.threads.clear();
-  snap.diagnostics.push_back(make_diag(Diagnostic::Severity::error, copy.pid,
-                                       fmt::format("{}: capture failed: {}", copy.what, *failure),
-                                       internal_error_hint()));
+  snap.diagnostics.push_back(make_diag(
+      Diagnostic::Severity::error, copy.pid,
+      fmt::format("{}: capture failed: {}", copy.what, failure->message), failure->hint()));
   return snap;
 }
 

@@ -63,8 +63,9 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
   });
   if (failure) {
     snap = unopened_snapshot(
-        dp, Error(Errc::internal, fmt::format("pid {}: capture failed: {}", dp.pid, *failure), 0,
-                  hints::internal_error()));
+        dp,
+        Error(failure->code(), fmt::format("pid {}: capture failed: {}", dp.pid, failure->message),
+              0, failure->hint()));
   }
   return snap;
 }
@@ -97,9 +98,9 @@ void capture_core(const JobMember& m, const JobOptions& o, SymbolCache& symbols,
     lap(o, PhaseClock::crash);
   });
   if (failure) {
-    job.diagnostics.push_back(
-        error_diagnostic(Error(Errc::internal, fmt::format("core {}: {}", m.core_file, *failure), 0,
-                               hints::internal_error())));
+    job.diagnostics.push_back(error_diagnostic(
+        Error(failure->code(), fmt::format("core {}: {}", m.core_file, failure->message), 0,
+              failure->hint())));
   }
 }
 

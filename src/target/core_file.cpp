@@ -11,14 +11,11 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 #include <string_view>
-#include <unordered_map>
 
 #include <fmt/core.h>
 
 #include "target/core_decompress.h"
-#include "util/huge_mapping.h"
 
 namespace hangscan {
 namespace {
@@ -72,6 +69,15 @@ std::string fixed_string(const std::uint8_t* p, std::size_t n) {
   return std::string(reinterpret_cast<const char*>(p), len);
 }
 
+// x86-64 user space ends at 2^47; the kernel half (the vsyscall page, which cores hold)
+// starts at 2^64 - 2^47. A mapping larger than either, or across the hole, is corrupt.
+bool impossible_range(std::uint64_t vaddr, std::uint64_t memsz) {
+  constexpr std::uint64_t kUserEnd = std::uint64_t{1} << 47;
+  constexpr std::uint64_t kKernelStart = ~std::uint64_t{0} - kUserEnd + 1;
+  if (memsz > kUserEnd) return true;
+  return vaddr < kKernelStart && vaddr + memsz > kUserEnd && vaddr + memsz >= vaddr;
+}
+
 std::uint64_t align4(std::uint64_t v) { return (v + 3) & ~std::uint64_t{3}; }
 
 bool signal_has_address(int signo) {
@@ -97,104 +103,6 @@ const char* machine_name(unsigned machine) {
       return "unknown";
   }
 }
-
-class BufferBytes : public CoreBytes {
- public:
-  explicit BufferBytes(std::vector<std::uint8_t> b) : bytes_(std::move(b)) {}
-  std::size_t size() const override { return bytes_.size(); }
-  std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const override {
-    if (offset >= bytes_.size()) return 0;
-    auto n = static_cast<std::size_t>(std::min<std::uint64_t>(len, bytes_.size() - offset));
-    std::memcpy(buf, bytes_.data() + offset, n);
-    return n;
-  }
-
- private:
-  std::vector<std::uint8_t> bytes_;
-};
-
-// A core file read with pread through a cache of aligned blocks: the small reads of one
-// capture (Python objects, stack words, ELF headers of the modules) cluster, and a block is
-// read once. Reads of a block or more bypass the cache. Blocks live in 2 MiB huge-page
-// chunks: one fault per 512 blocks instead of one per block.
-class FileBytes : public CoreBytes {
- public:
-  FileBytes(int fd, std::size_t size) : fd_(fd), size_(size) {}
-  ~FileBytes() override { ::close(fd_); }
-  FileBytes(const FileBytes&) = delete;
-  FileBytes& operator=(const FileBytes&) = delete;
-  std::size_t size() const override { return size_; }
-
-  std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const override {
-    if (offset >= size_) return 0;
-    len = static_cast<std::size_t>(std::min<std::uint64_t>(len, size_ - offset));
-    auto* out = static_cast<std::uint8_t*>(buf);
-    if (len >= kBlock) return pread_all(offset, out, len);
-    std::lock_guard<std::mutex> lock(mu_);
-    std::size_t done = 0;
-    while (done < len) {
-      std::uint64_t at = offset + done;
-      const Block* b = block(at / kBlock);
-      if (b == nullptr) return done + pread_all(at, out + done, len - done);
-      std::size_t rel = static_cast<std::size_t>(at % kBlock);
-      if (rel >= b->size) break;
-      std::size_t n = std::min(len - done, b->size - rel);
-      std::memcpy(out + done, b->data + rel, n);
-      done += n;
-    }
-    return done;
-  }
-
- private:
-  static constexpr std::size_t kBlock = 4 * 1024;
-  static constexpr std::size_t kChunk = HugeMapping::kHugePage;
-  static constexpr std::size_t kMaxChunks = 32;  // 64 MiB; then reads go straight to the file
-  struct Block {
-    const std::uint8_t* data = nullptr;
-    std::size_t size = 0;
-  };
-
-  std::size_t pread_all(std::uint64_t offset, std::uint8_t* out, std::size_t len) const {
-    std::size_t done = 0;
-    while (done < len) {
-      ssize_t got = pread(fd_, out + done, len - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      done += static_cast<std::size_t>(got);
-    }
-    return done;
-  }
-
-  // Room for one more block; nullptr once the cache is full or memory is short.
-  std::uint8_t* slot() const {
-    if (chunks_.empty() || used_ == kChunk) {
-      if (chunks_.size() >= kMaxChunks) return nullptr;
-      HugeMapping chunk(kChunk);
-      if (!chunk) return nullptr;
-      chunks_.push_back(std::move(chunk));
-      used_ = 0;
-    }
-    std::uint8_t* p = chunks_.back().data() + used_;
-    used_ += kBlock;
-    return p;
-  }
-
-  // The block at `index`, read on first use; nullptr once the cache is full.
-  const Block* block(std::uint64_t index) const {
-    if (auto it = blocks_.find(index); it != blocks_.end()) return &it->second;
-    std::uint8_t* p = slot();
-    if (p == nullptr) return nullptr;
-    Block b{p, pread_all(index * kBlock, p, kBlock)};
-    return &blocks_.emplace(index, b).first->second;
-  }
-
-  int fd_;
-  std::size_t size_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<std::uint64_t, Block> blocks_;
-  mutable std::vector<HugeMapping> chunks_;
-  mutable std::size_t used_ = 0;
-};
 
 Error bad_core(std::string msg, std::string hint) {
   return Error(Errc::bad_data, std::move(msg), 0, std::move(hint));
@@ -264,12 +172,12 @@ Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path) {
                     "the core was not written (ulimit -c 0, or disk full); check "
                     "kernel.core_pattern and `ulimit -c`");
   }
-  return parse(std::make_unique<FileBytes>(fd, static_cast<std::size_t>(st.st_size)), path);
+  return parse(make_file_bytes(fd, static_cast<std::size_t>(st.st_size)), path);
 }
 
 Result<std::unique_ptr<CoreFile>> CoreFile::parse_buffer(std::vector<std::uint8_t> bytes,
                                                          std::string name) {
-  return parse(std::make_unique<BufferBytes>(std::move(bytes)), std::move(name));
+  return parse(make_buffer_bytes(std::move(bytes)), std::move(name));
 }
 
 Result<std::unique_ptr<CoreFile>> CoreFile::parse(std::unique_ptr<CoreBytes> bytes,
@@ -343,13 +251,10 @@ Status CoreFile::parse_all() {
   }
 
   std::uint64_t needed = 0;
+  bool notes_cut = false;
   for (std::uint64_t i = 0; i < phnum; ++i) {
     const Elf64_Phdr& ph = phdrs[static_cast<std::size_t>(i)];
     if (ph.p_type == PT_NOTE) {
-      if (ph.p_offset > n || n - ph.p_offset < ph.p_filesz) {
-        return bad_core("truncated before the end of its notes (threads, registers)",
-                        kTruncatedHint);
-      }
       if (ph.p_filesz > kMaxNoteBytes) {
         warnings_.push_back(
             fmt::format("note segment of {} bytes is larger than any core "
@@ -357,14 +262,31 @@ Status CoreFile::parse_all() {
                         ph.p_filesz));
         continue;
       }
-      std::vector<std::uint8_t> notes(static_cast<std::size_t>(ph.p_filesz));
+      // A cut file keeps the notes before the cut (hangscan's own note comes last, after
+      // the memory): read those, and say that the rest is missing.
+      std::uint64_t present = ph.p_offset >= n ? 0 : std::min(ph.p_filesz, n - ph.p_offset);
+      std::vector<std::uint8_t> notes(static_cast<std::size_t>(present));
       if (bytes_->read_at(ph.p_offset, notes.data(), notes.size()) != notes.size()) {
         return bad_core("unreadable notes (threads, registers)", kTruncatedHint);
       }
-      Status st = parse_notes(notes, ph.p_offset);
-      if (!st) return st;
+      const bool cut = present < ph.p_filesz;
+      parse_notes(notes, ph.p_offset, cut);
+      if (cut) {
+        notes_cut = true;
+        truncated_ = true;
+        warnings_.push_back(fmt::format(
+            "core truncated inside its notes: {} of {} bytes of the note segment at offset {} "
+            "present; the notes past the cut are missing",
+            present, ph.p_filesz, ph.p_offset));
+      }
     } else if (ph.p_type == PT_LOAD) {
       if (ph.p_memsz == 0) continue;
+      if (impossible_range(ph.p_vaddr, ph.p_memsz)) {
+        return bad_core(fmt::format("corrupt core: program header {} claims {} bytes of memory at "
+                                    "{:#x}, more than an x86-64 process can map",
+                                    i, ph.p_memsz, ph.p_vaddr),
+                        "the core is damaged; take it again");
+      }
       if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr || ph.p_filesz > ph.p_memsz) {
         warnings_.push_back(
             fmt::format("program header {} is corrupt (address range); skipped", i));
@@ -387,6 +309,10 @@ Status CoreFile::parse_all() {
   }
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+  if (threads_.empty() && notes_cut) {
+    return bad_core("truncated before the end of its notes (threads, registers)", kTruncatedHint);
+  }
+  for (std::size_t i = 0; i < threads_.size(); ++i) thread_index_[threads_[i].tid] = i;
   if (threads_.empty()) {
     return bad_core("no thread (NT_PRSTATUS) notes in the core",
                     "the core is damaged or was written by a tool hangscan does not know");
@@ -394,7 +320,7 @@ Status CoreFile::parse_all() {
   return Ok{};
 }
 
-Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset) {
+void CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset, bool cut) {
   const std::uint8_t* p = notes.data();
   const std::uint64_t size = notes.size();
   std::uint64_t pos = 0;
@@ -405,17 +331,17 @@ Status CoreFile::parse_notes(const std::vector<std::uint8_t>& notes, std::uint64
     std::uint64_t name_at = pos + 12;
     std::uint64_t desc_at = name_at + align4(namesz);
     if (desc_at > size || size - desc_at < descsz) {
+      if (cut) return;  // the note the file was cut in; the caller says so
       warnings_.push_back(fmt::format(
           "corrupt note at offset {} (sizes {}+{} exceed the note segment); later notes skipped",
           offset + pos, namesz, descsz));
-      return Ok{};
+      return;
     }
     std::string owner = fixed_string(p + name_at, namesz);
     parse_note(type, owner, p + desc_at, descsz);
     pos = desc_at + align4(descsz);
     if (pos > size) break;
   }
-  return Ok{};
 }
 
 void CoreFile::parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
@@ -567,6 +493,11 @@ std::optional<std::uint64_t> CoreFile::auxv_value(std::uint64_t type) const {
     if (t == type) return v;
   }
   return std::nullopt;
+}
+
+const CoreThread* CoreFile::thread(int tid) const {
+  auto it = thread_index_.find(tid);
+  return it != thread_index_.end() ? &threads_[it->second] : nullptr;
 }
 
 const CoreSegment* CoreFile::segment_at(std::uint64_t addr) const {

@@ -12,9 +12,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hangscan/result.h"
+#include "target/core_bytes.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -67,19 +69,6 @@ struct CoreSegment {
   std::uint64_t end() const { return vaddr + memsz; }
 };
 
-// Where the bytes of a core live: a file (or the decompressed copy of one) read with pread,
-// or a buffer (tests, fuzzing). Why pread and not mmap: in a VM a fault on a file mapping
-// costs ~25 us (fault-around maps 16 pages, each accounted), ten times a 4 KiB pread; a core
-// is read in ~1,000 scattered small pieces, and the 32 cores of a job paid for it 32 times.
-class CoreBytes {
- public:
-  virtual ~CoreBytes() = default;
-  virtual std::size_t size() const = 0;
-  // Copies up to `len` bytes at `offset`; returns the bytes copied (short at the end of the
-  // data or on an I/O error).
-  virtual std::size_t read_at(std::uint64_t offset, void* buf, std::size_t len) const = 0;
-};
-
 class CoreFile {
  public:
   // Opens, decompresses when needed (zstd, lz4 frames, recognised by their magic) and parses.
@@ -92,6 +81,9 @@ class CoreFile {
 
   const std::string& name() const { return name_; }
   const std::vector<CoreThread>& threads() const { return threads_; }
+  // The thread with this tid (the last note of it, should a core repeat one), or nullptr. A
+  // hash lookup: describing each of 200,000 threads must not scan all of them.
+  const CoreThread* thread(int tid) const;
   const std::optional<CorePsInfo>& psinfo() const { return psinfo_; }
   const std::optional<CoreSigInfo>& siginfo() const { return siginfo_; }
   const std::vector<CoreFileMap>& files() const { return files_; }
@@ -118,7 +110,8 @@ class CoreFile {
  private:
   CoreFile() = default;
   Status parse_all();
-  Status parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset);
+  // `cut`: the file ends inside this note segment (a note cut short is not "corrupt").
+  void parse_notes(const std::vector<std::uint8_t>& notes, std::uint64_t offset, bool cut);
   void parse_note(std::uint32_t type, const std::string& owner, const std::uint8_t* desc,
                   std::size_t size);
   void parse_prstatus(const std::uint8_t* desc, std::size_t size);
@@ -131,6 +124,7 @@ class CoreFile {
   std::unique_ptr<CoreBytes> bytes_;
   std::string name_;
   std::vector<CoreThread> threads_;
+  std::unordered_map<int, std::size_t> thread_index_;  // tid -> index in threads_
   std::optional<CorePsInfo> psinfo_;
   std::optional<CoreSigInfo> siginfo_;
   std::vector<CoreFileMap> files_;

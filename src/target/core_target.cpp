@@ -296,6 +296,10 @@ class CoreTarget : public Target {
       d.pid = out.pid;
       out.diagnostics.push_back(std::move(d));
     }
+    if (auto d = stacks_outside_memory()) {
+      d->pid = out.pid;
+      out.diagnostics.push_back(std::move(*d));
+    }
     for (auto d : modules_.diagnostics()) {
       d.pid = out.pid;
       out.diagnostics.push_back(std::move(d));
@@ -303,10 +307,7 @@ class CoreTarget : public Target {
   }
 
   void describe_thread(ThreadSnapshot& out) override {
-    const CoreThread* t = nullptr;
-    for (const auto& c : core_->threads()) {
-      if (c.tid == out.tid) t = &c;
-    }
+    const CoreThread* t = core_->thread(out.tid);
     if (t == nullptr) return;
     out.is_main = t->tid == pid();
     if (out.is_main && core_->psinfo()) out.name = core_->psinfo()->fname;
@@ -348,6 +349,46 @@ class CoreTarget : public Target {
       }
     }
     return {};
+  }
+
+  // Threads whose stack pointer lies in no memory the core holds: nothing of their stacks
+  // can be unwound. All of them: the program headers do not describe the memory the
+  // registers point into (a damaged or mis-assembled core), which must not pass for a
+  // complete report.
+  std::optional<Diagnostic> stacks_outside_memory() const {
+    // A stack overflow leaves the stack pointer just below its stack's mapping, whose
+    // frames are unwound all the same.
+    constexpr std::uint64_t kBelowStack = 64 * 1024;
+    const auto& segs = core_->segments();
+    std::size_t outside = 0;
+    for (const auto& t : core_->threads()) {
+      std::uint64_t sp = t.regs.sp();
+      std::uint64_t word = 0;
+      if (core_->read(sp, &word, sizeof(word)) == sizeof(word)) continue;
+      auto above =
+          std::upper_bound(segs.begin(), segs.end(), sp,
+                           [](std::uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+      if (above == segs.end() || above->vaddr - sp > kBelowStack ||
+          core_->read(above->vaddr, &word, sizeof(word)) != sizeof(word))
+        ++outside;
+    }
+    if (outside == 0) return std::nullopt;
+    const std::size_t all = core_->threads().size();
+    Diagnostic d;
+    d.message = outside == all
+                    ? fmt::format(
+                          "{}: no thread's stack pointer lies in the memory the core holds: its "
+                          "program headers do not match its registers, so no stack can be "
+                          "unwound",
+                          core_->name())
+                    : fmt::format(
+                          "{}: {} of {} threads have a stack pointer outside the memory the "
+                          "core holds: their stacks cannot be unwound",
+                          core_->name(), outside, all);
+    d.hint = core_->truncated() ? "the core is incomplete; take it again with enough disk space "
+                                  "and `ulimit -c unlimited`"
+                                : "the core is damaged; take it again";
+    return d;
   }
 
   void load_initial_stack() {

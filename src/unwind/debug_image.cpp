@@ -8,6 +8,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,7 +16,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <optional>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -23,6 +27,7 @@
 
 #include "proc/target_file.h"
 #include "target/core_modules.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {
@@ -39,6 +44,44 @@ constexpr std::size_t kGnuHeader = 12;                       // "ZLIB" + 8-byte 
 constexpr std::uint64_t kParallelBytes = 1 << 20;            // less is not worth a thread
 
 enum class Packing { plain, chdr, gnu };
+
+// libdw's own answer to a failed allocation inside a Dwarf is to print "libdw: Cannot
+// allocate memory" and exit the process. Ours: std::bad_alloc, which the caller turns into
+// "no file:line for this module: out of memory" and the Dwarf is never touched again.
+[[noreturn]] void throw_out_of_memory() { throw std::bad_alloc(); }
+
+// Room libdw's own structures need beside the sections (CU and abbreviation tables, line
+// programs): it cannot fail gracefully inside them (an assertion in its hash table aborts the
+// process, its allocator exits), so a DWARF is not opened without this much address space.
+constexpr std::uint64_t kLibdwRoom = std::uint64_t{16} << 20;
+
+// Address space left under RLIMIT_AS (`ulimit -v`); UINT64_MAX without a limit.
+std::uint64_t address_space_left() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  char text[64] = {};  // "VMSIZE RSS ..." in pages
+  int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd >= 0 ? ::read(fd, text, sizeof(text) - 1) : -1;
+  if (fd >= 0) ::close(fd);
+  std::string_view view(text, got > 0 ? static_cast<std::size_t>(got) : 0);
+  std::uint64_t used =
+      take_int<std::uint64_t>(view).value_or(0) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  return rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+}
+
+// std::bad_alloc unless `bytes` more and libdw's room fit under the limit.
+void require_room(std::uint64_t bytes) {
+  if (address_space_left() < bytes + kLibdwRoom) throw std::bad_alloc();
+}
+
+// dwarf_begin_elf() for an image; std::bad_alloc when it failed for lack of memory.
+Dwarf* begin_dwarf(Elf* elf) {
+  errno = 0;
+  Dwarf* dw = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+  if (dw == nullptr && errno == ENOMEM) throw std::bad_alloc();
+  if (dw != nullptr) dwarf_new_oom_handler(dw, throw_out_of_memory);
+  return dw;
+}
 
 struct Piece {
   std::string name;  // ".debug_*" even for ".zdebug_*"
@@ -210,6 +253,16 @@ DebugImage::~DebugImage() {
 }
 
 std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Inflater& inflater) {
+  // libelf and libdw fail by returning null with malloc's ENOMEM in errno: a module whose
+  // DWARF did not fit must be told from one that has none.
+  errno = 0;
+  auto image = open_image(path, inflater);
+  if (image == nullptr && errno == ENOMEM) throw std::bad_alloc();
+  return image;
+}
+
+std::unique_ptr<DebugImage> DebugImage::open_image(const std::string& path,
+                                                   const Inflater& inflater) {
   if (elf_version(EV_CURRENT) == EV_NONE) return nullptr;
   std::unique_ptr<DebugImage> img(new DebugImage());
   img->fd_ = open_regular_file(path);
@@ -252,7 +305,8 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   // Nothing to inflate, or a layout this does not rebuild: libdw reads the file itself.
   bool native = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2LSB;
   auto plain = [&img, elf]() -> std::unique_ptr<DebugImage> {
-    img->dwarf_ = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+    require_room(0);  // the file is mapped already
+    img->dwarf_ = begin_dwarf(elf);
     if (img->dwarf_ == nullptr) return nullptr;
     return std::move(img);
   };
@@ -285,9 +339,11 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
     off += p.size;
   }
   img->image_size_ = static_cast<std::size_t>(std::max<std::uint64_t>(off, 1));
+  require_room(img->image_size_);
   // Huge pages: fewer page faults while inflating tens of MB (each fault is costly in a VM).
   img->memory_ = HugeMapping(img->image_size_);
-  if (!img->memory_) return plain();
+  // Not plain(): libdw would inflate every section, more than this image.
+  if (!img->memory_) throw std::bad_alloc();
   img->image_ = img->memory_.data();
 
   Elf64_Ehdr out{};
@@ -356,12 +412,18 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
     (to_me ? mine : theirs).push_back(p);
     (to_me ? my_bytes : their_bytes) += p->size;
   }
+  std::optional<std::thread> helper;
   if (inflater.available() && their_bytes >= kParallelBytes) {
-    std::thread helper([&theirs, &fill] {
-      for (Piece* p : theirs) fill(*p);
-    });
+    try {
+      helper.emplace([&theirs, &fill] {
+        for (Piece* p : theirs) fill(*p);
+      });
+    } catch (const std::system_error&) {  // no thread to be had: all on this one
+    }
+  }
+  if (helper) {
     for (Piece* p : mine) fill(*p);
-    helper.join();
+    helper->join();
   } else {
     for (Piece& p : pieces) fill(p);
   }
@@ -381,7 +443,7 @@ std::unique_ptr<DebugImage> DebugImage::open(const std::string& path, const Infl
   Elf* image_elf = elf_memory(reinterpret_cast<char*>(img->image_), img->image_size_);
   img->image_elf_ = image_elf;
   if (image_elf == nullptr) return plain();
-  img->dwarf_ = dwarf_begin_elf(image_elf, DWARF_C_READ, nullptr);
+  img->dwarf_ = begin_dwarf(image_elf);
   if (img->dwarf_ == nullptr) return plain();
   // The image holds everything libdw needs: the file is no longer read.
   elf_end(elf);

@@ -68,7 +68,9 @@ std::optional<std::string> dwarf_file_of(Dwfl_Module* mod);
 class DebugImage {
  public:
   // The DWARF of the ELF file at `path` (a separate debug file or the module itself);
-  // nullptr when it has none or cannot be read.
+  // nullptr when it has none or cannot be read; std::bad_alloc when memory ran out. A libdw
+  // call on dwarf() that runs out of memory throws std::bad_alloc too (libdw's default is to
+  // exit the process); the image is then inconsistent and must not be used again.
   static std::unique_ptr<DebugImage> open(const std::string& path, const Inflater& inflater);
   ~DebugImage();
   DebugImage(const DebugImage&) = delete;
@@ -80,6 +82,7 @@ class DebugImage {
 
  private:
   DebugImage() = default;
+  static std::unique_ptr<DebugImage> open_image(const std::string& path, const Inflater& inflater);
   int fd_ = -1;
   void* source_ = nullptr;  // the ELF handle of the file (Elf*)
   HugeMapping memory_;      // holds image_

@@ -4,9 +4,11 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <future>
 #include <limits>
+#include <new>
 #include <optional>
 #include <system_error>
 
@@ -229,10 +231,13 @@ OfflineModules::Module& OfflineModules::open(const std::string& key, const std::
     dwfl_report_end(m.dwfl, nullptr, nullptr);
     if (m.mod != nullptr) {
       GElf_Addr bias = 0;
+      errno = 0;
       m.ok = dwfl_module_getelf(m.mod, &bias) != nullptr;
       m.bias = bias;
     }
   }
+  // Its ELF symbols did not fit: its frames are "??", which the report must explain.
+  if (!m.ok && errno == ENOMEM) starved_.insert(key);
   return m;
 }
 
@@ -308,6 +313,25 @@ std::vector<Frame> OfflineModules::symbolize(const std::string& key, const std::
   } else {
     native = symbol_frame(m.mod, vaddr + m.bias, &named);
   }
+  try {
+    return symbolize_dwarf(m, vaddr, native, named);
+  } catch (const std::bad_alloc&) {
+    // libdw stopped half-way through a change to this Dwarf: never touch it again (not even
+    // dwarf_end). A few MB leak, instead of a crash or libdw's exit.
+    (void)m.debug.release();
+    m.line_tables.clear();
+    starved_.insert(key);
+    return scoped_frames(nullptr, vaddr, LineSource{}, std::move(native), named);
+  }
+}
+
+std::set<std::string> OfflineModules::starved() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return starved_;
+}
+
+std::vector<Frame> OfflineModules::symbolize_dwarf(Module& m, std::uint64_t vaddr, Frame native,
+                                                   bool named) {
   if (m.pending.valid()) m.debug = m.pending.get();
   Dwarf_Die cu;
   if (m.debug == nullptr || !find_cu(m.debug->dwarf(), vaddr, &cu)) {

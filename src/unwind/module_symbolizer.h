@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,9 @@ class OfflineModules {
   // symbolize() then takes them from there.
   void prefetch_names(const std::string& key, const std::string& path,
                       const std::vector<std::uint64_t>& vaddrs);
+  // Keys of the modules whose DWARF could not be loaded or read for lack of memory: their
+  // frames have names but no file:line and no inline frames, and the report must say so.
+  std::set<std::string> starved() const;
 
  private:
   struct Module {
@@ -74,10 +78,13 @@ class OfflineModules {
   Module& open(const std::string& key, const std::string& path);
   void start_debug(Module& m);                                // under mu_
   void start_debug_file(Module& m, const std::string& file);  // under mu_
+  // The DWARF part of symbolize(); std::bad_alloc when memory ran out.
+  std::vector<Frame> symbolize_dwarf(Module& m, std::uint64_t vaddr, Frame native, bool named);
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Inflater inflater_;
   std::map<std::string, Module> modules_;
+  std::set<std::string> starved_;  // under mu_
   Dwfl_Callbacks callbacks_{};
   char* debuginfo_path_ = nullptr;
 };

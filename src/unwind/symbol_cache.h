@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,8 @@ class SymbolCache {
                       const std::vector<std::uint64_t>& vaddrs) {
     offline_.prefetch_names(module_key, path, vaddrs);
   }
+  // Module keys (build-id, else path) whose DWARF ran out of memory (OfflineModules::starved).
+  std::set<std::string> starved_modules() const { return offline_.starved(); }
 
  private:
   static std::string key(const std::string& module_key, std::uint64_t offset, bool exact);

@@ -13,6 +13,11 @@ const char* internal_error() {
          "please report it with the output of -v";
 }
 
+const char* out_of_memory() {
+  return "hangscan ran out of memory under its limit: raise `ulimit -v` or the cgroup's memory "
+         "limit, or run it where more memory is free";
+}
+
 const char* raise_timeout() { return "raise --timeout"; }
 
 const char* fresh_report() { return "run hangscan again for a fresh report"; }

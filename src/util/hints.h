@@ -14,6 +14,8 @@ namespace hangscan::hints {
 const char* ptrace_permission();
 // An internal error: hangscan's bug, triggered by one target's data.
 const char* internal_error();
+// Out of memory: a limit (ulimit -v, a cgroup, the job's memory) or a full machine.
+const char* out_of_memory();
 // A deadline of the fan-out or of the agent passed before the work was done.
 const char* raise_timeout();
 // A pid chosen from a report no longer names the process of the report.

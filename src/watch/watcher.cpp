@@ -311,9 +311,11 @@ void Watcher::read_counters(std::int64_t now) {
 
 // Data calls through the VFS (files, pipes, and sockets by read/write) that moved bytes: the
 // process's rchar + wchar grew. Socket calls of any kind are counted in the kernel (io_jiffies).
+// And its CPU time, judged against its wait-loop samples at the next fold (CpuProgress).
 void Watcher::check_io(std::int64_t now) {
   for (auto& [pid, p] : procs_) {
     if (p.gone) continue;
+    if (auto st = read_stat(pid)) cpu_.look(pid, st->utime + st->stime, now);
     auto chars = read_io_chars(pid);
     if (!chars) continue;
     if (p.io_chars && *chars > *p.io_chars) last_progress_[pid] = now;
@@ -359,11 +361,16 @@ void Watcher::fold(Recording& batch) {
       }
       if (!c.frames.empty() && !c.waits && !s->in_kernel)
         last_progress_[pid] = std::max(last_progress_[pid], s->ts_ns);
+      if (c.waits) cpu_.wait_sample(pid, s->ts_ns);
     }
     std::vector<SampledFrames> wait_frames(
         std::make_move_iterator(frames.begin() + static_cast<long>(i)),
         std::make_move_iterator(frames.end()));
     fold_waits(pid, pw, std::move(wait_frames));
+  }
+  const std::int64_t now = monotonic_ns();
+  for (const auto& [pid, p] : procs_) {
+    if (auto cpu = cpu_.judge(pid, now)) last_progress_[pid] = std::max(last_progress_[pid], *cpu);
   }
   for (auto& e : batch.events) {
     TimelineEntry t;
@@ -380,6 +387,7 @@ void Watcher::fold(Recording& batch) {
           pit->second.gone = true;
           recorder_->unwatch(e.pid);
           stacks_.forget(e.pid);
+          cpu_.forget(e.pid);
         }
         break;
       case EventRecord::Kind::signal: {

@@ -3,7 +3,8 @@
 // Why: the CLI's window, the watchdog and the tests drive the same loop: poll the recorder
 // (copies only), finish the new stacks through the capture seam while their processes live,
 // fold them into per-process aggregates (bounded: distinct stacks, the longest waits), follow
-// new processes, and keep when each process last made progress (docs/watch.md, "Stall").
+// new processes, and keep when each process last made progress (docs/watch.md, "Stall"):
+// a sample outside a wait loop, data moved, or CPU time that grew while it did not spin.
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,7 @@
 
 #include "discovery/discovery.h"
 #include "hangscan/result.h"
+#include "watch/cpu_progress.h"
 #include "watch/kernel_symbols.h"
 #include "watch/recorder.h"
 #include "watch/sample_stacks.h"
@@ -107,6 +109,7 @@ class Watcher {
   std::map<int, std::int64_t> last_progress_;
   std::vector<TimelineEntry> timeline_;
   SampleStacks stacks_;
+  CpuProgress cpu_;  // progress by CPU time (watchdog only)
   KernelSymbols kernel_;
   std::int64_t start_ns_ = 0;
   std::int64_t last_discovery_ns_ = 0;

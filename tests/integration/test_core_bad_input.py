@@ -72,11 +72,19 @@ def test_truncated_headers(good_core, tmp_path, length, words):
 
 
 def test_truncated_inside_notes(good_core, tmp_path):
+    """Cut inside the first thread's note: nothing to show. Cut half-way through the notes: the
+    threads whose notes are whole, and the report says the rest is missing (exit 1)."""
     off, size = ct.elf_note_offset(good_core)
-    bad = ct.corrupt_copy(good_core, tmp_path / "core.cut", length=off + size // 2)
+    bad = ct.corrupt_copy(good_core, tmp_path / "core.cut", length=off + 100)
     run = run_bad([bad])
     assert run.rc == 2
     assert_one_error(run, "truncated before the end of its notes")
+    half = ct.corrupt_copy(good_core, tmp_path / "core.half", length=off + size // 2)
+    run = run_bad([half])
+    assert run.rc == 1, run.describe()
+    p = ct.only_process(run.doc)
+    assert 1 <= len(p["threads"]) <= 2
+    assert any("core truncated inside its notes" in d["message"] for d in p["diagnostics"])
 
 
 @pytest.mark.parametrize("fraction", [0.25, 0.5, 0.9])

@@ -714,3 +714,18 @@ def test_watchdog_gcore_writes_one_core_per_group_into_the_bundle(ebpf, pool, tm
 def test_gcore_without_stall_is_a_usage_error(pool):
     run = run_hangscan(["watch", "--pid", os.getpid(), "--for", "1", "--gcore"], timeout=30)
     assert run.rc == 64 and "--gcore goes with --stall" in run.stderr, run.describe()
+
+
+def test_watchdog_counts_cpu_time_of_a_job_that_progresses_slowly(ebpf, pool, tmp_path):
+    """Ranks that work 10 ms of CPU every second and sleep between are rarely sampled (19 Hz):
+    runs of 3 s without a sample are the rule, and the watchdog once called such a job stalled.
+    Their CPU time grows at every burst, and no sample shows them in a wait loop: progress, so
+    no bundle in 10 s with --stall 3. (A stopped job still fires: the test above.)"""
+    ranks = [pool.start([PY, RANKS, READY, "trickle", "1", "10"], env=rank_env(i, 2))
+             for i in range(2)]
+    out = tmp_path / "bundles"
+    args = ["watch", "--stall", "3", "--output", str(out)]
+    for r in ranks:
+        args += ["--pid", str(r.pid)]
+    watchdog_stays_quiet(args, out)
+    assert all(r.alive() for r in ranks)

@@ -13,6 +13,8 @@ Usage: python3 watch_ranks.py READY_FD MODE [ARG]
                 (the test puts it in a memory cgroup with a limit: the OOM killer's victim)
   exec FIFO PY  waits for one byte on FIFO, then replaces its program by `PY watch_ranks.py - burn`
                 (READY_FD "-": none)
+  trickle SECONDS MS  works MS milliseconds of CPU every SECONDS, sleeping between (a job that
+                progresses slowly: the sampler sees few of its bursts)
 """
 import os
 import socket
@@ -68,6 +70,12 @@ def main():
             signal.pause()
     elif mode == "nap":
         while True:
+            time.sleep(float(sys.argv[3]))
+    elif mode == "trickle":
+        while True:
+            until = time.process_time() + float(sys.argv[4]) / 1000
+            while time.process_time() < until:
+                pass
             time.sleep(float(sys.argv[3]))
 
 

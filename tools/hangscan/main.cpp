@@ -3,10 +3,13 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli.h"
 #include "output.h"
 #include "util/escape.h"
+#include "util/contain.h"
+#include "util/hints.h"
 #include "util/version.h"
 
 namespace hangscan::cli {
@@ -59,7 +62,17 @@ int main(int argc, char** argv) {
   }
   try {
     return action();
+  } catch (const std::bad_alloc&) {
+    // The machine's limit, not a bug: say so in the words every other out-of-memory uses.
+    print_error("out of memory", hangscan::hints::out_of_memory());
+    return kExitNothing;
   } catch (const std::exception& e) {
+    // A thread that could not be made (EAGAIN under `ulimit -v`) is the same limit.
+    const auto* sys = dynamic_cast<const std::system_error*>(&e);
+    if (sys != nullptr && hangscan::is_resource_limit(*sys)) {
+      print_error(std::string("out of memory: ") + e.what(), hangscan::hints::out_of_memory());
+      return kExitNothing;
+    }
     print_error(e.what());
     return kExitNothing;
   }

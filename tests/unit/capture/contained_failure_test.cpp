@@ -67,6 +67,9 @@ TEST(CaptureProcess, OutOfMemoryIsSaidSo) {
   ProcessSnapshot snap = capture_process(target, CaptureOptions{}, symbols);
   ASSERT_EQ(snap.diagnostics.size(), 1u);
   EXPECT_EQ(snap.diagnostics[0].message, "core odd.core: capture failed: out of memory");
+  // The machine's limit, not a bug: the hint says which limit, never "hangscan bug".
+  EXPECT_NE(snap.diagnostics[0].hint.find("ulimit -v"), std::string::npos);
+  EXPECT_EQ(snap.diagnostics[0].hint.find("bug"), std::string::npos);
 }
 
 }  // namespace

@@ -249,6 +249,69 @@ TEST(CoreFile, SegmentWithWrappingAddressSkipped) {
   EXPECT_EQ(core->warnings().size(), 1u);
 }
 
+// hangscan gcore writes its own note after the memory: a file cut there keeps every thread.
+// A cut inside the notes keeps the notes before the cut and says the rest is missing.
+TEST(CoreFile, NotesCutShortKeepTheNotesBefore) {
+  FakeCore c = two_thread_core();
+  auto bytes = c.build();
+  std::size_t at = sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Phdr);
+  for (int i = 0; i < 2; ++i) {  // past prpsinfo and the first prstatus
+    std::uint32_t namesz, descsz;
+    std::memcpy(&namesz, &bytes[at], 4);
+    std::memcpy(&descsz, &bytes[at + 4], 4);
+    at += 12 + ((namesz + 3) & ~3u) + ((descsz + 3) & ~3u);
+  }
+  bytes.resize(at + 100);  // inside the second prstatus
+  auto r = CoreFile::parse_buffer(bytes, "core.cut");
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  const CoreFile& core = *r.value();
+  ASSERT_EQ(core.threads().size(), 1u);
+  EXPECT_EQ(core.threads()[0].tid, 101);
+  ASSERT_TRUE(core.psinfo());
+  EXPECT_TRUE(core.truncated());
+  bool said = false;
+  for (const auto& w : core.warnings()) {
+    said |= w.find("core truncated inside its notes") != std::string::npos;
+    EXPECT_EQ(w.find("corrupt note"), std::string::npos) << w;
+  }
+  EXPECT_TRUE(said);
+  // Cut inside the first thread's note: nothing to show, the old error.
+  bytes.resize(sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Phdr) + 200);
+  EXPECT_NE(parse_err(bytes).what().find("truncated before the end of its notes"),
+            std::string::npos);
+}
+
+TEST(CoreFile, SegmentLargerThanAnAddressSpaceIsCorrupt) {
+  FakeCore c = two_thread_core();
+  c.segments.push_back({0x10000000, std::uint64_t{1} << 63, {}, PF_R});
+  Error e = parse_err(c.build());
+  EXPECT_EQ(e.code, Errc::bad_data);
+  EXPECT_NE(e.what().find("corrupt core: program header 3 claims 9223372036854775808 bytes"),
+            std::string::npos)
+      << e.what();
+  // Across the end of user space too; the vsyscall page in the kernel half is a real mapping.
+  FakeCore across = two_thread_core();
+  across.segments.push_back({0x7ffffffff000, 0x2000, {}, PF_R});
+  EXPECT_EQ(parse_err(across.build()).code, Errc::bad_data);
+  FakeCore vsyscall = two_thread_core();
+  vsyscall.segments.push_back({0xffffffffff600000, 0x1000, {}, PF_R | PF_X});
+  auto core = parse_ok(vsyscall);
+  ASSERT_TRUE(core);
+  EXPECT_TRUE(core->warnings().empty());
+}
+
+TEST(CoreFile, ThreadByTid) {
+  FakeCore c = two_thread_core();
+  c.add_note(NT_PRSTATUS, FakeCore::prstatus(101, 0, testing::make_regs(0x403000, 0x7ffd0000e800)));
+  auto core = parse_ok(c);
+  ASSERT_TRUE(core);
+  ASSERT_NE(core->thread(100), nullptr);
+  EXPECT_EQ(core->thread(100)->regs.raw.rip, 0x402000u);
+  ASSERT_NE(core->thread(101), nullptr);
+  EXPECT_EQ(core->thread(101)->regs.raw.rip, 0x403000u);  // the last note of a repeated tid
+  EXPECT_EQ(core->thread(102), nullptr);
+}
+
 TEST(CoreFile, OpenMissingFileAndEmptyFile) {
   auto r = CoreFile::open("/nonexistent/core.1");
   ASSERT_FALSE(r.ok());
