@@ -7,8 +7,8 @@
 
 #include "cli.h"
 #include "output.h"
-#include "util/escape.h"
 #include "util/contain.h"
+#include "util/escape.h"
 #include "util/hints.h"
 #include "util/version.h"
 
