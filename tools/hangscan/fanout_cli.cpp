@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
+#include "util/escape.h"
 #include "util/safe_output.h"
 
 namespace hangscan::cli {
@@ -94,7 +95,8 @@ std::shared_ptr<TerminalProgress> tty_progress() {
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
                   const FanoutCliOptions& o, const OutputDir* output_dir) {
   if (o.verbose) {
-    for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", line);
+    // Node log lines carry names from the nodes' targets: shown escaped (util/escape.h).
+    for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", escape_for_text(line));
     fmt::print(stderr, "hangscan: {} of {} nodes answered in {} ms\n", result.nodes.size(),
                result.requested.size(), result.elapsed.count());
   }

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "util/escape.h"
 #include "util/safe_output.h"
 
 namespace hangscan::cli {
@@ -28,7 +29,9 @@ std::string log_stall(const std::string& log_file, double stall) {
 }
 
 void print_stall(const std::string& reason, const std::string& dir) {
-  fmt::print("hangscan: stall: {}; capture written to {}\n", reason, dir);
+  // The reason names ranks and their frames, and --log a path: shown escaped (util/escape.h).
+  fmt::print("hangscan: stall: {}; capture written to {}\n", escape_for_text(reason),
+             escape_for_text(dir));
   std::fflush(stdout);
 }
 
