@@ -156,12 +156,16 @@ def test_compileall_pool_names_the_stopped_worker(targets, tmp_path):
                          "-j", "3", "-q", str(src)], ready=None, main_parked=False)
     workers = hs.wait_for(lambda: hs.children(job.pid) if len(hs.children(job.pid)) == 3 else None,
                           60, "3 compileall workers")
-    victim = workers[0]
+    # Stopped while it compiles: running, with 100 ms of CPU behind it (past its start-up).
+    victim = hs.wait_for(lambda: next((p for p in workers if hs.process_state(p) == "R"
+                                       and hs.cpu_ticks(p, p) >= 10), None),
+                         30, "a worker compiling")
     os.kill(victim, signal.SIGSTOP)
     # The others finish the work and sleep in the task loop, or (when the stopped worker held
     # no task) exit once the pool shuts down, while the parent waits to join the stopped one.
     hs.wait_for(lambda: sleeping_since(job.pid, job.pid, 0.5) and all(
-        hs.process_state(p) in (None, "Z") or sleeping_since(p, p, 0.5) for p in workers[1:]),
+        hs.process_state(p) in (None, "Z") or sleeping_since(p, p, 0.5)
+        for p in workers if p != victim),
         60, "the parent and the other workers to sleep or end")
     run = hs.dump(job.pid, "--subprocesses")
     doc = run.doc
