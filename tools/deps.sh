@@ -18,11 +18,13 @@ package_pkgs=(file dpkg-dev)
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge slurmdbd mariadb-server pdsh openssh-server
   openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format
-  python3-mpi4py python3-joblib memcached chromium libpython3.11-dev podman runc mmdebstrap)
+  python3-mpi4py python3-joblib memcached chromium libpython3.11-dev podman runc mmdebstrap
+  time)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
 # zlib); hangscan works without it. In the test set so benchmarks are the same everywhere.
 # libpython3.11-dev: Python.h and libpython3.11.so, for the extension that
 # test_python_two_runtimes builds (a second runtime in Debian's python3.11).
+# time: /usr/bin/time -f %M, the peak RSS test_hostile_sources asserts.
 # podman, runc, mmdebstrap: tests/integration/test_containers.py (runc: crun refuses cgroup v1
 # hybrid hosts; the image is built once from Debian's mirror and cached in /var/cache/hangscan-tests).
 # clang-format: the layout of the tree (.clang-format); clang-tidy (.clang-tidy) is optional.

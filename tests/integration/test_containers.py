@@ -55,15 +55,20 @@ def run(argv, timeout=120, check=True, **kw):
 
 def image_tarball() -> Path:
     """The cached root tarball; built with mmdebstrap when absent (once per package list)."""
-    if TARBALL.exists():
+    if TARBALL.is_file():
         return TARBALL
+    if TARBALL.is_dir():  # left by an earlier version of this test: not a tarball
+        shutil.rmtree(TARBALL)
     CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = TARBALL.with_suffix(".tmp%d" % os.getpid())
+    # mmdebstrap picks its output format by the name's extension: the temporary name ends in .tar.
+    tmp = TARBALL.with_name(f"{TARBALL.stem}.tmp{os.getpid()}.tar")
     try:
         run(["mmdebstrap", "--variant=essential", "--include=" + ",".join(PACKAGES), "bookworm",
              str(tmp)], timeout=900)
         tmp.rename(TARBALL)
     finally:
+        if tmp.is_dir():
+            shutil.rmtree(tmp)
         tmp.unlink(missing_ok=True)
     return TARBALL
 
