@@ -142,13 +142,15 @@ def podman():
     os.chmod(workdir, 0o755)
     pm = Podman(workdir)
     try:
-        pm("import", str(tarball), pm.image, timeout=300)
-        # Where this machine cannot run a container at all (a chroot without cgroups, a
-        # nested sandbox), say so and skip: that is the machine, not the code under test.
-        probe = pm("run", "--rm", "--runtime", "runc", pm.image, "true", check=False)
-        if probe.returncode != 0:
-            last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-            pytest.skip(f"podman cannot run a container on this machine: {last}")
+        # Where this machine cannot run a container at all (a chroot whose root is no mount
+        # point: podman cannot even unpack an image there; a nested sandbox), say so and skip:
+        # that is the machine, not the code under test.
+        for step in (["import", str(tarball), pm.image],
+                     ["run", "--rm", "--runtime", "runc", pm.image, "true"]):
+            probe = pm(*step, timeout=300, check=False)
+            if probe.returncode != 0:
+                last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+                pytest.skip(f"podman cannot {step[0]} here on this machine: {last}")
         yield pm, workdir
     finally:
         pm.close()
