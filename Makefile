@@ -10,7 +10,7 @@ CTEST_ARGS ?=
 CMAKE = cmake
 CONFIGURE = $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb clean
+.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb dist clean
 
 all: build
 
@@ -81,6 +81,14 @@ deb: package-deps
 	@$(MAKE) --no-print-directory configure
 	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
 	cd $(BUILD) && cpack -G DEB
+
+# One self-contained tarball for nodes that have none of hangscan's libraries (tools/dist.sh):
+# $(DIST_DIR)/hangscan-VERSION-x86_64-linux.tar.gz, needing only a Linux kernel (3.2+).
+DIST_DIR ?= $(BUILD)/dist
+dist: deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
+	@tools/dist.sh $(BUILD) $(DIST_DIR)
 
 clean:
 	rm -rf $(BUILD)

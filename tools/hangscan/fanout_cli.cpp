@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -82,7 +83,13 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path) {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0)
     return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
-  return std::string(buf, static_cast<std::size_t>(n));
+  std::string self(buf, static_cast<std::size_t>(n));
+  // Started by the tarball's launcher (make dist, tools/dist.sh) through its bundled loader,
+  // /proc/self/exe is that loader: the agent on the nodes is the launcher, which says its path.
+  const char* launcher = std::getenv("HANGSCAN_DIST_EXE");
+  if (self.ends_with("/ld-linux-x86-64.so.2") && launcher != nullptr && launcher[0] == '/')
+    return std::string(launcher);
+  return self;
 }
 
 std::shared_ptr<TerminalProgress> tty_progress() {

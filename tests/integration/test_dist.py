@@ -1,0 +1,215 @@
+"""`make dist`'s tarball (tools/dist.sh) on releases that have none of hangscan's libraries.
+
+The tarball is made from this build, unpacked into minimal roots of Debian 11 (glibc 2.31,
+Python 3.9) and Debian 13 (glibc 2.41, Python 3.13) that hold python3 and nothing of hangscan's
+(no libdw, libunwind, libbpf, fmt, boost), and run there in a chroot (/proc, /sys and /dev bound
+in a private mount namespace that ends with the command): `--version`, `doctor` (ptrace and
+eBPF ready), the loader's own list of what the binary loads (everything from the tarball's
+lib/, nothing from the root), and a `dump` of a Python process of that root with its exact
+Python frames. On the host, the tarball's launcher as the default pdsh agent (the fan-out's
+agent is the launcher, not the bundled loader /proc/self/exe names).
+
+Needs root (chroot, mount) and mmdebstrap for the roots: each is made once from Debian's
+mirror (~20 s) and its tarball cached under /var/cache/hangscan-tests; skipped with the
+reason otherwise. Every root is removed at the end.
+"""
+
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import hs_testlib as lib
+
+PROGRAM = lib.program_source("py_container.py")
+CACHE = Path("/var/cache/hangscan-tests")
+# suite -> (glibc version, the root's python package, whether that Python says its full version:
+# Py_Version exists from 3.11 on; before, hangscan names the minor version only)
+RELEASES = {"bullseye": ("2.31", "python3.9", False), "trixie": ("2.41", "python3.13", True)}
+HS_LIBS = ["libdw.so.1", "libelf.so.1", "libunwind.so.8", "libbpf.so.1", "libfmt.so.9",
+           "libboost_filesystem.so.1.74.0"]
+
+
+def marks():
+    found = {}
+    for n, line in enumerate(PROGRAM.read_text().splitlines(), 1):
+        if "# MARK " in line:
+            found[line.rsplit("# MARK ", 1)[1].strip()] = n
+    return found
+
+
+MARKS = marks()
+EXPECTED = [["park", "/hs/py_container.py", MARKS["park"]],
+            ["serve", "/hs/py_container.py", MARKS["serve"]],
+            ["<module>", "/hs/py_container.py", MARKS["module"]]]
+
+
+def run(argv, timeout=120, **kw):
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    assert out.returncode == 0, f"{argv} -> {out.returncode}\n{out.stderr[-2000:]}"
+    return out
+
+
+def root_tarball(suite: str) -> Path:
+    """The cached root of SUITE (essential + python3); made with mmdebstrap when absent."""
+    tarball = CACHE / f"{suite}-essential-python3.tar"
+    if tarball.is_file():
+        return tarball
+    if not shutil.which("mmdebstrap"):
+        pytest.skip(f"no cached {tarball} and mmdebstrap is not installed (tools/deps.sh test)")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = tarball.with_name(f"{tarball.stem}.tmp{os.getpid()}.tar")  # .tar: mmdebstrap's format
+    try:
+        made = subprocess.run(["mmdebstrap", "--variant=essential", "--include=python3", suite,
+                               str(tmp)], capture_output=True, text=True, timeout=900)
+        if made.returncode != 0:
+            last = (made.stderr.strip().splitlines() or ["no message"])[-1]
+            pytest.skip(f"mmdebstrap cannot make a {suite} root from this machine's mirror: {last}")
+        tmp.rename(tarball)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return tarball
+
+
+@pytest.fixture(scope="module")
+def dist():
+    """The tarball of this build, made by tools/dist.sh into a temporary directory."""
+    out = Path(tempfile.mkdtemp(prefix="hs-dist-"))
+    try:
+        made = run([str(lib.source_dir() / "tools" / "dist.sh"), str(lib.build_dir()), str(out)])
+        tarball = Path(made.stdout.strip().splitlines()[-1])
+        version = run([lib.hangscan_bin(), "--version"]).stdout.split()[1]
+        assert tarball == out / f"hangscan-{version}-x86_64-linux.tar.gz"
+        yield tarball, version
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def in_root(root: Path) -> list[str]:
+    """argv prefix: run in ROOT (chroot) with /proc, /sys, /dev bound in a private mount
+    namespace; the mounts end with the process."""
+    script = ('for d in proc sys dev; do mount --rbind "/$d" "$0/$d" || exit 70; done; '
+              'exec chroot "$0" "$@"')
+    return ["unshare", "-m", "--propagation", "private", "--", "sh", "-c", script, str(root)]
+
+
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def release(request, dist):
+    if os.geteuid() != 0:
+        pytest.skip("chroot and mount need root")
+    suite = request.param
+    tarball = root_tarball(suite)
+    root = Path(tempfile.mkdtemp(prefix=f"hs-dist-{suite}-"))
+    try:
+        run(["tar", "-C", str(root), "-xf", str(tarball)])
+        run(["tar", "-C", str(root / "opt"), "-xzf", str(dist[0])])
+        (root / "hs").mkdir()
+        shutil.copy(PROGRAM, root / "hs" / PROGRAM.name)
+        yield suite, root, f"/opt/hangscan-{dist[1]}"
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(root)])
+
+
+def dpkg_version(root: Path, package: str) -> str:
+    stanzas = (root / "var/lib/dpkg/status").read_text().split("\n\n")
+    for s in stanzas:
+        fields = dict(line.split(": ", 1) for line in s.splitlines() if ": " in line)
+        if fields.get("Package") == package and "installed" in fields.get("Status", ""):
+            return fields["Version"]
+    raise AssertionError(f"{package} is not installed in {root}")
+
+
+def wait_ready(fifo: Path, timeout: float):
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        end, data = time.monotonic() + timeout, b""
+        while b"ready" not in data:
+            left = end - time.monotonic()
+            assert left > 0, f"no 'ready' on {fifo} within {timeout} s"
+            if select.select([fd], [], [], left)[0]:
+                data += os.read(fd, 64)
+    finally:
+        os.close(fd)
+
+
+def start_python(pool, root: Path, prefix: list[str], fifo_name: str):
+    """py_container.py run by the root's own python3 (or the host's when prefix is empty)."""
+    fifo = root / "hs" / fifo_name
+    os.mkfifo(fifo, 0o600)
+    inner = "/hs" if prefix else str(root / "hs")
+    target = pool.start(prefix + ["python3", f"{inner}/py_container.py", f"{inner}/{fifo_name}"],
+                        ready=None, main_parked=False)
+    wait_ready(fifo, 30.0)
+    lib.wait_for(lambda: lib.thread_syscall(target.pid, target.pid) in ("230", "35", "23"), 10.0,
+                 "the python to sleep")
+    return target
+
+
+def python_triples(proc):
+    main = next(t for t in proc["threads"] if t["tid"] == proc["pid"])
+    return [[f["function"], f["file"], f["line"]] for f in main["frames"] if f["kind"] == "python"]
+
+
+def test_tarball_runs_on_another_release(release, dist):
+    suite, root, top = release
+    glibc, package, full = RELEASES[suite]
+    python = dpkg_version(root, package).split("-")[0] if full else package[len("python"):]
+    assert dpkg_version(root, "libc6").startswith(glibc + "-")
+    for name in HS_LIBS:  # the root has none of hangscan's libraries: all come from the tarball
+        assert not (root / "usr/lib/x86_64-linux-gnu" / name).exists(), name
+    chroot = in_root(root)
+    hs = top + "/bin/hangscan"
+
+    version = lib.run_hangscan(["--version"], prefix=chroot, binary=hs)
+    assert version.rc == 0, version.describe()
+    assert version.stdout == run([lib.hangscan_bin(), "--version"]).stdout
+
+    # What the bundled loader loads for the binary: every library from the tarball's lib/.
+    listed = run(chroot + [top + "/lib/ld-linux-x86-64.so.2", "--library-path", top + "/lib",
+                           "--list", top + "/libexec/hangscan"]).stdout
+    paths = [line.split("=> ")[1].split(" (")[0] for line in listed.splitlines() if "=> " in line]
+    assert paths and all(p.startswith(top + "/lib/") for p in paths), listed
+
+    doctor = lib.run_hangscan(["doctor"], prefix=chroot, binary=hs)
+    assert doctor.rc == 0, doctor.describe()
+    for check in ("ptrace", "ebpf"):
+        assert [l for l in doctor.stdout.splitlines() if l.startswith(f"ok   {check}: ")], doctor.stdout
+
+    with lib.TargetPool() as pool:
+        target = start_python(pool, root, chroot, "ready")
+        res = lib.run_hangscan(["dump", "--pid", str(target.pid), "--json"], prefix=chroot, binary=hs)
+        assert res.rc == 0, res.describe()
+        proc = lib.process_of(res.doc, target.pid)
+        assert python_triples(proc) == EXPECTED
+        text = lib.run_hangscan(["dump", "--pid", str(target.pid)], prefix=chroot, binary=hs)
+        assert f"Python {python}," in text.stdout, text.stdout
+        lib.assert_runs_on(target.pid)
+
+
+def test_launcher_is_the_default_pdsh_agent(dist):
+    """Started through the launcher, /proc/self/exe is the bundled loader: the default agent
+    must still be the launcher, so `pdsh` from the tarball reaches its targets."""
+    if not shutil.which("pdsh"):
+        pytest.skip("pdsh is not installed (tools/deps.sh test)")
+    host = Path(tempfile.mkdtemp(prefix="hs-dist-host-"))
+    os.chmod(host, 0o755)
+    try:
+        run(["tar", "-C", str(host), "-xzf", str(dist[0])])
+        (host / "hs").mkdir()
+        shutil.copy(PROGRAM, host / "hs" / PROGRAM.name)
+        hs = str(host / f"hangscan-{dist[1]}" / "bin" / "hangscan")
+        with lib.TargetPool() as pool:
+            target = start_python(pool, host, [], "ready-pdsh")
+            res = lib.run_hangscan(["pdsh", "-R", "exec", "-w", "n1", "--match",
+                                    f"{host}/hs/ready-pdsh", "--json", "--timeout", "60"], binary=hs)
+            assert res.rc == 0, res.describe()
+            proc = lib.process_of(res.doc, target.pid)
+            assert proc["host"] == "n1"
+            assert python_triples(proc) == [[f, str(host) + p, n] for f, p, n in EXPECTED]
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
