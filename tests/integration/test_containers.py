@@ -130,27 +130,37 @@ def make_fifo(d: Path, name: str) -> Path:
     return fifo
 
 
-@pytest.fixture(scope="module")
-def podman():
+def podman_session(prefix: str):
+    """(Podman, its work directory) with the test image imported; skips where podman cannot
+    run here. The caller closes the Podman and removes the directory (also when this skips)."""
     missing = [t for t in ("podman", "runc", "mmdebstrap") if not shutil.which(t)]
     if missing:
         pytest.skip("not installed: " + ", ".join(missing) + " (tools/deps.sh test)")
     if os.geteuid() != 0:
         pytest.skip("rootful podman needs root")
     tarball = image_tarball()
-    workdir = Path(tempfile.mkdtemp(prefix="hs-containers-"))
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(workdir, 0o755)
-    pm = Podman(workdir)
+    return Podman(workdir), workdir, tarball
+
+
+def probe_podman(pm, tarball):
+    # Where this machine cannot run a container at all (a chroot whose root is no mount
+    # point: podman cannot even unpack an image there; a nested sandbox), say so and skip:
+    # that is the machine, not the code under test.
+    for step in (["import", str(tarball), pm.image],
+                 ["run", "--rm", "--runtime", "runc", pm.image, "true"]):
+        probe = pm(*step, timeout=300, check=False)
+        if probe.returncode != 0:
+            last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+            pytest.skip(f"podman cannot {step[0]} here on this machine: {last}")
+
+
+@pytest.fixture(scope="module")
+def podman():
+    pm, workdir, tarball = podman_session("hs-containers-")
     try:
-        # Where this machine cannot run a container at all (a chroot whose root is no mount
-        # point: podman cannot even unpack an image there; a nested sandbox), say so and skip:
-        # that is the machine, not the code under test.
-        for step in (["import", str(tarball), pm.image],
-                     ["run", "--rm", "--runtime", "runc", pm.image, "true"]):
-            probe = pm(*step, timeout=300, check=False)
-            if probe.returncode != 0:
-                last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-                pytest.skip(f"podman cannot {step[0]} here on this machine: {last}")
+        probe_podman(pm, tarball)
         yield pm, workdir
     finally:
         pm.close()

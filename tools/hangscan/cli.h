@@ -59,5 +59,7 @@ void add_watch_command(CLI::App& app, Action& action);
 void add_logs_command(CLI::App& app, Action& action);
 // Not a subcommand: adds the top-level --slurm-job/--jobid and the options that go with it.
 void add_slurm_command(CLI::App& app, Action& action);
+// `hangscan k8s SELECTOR`: the agent in every pod of a Kubernetes job (src/fanout/k8s.h).
+void add_k8s_command(CLI::App& app, Action& action);
 
 }  // namespace hangscan::cli

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
+#include "proc/process_tree.h"
 #include "util/escape.h"
 #include "util/safe_output.h"
 
@@ -68,6 +69,25 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
                   "Also write one text file per node and the merged report to DIR");
   app->add_flag("-v,--verbose", o.verbose, "Print the commands run and their timing");
   add_capture_flags(app, o.capture);
+}
+
+bool cluster_options_valid(const FanoutCliOptions& o, const GcoreDumpOptions& gcore,
+                           const std::string* match) {
+  if (auto g = group_options(o.output); !g) {
+    print_error(g.error());
+    return false;
+  }
+  if (auto st = check_gcore_options(gcore); !st) {
+    print_error(st.error());
+    return false;
+  }
+  if (match != nullptr) {
+    if (auto re = compile_match_pattern(*match); !re) {
+      print_error(re.error());
+      return false;
+    }
+  }
+  return true;
 }
 
 Result<std::string> resolve_agent_path(const std::string& explicit_path) {

@@ -52,4 +52,10 @@ struct GcoreDumpOptions;
 // --gcore core round through the same launcher. Returns the exit code.
 int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore);
 
+// The options every cluster mode checks before it starts anything: the grouping and --gcore
+// options and, when given, the --match regex (sent as is, a bad pattern would fail on every node
+// alike and read as "every node unreachable"). Prints the error; false means exit kExitUsage.
+bool cluster_options_valid(const FanoutCliOptions& o, const GcoreDumpOptions& gcore,
+                           const std::string* match = nullptr);
+
 }  // namespace hangscan::cli

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add_watch_command(app, action);
   add_logs_command(app, action);
   add_slurm_command(app, action);
+  add_k8s_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -61,20 +61,7 @@ Result<std::vector<std::string>> collect_hosts(const PdshCliOptions& o) {
 }
 
 int run_pdsh(const PdshCliOptions& o) {
-  if (auto g = group_options(o.common.output); !g) {
-    print_error(g.error());
-    return kExitUsage;
-  }
-  if (auto st = check_gcore_options(o.gcore); !st) {
-    print_error(st.error());
-    return kExitUsage;
-  }
-  // Checked here, once: sent as is, a bad pattern would fail on every node alike and read as
-  // "every node unreachable".
-  if (auto re = compile_match_pattern(o.match); !re) {
-    print_error(re.error());
-    return kExitUsage;
-  }
+  if (!cluster_options_valid(o.common, o.gcore, &o.match)) return kExitUsage;
   auto hosts = collect_hosts(o);
   if (!hosts) {
     print_error(hosts.error());

@@ -26,14 +26,7 @@ struct SlurmCliOptions {
 };
 
 int run_slurm(const SlurmCliOptions& o) {
-  if (auto g = group_options(o.fanout.output); !g) {
-    print_error(g.error());
-    return kExitUsage;
-  }
-  if (auto st = check_gcore_options(o.gcore); !st) {
-    print_error(st.error());
-    return kExitUsage;
-  }
+  if (!cluster_options_valid(o.fanout, o.gcore)) return kExitUsage;
   auto agent = resolve_agent_path(o.fanout.agent_path);
   if (!agent) {
     print_error(agent.error());

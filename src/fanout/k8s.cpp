@@ -1,0 +1,237 @@
+#include "fanout/k8s.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "fanout/agent_framing.h"
+#include "fanout/hostlist.h"
+#include "fanout/runner.h"
+#include "util/parse_number.h"
+
+namespace hangscan {
+
+namespace {
+
+using nlohmann::json;
+
+// The labels that number a job's pods (PyTorchJob, JobSet / Indexed Job, Volcano).
+constexpr const char* kIndexLabels[] = {"training.kubeflow.org/replica-index",
+                                        "batch.kubernetes.io/job-completion-index",
+                                        "volcano.sh/task-index"};
+
+std::string string_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A copy (pod documents are small): an absent or mistyped member reads as an empty object.
+json object_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : json::object();
+}
+
+std::optional<long> index_label(const json& labels) {
+  for (const char* label : kIndexLabels) {
+    if (auto v = parse_int<long>(string_at(labels, label))) return v;
+  }
+  return std::nullopt;
+}
+
+std::string pick_container(const json& pod, const std::string& wanted) {
+  std::vector<std::string> names;
+  const json spec = object_at(pod, "spec");
+  if (auto it = spec.find("containers"); it != spec.end() && it->is_array()) {
+    for (const auto& c : *it) {
+      if (c.is_object()) names.push_back(string_at(c, "name"));
+    }
+  }
+  if (!wanted.empty()) return wanted;  // kubectl says so when the pod has no such container
+  std::string annotated = string_at(object_at(object_at(pod, "metadata"), "annotations"),
+                                    "kubectl.kubernetes.io/default-container");
+  if (!annotated.empty()) return annotated;
+  return names.empty() ? std::string() : names.front();
+}
+
+// A pod or container name from the document, safe as one argv word (DNS label rules).
+bool valid_name(std::string_view name) {
+  return !name.empty() && validate_host_name(name).ok() && name.front() != '-';
+}
+
+}  // namespace
+
+Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::string& container) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("items") ||
+      !doc["items"].is_array()) {
+    return Error(Errc::bad_data, "kubectl get pods did not print a pod list (JSON with items)");
+  }
+  std::vector<K8sPod> pods;
+  for (const auto& item : doc["items"]) {
+    if (!item.is_object()) continue;
+    const json meta = object_at(item, "metadata");
+    K8sPod pod;
+    pod.name = string_at(meta, "name");
+    pod.name_space = string_at(meta, "namespace");
+    pod.container = pick_container(item, container);
+    pod.phase = string_at(object_at(item, "status"), "phase");
+    pod.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+    pod.index = index_label(object_at(meta, "labels"));
+    if (!valid_name(pod.name) || (!pod.name_space.empty() && !valid_name(pod.name_space)) ||
+        !valid_name(pod.container))
+      continue;
+    pods.push_back(std::move(pod));
+  }
+  std::stable_sort(pods.begin(), pods.end(), [](const K8sPod& a, const K8sPod& b) {
+    return std::make_pair(a.index.value_or(-1), a.name) <
+           std::make_pair(b.index.value_or(-1), b.name);
+  });
+  return pods;
+}
+
+std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
+                                       std::chrono::milliseconds agent_timeout) {
+  std::vector<std::string> argv{o.kubectl, "exec"};
+  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
+  argv.insert(argv.end(),
+              {pod.name, "-c", pod.container, "--", o.agent_path, "agent", "--match", o.match,
+               "--timeout-ms", std::to_string(agent_timeout.count()), "--node", pod.name});
+  argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
+  return argv;
+}
+
+namespace {
+
+// Why a pod was not asked, or "" when it can be.
+std::string not_runnable(const K8sPod& pod) {
+  if (pod.terminating) return "pod is terminating";
+  if (pod.phase != "Running")
+    return fmt::format("pod phase {}", pod.phase.empty() ? "unknown" : pod.phase);
+  return {};
+}
+
+class K8sLauncher : public Launcher {
+ public:
+  explicit K8sLauncher(K8sOptions options) : options_(std::move(options)) {}
+
+  Result<LaunchPlan> plan() override {
+    std::vector<std::string> argv{options_.kubectl, "get", "pods",           "-o",
+                                  "json",           "-l",  options_.selector};
+    if (!options_.name_space.empty()) argv.insert(argv.end(), {"-n", options_.name_space});
+    CommandSpec spec;
+    spec.argv = argv;
+    spec.max_stdout = std::size_t{64} << 20;
+    auto r = run_command(spec, Deadline::after(options_.timeout));
+    if (!r) return r.error().with_context("kubectl");
+    if (!r->succeeded()) {
+      auto lines = output_lines(r->err);
+      std::string last = lines.empty() ? std::string("no message") : std::string(lines.back());
+      return Error(Errc::not_found, fmt::format("{} failed: {}", describe_argv(argv), last), 0,
+                   "check that kubectl reaches the cluster (kubectl get pods) and that you may "
+                   "list pods in the namespace (-n)");
+    }
+    auto pods = parse_pod_list(r->out, options_.container);
+    if (!pods) return pods.error();
+    if (pods->empty()) {
+      return Error(Errc::usage, fmt::format("no pods match the selector '{}'", options_.selector),
+                   0,
+                   "list the job's labels with kubectl get pods --show-labels, e.g. "
+                   "job-name=NAME or training.kubeflow.org/job-name=NAME");
+    }
+    pods_ = std::move(*pods);
+    LaunchPlan plan;
+    for (const auto& p : pods_) plan.nodes.push_back(p.name);
+    plan.description = fmt::format("{} pods of '{}'", pods_.size(), options_.selector);
+    return plan;
+  }
+
+  AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                          const std::vector<std::string>& agent_args,
+                          const AnswerWatch& watch) const override;
+
+ private:
+  K8sOptions options_;
+  std::vector<K8sPod> pods_;
+};
+
+AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
+                                     const std::vector<std::string>& agent_args,
+                                     const AnswerWatch& watch) const {
+  auto started = std::chrono::steady_clock::now();
+  Deadline deadline = Deadline::after(options_.timeout);
+  K8sOptions round = options_;
+  round.agent_args = agent_args;
+  VerdictBook book(nodes);
+  std::vector<const K8sPod*> asked;
+  for (const auto& n : nodes) {
+    auto it =
+        std::find_if(pods_.begin(), pods_.end(), [&](const K8sPod& p) { return p.name == n; });
+    if (it == pods_.end()) {
+      book.note_failure(n, "not a pod of the job");
+    } else if (auto why = not_runnable(*it); !why.empty()) {
+      book.note_failure(n, why);
+    } else {
+      asked.push_back(&*it);
+    }
+  }
+  std::mutex mu;  // guards frames, log, failures and progress
+  FrameCollector frames;
+  frames.on_document(watch.document);
+  std::vector<std::string> log;
+  std::vector<std::pair<std::string, std::string>> failures;
+  bool timed_out = false;
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < asked.size();) {
+      const K8sPod& pod = *asked[i];
+      CommandSpec spec;
+      spec.argv = k8s_exec_argv(round, pod, agent_timeout_for(options_.timeout));
+      auto on_line = [&](std::string_view line) {
+        std::lock_guard lock(mu);
+        frames.add_line(pod.name, line);
+        if (watch.progress)
+          watch.progress(
+              NodeProgress{frames.finished() - frames.failed(), frames.failed(), nodes.size()});
+      };
+      auto r = run_command(spec, deadline, on_line);
+      std::lock_guard lock(mu);
+      if (!r) {
+        failures.emplace_back(pod.name, r.error().what());
+        continue;
+      }
+      timed_out = timed_out || r->timed_out;
+      log.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
+                                r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                                r->elapsed.count()));
+      auto lines = output_lines(r->err);
+      if (!r->succeeded() && !lines.empty())
+        failures.emplace_back(pod.name,
+                              fmt::format("kubectl exec: {}", lines.back().substr(0, 300)));
+    }
+  };
+  std::vector<std::thread> threads;
+  std::size_t n = std::min(asked.size(), std::max<std::size_t>(1, options_.parallel));
+  for (std::size_t i = 0; i < n; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  book.record(decode_outputs(frames.outputs(), NodeKey::stream));
+  auto pending = book.pending();
+  for (auto& [pod, reason] : failures) {
+    if (std::find(pending.begin(), pending.end(), pod) != pending.end())
+      book.note_failure(pod, std::move(reason));
+  }
+  if (watch.progress)
+    watch.progress(NodeProgress{book.answered(), book.settled() - book.answered(), nodes.size()});
+  return std::move(book).finish(timed_out, options_.timeout, std::move(log), started);
+}
+
+}  // namespace
+
+std::unique_ptr<Launcher> make_k8s_launcher(K8sOptions options) {
+  return std::make_unique<K8sLauncher>(std::move(options));
+}
+
+}  // namespace hangscan

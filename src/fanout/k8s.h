@@ -1,0 +1,65 @@
+// `hangscan k8s SELECTOR`: the agent in every pod of a Kubernetes job, through kubectl.
+//
+// Why: ML training outside HPC runs as pods (PyTorchJob, JobSet/Indexed Job, Volcano), where
+// there is no srun or pdsh but there is kubectl. kubectl already knows the cluster, the user's
+// credentials and namespaces; hangscan asks it for the job's pods (`kubectl get pods -o json
+// -l SELECTOR`) and runs `hangscan agent` in each with `kubectl exec`, all pods in parallel
+// under one deadline, one pod being one "node" of the merged report. Every kubectl call is an
+// argv (never a shell line); pod and container names are checked before they are used.
+// The JSON fields read (kubectl's `get pods -o json`, a core/v1 PodList): items[].metadata.name,
+// .metadata.namespace, .metadata.labels (rank index labels, for the order only: process ranks
+// come from each process's own environment), .metadata.annotations
+// ["kubectl.kubernetes.io/default-container"], .metadata.deletionTimestamp, .status.phase and
+// .spec.containers[].name.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fanout/collector.h"
+#include "fanout/launcher.h"
+#include "hangscan/result.h"
+
+namespace hangscan {
+
+struct K8sOptions {
+  std::string selector;                 // label selector, e.g. job-name=train-42
+  std::string name_space;               // -n; "" = kubectl's current namespace
+  std::string container;                // -c; "" = the pod's default container
+  std::string match;                    // --match REGEX for the agent
+  std::string agent_path;               // hangscan inside the pods
+  std::vector<std::string> agent_args;  // capture options forwarded to the agent
+  std::chrono::milliseconds timeout{30000};
+  std::size_t parallel = 32;  // kubectl exec processes at once
+  std::string kubectl = "kubectl";
+  AnswerWatch watch;
+};
+
+// One pod of the job as `kubectl get pods -o json` describes it.
+struct K8sPod {
+  std::string name;
+  std::string name_space;
+  std::string container;      // the one the agent runs in
+  std::string phase;          // Running, Pending, Succeeded, Failed, Unknown
+  bool terminating = false;   // metadata.deletionTimestamp is set
+  std::optional<long> index;  // replica / completion / task index label, when present
+};
+
+// The pods of a PodList document, ordered by index label then name. `container` (may be "")
+// picks the container; otherwise the default-container annotation, else the first one.
+// Errc::parse when the document is not a PodList; pods with invalid names are left out.
+Result<std::vector<K8sPod>> parse_pod_list(std::string_view json, const std::string& container);
+
+// The kubectl argv that runs the agent in `pod`.
+std::vector<std::string> k8s_exec_argv(const K8sOptions& options, const K8sPod& pod,
+                                       std::chrono::milliseconds agent_timeout);
+
+// The Launcher of `k8s`: plan() lists the pods (the nodes are pod names), run_agents() execs
+// the agent in the running ones; the others are unreachable with their phase as the reason.
+std::unique_ptr<Launcher> make_k8s_launcher(K8sOptions options);
+
+}  // namespace hangscan

@@ -1,0 +1,34 @@
+"""A rank of a pretend training job, for the Kubernetes tests: one per container ("pod").
+
+Usage: python3 py_k8s_rank.py READY_FIFO   (RANK, WORLD_SIZE and ODD_RANK in the environment)
+
+Every rank but ODD_RANK parks in all_reduce(); ODD_RANK parks in load_checkpoint() instead.
+Each writes "ready" into READY_FIFO and sleeps at the line marked "# MARK name".
+"""
+import os
+import sys
+import time
+
+
+def ready(fifo):
+    with open(fifo, "w") as f:
+        f.write("ready\n")
+
+
+def all_reduce(fifo):
+    ready(fifo)
+    time.sleep(3600)  # MARK all_reduce
+
+
+def load_checkpoint(fifo):
+    ready(fifo)
+    time.sleep(3600)  # MARK load_checkpoint
+
+
+def train(fifo):
+    if os.environ["RANK"] == os.environ["ODD_RANK"]:
+        load_checkpoint(fifo)  # MARK train_odd
+    all_reduce(fifo)  # MARK train
+
+
+train(sys.argv[1])  # MARK module
