@@ -1,0 +1,75 @@
+// The pods of `kubectl get pods -o json` (a core/v1 List of Pods) as the k8s launcher reads them.
+#include "fanout/k8s.h"
+
+#include <gtest/gtest.h>
+
+namespace hangscan {
+namespace {
+
+// Three pods of an Indexed Job listed out of order, one Pending, one terminating, one with a
+// name kubectl would never print (it must not become an argv word), and a PyTorchJob pod with
+// a default-container annotation and a sidecar listed first.
+constexpr const char* kPods = R"({"apiVersion": "v1", "kind": "List", "items": [
+ {"metadata": {"name": "train-2", "namespace": "ml",
+   "labels": {"batch.kubernetes.io/job-completion-index": "2"}},
+  "spec": {"containers": [{"name": "trainer"}]}, "status": {"phase": "Pending"}},
+ {"metadata": {"name": "train-10", "namespace": "ml",
+   "labels": {"batch.kubernetes.io/job-completion-index": "10"}, "deletionTimestamp": "2026-11-27T15:00:00Z"},
+  "spec": {"containers": [{"name": "trainer"}]}, "status": {"phase": "Running"}},
+ {"metadata": {"name": "-rf", "namespace": "ml"}, "spec": {"containers": [{"name": "x"}]},
+  "status": {"phase": "Running"}},
+ {"metadata": {"name": "pt-worker-0", "namespace": "ml",
+   "labels": {"training.kubeflow.org/replica-index": "0"},
+   "annotations": {"kubectl.kubernetes.io/default-container": "pytorch"}},
+  "spec": {"containers": [{"name": "istio-proxy"}, {"name": "pytorch"}]},
+  "status": {"phase": "Running"}}]})";
+
+TEST(K8s, PodsInIndexOrderWithTheirContainers) {
+  auto pods = parse_pod_list(kPods, "");
+  ASSERT_TRUE(pods.ok()) << pods.error().what();
+  ASSERT_EQ(pods->size(), 3u);
+  EXPECT_EQ((*pods)[0].name, "pt-worker-0");
+  EXPECT_EQ((*pods)[0].container, "pytorch");
+  EXPECT_EQ((*pods)[0].index, 0);
+  EXPECT_EQ((*pods)[1].name, "train-2");
+  EXPECT_EQ((*pods)[1].phase, "Pending");
+  EXPECT_EQ((*pods)[1].container, "trainer");
+  EXPECT_EQ((*pods)[2].name, "train-10");
+  EXPECT_TRUE((*pods)[2].terminating);
+  EXPECT_EQ((*pods)[2].name_space, "ml");
+}
+
+TEST(K8s, ContainerGivenWins) {
+  auto pods = parse_pod_list(kPods, "sidecar");
+  ASSERT_TRUE(pods.ok());
+  for (const auto& p : *pods) EXPECT_EQ(p.container, "sidecar");
+}
+
+TEST(K8s, NotAPodList) {
+  for (const char* text :
+       {"", "[]", "{\"items\": 3}", "Error from server", "{\"items\": [1, \"x\"]"}) {
+    auto pods = parse_pod_list(text, "");
+    ASSERT_FALSE(pods.ok()) << text;
+    EXPECT_EQ(pods.error().code, Errc::bad_data);
+  }
+  auto empty = parse_pod_list(R"({"items": [1, "x", {"metadata": 5}]})", "");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST(K8s, ExecArgvIsOneWordEach) {
+  K8sOptions o;
+  o.kubectl = "kubectl";
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.match = "python .* train.py";
+  o.agent_args = {"--nonblocking"};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--", "/opt/hangscan/bin/hangscan", "agent", "--match",
+                                      "python .* train.py", "--timeout-ms", "24000", "--node",
+                                      "train-0", "--nonblocking"}));
+}
+
+}  // namespace
+}  // namespace hangscan
