@@ -102,10 +102,10 @@ def test_man_page_covers_every_subcommand_option_and_exit_code(installed):
     page = man_page(installed)
     for section in ("NAME", "SYNOPSIS", "SUBCOMMANDS", "EXIT STATUS", "FILES"):
         assert re.search(rf"^{section}$", page, re.M), section
-    for sub in ("dump", "core", "gcore", "doctor", "agent", "pdsh"):
+    for sub in ("dump", "core", "gcore", "doctor", "agent", "pdsh", "k8s"):
         assert re.search(rf"^ +hangscan {sub}\b", page, re.M), f"synopsis of {sub}"
     missing = {}
-    for sub in ("", "dump", "core", "gcore", "doctor", "agent", "pdsh"):
+    for sub in ("", "dump", "core", "gcore", "doctor", "agent", "pdsh", "k8s"):
         for opt in help_options(installed_bin(installed), sub):
             if not re.search(rf"(^|[\s,(\[]){re.escape(opt)}(?![\w-])", page, re.M):
                 missing.setdefault(sub or "(top level)", []).append(opt)
@@ -133,6 +133,7 @@ def test_bash_completion(installed):
     assert complete(installed, "gcore", "--max") == ["--max-size"]
     assert complete(installed, "doctor", "--agent") == ["--agent-path"]
     assert complete(installed, "--slurm") == ["--slurm-job"]
+    assert complete(installed, "k8s", "--cont") == ["--container"]
 
 
 def test_dump_from_installed_binary(installed, targets):

@@ -13,7 +13,7 @@ _hangscan_options() {
 _hangscan() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev= exe=${COMP_WORDS[0]} sub= i
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local subcommands="dump core gcore doctor agent pdsh watch"
+  local subcommands="dump core gcore doctor agent pdsh watch k8s"
   for ((i = 1; i < COMP_CWORD; i++)); do
     case " $subcommands " in *" ${COMP_WORDS[i]} "*) sub=${COMP_WORDS[i]}; break ;; esac
   done
