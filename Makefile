@@ -10,7 +10,7 @@ CTEST_ARGS ?=
 CMAKE = cmake
 CONFIGURE = $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb dist clean
+.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb dist wheel clean
 
 all: build
 
@@ -89,6 +89,10 @@ dist: deps
 	@$(MAKE) --no-print-directory configure
 	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
 	@tools/dist.sh $(BUILD) $(DIST_DIR)
+
+# The same tree as a Python wheel (tools/wheel.py): pip install $(DIST_DIR)/hangscan-*.whl
+wheel: dist
+	@tools/wheel.py $(DIST_DIR)/hangscan-$$($(BUILD)/hangscan --version | awk '{print $$2}')-x86_64-linux.tar.gz $(DIST_DIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -6,14 +6,17 @@ Python 3.9) and Debian 13 (glibc 2.41, Python 3.13) that hold python3 and nothin
 in a private mount namespace that ends with the command): `--version`, `doctor` (ptrace and
 eBPF ready), the loader's own list of what the binary loads (everything from the tarball's
 lib/, nothing from the root), and a `dump` of a Python process of that root with its exact
-Python frames. On the host, the tarball's launcher as the default pdsh agent (the fan-out's
-agent is the launcher, not the bundled loader /proc/self/exe names).
+Python frames. `make wheel`'s wheel (tools/wheel.py) pip-installed from its file into a venv of
+the Debian 11 root, and a dump through the venv's `hangscan`. On the host, the tarball's
+launcher as the default pdsh agent (the fan-out's agent is the launcher, not the bundled loader
+/proc/self/exe names).
 
 Needs root (chroot, mount) and mmdebstrap for the roots: each is made once from Debian's
 mirror (~20 s) and its tarball cached under /var/cache/hangscan-tests; skipped with the
 reason otherwise. Every root is removed at the end.
 """
 
+import contextlib
 import os
 import select
 import shutil
@@ -31,6 +34,8 @@ CACHE = Path("/var/cache/hangscan-tests")
 # suite -> (glibc version, the root's python package, whether that Python says its full version:
 # Py_Version exists from 3.11 on; before, hangscan names the minor version only)
 RELEASES = {"bullseye": ("2.31", "python3.9", False), "trixie": ("2.41", "python3.13", True)}
+# What each root holds besides the essential set (python3-venv: the wheel is pip-installed there).
+PACKAGES = {"bullseye": "python3,python3-venv", "trixie": "python3"}
 HS_LIBS = ["libdw.so.1", "libelf.so.1", "libunwind.so.8", "libbpf.so.1", "libfmt.so.9",
            "libboost_filesystem.so.1.74.0"]
 
@@ -56,8 +61,8 @@ def run(argv, timeout=120, **kw):
 
 
 def root_tarball(suite: str) -> Path:
-    """The cached root of SUITE (essential + python3); made with mmdebstrap when absent."""
-    tarball = CACHE / f"{suite}-essential-python3.tar"
+    """The cached root of SUITE (essential + PACKAGES); made with mmdebstrap when absent."""
+    tarball = CACHE / f"{suite}-essential-{PACKAGES[suite].replace(',', '-')}.tar"
     if tarball.is_file():
         return tarball
     if not shutil.which("mmdebstrap"):
@@ -65,7 +70,7 @@ def root_tarball(suite: str) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = tarball.with_name(f"{tarball.stem}.tmp{os.getpid()}.tar")  # .tar: mmdebstrap's format
     try:
-        made = subprocess.run(["mmdebstrap", "--variant=essential", "--include=python3", suite,
+        made = subprocess.run(["mmdebstrap", "--variant=essential", f"--include={PACKAGES[suite]}", suite,
                                str(tmp)], capture_output=True, text=True, timeout=900)
         if made.returncode != 0:
             last = (made.stderr.strip().splitlines() or ["no message"])[-1]
@@ -85,6 +90,8 @@ def dist():
         tarball = Path(made.stdout.strip().splitlines()[-1])
         version = run([lib.hangscan_bin(), "--version"]).stdout.split()[1]
         assert tarball == out / f"hangscan-{version}-x86_64-linux.tar.gz"
+        wheel = run([str(lib.source_dir() / "tools" / "wheel.py"), str(tarball), str(out)])
+        assert wheel.stdout.strip() == str(out / f"hangscan-{version}-py3-none-manylinux_2_17_x86_64.whl")
         yield tarball, version
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -98,11 +105,12 @@ def in_root(root: Path) -> list[str]:
     return ["unshare", "-m", "--propagation", "private", "--", "sh", "-c", script, str(root)]
 
 
-@pytest.fixture(scope="module", params=sorted(RELEASES))
-def release(request, dist):
+@contextlib.contextmanager
+def unpacked_root(suite: str, dist):
+    """SUITE's root in a temporary directory with the tarball in /opt and the target program
+    and the wheel in /hs; removed at the end."""
     if os.geteuid() != 0:
         pytest.skip("chroot and mount need root")
-    suite = request.param
     tarball = root_tarball(suite)
     root = Path(tempfile.mkdtemp(prefix=f"hs-dist-{suite}-"))
     try:
@@ -110,9 +118,17 @@ def release(request, dist):
         run(["tar", "-C", str(root / "opt"), "-xzf", str(dist[0])])
         (root / "hs").mkdir()
         shutil.copy(PROGRAM, root / "hs" / PROGRAM.name)
-        yield suite, root, f"/opt/hangscan-{dist[1]}"
+        for wheel in dist[0].parent.glob("*.whl"):
+            shutil.copy(wheel, root / "hs" / wheel.name)
+        yield root, f"/opt/hangscan-{dist[1]}"
     finally:
         subprocess.run(["rm", "-rf", "--one-file-system", str(root)])
+
+
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def release(request, dist):
+    with unpacked_root(request.param, dist) as (root, top):
+        yield request.param, root, top
 
 
 def dpkg_version(root: Path, package: str) -> str:
@@ -213,3 +229,21 @@ def test_launcher_is_the_default_pdsh_agent(dist):
             assert python_triples(proc) == [[f, str(host) + p, n] for f, p, n in EXPECTED]
     finally:
         shutil.rmtree(host, ignore_errors=True)
+
+
+def test_wheel_in_a_venv_of_debian_11(dist):
+    """`pip install` of the wheel file (no index) into a venv of the Debian 11 root, then a dump
+    there through the venv's `hangscan`."""
+    with unpacked_root("bullseye", dist) as (root, _), lib.TargetPool() as pool:
+        chroot = in_root(root)
+        wheel = next(root.glob("hs/*.whl")).name
+        run(chroot + ["python3", "-m", "venv", "/venv"])
+        run(chroot + ["/venv/bin/pip", "install", "-q", "--no-index", f"/hs/{wheel}"], timeout=300)
+        version = lib.run_hangscan(["--version"], prefix=chroot, binary="/venv/bin/hangscan")
+        assert version.rc == 0, version.describe()
+        assert version.stdout == run([lib.hangscan_bin(), "--version"]).stdout
+        target = start_python(pool, root, chroot, "ready-wheel")
+        res = lib.run_hangscan(["dump", "--pid", str(target.pid), "--json"], prefix=chroot,
+                               binary="/venv/bin/hangscan")
+        assert res.rc == 0, res.describe()
+        assert python_triples(lib.process_of(res.doc, target.pid)) == EXPECTED
