@@ -5,11 +5,11 @@ Python 3.9) and Debian 13 (glibc 2.41, Python 3.13) that hold python3 and nothin
 (no libdw, libunwind, libbpf, fmt, boost), and run there in a chroot (/proc, /sys and /dev bound
 in a private mount namespace that ends with the command): `--version`, `doctor` (ptrace and
 eBPF ready), the loader's own list of what the binary loads (everything from the tarball's
-lib/, nothing from the root), and a `dump` of a Python process of that root with its exact
-Python frames. `make wheel`'s wheel (tools/wheel.py) pip-installed from its file into a venv of
-the Debian 11 root, and a dump through the venv's `hangscan`. On the host, the tarball's
-launcher as the default pdsh agent (the fan-out's agent is the launcher, not the bundled loader
-/proc/self/exe names).
+lib/, nothing from the root), a `dump` of a Python process of that root with its exact
+Python frames, and `watch` of it recording with eBPF (not the ptrace fallback). `make wheel`'s
+wheel (tools/wheel.py) pip-installed from its file into a venv of the Debian 11 root, and a dump
+through the venv's `hangscan`. On the host, the tarball's launcher as the default pdsh agent
+(the fan-out's agent is the launcher, not the bundled loader /proc/self/exe names).
 
 Needs root (chroot, mount) and mmdebstrap for the roots: each is made once from Debian's
 mirror (~20 s) and its tarball cached under /var/cache/hangscan-tests; skipped with the
@@ -204,6 +204,12 @@ def test_tarball_runs_on_another_release(release, dist):
         assert python_triples(proc) == EXPECTED
         text = lib.run_hangscan(["dump", "--pid", str(target.pid)], prefix=chroot, binary=hs)
         assert f"Python {python}," in text.stdout, text.stdout
+        # The eBPF recorder (CO-RE object inside the binary, libbpf from lib/), not the fallback.
+        watch = lib.run_hangscan(["watch", "--pid", str(target.pid), "--for", "1", "--json"],
+                                 prefix=chroot, binary=hs)
+        assert watch.rc == 0, watch.describe()
+        assert watch.doc["recorder"] == "ebpf"
+        assert [p["pid"] for p in watch.doc["processes"]] == [target.pid]
         lib.assert_runs_on(target.pid)
 
 
