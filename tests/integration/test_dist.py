@@ -220,7 +220,8 @@ def test_tarball_runs_on_another_release(release, dist):
 
 def test_launcher_is_the_default_pdsh_agent(dist):
     """Started through the launcher, /proc/self/exe is the bundled loader: the default agent
-    must still be the launcher, so `pdsh` from the tarball reaches its targets."""
+    must still be the launcher, so `pdsh` from the tarball reaches its targets; `doctor
+    --agent-path` accepts the launcher."""
     if not shutil.which("pdsh"):
         pytest.skip("pdsh is not installed (tools/deps.sh test)")
     host = Path(tempfile.mkdtemp(prefix="hs-dist-host-"))
@@ -230,6 +231,8 @@ def test_launcher_is_the_default_pdsh_agent(dist):
         (host / "hs").mkdir()
         shutil.copy(PROGRAM, host / "hs" / PROGRAM.name)
         hs = str(host / f"hangscan-{dist[1]}" / "bin" / "hangscan")
+        doctor = lib.run_hangscan(["doctor", "--agent-path", hs], binary=hs)
+        assert [l for l in doctor.stdout.splitlines() if l.startswith("ok   agent: ")], doctor.stdout
         with lib.TargetPool() as pool:
             target = start_python(pool, host, [], "ready-pdsh")
             res = lib.run_hangscan(["pdsh", "-R", "exec", "-w", "n1", "--match",
