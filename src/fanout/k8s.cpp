@@ -158,11 +158,84 @@ class K8sLauncher : public Launcher {
   std::vector<K8sPod> pods_;
 };
 
+// One round of `kubectl exec`s: every asked pod's agent, `parallel` at once, under one deadline.
+// The output of every exec goes into one FrameCollector keyed by pod (one stream per pod).
+class ExecRound {
+ public:
+  ExecRound(const K8sOptions& options, const AnswerWatch& watch, std::size_t total)
+      : options_(options),
+        watch_(watch),
+        total_(total),
+        deadline_(Deadline::after(options.timeout)) {
+    frames_.on_document(watch.document);
+  }
+
+  void run(const std::vector<const K8sPod*>& pods) {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next++) < pods.size();) exec_in(*pods[i]);
+    };
+    std::vector<std::thread> threads;
+    std::size_t n = std::min(pods.size(), std::max<std::size_t>(1, options_.parallel));
+    for (std::size_t i = 0; i < n; ++i) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+  }
+
+  // Documents and failures into `book` (a failure only where no document came).
+  void record(VerdictBook& book) {
+    book.record(decode_outputs(frames_.outputs(), NodeKey::stream));
+    auto pending = book.pending();
+    for (auto& [pod, reason] : failures_) {
+      if (std::find(pending.begin(), pending.end(), pod) != pending.end())
+        book.note_failure(pod, std::move(reason));
+    }
+  }
+
+  bool timed_out() const { return timed_out_; }
+  std::vector<std::string> take_log() { return std::move(log_); }
+
+ private:
+  void exec_in(const K8sPod& pod) {
+    CommandSpec spec;
+    spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(options_.timeout));
+    auto on_line = [&](std::string_view line) {
+      std::lock_guard lock(mu_);
+      frames_.add_line(pod.name, line);
+      if (watch_.progress)
+        watch_.progress(
+            NodeProgress{frames_.finished() - frames_.failed(), frames_.failed(), total_});
+    };
+    auto r = run_command(spec, deadline_, on_line);
+    std::lock_guard lock(mu_);
+    if (!r) {
+      failures_.emplace_back(pod.name, r.error().what());
+      return;
+    }
+    timed_out_ = timed_out_ || r->timed_out;
+    log_.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
+                               r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                               r->elapsed.count()));
+    auto lines = output_lines(r->err);
+    if (!r->succeeded() && !lines.empty())
+      failures_.emplace_back(pod.name,
+                             fmt::format("kubectl exec: {}", lines.back().substr(0, 300)));
+  }
+
+  const K8sOptions& options_;
+  const AnswerWatch& watch_;
+  std::size_t total_;
+  Deadline deadline_;
+  std::mutex mu_;  // guards everything below
+  FrameCollector frames_;
+  std::vector<std::string> log_;
+  std::vector<std::pair<std::string, std::string>> failures_;
+  bool timed_out_ = false;
+};
+
 AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
                                      const std::vector<std::string>& agent_args,
                                      const AnswerWatch& watch) const {
   auto started = std::chrono::steady_clock::now();
-  Deadline deadline = Deadline::after(options_.timeout);
   K8sOptions round = options_;
   round.agent_args = agent_args;
   VerdictBook book(nodes);
@@ -178,54 +251,12 @@ AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
       asked.push_back(&*it);
     }
   }
-  std::mutex mu;  // guards frames, log, failures and progress
-  FrameCollector frames;
-  frames.on_document(watch.document);
-  std::vector<std::string> log;
-  std::vector<std::pair<std::string, std::string>> failures;
-  bool timed_out = false;
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < asked.size();) {
-      const K8sPod& pod = *asked[i];
-      CommandSpec spec;
-      spec.argv = k8s_exec_argv(round, pod, agent_timeout_for(options_.timeout));
-      auto on_line = [&](std::string_view line) {
-        std::lock_guard lock(mu);
-        frames.add_line(pod.name, line);
-        if (watch.progress)
-          watch.progress(
-              NodeProgress{frames.finished() - frames.failed(), frames.failed(), nodes.size()});
-      };
-      auto r = run_command(spec, deadline, on_line);
-      std::lock_guard lock(mu);
-      if (!r) {
-        failures.emplace_back(pod.name, r.error().what());
-        continue;
-      }
-      timed_out = timed_out || r->timed_out;
-      log.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
-                                r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
-                                r->elapsed.count()));
-      auto lines = output_lines(r->err);
-      if (!r->succeeded() && !lines.empty())
-        failures.emplace_back(pod.name,
-                              fmt::format("kubectl exec: {}", lines.back().substr(0, 300)));
-    }
-  };
-  std::vector<std::thread> threads;
-  std::size_t n = std::min(asked.size(), std::max<std::size_t>(1, options_.parallel));
-  for (std::size_t i = 0; i < n; ++i) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  book.record(decode_outputs(frames.outputs(), NodeKey::stream));
-  auto pending = book.pending();
-  for (auto& [pod, reason] : failures) {
-    if (std::find(pending.begin(), pending.end(), pod) != pending.end())
-      book.note_failure(pod, std::move(reason));
-  }
+  ExecRound exec(round, watch, nodes.size());
+  exec.run(asked);
+  exec.record(book);
   if (watch.progress)
     watch.progress(NodeProgress{book.answered(), book.settled() - book.answered(), nodes.size()});
-  return std::move(book).finish(timed_out, options_.timeout, std::move(log), started);
+  return std::move(book).finish(exec.timed_out(), options_.timeout, exec.take_log(), started);
 }
 
 }  // namespace
