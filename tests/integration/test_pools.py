@@ -157,3 +157,40 @@ def test_fork_storm_children_are_not_the_story(targets):
         if churned >= 2:
             break
     assert churned >= 2
+
+
+def clean_exit_verdict(targets, mode):
+    """Workers that exited with code 0 (zombies their owner has not reaped yet) are no deaths:
+    left out like reaped ones, in one info line; the verdict names only the stuck worker."""
+    source = "workers_exit_clean.py"
+    job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY, "--mode", mode,
+                         "--workers", 3], timeout=60)
+    kids = children(job.pid)
+    finished = [k for k in kids if hs.process_state(k) == "Z"]
+    # process: 2 zombies; executor: those started after the stopped one (1 or 2)
+    stuck = [k for k in kids if k not in finished]
+    assert len(stuck) == 1 and len(finished) in (1, 2), [(k, hs.process_state(k)) for k in kids]
+    doc = dump_job(job.pid)
+    assert roles(doc) == {job.pid: "owner", stuck[0]: "worker"}
+    n = len(finished)
+    assert [d["message"] for d in doc["diagnostics"]] == [
+        f"{n} forked worker{'s' if n > 1 else ''} of pid {job.pid} exited with code 0 "
+        "(not reaped yet): left out"]
+    assert verdict(dump_job(job.pid)) == verdict(doc)
+    return doc, job.pid, stuck[0]
+
+
+def test_workers_that_exited_cleanly_are_not_dead(targets):
+    source = "workers_exit_clean.py"
+    doc, owner, stuck = clean_exit_verdict(targets, "process")
+    place = f"work ({source}:{hs.hs_line(source, 'work')})"
+    assert verdict(doc) == (
+        [f"{name(doc, stuck)}, the only worker of {name(doc, owner)}, is in {place}"],
+        [f"{name(doc, owner)} waits for its worker process {name(doc, stuck)}, in {place}"],
+        [], [stuck])
+
+
+def test_executor_shutdown_workers_that_exited_cleanly_are_not_dead(targets):
+    doc, owner, stopped = clean_exit_verdict(targets, "executor")
+    assert verdict(doc) == ([f"process {name(doc, stopped)} is stopped (state T)"], [], [],
+                            [stopped])
