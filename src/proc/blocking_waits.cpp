@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "proc/python_rlock.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -142,11 +143,19 @@ class BlockingWaits {
   void mutex_edge(const ProcessSnapshot& p, ThreadSnapshot& t, const std::set<int>& tids) {
     const std::uint64_t address = t.syscall_args[0];
     auto words = read_mutex_words(p.pid, address);
-    if (!words) return;
-    auto owner = mutex_owner(t.syscall_args, *words, tids, t.tid);
-    if (!owner) return;
-    t.waits_on.push_back({host_, p.pid, p.rank,
-                          fmt::format("mutex {:#x} held by thread {}", address, *owner), owner});
+    auto owner = words ? mutex_owner(t.syscall_args, *words, tids, t.tid) : std::nullopt;
+    if (owner) {
+      t.waits_on.push_back({host_, p.pid, p.rank,
+                            fmt::format("mutex {:#x} held by thread {}", address, *owner), owner});
+      return;
+    }
+    if (!p.python || !t.stack_pointer) return;
+    if (auto rlock = python_rlock_holder(p.pid, t.tid, *t.stack_pointer, address, tids)) {
+      t.waits_on.push_back(
+          {host_, p.pid, p.rank,
+           fmt::format("RLock {:#x} held by thread {}", rlock->object, rlock->owner_tid),
+           rlock->owner_tid});
+    }
   }
 
   std::optional<int> rank_of(int pid) const {
