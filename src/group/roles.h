@@ -35,6 +35,13 @@ bool in_idle_worker_loop(const ThreadSnapshot& t);
 // installed packages.
 bool is_user_frame(const Frame& f);
 
+// Pool workers started by `spawn` or `forkserver` have a command line of their own, so
+// discovery made them ranks of unknown number (under their "launcher" parent, or under the
+// forkserver). Role "rank" without a number -> "worker" for each whose main thread runs a
+// pool's task loop (kWorkerLoops); their owner (the parent, or the forkserver's parent) turns
+// "launcher" or "process" -> "owner" unless ranks are its children too. The forkserver stays a helper.
+void mark_started_workers(JobSnapshot& job);
+
 // Role "worker" -> "idle" for each worker whose main thread waits in its pool's task loop.
 void mark_idle_workers(JobSnapshot& job);
 

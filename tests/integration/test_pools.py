@@ -43,17 +43,22 @@ def name(doc, pid):
     return f"{doc['processes'][0]['host']}:{pid}"
 
 
-def pool_verdict(targets, source, workers=4):
+def pool_verdict(targets, source, workers=4, context="fork"):
     job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY,
-                         "--workers", workers], timeout=60)
-    kids = children(job.pid)
-    assert len(kids) == workers
+                         "--workers", workers, "--context", context], timeout=60)
+    # spawn and forkserver start a resource tracker (and the forkserver, which forks the
+    # workers): helpers, never suspects
+    helpers = [k for k in children(job.pid)
+               if any(h in " ".join(hs.cmdline(k)) for h in ("resource_tracker", "forkserver"))]
+    servers = [k for k in helpers if "forkserver" in " ".join(hs.cmdline(k))]
+    kids = sorted(set(children(job.pid)) - set(helpers) | {w for s in servers for w in children(s)})
+    assert len(kids) == workers and len(helpers) == {"fork": 0, "spawn": 1}.get(context, 2)
     first = dump_job(job.pid)
     stuck = [p for p in first["processes"] if p["role"] == "worker"]
     assert len(stuck) == 1, roles(first)
     stuck = stuck[0]["pid"]
     assert roles(first) == {job.pid: "owner", **{k: "idle" for k in kids if k != stuck},
-                            stuck: "worker"}
+                            stuck: "worker", **{h: "helper" for h in helpers}}
     line = hs.hs_line(source, "work")
     assert verdict(first) == (
         [f"{name(first, stuck)}, a worker of {name(first, job.pid)}, is in work ({source}:{line})"
@@ -70,6 +75,15 @@ def test_pool_map_names_the_worker_in_the_task(targets):
 
 def test_process_pool_executor_names_the_worker_in_the_task(targets):
     pool_verdict(targets, "executor_hang.py")
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_started_pool_workers_have_the_roles_of_forked_ones(targets, context):
+    pool_verdict(targets, "pool_hang.py", context=context)
+
+
+def test_spawn_process_pool_executor_names_the_worker_in_the_task(targets):
+    pool_verdict(targets, "executor_hang.py", context="spawn")
 
 
 def test_dataloader_names_the_worker_in_getitem(targets):
