@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -150,7 +151,11 @@ class BlockingWaits {
       return;
     }
     if (!p.python || !t.stack_pointer) return;
-    if (auto rlock = python_rlock_holder(p.pid, t.tid, *t.stack_pointer, address, tids)) {
+    // Many threads often wait on one lock (a pool's threads on its queue's lock): one look per
+    // lock and process; a lock that is no RLock for one waiter is none for the others.
+    auto [seen, fresh] = rlocks_.try_emplace({p.pid, address});
+    if (fresh) seen->second = python_rlock_holder(p.pid, t.tid, *t.stack_pointer, address, tids);
+    if (auto rlock = seen->second; rlock && rlock->owner_tid != t.tid) {
       t.waits_on.push_back(
           {host_, p.pid, p.rank,
            fmt::format("RLock {:#x} held by thread {}", rlock->object, rlock->owner_tid),
@@ -167,6 +172,7 @@ class BlockingWaits {
 
   JobSnapshot& job_;
   std::string host_;
+  std::map<std::pair<int, std::uint64_t>, std::optional<RLockHolder>> rlocks_;  // pid, futex
 };
 
 }  // namespace

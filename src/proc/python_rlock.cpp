@@ -11,8 +11,12 @@ namespace hangscan {
 
 namespace {
 
-constexpr std::uint64_t kBelowSp = 128;   // the red zone under the stack pointer
-constexpr std::uint64_t kAboveSp = 4096;  // rlock_acquire's frame lies within ~1 KiB
+constexpr std::uint64_t kBelowSp = 128;  // the red zone under the stack pointer
+// rlock_acquire's `self` was found 184-256 bytes above the waiter's stack pointer in 3.6-3.13
+// (Debian's and pyenv builds): a window of 1 KiB keeps the reads few (each candidate costs a
+// page lookup in the target).
+constexpr std::uint64_t kAboveSp = 1024;
+constexpr std::uint64_t kStackSpan = 64 * 1024;  // words pointing into the stack itself: skipped
 constexpr std::size_t kIovBatch = 512;
 constexpr std::uint64_t kLowest = 0x10000;          // no object below the first pages
 constexpr std::uint64_t kHighest = 0x800000000000;  // x86-64 user space
@@ -92,7 +96,8 @@ std::optional<RLockHolder> python_rlock_holder(int pid, int waiter, std::uint64_
   stack.resize(static_cast<std::size_t>(got) / 8);
   std::vector<std::uint64_t> candidates;
   for (std::uint64_t w : stack) {
-    if (w >= kLowest && w < kHighest && w % 8 == 0) candidates.push_back(w);
+    bool on_stack = w >= sp - kBelowSp && w < sp + kStackSpan;
+    if (w >= kLowest && w < kHighest && w % 8 == 0 && !on_stack) candidates.push_back(w);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
