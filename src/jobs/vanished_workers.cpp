@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -53,10 +54,16 @@ void tell(JobSnapshot& job, const std::map<int, std::size_t>& by_owner, const ch
 
 void drop_vanished_workers(JobSnapshot& job) {
   std::map<int, std::size_t> ended, finished;  // owner pid -> workers left out
+  // A clean exit is left out beside its owner (a pool's shutdown); a zombie asked for by
+  // itself is still said to be one.
+  std::set<int> owners;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (p.state != 'Z' && p.state != 'X') owners.insert(p.pid);
+  }
   auto gone = [&](const ProcessSnapshot& p) {
     if (!is_worker(p)) return false;
     if (ended_since(p)) ++ended[p.ppid];
-    else if (exited_cleanly(p)) ++finished[p.ppid];
+    else if (owners.count(p.ppid) && exited_cleanly(p)) ++finished[p.ppid];
     else return false;
     return true;
   };

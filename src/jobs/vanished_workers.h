@@ -15,7 +15,8 @@ namespace hangscan {
 
 // Removes the workers (role "worker"/"idle": forked copies of their owner, proc/rank_info.h)
 // that are gone, or were alive when captured and are zombies now, or were zombies and have
-// been reaped since, or are zombies that exited with code 0; adds one info diagnostic per
+// been reaped since, or are zombies that exited with code 0 beside their live owner in the
+// job (a zombie asked for by itself is still reported as one); adds one info diagnostic per
 // owner and kind saying how many left. Ranks, plain processes, live workers and zombies that
 // exited otherwise (a signal, a non-zero code) are kept.
 void drop_vanished_workers(JobSnapshot& job);

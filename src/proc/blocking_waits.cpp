@@ -129,7 +129,7 @@ class BlockingWaits {
         if (!t.waits_on.empty() || !t.syscall || t.syscall_args.size() != 6) continue;
         const std::string& call = *t.syscall;
         if (call == "futex") {
-          mutex_edge(p, t, tids);
+          lock_edge(p, t, tids);
         } else if (call == "wait4" || call == "waitid") {
           if (!children) children = children_of(p.pid, job_);
           for (int c : awaited_children(p.pid, call, t.syscall_args, *children))
@@ -141,7 +141,7 @@ class BlockingWaits {
   }
 
  private:
-  void mutex_edge(const ProcessSnapshot& p, ThreadSnapshot& t, const std::set<int>& tids) {
+  void lock_edge(const ProcessSnapshot& p, ThreadSnapshot& t, const std::set<int>& tids) {
     const std::uint64_t address = t.syscall_args[0];
     auto words = read_mutex_words(p.pid, address);
     auto owner = words ? mutex_owner(t.syscall_args, *words, tids, t.tid) : std::nullopt;
