@@ -118,15 +118,6 @@ int pool_owner_pid(const JobSnapshot& job, const ProcessSnapshot& p) {
   return parent && is_forkserver(*parent) ? parent->ppid : p.ppid;
 }
 
-// A pool's task loop is on the stack (between tasks or around one).
-bool in_pool_loop(const ThreadSnapshot& t) {
-  return std::any_of(t.frames.begin(), t.frames.end(), [](const Frame& f) {
-    return std::any_of(kWorkerLoops.begin(), kWorkerLoops.end(), [&](const WorkerLoop& w) {
-      return is_function(f, w.loop_file, w.loop_function);
-    });
-  });
-}
-
 // The members of one owner's pool, by what they do.
 struct Pool {
   std::optional<std::size_t> owner;  // index of the owner, when it was captured
@@ -235,6 +226,14 @@ std::string siblings_words(const JobSnapshot& job, const Pool& pool, std::size_t
 }
 
 }  // namespace
+
+bool in_pool_loop(const ThreadSnapshot& t) {
+  return std::any_of(t.frames.begin(), t.frames.end(), [](const Frame& f) {
+    return std::any_of(kWorkerLoops.begin(), kWorkerLoops.end(), [&](const WorkerLoop& w) {
+      return is_function(f, w.loop_file, w.loop_function);
+    });
+  });
+}
 
 bool is_user_frame(const Frame& f) {
   if (f.kind != FrameKind::python || !f.file || f.file->empty()) return false;

@@ -31,6 +31,9 @@ inline constexpr const char* kIdleRole = "idle";
 // the queue read and with no frame of a task inside the loop.
 bool in_idle_worker_loop(const ThreadSnapshot& t);
 
+// A pool's task loop (kWorkerLoops) is on the thread's stack: between tasks or around one.
+bool in_pool_loop(const ThreadSnapshot& t);
+
 // A frame of the program's own code: a Python frame outside the interpreter's library and
 // installed packages.
 bool is_user_frame(const Frame& f);
@@ -39,7 +42,8 @@ bool is_user_frame(const Frame& f);
 // discovery made them ranks of unknown number (under their "launcher" parent, or under the
 // forkserver). Role "rank" without a number -> "worker" for each whose main thread runs a
 // pool's task loop (kWorkerLoops); their owner (the parent, or the forkserver's parent) turns
-// "launcher" or "process" -> "owner" unless ranks are its children too. The forkserver stays a helper.
+// "launcher" or "process" -> "owner" unless ranks are its children too. The forkserver stays a
+// helper.
 void mark_started_workers(JobSnapshot& job);
 
 // Role "worker" -> "idle" for each worker whose main thread waits in its pool's task loop.

@@ -1,6 +1,7 @@
 #include "watch/watch_groups.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -162,8 +163,31 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   return v;
 }
 
+// Pool workers started by spawn (ranks of unknown number by their command line) whose wait is
+// in a pool's task loop are workers, and their parent their owner, as mark_started_workers()
+// decides for dump (group/roles.h).
+static void mark_started_watch_workers(WatchReport& r) {
+  std::set<int> owners;
+  for (auto& p : r.processes) {
+    ThreadSnapshot waiting;
+    waiting.frames = p.behaviour.frames;
+    if (p.role != "rank" || p.rank || !in_pool_loop(waiting)) continue;
+    p.role = kWorkerRole;
+    owners.insert(p.ppid);
+  }
+  for (auto& o : r.processes) {
+    bool ranks = std::any_of(r.processes.begin(), r.processes.end(),
+                             [&](const auto& c) { return c.role == "rank" && c.ppid == o.pid; });
+    if (owners.count(o.pid) && (o.role == "launcher" || o.role == "process") && !ranks)
+      o.role = kOwnerRole;
+  }
+}
+
 void group_watched(WatchReport& r) {
   std::vector<BehaviourMember> members;
+  // Behaviours first: their frames tell started workers; then again, in a pool's words.
+  for (auto& p : r.processes) p.behaviour = behaviour_of(p, r.window_s);
+  mark_started_watch_workers(r);
   for (auto& p : r.processes) {
     p.behaviour = behaviour_of(p, r.window_s);
     if (p.role == kWorkerRole) {

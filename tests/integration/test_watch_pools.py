@@ -31,15 +31,18 @@ def watch(pid, *extra, seconds=2):
     return run.doc
 
 
-def pool_verdict(pool, *extra):  # noqa: F811
-    job = pool.start([PY, str(hs.program_source("pool_hang.py")), hs.READY], timeout=60)
+def pool_verdict(pool, *extra, context="fork"):  # noqa: F811
+    job = pool.start([PY, str(hs.program_source("pool_hang.py")), hs.READY, "--context", context],
+                     timeout=60)
     doc = watch(job.pid, *extra)
     roles = {p["pid"]: p["role"] for p in doc["processes"]}
     stuck = [pid for pid, role in roles.items() if role == "worker"]
     assert len(stuck) == 1, roles
     stuck = stuck[0]
-    assert roles == {job.pid: "owner", stuck: "worker",
-                     **{k: "idle" for k in children(job.pid) if k != stuck}}
+    tracker = [k for k in children(job.pid) if "resource_tracker" in " ".join(hs.cmdline(k))]
+    assert len(tracker) == (context == "spawn"), tracker
+    assert roles == {job.pid: "owner", stuck: "worker", **{t: "helper" for t in tracker},
+                     **{k: "idle" for k in children(job.pid) if k not in [stuck] + tracker}}
     line = hs.hs_line("pool_hang.py", "work")
     assert doc["suspect_reasons"] == [
         f"pid {stuck}, a worker of pid {job.pid}, is in work (pool_hang.py:{line}) while 3 other "
@@ -61,6 +64,12 @@ def test_ptrace_fallback_names_the_pool_worker_in_its_task(pool):  # noqa: F811
     """No sleeping stack is copied without eBPF: a worker's Python frames, read without
     stopping it, tell idle workers from the one in the task."""
     pool_verdict(pool, "--ptrace")
+
+
+def test_ptrace_fallback_gives_a_spawn_pool_the_roles_of_a_fork_pool(pool):  # noqa: F811
+    """spawn workers have a command line of their own (ranks of unknown number to discovery):
+    their Python frames are read too, and the pool's loop in them makes them workers."""
+    pool_verdict(pool, "--ptrace", context="spawn")
 
 
 def test_ptrace_shares_stay_within_one_cpu_per_thread(pool):  # noqa: F811
