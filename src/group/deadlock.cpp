@@ -192,9 +192,12 @@ std::string thread_step(const ProcessSnapshot& p, const Deadlock& d, std::size_t
   bool closing = (k + 1) % d.members.size() == 0;
   std::string target = closing ? std::to_string(to) : "thread " + thread_label(p, to);
   const std::string& via = d.via[k]->via;
-  if (starts_with(via, "mutex ")) {
-    bool after_mutex = k > 0 && starts_with(d.via[k - 1]->via, "mutex ");
-    return fmt::format("waits for {} held by {}", after_mutex ? "one" : "a mutex", target);
+  // "waits for a mutex held by 4712, which waits for one held by 4711"
+  for (std::string_view lock : {"mutex ", "RLock "}) {
+    if (!starts_with(via, lock)) continue;
+    bool again = k > 0 && starts_with(d.via[k - 1]->via, lock);
+    std::string what = again ? "one" : lock == "mutex " ? "a mutex" : "an RLock";
+    return fmt::format("waits for {} held by {}", what, target);
   }
   return fmt::format("waits on {} over {}", target, via);
 }

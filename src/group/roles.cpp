@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -93,6 +94,30 @@ std::string user_place(const ProcessSnapshot& p) {
   return out;
 }
 
+// The captured process `pid` on `host`, nullptr when it is not in the job.
+const ProcessSnapshot* find_process(const JobSnapshot& job, const std::string& host, int pid) {
+  for (const ProcessSnapshot& p : job.processes) {
+    if (p.pid == pid && p.host == host) return &p;
+  }
+  return nullptr;
+}
+
+// multiprocessing's forkserver (a helper whose command line runs multiprocessing.forkserver):
+// the processes it forks are its parent's workers.
+bool is_forkserver(const ProcessSnapshot& p) {
+  return p.role == "helper" &&
+         std::any_of(p.cmdline.begin(), p.cmdline.end(), [](const std::string& arg) {
+           return arg.find("multiprocessing.forkserver") != std::string::npos;
+         });
+}
+
+// The pool owner of a worker: its parent, or the forkserver's parent for a worker the
+// forkserver forked.
+int pool_owner_pid(const JobSnapshot& job, const ProcessSnapshot& p) {
+  const ProcessSnapshot* parent = find_process(job, p.host, p.ppid);
+  return parent && is_forkserver(*parent) ? parent->ppid : p.ppid;
+}
+
 // The members of one owner's pool, by what they do.
 struct Pool {
   std::optional<std::size_t> owner;  // index of the owner, when it was captured
@@ -118,12 +143,13 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     const ProcessSnapshot& p = job.processes[i];
     bool helper = forked_helper(p);
-    if ((p.role != kWorkerRole && p.role != kIdleRole && !helper) || p.ppid <= 0) continue;
+    int owner = pool_owner_pid(job, p);
+    if ((p.role != kWorkerRole && p.role != kIdleRole && !helper) || owner <= 0) continue;
     // A process that could not be opened (a zombie) has no host of its own: its owner's.
     std::string host = p.host;
     if (auto o = host_of.find(p.ppid); host.empty() && o != host_of.end()) host = o->second;
-    Pool& pool = pools[{host, p.ppid}];
-    pool.owner_pid = p.ppid;
+    Pool& pool = pools[{host, owner}];
+    pool.owner_pid = owner;
     pool.host = host;
     pool.helpers = pool.helpers || helper;
     const ThreadSnapshot* m = main_thread(p);
@@ -201,6 +227,14 @@ std::string siblings_words(const JobSnapshot& job, const Pool& pool, std::size_t
 
 }  // namespace
 
+bool in_pool_loop(const ThreadSnapshot& t) {
+  return std::any_of(t.frames.begin(), t.frames.end(), [](const Frame& f) {
+    return std::any_of(kWorkerLoops.begin(), kWorkerLoops.end(), [&](const WorkerLoop& w) {
+      return is_function(f, w.loop_file, w.loop_function);
+    });
+  });
+}
+
 bool is_user_frame(const Frame& f) {
   if (f.kind != FrameKind::python || !f.file || f.file->empty()) return false;
   if (f.file->front() == '<') return false;  // <frozen ...>, <string>
@@ -221,6 +255,25 @@ bool in_idle_worker_loop(const ThreadSnapshot& t) {
     }
   }
   return false;
+}
+
+void mark_started_workers(JobSnapshot& job) {
+  std::set<std::pair<std::string, int>> owners;
+  for (ProcessSnapshot& p : job.processes) {
+    const ThreadSnapshot* m = main_thread(p);
+    if (p.core || p.role != "rank" || p.rank || !m || !in_pool_loop(*m)) continue;
+    p.role = kWorkerRole;
+    owners.insert({p.host, pool_owner_pid(job, p)});
+  }
+  for (ProcessSnapshot& o : job.processes) {
+    bool plain = o.role == "launcher" || o.role == "process";  // forkserver: a grandparent
+    if (!plain || !owners.count({o.host, o.pid})) continue;
+    // A parent of ranks too (a spawn launcher whose ranks run pools) stays their launcher.
+    bool ranks = std::any_of(job.processes.begin(), job.processes.end(), [&](const auto& r) {
+      return r.role == "rank" && r.host == o.host && r.ppid == o.pid;
+    });
+    if (!ranks) o.role = kOwnerRole;
+  }
 }
 
 void mark_idle_workers(JobSnapshot& job) {

@@ -31,9 +31,20 @@ inline constexpr const char* kIdleRole = "idle";
 // the queue read and with no frame of a task inside the loop.
 bool in_idle_worker_loop(const ThreadSnapshot& t);
 
+// A pool's task loop (kWorkerLoops) is on the thread's stack: between tasks or around one.
+bool in_pool_loop(const ThreadSnapshot& t);
+
 // A frame of the program's own code: a Python frame outside the interpreter's library and
 // installed packages.
 bool is_user_frame(const Frame& f);
+
+// Pool workers started by `spawn` or `forkserver` have a command line of their own, so
+// discovery made them ranks of unknown number (under their "launcher" parent, or under the
+// forkserver). Role "rank" without a number -> "worker" for each whose main thread runs a
+// pool's task loop (kWorkerLoops); their owner (the parent, or the forkserver's parent) turns
+// "launcher" or "process" -> "owner" unless ranks are its children too. The forkserver stays a
+// helper.
+void mark_started_workers(JobSnapshot& job);
 
 // Role "worker" -> "idle" for each worker whose main thread waits in its pool's task loop.
 void mark_idle_workers(JobSnapshot& job);

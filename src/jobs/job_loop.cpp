@@ -160,6 +160,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
     resolve_socket_waits(job, o.host);
     resolve_blocking_waits(job, o.host);
   }
+  mark_started_workers(job);
   mark_idle_workers(job);
   return job;
 }

@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "proc/python_rlock.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -127,7 +129,7 @@ class BlockingWaits {
         if (!t.waits_on.empty() || !t.syscall || t.syscall_args.size() != 6) continue;
         const std::string& call = *t.syscall;
         if (call == "futex") {
-          mutex_edge(p, t, tids);
+          lock_edge(p, t, tids);
         } else if (call == "wait4" || call == "waitid") {
           if (!children) children = children_of(p.pid, job_);
           for (int c : awaited_children(p.pid, call, t.syscall_args, *children))
@@ -139,14 +141,26 @@ class BlockingWaits {
   }
 
  private:
-  void mutex_edge(const ProcessSnapshot& p, ThreadSnapshot& t, const std::set<int>& tids) {
+  void lock_edge(const ProcessSnapshot& p, ThreadSnapshot& t, const std::set<int>& tids) {
     const std::uint64_t address = t.syscall_args[0];
     auto words = read_mutex_words(p.pid, address);
-    if (!words) return;
-    auto owner = mutex_owner(t.syscall_args, *words, tids, t.tid);
-    if (!owner) return;
-    t.waits_on.push_back({host_, p.pid, p.rank,
-                          fmt::format("mutex {:#x} held by thread {}", address, *owner), owner});
+    auto owner = words ? mutex_owner(t.syscall_args, *words, tids, t.tid) : std::nullopt;
+    if (owner) {
+      t.waits_on.push_back({host_, p.pid, p.rank,
+                            fmt::format("mutex {:#x} held by thread {}", address, *owner), owner});
+      return;
+    }
+    if (!p.python || !t.stack_pointer) return;
+    // Many threads often wait on one lock (a pool's threads on its queue's lock): one look per
+    // lock and process; a lock that is no RLock for one waiter is none for the others.
+    auto [seen, fresh] = rlocks_.try_emplace({p.pid, address});
+    if (fresh) seen->second = python_rlock_holder(p.pid, t.tid, *t.stack_pointer, address, tids);
+    if (auto rlock = seen->second; rlock && rlock->owner_tid != t.tid) {
+      t.waits_on.push_back(
+          {host_, p.pid, p.rank,
+           fmt::format("RLock {:#x} held by thread {}", rlock->object, rlock->owner_tid),
+           rlock->owner_tid});
+    }
   }
 
   std::optional<int> rank_of(int pid) const {
@@ -158,6 +172,7 @@ class BlockingWaits {
 
   JobSnapshot& job_;
   std::string host_;
+  std::map<std::pair<int, std::uint64_t>, std::optional<RLockHolder>> rlocks_;  // pid, futex
 };
 
 }  // namespace

@@ -22,7 +22,9 @@
 namespace hangscan {
 
 // Sets waits_on of every live thread of `job` blocked in futex() on a pthread mutex with a known
-// owner (one edge: this process, the owner's tid, via "mutex 0xADDRESS") and of every thread in
+// owner (one edge: this process, the owner's tid, via "mutex 0xADDRESS held by thread TID") or
+// on a Python RLock held by another of its threads (proc/python_rlock.h: "RLock 0xOBJECT held
+// by thread TID") and of every thread in
 // wait4()/waitid() (one edge per awaited child, via "child PID (wait4)"). Edges already set (by
 // resolve_socket_waits) are left alone. `host` names this node (as in resolve_socket_waits).
 void resolve_blocking_waits(JobSnapshot& job, const std::string& host);

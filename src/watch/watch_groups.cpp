@@ -1,23 +1,33 @@
 #include "watch/watch_groups.h"
 
+#include <algorithm>
+#include <set>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "group/analysis.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
+#include "group/stack_key.h"
 #include "util/escape.h"
 
 namespace hangscan {
 
 namespace {
 
-// The wait a process is stuck in: still going at the end and at least half the window long.
+// The wait a process is stuck in: still going at the end and at least half the window long;
+// the main thread's when it is stuck (its stack is the process's key, as in dump), else the
+// longest (a helper thread's wait began a moment earlier than the main thread's, as a queue's
+// feeder thread does).
 const WaitView* stuck_wait(const ProcessWatch& p, double window_s) {
   const WaitView* best = nullptr;
   for (const auto& w : p.waits) {
     if (!w.ongoing || w.duration_s < window_s / 2) continue;
-    if (best == nullptr || w.duration_s > best->duration_s) best = &w;
+    bool main = w.tid == p.pid, best_main = best != nullptr && best->tid == p.pid;
+    if (best == nullptr || (main && !best_main) ||
+        (main == best_main && w.duration_s > best->duration_s))
+      best = &w;
   }
   return best;
 }
@@ -63,6 +73,20 @@ void key_frames_of(const BehaviourMember& m, bool places, ThreadSnapshot& t) {
   }
 }
 
+// A pool member stuck in the program's own code, as a sentence: "slept in work (pool.py:11)
+// for the whole window (clock_nanosleep() for 5.4 s)"; "" when no user frame is at the wait (an
+// idle worker, the owner: their wait is the library's).
+std::string pool_member_wait(const WaitView& w) {
+  auto user = std::find_if(w.frames.begin(), w.frames.end(), is_user_frame);
+  if (user == w.frames.end()) return "";
+  bool sleep = w.syscall == "clock_nanosleep" || w.syscall == "nanosleep";
+  std::string call = w.syscall.empty() ? "off CPU" : w.syscall + "()";
+  std::string what = fmt::format("{} in {}", sleep ? "slept" : "waited", short_frame_label(*user));
+  if (w.before_window)
+    return fmt::format("{} for the whole window ({} for {:.1f} s)", what, call, w.duration_s);
+  return fmt::format("{} for {:.1f} s ({})", what, w.duration_s, call);
+}
+
 }  // namespace
 
 Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
@@ -75,8 +99,10 @@ Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
   }
   if (const WaitView* w = stuck_wait(p, window_s)) {
     std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
-    b.what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
-                         w->before_window ? ", since before the window" : "");
+    b.what = is_pool_role(p.role) ? pool_member_wait(*w) : "";
+    if (b.what.empty())
+      b.what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
+                           w->before_window ? ", since before the window" : "");
     b.state = 'S';
     b.frames = w->frames;
     if (!w->frames.empty()) {
@@ -137,8 +163,31 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   return v;
 }
 
+// Pool workers started by spawn (ranks of unknown number by their command line) whose wait is
+// in a pool's task loop are workers, and their parent their owner, as mark_started_workers()
+// decides for dump (group/roles.h).
+static void mark_started_watch_workers(WatchReport& r) {
+  std::set<int> owners;
+  for (auto& p : r.processes) {
+    ThreadSnapshot waiting;
+    waiting.frames = p.behaviour.frames;
+    if (p.role != "rank" || p.rank || !in_pool_loop(waiting)) continue;
+    p.role = kWorkerRole;
+    owners.insert(p.ppid);
+  }
+  for (auto& o : r.processes) {
+    bool ranks = std::any_of(r.processes.begin(), r.processes.end(),
+                             [&](const auto& c) { return c.role == "rank" && c.ppid == o.pid; });
+    if (owners.count(o.pid) && (o.role == "launcher" || o.role == "process") && !ranks)
+      o.role = kOwnerRole;
+  }
+}
+
 void group_watched(WatchReport& r) {
   std::vector<BehaviourMember> members;
+  // Behaviours first: their frames tell started workers; then again, in a pool's words.
+  for (auto& p : r.processes) p.behaviour = behaviour_of(p, r.window_s);
+  mark_started_watch_workers(r);
   for (auto& p : r.processes) {
     p.behaviour = behaviour_of(p, r.window_s);
     if (p.role == kWorkerRole) {

@@ -563,7 +563,11 @@ WatchReport Watcher::report() {
   }
   for (auto& [pid, p] : procs_) {
     if (!p.gone) add_blocked_before(pid, p, now, before[pid]);
-    if (!p.gone && recorder_->wait_copies().empty() && p.discovered.role == "worker")
+    // Workers, and ranks of unknown number (a spawn pool's workers look like those until
+    // their frames show the pool's loop: watch_groups.cpp)
+    bool worker =
+        p.discovered.role == "worker" || (p.discovered.role == kRoleRank && !p.discovered.rank);
+    if (!p.gone && recorder_->wait_copies().empty() && worker)
       python_of_waiting_worker(pid, p.waits);
     keep_longest(p.waits);
     ProcessWatch pw;

@@ -43,17 +43,22 @@ def name(doc, pid):
     return f"{doc['processes'][0]['host']}:{pid}"
 
 
-def pool_verdict(targets, source, workers=4):
+def pool_verdict(targets, source, workers=4, context="fork"):
     job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY,
-                         "--workers", workers], timeout=60)
-    kids = children(job.pid)
-    assert len(kids) == workers
+                         "--workers", workers, "--context", context], timeout=60)
+    # spawn and forkserver start a resource tracker (and the forkserver, which forks the
+    # workers): helpers, never suspects
+    helpers = [k for k in children(job.pid)
+               if any(h in " ".join(hs.cmdline(k)) for h in ("resource_tracker", "forkserver"))]
+    servers = [k for k in helpers if "forkserver" in " ".join(hs.cmdline(k))]
+    kids = sorted(set(children(job.pid)) - set(helpers) | {w for s in servers for w in children(s)})
+    assert len(kids) == workers and len(helpers) == {"fork": 0, "spawn": 1}.get(context, 2)
     first = dump_job(job.pid)
     stuck = [p for p in first["processes"] if p["role"] == "worker"]
     assert len(stuck) == 1, roles(first)
     stuck = stuck[0]["pid"]
     assert roles(first) == {job.pid: "owner", **{k: "idle" for k in kids if k != stuck},
-                            stuck: "worker"}
+                            stuck: "worker", **{h: "helper" for h in helpers}}
     line = hs.hs_line(source, "work")
     assert verdict(first) == (
         [f"{name(first, stuck)}, a worker of {name(first, job.pid)}, is in work ({source}:{line})"
@@ -70,6 +75,15 @@ def test_pool_map_names_the_worker_in_the_task(targets):
 
 def test_process_pool_executor_names_the_worker_in_the_task(targets):
     pool_verdict(targets, "executor_hang.py")
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_started_pool_workers_have_the_roles_of_forked_ones(targets, context):
+    pool_verdict(targets, "pool_hang.py", context=context)
+
+
+def test_spawn_process_pool_executor_names_the_worker_in_the_task(targets):
+    pool_verdict(targets, "executor_hang.py", context="spawn")
 
 
 def test_dataloader_names_the_worker_in_getitem(targets):
@@ -157,3 +171,40 @@ def test_fork_storm_children_are_not_the_story(targets):
         if churned >= 2:
             break
     assert churned >= 2
+
+
+def clean_exit_verdict(targets, mode):
+    """Workers that exited with code 0 (zombies their owner has not reaped yet) are no deaths:
+    left out like reaped ones, in one info line; the verdict names only the stuck worker."""
+    source = "workers_exit_clean.py"
+    job = targets.start([PYTHON, str(hs.program_source(source)), hs.READY, "--mode", mode,
+                         "--workers", 3], timeout=60)
+    kids = children(job.pid)
+    finished = [k for k in kids if hs.process_state(k) == "Z"]
+    # process: 2 zombies; executor: those started after the stopped one (1 or 2)
+    stuck = [k for k in kids if k not in finished]
+    assert len(stuck) == 1 and len(finished) in (1, 2), [(k, hs.process_state(k)) for k in kids]
+    doc = dump_job(job.pid)
+    assert roles(doc) == {job.pid: "owner", stuck[0]: "worker"}
+    n = len(finished)
+    assert [d["message"] for d in doc["diagnostics"]] == [
+        f"{n} forked worker{'s' if n > 1 else ''} of pid {job.pid} exited with code 0 "
+        "(not reaped yet): left out"]
+    assert verdict(dump_job(job.pid)) == verdict(doc)
+    return doc, job.pid, stuck[0]
+
+
+def test_workers_that_exited_cleanly_are_not_dead(targets):
+    source = "workers_exit_clean.py"
+    doc, owner, stuck = clean_exit_verdict(targets, "process")
+    place = f"work ({source}:{hs.hs_line(source, 'work')})"
+    assert verdict(doc) == (
+        [f"{name(doc, stuck)}, the only worker of {name(doc, owner)}, is in {place}"],
+        [f"{name(doc, owner)} waits for its worker process {name(doc, stuck)}, in {place}"],
+        [], [stuck])
+
+
+def test_executor_shutdown_workers_that_exited_cleanly_are_not_dead(targets):
+    doc, owner, stopped = clean_exit_verdict(targets, "executor")
+    assert verdict(doc) == ([f"process {name(doc, stopped)} is stopped (state T)"], [], [],
+                            [stopped])

@@ -1,8 +1,8 @@
 """multiprocessing.Pool(4).map with one task that never ends: the pool hang of everyday code.
 
-Usage: python3 pool_hang.py READY [--workers N] [--tasks T]
+Usage: python3 pool_hang.py READY [--workers N] [--tasks T] [--context fork|spawn|forkserver]
 
-The parent maps `work` over T tasks (chunksize 1) in a fork Pool of N workers. Task 0 never
+The parent maps `work` over T tasks (chunksize 1) in a Pool of N workers (fork by default). Task 0 never
 ends: it sleeps in a loop at HS-LINE work. The other tasks return at once, so the other
 workers go back to the pool's task loop and wait there for tasks that never come. A thread of
 the parent says "ready" (fd number or FIFO path) once task 0 sleeps, the other tasks are done
@@ -17,9 +17,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hs_rank_ready as ready  # noqa: E402
 
-CTX = mp.get_context("fork")
-STUCK = CTX.Event()
-DONE = CTX.Value("i", 0)
+STUCK = DONE = None  # shared with the workers (initializer: spawn and forkserver too)
+
+
+def share(stuck, done):
+    global STUCK, DONE
+    STUCK, DONE = stuck, done
 
 
 def work(i):
@@ -60,7 +63,10 @@ def main():
     where = sys.argv[1]
     workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 4
     tasks = int(sys.argv[sys.argv.index("--tasks") + 1]) if "--tasks" in sys.argv else 8
-    with CTX.Pool(workers) as pool:
+    ctx = mp.get_context(sys.argv[sys.argv.index("--context") + 1]
+                         if "--context" in sys.argv else "fork")
+    share(ctx.Event(), ctx.Value("i", 0))
+    with ctx.Pool(workers, initializer=share, initargs=(STUCK, DONE)) as pool:
         threading.Thread(target=say_when_parked, args=(pool, tasks, where), daemon=True).start()
         pool.map(work, range(tasks), chunksize=1)  # HS-LINE: map
 

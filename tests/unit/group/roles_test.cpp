@@ -122,3 +122,42 @@ TEST(PoolRoles, LibraryAndUserFrames) {
 
 }  // namespace
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+using namespace hangscan::testing;
+
+// Workers a forkserver (pid 150, a child of the owner) forked: discovery made them ranks of
+// unknown number; their stacks run the pool's loop, so they are the owner's workers.
+TEST(PoolRoles, ForkserverWorkersBelongToTheForkserversParent) {
+  JobSnapshot job = pool_job();
+  job.processes[0].role = "process";
+  ProcessSnapshot server = rank_process(0, 150, {}, 'S');
+  server.rank.reset();
+  server.role = "helper";
+  server.ppid = 100;
+  server.cmdline = {"python3", "-c", "from multiprocessing.forkserver import main; main(6)"};
+  for (std::size_t i = 1; i < job.processes.size(); ++i) {
+    job.processes[i].role = "rank";
+    job.processes[i].ppid = 150;
+  }
+  ProcessSnapshot rank = job.processes[1];  // a rank with a number stays a rank
+  rank.pid = 105;
+  rank.rank = 0;
+  job.processes.push_back(server);
+  job.processes.push_back(rank);
+  mark_started_workers(job);
+  mark_idle_workers(job);
+  std::vector<std::string> roles;
+  for (const ProcessSnapshot& p : job.processes) roles.push_back(p.role);
+  EXPECT_EQ(roles, (std::vector<std::string>{"owner", "idle", "worker", "idle", "idle", "helper",
+                                             "rank"}));
+  Analysis a = analyze(job, GroupOptions{});
+  EXPECT_EQ(a.suspect_members, std::vector<std::size_t>{2});
+  EXPECT_EQ(a.wait_chains, std::vector<std::string>{"n1:100 waits for its worker process n1:102, "
+                                                    "in work (pool_hang.py:29) -> time.sleep"});
+}
+
+}  // namespace
+}  // namespace hangscan
