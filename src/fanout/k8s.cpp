@@ -241,7 +241,9 @@ class ExecRound {
 
   void agent_in(const K8sPod& pod) {
     CommandSpec spec;
-    spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(options_.timeout));
+    // From what is left of the deadline: a copy before it, or a wait for a free exec slot (-f),
+    // took part of it; the margin leaves time for the answer and the removal of a copy.
+    spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(deadline_.remaining()));
     auto on_line = [&](std::string_view line) {
       std::lock_guard lock(mu_);
       frames_.add_line(pod.name, line);
