@@ -47,6 +47,21 @@ bool name_matches(const std::string& bare, std::string_view want) {
 
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
+// ctypes' call path, by name, or by the modules it runs in: where libffi and _ctypes have no
+// symbols (a node or container without debug info), their frames are unnamed.
+bool through_ctypes(const CrashView& v) {
+  if (v.has_frame({"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"}))
+    return true;
+  if (v.crashed == nullptr) return false;
+  for (const auto& f : v.crashed->frames) {
+    std::string_view base = f.module;
+    if (auto slash = base.rfind('/'); slash != std::string_view::npos)
+      base.remove_prefix(slash + 1);
+    if (base.starts_with("libffi.so") || base.starts_with("_ctypes.")) return true;
+  }
+  return false;
+}
+
 std::string where(const CrashView& v) {
   const Frame* f = v.fault_frame();
   return f != nullptr ? " in " + describe_frame(*f) : std::string();
@@ -361,21 +376,13 @@ std::vector<CrashRule> make_rules() {
                             p != nullptr ? " (in " + describe_frame(*p) + ")" : "");
        }},
       {"ctypes-call", false,
-       [](const CrashView& v) {
-         return v.python_frame() != nullptr &&
-                v.has_frame(
-                    {"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
-       },
+       [](const CrashView& v) { return v.python_frame() != nullptr && through_ctypes(v); },
        [](const CrashView& v) {
          return fmt::format("the native code was called from Python through ctypes, by {}",
                             describe_frame(*v.python_frame()));
        }},
       {"python-code", false,
-       [](const CrashView& v) {
-         return v.python_frame() != nullptr &&
-                !v.has_frame(
-                    {"ffi_call", "ffi_call_int", "_call_function_pointer", "PyCFuncPtr_call"});
-       },
+       [](const CrashView& v) { return v.python_frame() != nullptr && !through_ctypes(v); },
        [](const CrashView& v) {
          return fmt::format(
              "the crashing thread was running Python code; innermost Python "
@@ -401,8 +408,14 @@ bool CrashView::has_frame(std::initializer_list<const char*> names) const {
 
 const Frame* CrashView::fault_frame() const {
   if (crashed == nullptr) return nullptr;
+  // A fault the thread's own instruction caused (code > 0) happened in the innermost frame,
+  // named or not: naming a caller instead would blame the wrong code.
+  bool synchronous = signal != nullptr && signal->code > 0;
   for (const auto& f : crashed->frames) {
-    if (f.function.empty() || f.function == "??") continue;
+    if (f.function.empty() || f.function == "??") {
+      if (synchronous && &f == &crashed->frames.front()) return &f;
+      continue;
+    }
     std::string bare = bare_name(f.function);
     if (bare == "raise" || bare == "__pthread_kill_implementation" || bare == "pthread_kill" ||
         bare == "__pthread_kill_internal" || bare == "gsignal") {

@@ -27,7 +27,8 @@ struct CrashView {
   // parameters, templates' arguments, clone suffixes and glibc's __GI_ prefix), or, for
   // names ending in "::", whose qualified name starts with it.
   bool has_frame(std::initializer_list<const char*> names) const;
-  // The innermost frame that names a function (skipping the signal-raising libc frames).
+  // The innermost frame that names a function (skipping the signal-raising libc frames); for
+  // a fault of the thread's own instruction, the innermost frame even when it has no name.
   const Frame* fault_frame() const;
   // The innermost Python frame of the crashed thread.
   const Frame* python_frame() const;

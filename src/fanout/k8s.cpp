@@ -104,6 +104,18 @@ std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
   return argv;
 }
 
+std::vector<std::string> k8s_copy_argv(const K8sOptions& o, const K8sPod& pod) {
+  std::string where = pod.name_space.empty() ? pod.name : pod.name_space + "/" + pod.name;
+  return {o.kubectl, "cp", "-c", pod.container, o.copy_dir, where + ":" + o.copy_dest};
+}
+
+std::vector<std::string> k8s_remove_argv(const K8sOptions& o, const K8sPod& pod) {
+  std::vector<std::string> argv{o.kubectl, "exec"};
+  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
+  argv.insert(argv.end(), {pod.name, "-c", pod.container, "--", "rm", "-rf", o.copy_dest});
+  return argv;
+}
+
 namespace {
 
 // Why a pod was not asked, or "" when it can be.
@@ -195,9 +207,43 @@ class ExecRound {
   std::vector<std::string> take_log() { return std::move(log_); }
 
  private:
+  // The dist tree into the pod, the agent, the tree out again (when copy_dir is set).
   void exec_in(const K8sPod& pod) {
+    if (!options_.copy_dir.empty() && !kubectl(pod, k8s_copy_argv(options_, pod), "kubectl cp"))
+      return;
+    agent_in(pod);
+    if (!options_.copy_dir.empty()) kubectl(pod, k8s_remove_argv(options_, pod), "");
+  }
+
+  // A kubectl call that sends no agent output; false (and the pod's failure, when `what` names
+  // it) when it did not succeed.
+  bool kubectl(const K8sPod& pod, std::vector<std::string> argv, const char* what) {
     CommandSpec spec;
-    spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(options_.timeout));
+    spec.argv = std::move(argv);
+    auto r = run_command(spec, deadline_);
+    std::lock_guard lock(mu_);
+    if (r)
+      log_.push_back(fmt::format("{} -> exit {} in {} ms", describe_argv(spec.argv), r->exit_code,
+                                 r->elapsed.count()));
+    if (r && r->succeeded()) return true;
+    if (what[0] == '\0') return false;
+    std::string reason;
+    if (!r) {
+      reason = r.error().what();
+    } else {
+      auto lines = output_lines(r->err);
+      reason = lines.empty() ? fmt::format("{} failed (exit {})", what, r->exit_code)
+                             : fmt::format("{}: {}", what, lines.back().substr(0, 300));
+    }
+    failures_.emplace_back(pod.name, std::move(reason));
+    return false;
+  }
+
+  void agent_in(const K8sPod& pod) {
+    CommandSpec spec;
+    // From what is left of the deadline: a copy before it, or a wait for a free exec slot (-f),
+    // took part of it; the margin leaves time for the answer and the removal of a copy.
+    spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(deadline_.remaining()));
     auto on_line = [&](std::string_view line) {
       std::lock_guard lock(mu_);
       frames_.add_line(pod.name, line);

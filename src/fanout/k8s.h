@@ -27,11 +27,16 @@
 namespace hangscan {
 
 struct K8sOptions {
-  std::string selector;                 // label selector, e.g. job-name=train-42
-  std::string name_space;               // -n; "" = kubectl's current namespace
-  std::string container;                // -c; "" = the pod's default container
-  std::string match;                    // --match REGEX for the agent
-  std::string agent_path;               // hangscan inside the pods
+  std::string selector;    // label selector, e.g. job-name=train-42
+  std::string name_space;  // -n; "" = kubectl's current namespace
+  std::string container;   // -c; "" = the pod's default container
+  std::string match;       // --match REGEX for the agent
+  std::string agent_path;  // hangscan inside the pods
+  // When set, the image has no hangscan: this local `make dist` tree (hangscan-VERSION/) is
+  // copied to `copy_dest` in each pod first (kubectl cp: needs tar in the image), agent_path is
+  // inside it, and it is removed again after the agent (kubectl exec rm -rf).
+  std::string copy_dir;
+  std::string copy_dest;
   std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::size_t parallel = 32;  // kubectl exec processes at once
@@ -57,6 +62,10 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view json, const std::str
 // The kubectl argv that runs the agent in `pod`.
 std::vector<std::string> k8s_exec_argv(const K8sOptions& options, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout);
+
+// The kubectl argvs that copy the dist tree into `pod` and remove it again (copy_dir set).
+std::vector<std::string> k8s_copy_argv(const K8sOptions& options, const K8sPod& pod);
+std::vector<std::string> k8s_remove_argv(const K8sOptions& options, const K8sPod& pod);
 
 // The Launcher of `k8s`: plan() lists the pods (the nodes are pod names), run_agents() execs
 // the agent in the running ones; the others are unreachable with their phase as the reason.

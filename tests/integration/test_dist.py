@@ -6,10 +6,13 @@ Python 3.9) and Debian 13 (glibc 2.41, Python 3.13) that hold python3 and nothin
 in a private mount namespace that ends with the command): `--version`, `doctor` (ptrace and
 eBPF ready), the loader's own list of what the binary loads (everything from the tarball's
 lib/, nothing from the root), a `dump` of a Python process of that root with its exact
-Python frames, and `watch` of it recording with eBPF (not the ptrace fallback). `make wheel`'s
+Python frames, `watch` of it recording with eBPF (not the ptrace fallback), and `core` of a
+kernel core that root's python3 left (a ctypes NULL dereference; core_pattern is set under ctest's
+RESOURCE_LOCK core_pattern and restored). `make wheel`'s
 wheel (tools/wheel.py) pip-installed from its file into a venv of the Debian 11 root, and a dump
 through the venv's `hangscan`. On the host, the tarball's launcher as the default pdsh agent
-(the fan-out's agent is the launcher, not the bundled loader /proc/self/exe names).
+(the fan-out's agent is the launcher, not the bundled loader /proc/self/exe names), and the
+3-node Slurm test cluster's ring job with the tarball as front end and --agent-path.
 
 Needs root (chroot, mount) and mmdebstrap for the roots: each is made once from Debian's
 mirror (~20 s) and its tarball cached under /var/cache/hangscan-tests; skipped with the
@@ -20,6 +23,7 @@ import contextlib
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -27,13 +31,16 @@ from pathlib import Path
 
 import pytest
 
+import core_testlib as ct
 import hs_testlib as lib
 
 PROGRAM = lib.program_source("py_container.py")
+CRASH = "py_ctypes_crash.py"
 CACHE = Path("/var/cache/hangscan-tests")
 # suite -> (glibc version, the root's python package, whether that Python says its full version:
 # Py_Version exists from 3.11 on; before, hangscan names the minor version only)
 RELEASES = {"bullseye": ("2.31", "python3.9", False), "trixie": ("2.41", "python3.13", True)}
+LIBC = {"bullseye": "libc-2.31.so", "trixie": "libc.so.6"}  # the file name libc's mapping has
 # What each root holds besides the essential set (python3-venv: the wheel is pip-installed there).
 PACKAGES = {"bullseye": "python3,python3-venv", "trixie": "python3"}
 HS_LIBS = ["libdw.so.1", "libelf.so.1", "libunwind.so.8", "libbpf.so.1", "libfmt.so.9",
@@ -218,6 +225,55 @@ def test_tarball_runs_on_another_release(release, dist):
         lib.assert_runs_on(target.pid)
 
 
+class CoresInRoot(ct.CoreDir):
+    """Kernel cores of processes chrooted into ROOT: the kernel opens core_pattern's path in
+    the crashing process's own root, so the pattern's directory is made inside ROOT too."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.inner = self.path.relative_to("/")
+        (root / self.inner).mkdir(parents=True)
+        self.root = root
+
+    def core_of(self, pid: int) -> Path:
+        return self.root / self.inner / f"core.{pid}"
+
+
+def test_core_of_a_crash_in_the_root(release):
+    """A ctypes NULL dereference by the root's own python3, its kernel core read in the root by
+    the tarball's binary: the signal, the crashed thread, its exact Python frames, the rank."""
+    suite, root, top = release
+    shutil.copy(lib.program_source(CRASH), root / "hs" / CRASH)
+    chroot = in_root(root)
+    with CoresInRoot(root) as cores:
+        core, pid = cores.crash(chroot + ["python3", f"/hs/{CRASH}", "1"], signal.SIGSEGV,
+                                env={"RANK": "2", "WORLD_SIZE": "4"})
+    try:
+        res = lib.run_hangscan(["core", "/" + str(core.relative_to(root)), "--json"], prefix=chroot,
+                               binary=top + "/bin/hangscan")
+        assert res.rc == 0, res.describe()
+        p = ct.only_process(res.doc)
+        assert (p["pid"], p["rank"], p["world_size"]) == (pid, 2, 4)
+        assert p["signal"] == {"number": 11, "name": "SIGSEGV", "address": "0x0", "code": 1}
+        t = ct.crashed_thread(p)
+        assert t["tid"] == pid
+        script = f"/hs/{CRASH}"
+        assert ct.python_frames(t) == [("read_header", script, lib.hs_line(CRASH, "memmove")),
+                                       ("load_record", script, lib.hs_line(CRASH, "load_record")),
+                                       ("<module>", script, lib.hs_line(CRASH, "main"))]
+        # The root has no debug info: the fault site is libc's unnamed memmove variant and the
+        # call came through libffi and _ctypes, known by their modules.
+        fault = t["frames"][0]
+        libc = fault["module"].rsplit("/", 1)[1]
+        assert (fault["function"], libc) == ("??", LIBC[suite]), fault
+        assert p["annotations"] == [
+            f"SIGSEGV at address 0x0: a null pointer dereference in {fault['pc']} ({libc})",
+            "the native code was called from Python through ctypes, by read_header "
+            f"({CRASH}:{lib.hs_line(CRASH, 'memmove')})"]
+    finally:
+        core.unlink()
+
+
 def test_launcher_is_the_default_pdsh_agent(dist):
     """Started through the launcher, /proc/self/exe is the bundled loader: the default agent
     must still be the launcher, so `pdsh` from the tarball reaches its targets; `doctor
@@ -243,6 +299,28 @@ def test_launcher_is_the_default_pdsh_agent(dist):
             assert python_triples(proc) == [[f, str(host) + p, n] for f, p, n in EXPECTED]
     finally:
         shutil.rmtree(host, ignore_errors=True)
+
+
+def test_slurm_job_with_the_tarball_as_agent(dist):
+    """The 3-node Slurm cluster (tests/fanout/cluster.sh) and its 6-rank ring job with rank 3
+    stopped elsewhere: the tarball, unpacked in a directory every node sees (the shared file
+    system), is the front end and the agent (--agent-path) of `hangscan --slurm-job`."""
+    if os.geteuid() != 0 or not shutil.which("slurmctld"):
+        pytest.skip("the Slurm test cluster needs root and slurmctld (tools/deps.sh test)")
+    import test_slurm as ts  # its cluster helpers and the exact checks of the ring report
+
+    shared = Path(tempfile.mkdtemp(prefix="hs-dist-shared-"))
+    os.chmod(shared, 0o755)
+    try:
+        run(["tar", "-C", str(shared), "-xzf", str(dist[0])])
+        hs = str(shared / f"hangscan-{dist[1]}" / "bin" / "hangscan")
+        with ts.SlurmCluster() as cluster, ts.RingJob(cluster, nodes=3, per_node=2, odd=ts.ODD) as job:
+            res = lib.run_hangscan(["--slurm-job", job.job_id, "--agent-path", hs, "--json",
+                                    "--timeout", "60"], env=cluster.env, binary=hs, timeout=120)
+            assert res.rc == 0, res.describe()
+            ts.check_ring_report(res.doc, job)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_wheel_in_a_venv_of_debian_11(dist):

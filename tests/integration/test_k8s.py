@@ -6,7 +6,8 @@ answers from a PodList written by the test, and `exec` runs the command in the p
 container that backs the pod. Three "pods" are real podman containers, each running one rank of
 tests/programs/py_k8s_rank.py (rank 1 parks elsewhere); a fourth pod of the job is Pending; a
 pod of another job must not be asked. The real fan-out, merge and verdict run through it:
-every rank from its own pod, rank 1 the suspect, the Pending pod unreachable with its phase.
+every rank from its own pod, rank 1 the suspect, the Pending pod unreachable with its phase;
+the same with --copy-agent (the build's tarball copied into the pods, which have no hangscan).
 
 Needs podman, runc and mmdebstrap and root, like test_containers.py (whose image, podman
 settings and helpers it uses); skipped with the reason otherwise. Every container and the
@@ -79,7 +80,10 @@ def k8s(env, *args):
 def test_job_pods_fan_out_merge_and_verdict(job):
     run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--json")
     assert run.rc == 1, run.describe()  # partial: the Pending pod gave nothing
-    doc = run.doc
+    check_job_report(run.doc)
+
+
+def check_job_report(doc):
     got = sorted((p["rank"], p["host"], p["pid"]) for p in doc["processes"] if p["role"] == "rank")
     assert got == [(r, f"train-{r}", 1) for r in range(WORLD - 1)], doc["processes"]
     # Rank 3's pod is Pending: a missing rank of the job, a suspect without a process.
@@ -91,6 +95,40 @@ def test_job_pods_fan_out_merge_and_verdict(job):
     frames = [[f["function"], f["line"]] for f in main["frames"] if f["kind"] == "python"]
     assert frames == [["load_checkpoint", MARKS["load_checkpoint"]], ["train", MARKS["train_odd"]],
                       ["<module>", MARKS["module"]]]
+
+
+def test_copy_agent_into_pods_without_hangscan(job):
+    """--copy-agent: the image has no hangscan, so the unpacked tarball of this build
+    (tools/dist.sh) is copied into every running pod (kubectl cp), run there, and removed."""
+    out = Path(tempfile.mkdtemp(prefix="hs-k8s-dist-"))
+    try:
+        made = subprocess.run([str(lib.source_dir() / "tools" / "dist.sh"), str(lib.build_dir()),
+                               str(out)], capture_output=True, text=True, timeout=300)
+        assert made.returncode == 0, made.stderr
+        subprocess.run(["tar", "-C", str(out), "-xzf", made.stdout.split()[-1]], check=True)
+        tree = next(p for p in out.iterdir() if p.is_dir())
+        run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank", "--copy-agent",
+                                str(tree), "--json", "--timeout", "60"], env=job)
+        assert run.rc == 1, run.describe()
+        check_job_report(run.doc)
+        pods = json.loads(Path(job["HS_K8S_PODS"]).read_text())["items"]
+        for pod in pods[:WORLD - 1]:
+            backing = pod["metadata"]["annotations"]["hangscan.test/podman-container"]
+            left = subprocess.run(["podman", "exec", backing, "ls", "/tmp"], env=job,
+                                  capture_output=True, text=True, timeout=60)
+            assert left.returncode == 0 and "hangscan-agent" not in left.stdout, left
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_copy_agent_that_is_no_dist_tree_is_a_usage_error(job):
+    run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank", "--copy-agent",
+                            "/nonexistent"], env=job)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: --copy-agent /nonexistent: not an unpacked tarball of make dist (no bin/hangscan "
+        "and libexec/hangscan in it)",
+        "hint: unpack hangscan-VERSION-x86_64-linux.tar.gz and pass its hangscan-VERSION directory"]
 
 
 def test_selector_without_pods_is_a_usage_error(job):

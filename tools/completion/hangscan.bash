@@ -32,7 +32,7 @@ _hangscan() {
       command -v squeue >/dev/null &&
         mapfile -t COMPREPLY < <(compgen -W "$(squeue -h -o %i 2>/dev/null)" -- "$cur")
       return ;;
-    -o | --output-dir | --gcore-dir | --output | --sysroot | --lib-path)
+    -o | --output-dir | --gcore-dir | --output | --sysroot | --lib-path | --copy-agent)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
     --agent-path | --exe | --hostfile | --remote-setup | --log)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;

@@ -2,7 +2,10 @@
 #include <fmt/core.h>
 #include <boost/process/search_path.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -10,6 +13,7 @@
 #include "fanout/k8s.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
+#include "util/escape.h"
 
 namespace hangscan::cli {
 
@@ -20,10 +24,35 @@ struct K8sCliOptions {
   std::string name_space;
   std::string container;
   std::string match;
+  std::string copy_agent;  // a make dist tree to copy into each pod
   int parallel = 32;
   FanoutCliOptions common;
   GcoreDumpOptions gcore;
 };
+
+// --copy-agent: the make dist tree to copy into each pod and the agent's path there; false
+// (said on stderr) when it cannot be used.
+bool plan_agent_copy(const K8sCliOptions& o, K8sOptions& k) {
+  if (!o.common.agent_path.empty()) {
+    print_error("--copy-agent and --agent-path both say where the agent is",
+                "pass --agent-path when the image has hangscan, else --copy-agent");
+    return false;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(o.copy_agent + "/bin/hangscan", ec) ||
+      !std::filesystem::is_regular_file(o.copy_agent + "/libexec/hangscan", ec)) {
+    print_error(fmt::format("--copy-agent {}: not an unpacked tarball of make dist (no "
+                            "bin/hangscan and libexec/hangscan in it)",
+                            escape_for_text(o.copy_agent)),
+                "unpack hangscan-VERSION-x86_64-linux.tar.gz and pass its hangscan-VERSION "
+                "directory");
+    return false;
+  }
+  k.copy_dir = o.copy_agent;
+  k.copy_dest = fmt::format("/tmp/hangscan-agent-{}", ::getpid());
+  k.agent_path = k.copy_dest + "/bin/hangscan";
+  return true;
+}
 
 int run_k8s(const K8sCliOptions& o) {
   if (!cluster_options_valid(o.common, o.gcore, &o.match)) return kExitUsage;
@@ -33,24 +62,28 @@ int run_k8s(const K8sCliOptions& o) {
                 "run hangscan where kubectl reaches the cluster (kubectl get pods works)");
     return kExitNothing;
   }
-  // The agent runs inside the pods: its path there, not this binary's (which may not exist).
-  if (o.common.agent_path.empty()) {
+  if (!o.copy_agent.empty()) {
+    if (!plan_agent_copy(o, k)) return kExitUsage;
+  } else if (o.common.agent_path.empty()) {
+    // The agent runs inside the pods: its path there, not this binary's (which may not exist).
     print_error("k8s needs --agent-path: where hangscan is inside the pods",
                 "put the tarball of 'make dist' into the image or a shared volume and pass "
                 "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
     return kExitUsage;
   }
-  auto agent = resolve_agent_path(o.common.agent_path);
-  if (!agent) {
-    print_error(agent.error());
-    return kExitUsage;
+  if (k.agent_path.empty()) {
+    auto agent = resolve_agent_path(o.common.agent_path);
+    if (!agent) {
+      print_error(agent.error());
+      return kExitUsage;
+    }
+    k.agent_path = *agent;
   }
   k.selector = o.selector;
   k.name_space = o.name_space;
   k.container = o.container;
   k.match = o.match;
   k.parallel = static_cast<std::size_t>(o.parallel);
-  k.agent_path = *agent;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   return run_cluster_mode(*make_k8s_launcher(std::move(k)), o.common, o.gcore);
 }
@@ -70,6 +103,9 @@ void add_k8s_command(CLI::App& app, Action& action) {
   sub->add_option("--match", opts->match,
                   "Processes whose command line matches REGEX, in every pod")
       ->required();
+  sub->add_option("--copy-agent", opts->copy_agent,
+                  "The image has no hangscan: copy this unpacked make dist tree into each pod "
+                  "(kubectl cp, needs tar there), run it, remove it");
   sub->add_option("-f", opts->parallel, "Pods kubectl exec runs in at once")
       ->check(whole_number("a pod count", 1, 1024))
       ->capture_default_str();

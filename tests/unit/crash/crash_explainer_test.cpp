@@ -180,6 +180,29 @@ TEST(CrashExplainer, PythonExceptionAndPythonCode) {
       "the crashing thread was running Python code; innermost Python frame: load (data.py:41)");
 }
 
+// A node without debug info: libc's memmove variant, libffi and _ctypes have no symbols. The
+// fault is still placed in the innermost frame (by its address and module), not in the first
+// named caller, and the ctypes call path is known by its modules.
+TEST(CrashExplainer, UnnamedFramesOfCtypesWithoutDebugInfo) {
+  auto unnamed = [](std::string module, std::uint64_t pc) {
+    Frame f = native("??");
+    f.module = std::move(module);
+    f.pc = pc;
+    return f;
+  };
+  auto p = crashed(SIGSEGV, 1, 0x0,
+                   {unnamed("/lib/x86_64-linux-gnu/libc-2.31.so", 0x7f3cdda26bb3),
+                    unnamed("/usr/lib/x86_64-linux-gnu/libffi.so.7.1.0", 0x7f3cdd68bd1d),
+                    unnamed("/usr/lib/python3.9/lib-dynload/_ctypes.cpython-39-x86_64.so", 0x1),
+                    native("_PyObject_MakeTpCall"), python("read_header", "/hs/crash.py", 23)});
+  EXPECT_EQ(explain_crash(p, CrashFacts{}),
+            (std::vector<std::string>{
+                "SIGSEGV at address 0x0: a null pointer dereference in 0x7f3cdda26bb3 "
+                "(libc-2.31.so)",
+                "the native code was called from Python through ctypes, by read_header "
+                "(crash.py:23)"}));
+}
+
 TEST(CrashExplainer, RuleNamesAreUnique) {
   std::set<std::string> names;
   for (const auto& r : crash_rules()) EXPECT_TRUE(names.insert(r.name).second) << r.name;

@@ -71,5 +71,21 @@ TEST(K8s, ExecArgvIsOneWordEach) {
                                       "train-0", "--nonblocking"}));
 }
 
+// --copy-agent: the dist tree in and out of the pod, namespace in kubectl cp's NS/POD form.
+TEST(K8sCopyArgv, CopyAndRemove) {
+  K8sOptions o;
+  o.copy_dir = "/home/u/hangscan-0.1.0";
+  o.copy_dest = "/tmp/hangscan-agent-42";
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  EXPECT_EQ(k8s_copy_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "cp", "-c", "trainer", "/home/u/hangscan-0.1.0",
+                                      "ml/train-0:/tmp/hangscan-agent-42"}));
+  EXPECT_EQ(k8s_remove_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--", "rm", "-rf", "/tmp/hangscan-agent-42"}));
+  pod.name_space.clear();
+  EXPECT_EQ(k8s_copy_argv(o, pod).back(), "train-0:/tmp/hangscan-agent-42");
+}
+
 }  // namespace
 }  // namespace hangscan
