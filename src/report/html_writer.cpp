@@ -1,14 +1,150 @@
 #include "report/html_writer.h"
 
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "report/html_assets.h"
 #include "report/json_writer.h"
+#include "util/hash_mix.h"
+#include "util/stack_table.h"
 
 namespace hangscan {
 
-std::string json_for_script(std::string_view json) {
+using nlohmann::json;
+
+namespace {
+
+// Frames and stacks of the page, each once: a stack is a list of frame indexes, and every
+// thread and group names its stacks by index. Ranks share the stack objects themselves
+// (FrameStack), so a stack seen before is found by its address without hashing its frames.
+class PageStacks : public StackInterner {
+ public:
+  std::size_t intern(const std::vector<Frame>& stack) override {
+    auto seen = by_address_.find(&stack);
+    if (seen != by_address_.end()) return seen->second;
+    std::vector<std::size_t> ids;
+    ids.reserve(stack.size());
+    for (const Frame& f : stack) {
+      auto [it, inserted] = frame_ids_.try_emplace(f, frames_.size());
+      if (inserted) frames_.push_back(without_nulls(frame_to_json(f)));
+      ids.push_back(it->second);
+    }
+    auto [it, inserted] = stack_ids_.try_emplace(ids, stacks_.size());
+    if (inserted) stacks_.push_back(ids);
+    by_address_.emplace(&stack, it->second);
+    return it->second;
+  }
+
+  json take_frames() { return std::move(frames_); }
+  json take_stacks() { return std::move(stacks_); }
+
+  // `obj` without null members (the page reads a missing member as null).
+  static json without_nulls(json obj) {
+    for (auto it = obj.begin(); it != obj.end();)
+      it = it->is_null() ? obj.erase(it) : std::next(it);
+    return obj;
+  }
+
+ private:
+  struct FrameHasher {
+    std::size_t operator()(const Frame& f) const { return frame_hash(f); }
+  };
+  struct IdsHasher {
+    std::size_t operator()(const std::vector<std::size_t>& ids) const {
+      std::size_t h = ids.size();
+      for (std::size_t id : ids) hash_mix(h, id);
+      return h;
+    }
+  };
+  std::unordered_map<const void*, std::size_t> by_address_;
+  std::unordered_map<Frame, std::size_t, FrameHasher> frame_ids_;
+  std::unordered_map<std::vector<std::size_t>, std::size_t, IdsHasher> stack_ids_;
+  json frames_ = json::array();
+  json stacks_ = json::array();
+};
+
+// Objects that ranks have in common ("shapes": a thread's name, state, call and stacks; a
+// process's command line, executable, role), each stored once and named by index.
+class Shapes {
+ public:
+  std::size_t intern(json shape) {
+    auto [it, inserted] = ids_.try_emplace(shape.dump(), table_.size());
+    if (inserted) table_.push_back(std::move(shape));
+    return it->second;
+  }
+  json take() { return std::move(table_); }
+
+ private:
+  std::unordered_map<std::string, std::size_t> ids_;
+  json table_ = json::array();
+};
+
+// `obj` without members that say nothing: null, false, empty arrays and objects.
+json pruned(json obj) {
+  for (auto it = obj.begin(); it != obj.end();) {
+    const json& v = *it;
+    bool empty = v.is_null() || (v.is_boolean() && !v.get<bool>()) ||
+                 ((v.is_array() || v.is_object()) && v.empty());
+    it = empty ? obj.erase(it) : std::next(it);
+  }
+  return obj;
+}
+
+// A thread as [tid, shape, blocked_s, cpu_ticks], trailing nulls and zeros left out.
+json thread_record(json thread, Shapes& shapes) {
+  json record = json::array({thread["tid"], nullptr, thread["blocked_s"], thread["cpu_ticks"]});
+  for (const char* k : {"tid", "blocked_s", "cpu_ticks"}) thread.erase(k);
+  record[1] = shapes.intern(pruned(std::move(thread)));
+  while (record.size() > 2 && (record.back().is_null() || record.back() == 0)) {
+    record.erase(record.size() - 1);
+  }
+  return record;
+}
+
+// What differs from rank to rank stays in the process's record; the rest is its shape.
+constexpr const char* kPerProcess[] = {"host",
+                                       "pid",
+                                       "ppid",
+                                       "start_ticks",
+                                       "rank",
+                                       "local_rank",
+                                       "cpu_percent",
+                                       "progress",
+                                       "pause_us",
+                                       "captured_at",
+                                       "memory",
+                                       "death",
+                                       "tcp_connections",
+                                       "core",
+                                       "signal",
+                                       "crashed_tid"};
+
+json process_record(json process, Shapes& process_shapes, Shapes& thread_shapes) {
+  json record = json::object();
+  json threads = json::array();
+  for (json& t : process["threads"]) threads.push_back(thread_record(std::move(t), thread_shapes));
+  process.erase("threads");
+  for (const char* k : kPerProcess) {
+    auto it = process.find(k);
+    if (it == process.end()) continue;
+    if (it->is_object()) *it = pruned(std::move(*it));  // memory, death, signal
+    record[k] = std::move(*it);
+    process.erase(it);
+  }
+  record = pruned(std::move(record));
+  record["shape"] = process_shapes.intern(pruned(std::move(process)));
+  record["threads"] = std::move(threads);
+  return record;
+}
+
+}  // namespace
+
+std::string json_for_script(std::string_view text) {
   std::string out;
-  out.reserve(json.size() + json.size() / 64);
-  for (char c : json) {
+  out.reserve(text.size() + text.size() / 64);
+  for (char c : text) {
     if (c == '<') {
       out += "\\u003c";
     } else {
@@ -18,9 +154,26 @@ std::string json_for_script(std::string_view json) {
   return out;
 }
 
+std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
+  PageStacks stacks;
+  json doc = job_to_json(job, &analysis, &stacks);
+  Shapes process_shapes, thread_shapes;
+  json processes = json::array();
+  for (json& p : doc["processes"]) {
+    processes.push_back(process_record(std::move(p), process_shapes, thread_shapes));
+  }
+  doc["schema"] = kHtmlDataSchema;
+  doc["processes"] = std::move(processes);
+  doc["process_shapes"] = process_shapes.take();
+  doc["thread_shapes"] = thread_shapes.take();
+  doc["frames"] = stacks.take_frames();
+  doc["stacks"] = stacks.take_stacks();
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string render_html(const JobSnapshot& job, const Analysis& analysis) {
   std::string_view page = html_assets::page;
-  std::string data = json_for_script(write_json(job, &analysis, -1));
+  std::string data = json_for_script(html_page_data(job, analysis));
   std::string out;
   out.reserve(page.size() + html_assets::css.size() + html_assets::js.size() + data.size());
   // Each placeholder stands once in the page, in this order.

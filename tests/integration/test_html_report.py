@@ -6,6 +6,7 @@ Screenshots go to BUILD/test-artifacts/html/ for a person to look at.
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,32 @@ def artifacts():
     return path
 
 
+def page_data(page):
+    """The document a page embeds (hangscan-html/1), put back into hangscan/1's shape: stacks as
+    frame lists, threads and processes with their shapes' members (as report.js does)."""
+    start = page.index('<script type="application/json" id="hs-data">')
+    data = page[page.index(">", start) + 1:page.index("</script>", start)]
+    assert "<" not in data  # every "<" of the data is escaped: nothing can close the element
+    doc = json.loads(data)
+    assert doc["schema"] == "hangscan-html/1"
+    stacks = [[doc["frames"][i] for i in ids] for ids in doc["stacks"]]
+    for g in doc["groups"]:
+        g["frames"] = stacks[g["frames"]]
+    processes = []
+    for record in doc["processes"]:
+        p = {**doc["process_shapes"][record["shape"]], **record}
+        threads = []
+        for tid, shape, *rest in record["threads"]:
+            t = {**doc["thread_shapes"][shape], "tid": tid, "blocked_s": (rest + [None])[0]}
+            for k in ("frames", "native_frames", "kernel_frames"):
+                t[k] = stacks[t[k]] if k in t else []
+            threads.append(t)
+        p["threads"] = threads
+        processes.append(p)
+    doc["processes"] = processes
+    return doc
+
+
 def dump_to(out, *args):
     """`dump ... --format html` into out/report.html; the document the page embeds, parsed."""
     run = hs.run_hangscan(["dump", *[str(a) for a in args], "--format", "html"])
@@ -35,10 +62,7 @@ def dump_to(out, *args):
     out.mkdir()
     html = out / "report.html"
     html.write_text(run.stdout)
-    start = run.stdout.index('<script type="application/json" id="hs-data">')
-    data = run.stdout[run.stdout.index(">", start) + 1:run.stdout.index("</script>", start)]
-    assert "<" not in data  # every "<" of the data is escaped: nothing can close the element
-    return json.loads(data), html
+    return page_data(run.stdout), html
 
 
 def visible_texts(page, selector):
@@ -100,5 +124,77 @@ def test_hostile_names_are_text_never_markup(targets, tmp_path):
         assert "payload = " in shown and "window.__pwned=4" in shown
         assert "<script>window.__pwned=2</script>" in tree
         page.screenshot(artifacts() / "hostile_names.png")
+    assert set(b.requests) <= {html.as_uri()}, b.requests
+    assert b.console_errors == []
+
+
+def test_html_file_beside_the_text_report(targets, tmp_path):
+    """--html FILE: the text on stdout as without it, the page in FILE (a link planted there is
+    replaced, never followed)."""
+    job = targets.start([PY, hs.program_source("ring_allreduce.py"), hs.READY, "--world", "4",
+                         "--launcher", "subprocess"], ready="pipe", timeout=120)
+    victim = tmp_path / "victim"
+    victim.write_text("victim\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(victim, out / "page.html")
+    run = hs.run_hangscan(["dump", "--pid", str(job.pid), "--subprocesses", "--html", str(out / "page.html")])
+    assert run.rc in (0, 1), run.describe()
+    assert run.stdout.startswith("SUSPECT rank 2"), run.stdout[:500]
+    assert "<" not in run.stdout.splitlines()[0]
+    assert victim.read_text() == "victim\n"
+    assert not os.path.islink(out / "page.html")
+    doc = page_data((out / "page.html").read_text())
+    assert doc["suspects"] == [2]
+    assert sorted(p["rank"] for p in doc["processes"] if p["role"] == "rank") == [0, 1, 2, 3]
+    text = hs.run_hangscan(["dump", "--pid", str(job.pid), "--subprocesses"])
+    assert text.stdout.splitlines()[0] == run.stdout.splitlines()[0]
+
+
+def test_html_file_in_a_directory_of_another_user_is_refused(targets, tmp_path):
+    target = targets.start([hs.program("deadlock")])
+    out = tmp_path / "theirs"
+    out.mkdir()
+    os.chown(out, hs.NOBODY, hs.NOBODY)
+    run = hs.run_hangscan(["dump", "--pid", str(target.pid), "--html", str(out / "r.html")], parse_json=False)
+    assert run.rc == 2, run.describe()
+    assert run.stderr.splitlines()[0].startswith(f"hangscan: refusing --html {out}: "), run.stderr
+    assert run.stderr.splitlines()[1].startswith("hint: "), run.stderr
+    assert os.listdir(out) == []
+    hs.assert_runs_on(target.pid)
+
+
+def synthetic_page(tmp_path, ranks):
+    """The benchmark job's page (tests/bench/synth_job.h: ranks x 8 threads, 200 distinct
+    stacks, every 50th rank odd), written by hs_bench."""
+    bench = hs.build_dir() / "tests" / "bench" / "hs_bench"
+    if not bench.exists():
+        pytest.skip("hs_bench is not built (make test builds it)")
+    html = tmp_path / f"page-{ranks}.html"
+    subprocess.run([str(bench), "--html", str(html), "--html-ranks", str(ranks)], check=True,
+                   capture_output=True, timeout=120)
+    return html
+
+
+def test_hundred_ranks_page_is_small_and_complete(tmp_path):
+    browser.chromium()
+    html = synthetic_page(tmp_path, 100)
+    assert html.stat().st_size < 300_000, html.stat().st_size
+    doc = page_data(html.read_text())
+    assert len(doc["processes"]) == 100
+    assert doc["suspects"] == [7, 57]
+    with browser.Browser(tmp_path) as b:
+        page = b.open(html.as_uri())
+        assert page.eval("document.title") == "hangscan: 100 processes, 3 groups"
+        assert page.eval("document.querySelectorAll('#processes tr.proc').length") == 100
+        assert visible_texts(page, "#tree .mark") == ["<- suspect", "<- suspect"]
+        page.eval("const s = document.getElementById('search'); s.value = 'odd2_';"
+                  "s.dispatchEvent(new Event('input'))")
+        assert visible_texts(page, "#processes tr.proc button") == ["rank 57"]
+        page.eval("document.querySelector('#processes tr.proc button.member').click()")
+        shown = page.eval("document.getElementById('page').innerText").splitlines()
+        assert shown[0] == "rank 57 (pid 20057, node00007)"
+        assert sum(1 for line in shown if line.startswith("Thread ")) == 8
+        assert "odd2_29 (layer_102.py:49)" in shown
     assert set(b.requests) <= {html.as_uri()}, b.requests
     assert b.console_errors == []
