@@ -129,7 +129,7 @@ def test_html_page_of_the_job_in_a_browser(cluster, job, tmp_path):
     page_file = tmp_path / "job.html"
     run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--timeout", "60", "--html", page_file)
     assert run.rc == 0, run.describe()
-    assert run.stdout.startswith("SUSPECT rank 3"), run.stdout[:300]
+    assert run.stdout.splitlines()[1].startswith("SUSPECT rank 3 "), run.stdout[:300]
     odd_line = hs.hs_line("ring_allreduce.py", "odd")
     with browser.Browser(tmp_path) as b:
         page = b.open(page_file.as_uri())
