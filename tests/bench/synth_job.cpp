@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "../unit/group/job_builder.h"
 #include "util/stack_table.h"
 
 namespace hangscan::bench {
@@ -110,16 +111,6 @@ int page_variant(const PageJobOptions& o, int r) {
   return r % 50 == 7 ? 1 + (r / 50) % odd : 0;
 }
 
-Frame native_frame(std::string function, std::string module, std::uint64_t offset) {
-  Frame f;
-  f.kind = FrameKind::native;
-  f.function = std::move(function);
-  f.module = std::move(module);
-  f.offset = offset;
-  f.pc = 0x7f0000000000 + offset;
-  return f;
-}
-
 }  // namespace
 
 std::size_t page_job_odd_ranks(const PageJobOptions& o) {
@@ -157,7 +148,8 @@ JobSnapshot make_page_job(const PageJobOptions& o) {
     int v = page_variant(o, r);
     std::vector<Frame> main;
     for (int d = o.depth - 1; d >= 0; --d) {  // innermost first; variants part 6 frames up
-      if (v == 0 || d < o.depth - 6) main.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
+      if (v == 0 || d < o.depth - 6)
+        main.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
       else main.push_back(frame(fmt::format("odd{}_{}", v, d), 100 + v, 20 + d));
     }
     for (int k = 0; k < o.threads; ++k) {
@@ -173,11 +165,11 @@ JobSnapshot make_page_job(const PageJobOptions& o) {
         t.frames = stacks.intern(std::vector<Frame>(main));
       } else {
         t.frames = stacks.intern(FrameStack{
-            native_frame("__futex_abstimed_wait_common", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                         0x8a000),
-            native_frame(fmt::format("helper_loop_{}", k), "/opt/lib/libtorch_cpu.so",
-                         0x100000 + 0x40 * static_cast<std::uint64_t>(k)),
-            native_frame("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x89000)});
+            testing::native("__futex_abstimed_wait_common", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                            0x8a000),
+            testing::native(fmt::format("helper_loop_{}", k), "/opt/lib/libtorch_cpu.so",
+                            0x100000 + 0x40 * static_cast<std::uint64_t>(k)),
+            testing::native("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x89000)});
       }
       p.threads.push_back(std::move(t));
     }
