@@ -171,17 +171,17 @@ std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string render_html(const JobSnapshot& job, const Analysis& analysis) {
+std::string html_page(std::string_view data, HtmlView view) {
   std::string_view page = html_assets::page;
-  std::string data = json_for_script(html_page_data(job, analysis));
+  std::string_view js = view == HtmlView::watch ? html_assets::watch_js : html_assets::js;
   std::string out;
-  out.reserve(page.size() + html_assets::css.size() + html_assets::js.size() + data.size());
+  out.reserve(page.size() + html_assets::css.size() + js.size() + data.size());
   // Each placeholder stands once in the page, in this order.
   std::size_t at = 0;
   for (auto [mark, text] :
        {std::pair<std::string_view, std::string_view>{"@CSS@", html_assets::css},
         {"@DATA@", data},
-        {"@JS@", html_assets::js}}) {
+        {"@JS@", js}}) {
     std::size_t hit = page.find(mark, at);
     out.append(page.substr(at, hit - at));
     out.append(text);
@@ -189,6 +189,10 @@ std::string render_html(const JobSnapshot& job, const Analysis& analysis) {
   }
   out.append(page.substr(at));
   return out;
+}
+
+std::string render_html(const JobSnapshot& job, const Analysis& analysis) {
+  return html_page(json_for_script(html_page_data(job, analysis)), HtmlView::report);
 }
 
 }  // namespace hangscan

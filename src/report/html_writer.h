@@ -19,6 +19,13 @@ inline constexpr const char* kHtmlDataSchema = "hangscan-html/1";
 
 std::string render_html(const JobSnapshot& job, const Analysis& analysis);
 
+// Which script builds the page from its data: the report of a capture (report.js) or the
+// report of a watch window (watch.js: timelines per rank, a flame graph per group).
+enum class HtmlView { report, watch };
+
+// The page around `data` (JSON, made safe with json_for_script), with the view's script.
+std::string html_page(std::string_view data, HtmlView view);
+
 // The page's data: the hangscan/1 document (json_writer.h) with every stack an index into
 // "stacks" (lists of indexes into "frames"), each thread [tid, shape, blocked_s, cpu_ticks]
 // with the rest in "thread_shapes", and each process's shared members in "process_shapes".

@@ -197,3 +197,53 @@ def test_hundred_ranks_page_is_small_and_complete(tmp_path):
         assert "odd2_29 (layer_102.py:49)" in shown
     assert set(b.requests) <= {html.as_uri()}, b.requests
     assert b.console_errors == []
+
+
+def flame_nodes(members):
+    """The flame graph's nodes as watch.js merges the members' on-CPU stacks (outermost first)."""
+    names = set()
+    for p in members:
+        for st in p["top_stacks"]:
+            path = ()
+            for f in reversed(st["frames"]):
+                where = f" ({Path(f['file']).name}{':' + str(f['line']) if f['line'] else ''})" if f["file"] else ""
+                path += (f"{f['function'] or '??'}{where}",)
+                names.add(path)
+    return len(names) + (1 if names else 0)  # and the root
+
+
+def test_watch_page_has_a_strip_per_process_and_a_flame_graph_per_group(targets, tmp_path):
+    """`watch --html FILE` (the ptrace recorder: no BPF needed): the verdict, one strip per
+    process with a bar per wait, one flame graph per group, all counted from the JSON of the
+    same run."""
+    browser.chromium()
+    busy = targets.start([hs.program("busy"), hs.READY])
+    job = targets.start([PY, hs.program_source("pool_hang.py"), hs.READY], ready="pipe", timeout=60)
+    page_file = tmp_path / "watch.html"
+    run = hs.run_hangscan(["watch", "--ptrace", "--for", "2", "--json", "--pid", str(job.pid),
+                           "--subprocesses", "--pid", str(busy.pid), "--html", str(page_file)], timeout=90)
+    assert run.rc == 0 and run.doc, run.describe()
+    doc = run.doc
+    html = page_file.read_text()
+    assert "<" not in html[html.index('id="hs-data">') + 13:html.index("</script>")]
+    groups = doc["groups"] or [{"pids": [p["pid"] for p in doc["processes"]]}]
+    with browser.Browser(tmp_path) as b:
+        page = b.open(page_file.as_uri())
+        verdict = page.eval("document.querySelector('.verdict').innerText").splitlines()
+        assert [f"SUSPECT {r}" for r in doc["suspect_reasons"]] == verdict[:len(doc["suspect_reasons"])]
+        assert doc["suspect_reasons"], doc
+        assert page.eval("document.querySelectorAll('.strip-row').length") == len(doc["processes"])
+        assert page.eval("[...document.querySelectorAll('.strip-row')].map(r => +r.dataset.pid)") == \
+            [p["pid"] for p in doc["processes"]]
+        assert page.eval("document.querySelectorAll('.strip .wait').length") == \
+            sum(len(p["waits"]) for p in doc["processes"])
+        assert page.eval("document.querySelectorAll('.flame').length") == len(groups)
+        busy_doc = next(p for p in doc["processes"] if p["pid"] == busy.pid)
+        assert busy_doc["samples"] > 0, busy_doc
+        expected = sum(flame_nodes([p for p in doc["processes"] if p["pid"] in g["pids"]]) for g in groups)
+        assert page.eval("document.querySelectorAll('.flame-node').length") == expected
+        labels = page.eval("[...document.querySelectorAll('.flame-label')].map(e => e.textContent)")
+        assert any(label.startswith("spin_forever (busy.c:") for label in labels), labels
+        page.screenshot(artifacts() / "watch_pool.png")
+    assert set(b.requests) <= {page_file.as_uri()}, b.requests
+    assert b.console_errors == []

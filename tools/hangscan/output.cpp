@@ -153,6 +153,10 @@ bool write_report(const JobSnapshot& job, const Analysis& analysis, const Output
 }
 
 bool write_html_file(const JobSnapshot& job, const Analysis& analysis, const std::string& file) {
+  return write_page_file(find_report_writer("html")->render(job, analysis, {}), file);
+}
+
+bool write_page_file(const std::string& page, const std::string& file) {
   std::filesystem::path path(file);
   std::string name = path.filename().string();
   if (name.empty() || name == "." || name == "..") {
@@ -167,7 +171,7 @@ bool write_html_file(const JobSnapshot& job, const Analysis& analysis, const std
     print_error(dir.error());
     return false;
   }
-  auto written = dir->write_file(name, find_report_writer("html")->render(job, analysis, {}));
+  auto written = dir->write_file(name, page);
   if (!written) print_error(written.error());
   return written.ok();
 }

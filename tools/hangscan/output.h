@@ -52,6 +52,8 @@ bool write_report(const JobSnapshot& job, const Analysis& analysis, const Output
 // at FILE is replaced, never followed, and a refused directory is said with its hint. Why apart
 // from --format: a person wants the text on the terminal and the page to open afterwards.
 bool write_html_file(const JobSnapshot& job, const Analysis& analysis, const std::string& file);
+// The same for a page already made (watch's).
+bool write_page_file(const std::string& page, const std::string& file);
 
 // Writes `text` to stdout and flushes; false, with "cannot write the report: REASON" on
 // stderr, when that fails. Why one function: exit 0 must mean the report reached its reader.

@@ -41,6 +41,7 @@ struct WatchCmdOptions {
   std::string match;
   double seconds = 10;
   bool json = false;
+  std::string html_file;  // --html FILE: the page too (timelines, flame graphs)
   int rate = 19;
   int wait_ms = 10;
   double stall = 0;
@@ -297,6 +298,8 @@ int run_watch(const WatchCmdOptions& given) {
   }
   std::string text = o.json ? watch_json(report).dump(2) + "\n" : watch_text(report);
   if (!write_stdout(text)) return kExitNothing;
+  if (!o.html_file.empty() && !write_page_file(watch_html(report), o.html_file))
+    return kExitNothing;
   return report.processes.empty() ? kExitNothing : kExitComplete;
 }
 
@@ -315,6 +318,9 @@ void add_watch_command(CLI::App& app, Action& action) {
       ->check(finite_number("a number of seconds", 0.1, 86400.0))
       ->capture_default_str();
   sub->add_flag("--json", opts->json, "JSON output (docs/output-schema.md, 'watch')");
+  sub->add_option(
+      "--html", opts->html_file,
+      "Also write the HTML page (timelines, flame graphs: docs/html-report.md) to FILE");
   sub->add_option("--rate", opts->rate, "On-CPU samples per second per CPU")
       ->check(whole_number("a rate in Hz", 1, 1000))
       ->capture_default_str();
