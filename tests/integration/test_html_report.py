@@ -13,6 +13,7 @@ import pytest
 
 import browser
 import hs_testlib as hs
+from test_watch import ebpf  # noqa: F401  (fixture: skips where eBPF cannot run)
 
 PY = "/usr/bin/python3"
 
@@ -245,5 +246,28 @@ def test_watch_page_has_a_strip_per_process_and_a_flame_graph_per_group(targets,
         labels = page.eval("[...document.querySelectorAll('.flame-label')].map(e => e.textContent)")
         assert any(label.startswith("spin_forever (busy.c:") for label in labels), labels
         page.screenshot(artifacts() / "watch_pool.png")
+    assert set(b.requests) <= {page_file.as_uri()}, b.requests
+    assert b.console_errors == []
+
+
+def test_watch_page_shows_hostile_names_as_text(ebpf, targets, tmp_path):  # noqa: F811
+    """eBPF (run under flock /tmp/hs-bpf.lock): a wait carries the sleeping thread's frames."""
+    browser.chromium()
+    target = targets.start([PY, hs.program_source("py_hostile_html.py"), hs.READY], ready="pipe")
+    page_file = tmp_path / "watch.html"
+    run = hs.run_hangscan(["watch", "--for", "1", "--json", "--pid", str(target.pid),
+                           "--html", str(page_file)], timeout=90)
+    assert run.rc == 0 and run.doc, run.describe()
+    [proc] = run.doc["processes"]
+    hostile = [w for w in proc["waits"] if any(f["function"] == "<script>window.__pwned=2</script>" for f in w["frames"])]
+    assert hostile, proc["waits"]
+    with browser.Browser(tmp_path) as b:
+        page = b.open(page_file.as_uri())
+        assert page.eval("window.__pwned === undefined")
+        assert page.eval("document.querySelectorAll('img, iframe').length") == 0
+        assert page.eval("document.querySelectorAll('script').length") == 2  # data and code
+        titles = page.eval("[...document.querySelectorAll('.strip .wait')].map(e => e.title)")
+        assert any('in <script>window.__pwned=2</script> ("><img src=x onerror="window.__pwned=1">.py:3)' in t
+                   for t in titles), titles
     assert set(b.requests) <= {page_file.as_uri()}, b.requests
     assert b.console_errors == []

@@ -57,8 +57,9 @@ function timelineSection() {
       bar.style.left = pct(start);
       bar.style.width = pct(w.end_s - start);
       const waker = w.waker ? `, woken by ${w.waker.comm} (pid ${w.waker.pid})` : "";
+      const at = w.frames.find((f) => f.kind === "python") || w.frames[0];  // the Python line first
       bar.title = `${w.syscall || "off CPU"} ${w.duration_s.toFixed(2)} s${w.ongoing ? ", still waiting" : ""}${waker}` +
-        (w.frames.length ? ` in ${fnName(w.frames[0])}` : "");
+        (at ? ` in ${fnName(at)}` : "");
       strip.appendChild(bar);
     }
     for (const t of (watch.timeline || []).filter((e) => e.pid === p.pid)) {
