@@ -203,8 +203,10 @@ nlohmann::json watch_json(const WatchReport& r) {
   return j;
 }
 
-std::string watch_html(const WatchReport& r) {
-  std::string data = watch_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string watch_html(const WatchReport& r) { return watch_html(watch_json(r)); }
+
+std::string watch_html(const nlohmann::json& doc) {
+  std::string data = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return html_page(json_for_script(data), HtmlView::watch);
 }
 

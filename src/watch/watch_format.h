@@ -17,5 +17,7 @@ nlohmann::json watch_json(const WatchReport& r);
 // The page (report/html_writer.h, HtmlView::watch) with watch_json's document embedded: a
 // timeline strip per process and a flame graph per group (docs/html-report.md).
 std::string watch_html(const WatchReport& r);
+// The same page around a watch document already made (a cluster watch's merged one).
+std::string watch_html(const nlohmann::json& doc);
 
 }  // namespace hangscan

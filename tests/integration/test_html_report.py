@@ -271,3 +271,28 @@ def test_watch_page_shows_hostile_names_as_text(ebpf, targets, tmp_path):  # noq
                    for t in titles), titles
     assert set(b.requests) <= {page_file.as_uri()}, b.requests
     assert b.console_errors == []
+
+
+def test_watchdog_bundle_holds_both_pages(targets, tmp_path):
+    """`watch --stall`: the bundle has report.html (the capture) and timeline.html (the window)
+    beside the text and JSON, and both open clean."""
+    browser.chromium()
+    target = targets.start([PY, hs.program_source("py_hostile_html.py"), hs.READY], ready="pipe")
+    out = tmp_path / "bundles"
+    run = hs.run_hangscan(["watch", "--ptrace", "--stall", "2", "--once", "--output", str(out),
+                           "--pid", str(target.pid)], parse_json=False, timeout=60)
+    assert run.rc == 0, run.describe()
+    [bundle] = list(out.iterdir())
+    assert sorted(os.listdir(bundle)) == ["report.html", "report.json", "report.txt",
+                                          "timeline.html", "timeline.json", "timeline.txt"]
+    report = json.loads((bundle / "report.json").read_text())
+    timeline = json.loads((bundle / "timeline.json").read_text())
+    with browser.Browser(tmp_path) as b:
+        page = b.open((bundle / "report.html").as_uri())
+        assert page.eval("document.title") == f"hangscan: {len(report['processes'])} processes, {len(report['groups'])} groups"
+        assert page.eval("window.__pwned === undefined")
+        page = b.open((bundle / "timeline.html").as_uri())
+        assert page.eval("document.querySelectorAll('.strip-row').length") == len(timeline["processes"]) == 1
+        assert page.eval("window.__pwned === undefined")
+    assert set(b.requests) <= {(bundle / n).as_uri() for n in ("report.html", "timeline.html")}, b.requests
+    assert b.console_errors == []
