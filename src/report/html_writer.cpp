@@ -1,5 +1,8 @@
 #include "report/html_writer.h"
 
+#include <iterator>
+#include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -103,40 +106,32 @@ json thread_record(json thread, Shapes& shapes) {
   return record;
 }
 
-// What differs from rank to rank stays in the process's record; the rest is its shape.
-constexpr const char* kPerProcess[] = {"host",
-                                       "pid",
-                                       "ppid",
-                                       "start_ticks",
-                                       "rank",
-                                       "local_rank",
-                                       "cpu_percent",
-                                       "progress",
-                                       "pause_us",
-                                       "captured_at",
-                                       "memory",
-                                       "death",
-                                       "tcp_connections",
-                                       "core",
-                                       "signal",
-                                       "crashed_tid"};
+// What differs from rank to rank stays in the process's row, one value per column in this
+// order (null: none; trailing nulls left out); the rest is its shape. Rows instead of objects:
+// 10,000 ranks would repeat every member's name 10,000 times.
+constexpr const char* kProcessColumns[] = {
+    "shape",    "threads",     "host",       "pid",         "rank",
+    "ppid",     "start_ticks", "local_rank", "cpu_percent", "progress",
+    "pause_us", "captured_at", "memory",     "death",       "tcp_connections",
+    "core",     "signal",      "crashed_tid"};
 
-json process_record(json process, Shapes& process_shapes, Shapes& thread_shapes) {
-  json record = json::object();
-  json threads = json::array();
-  for (json& t : process["threads"]) threads.push_back(thread_record(std::move(t), thread_shapes));
+json process_row(json process, Shapes& process_shapes, Shapes& thread_shapes) {
+  json row = json::array({nullptr, json::array()});
+  for (json& t : process["threads"]) row[1].push_back(thread_record(std::move(t), thread_shapes));
   process.erase("threads");
-  for (const char* k : kPerProcess) {
+  for (const char* k : std::span(kProcessColumns).subspan(2)) {
     auto it = process.find(k);
-    if (it == process.end()) continue;
-    if (it->is_object()) *it = pruned(std::move(*it));  // memory, death, signal
-    record[k] = std::move(*it);
-    process.erase(it);
+    json value = nullptr;
+    if (it != process.end()) {
+      value = it->is_object() ? pruned(std::move(*it)) : std::move(*it);  // memory, death, signal
+      process.erase(it);
+    }
+    bool empty = value.is_null() || ((value.is_array() || value.is_object()) && value.empty());
+    row.push_back(empty ? json(nullptr) : std::move(value));
   }
-  record = pruned(std::move(record));
-  record["shape"] = process_shapes.intern(pruned(std::move(process)));
-  record["threads"] = std::move(threads);
-  return record;
+  row[0] = process_shapes.intern(pruned(std::move(process)));
+  while (row.back().is_null()) row.erase(row.size() - 1);
+  return row;
 }
 
 }  // namespace
@@ -160,9 +155,11 @@ std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
   Shapes process_shapes, thread_shapes;
   json processes = json::array();
   for (json& p : doc["processes"]) {
-    processes.push_back(process_record(std::move(p), process_shapes, thread_shapes));
+    processes.push_back(process_row(std::move(p), process_shapes, thread_shapes));
   }
   doc["schema"] = kHtmlDataSchema;
+  doc["process_columns"] =
+      std::vector<std::string>(std::begin(kProcessColumns), std::end(kProcessColumns));
   doc["processes"] = std::move(processes);
   doc["process_shapes"] = process_shapes.take();
   doc["thread_shapes"] = thread_shapes.take();

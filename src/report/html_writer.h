@@ -28,7 +28,8 @@ std::string html_page(std::string_view data, HtmlView view);
 
 // The page's data: the hangscan/1 document (json_writer.h) with every stack an index into
 // "stacks" (lists of indexes into "frames"), each thread [tid, shape, blocked_s, cpu_ticks]
-// with the rest in "thread_shapes", and each process's shared members in "process_shapes".
+// with the rest in "thread_shapes", and each process a row of "process_columns" (its shape in
+// "process_shapes", its threads, then what differs between ranks).
 std::string html_page_data(const JobSnapshot& job, const Analysis& analysis);
 
 // `json` made safe inside <script type="application/json">: "<" becomes "\u003c" (so no

@@ -42,7 +42,8 @@ def page_data(page):
     for g in doc["groups"]:
         g["frames"] = stacks[g["frames"]]
     processes = []
-    for record in doc["processes"]:
+    for row in doc["processes"]:
+        record = {k: v for k, v in zip(doc["process_columns"], row) if v is not None}
         p = {**doc["process_shapes"][record["shape"]], **record}
         threads = []
         for tid, shape, *rest in record["threads"]:

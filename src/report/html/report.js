@@ -12,8 +12,12 @@ const stackOf = (v) => (typeof v === "number" ? stacks[v] : v || []);
 const threadShapes = (data.thread_shapes || []).map((s) => Object.assign({}, s, {
   frames: stackOf(s.frames), native_frames: stackOf(s.native_frames),
   kernel_frames: stackOf(s.kernel_frames)}));
-const processes = (data.processes || []).map((r) =>
-  Object.assign({}, (data.process_shapes || [])[r.shape], r));
+// A process is a row of data.process_columns (its shape first); its shape holds the rest.
+const processes = (data.processes || []).map((row) => {
+  const p = Object.assign({}, (data.process_shapes || [])[row[0]]);
+  data.process_columns.forEach((k, i) => { if (row[i] !== undefined && row[i] !== null) p[k] = row[i]; });
+  return p;
+});
 const groups = (data.groups || []).map((g) => Object.assign({}, g, { frames: stackOf(g.frames) }));
 
 // A thread record is [tid, shape, blocked_s, cpu_ticks]; the last two may be left out.
