@@ -170,7 +170,8 @@ std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
 
 std::string html_page(std::string_view data, HtmlView view) {
   std::string_view page = html_assets::page;
-  std::string_view js = view == HtmlView::watch ? html_assets::watch_js : html_assets::js;
+  std::string js(html_assets::common_js);
+  js += view == HtmlView::watch ? html_assets::watch_js : html_assets::js;
   std::string out;
   out.reserve(page.size() + html_assets::css.size() + js.size() + data.size());
   // Each placeholder stands once in the page, in this order.

@@ -1,7 +1,7 @@
 // hangscan's HTML report (issue 34): the page is built from the embedded hangscan/1 document.
 // Everything a target controls (names, files, locals, command lines) is put into the page as
-// text (textContent), never as markup; the page loads nothing from anywhere.
-"use strict";
+// text (textContent, through common.js's el()), never as markup; the page loads nothing from
+// anywhere.
 
 // The data (hangscan-html/1, report/html_writer.h) stores what ranks share once: frames,
 // stacks (lists of frame indexes), thread shapes and process shapes. Stacks become arrays of
@@ -31,13 +31,6 @@ function threadsOf(p) {
 const LIBRARY = [/\/libc\.so/, /\/ld-linux/, /libpython3/, /\/python3(\.\d+)?$/,
   /\/lib\/python3[^/]*\/(?!site-packages|dist-packages)/, /^<frozen /, /libmpi/, /libnccl/,
   /libgloo/, /libtorch/, /^_Py|^Py[A-Z]/, /^__(futex|libc|GI)|^start_thread$|^__clone/];
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
 
 function ranges(nums) {
   const s = [...new Set(nums)].sort((a, b) => a - b);

@@ -1,19 +1,11 @@
 // hangscan's HTML report of a watch window (issue 34): the verdict, one timeline strip per
 // process (on-CPU share, its longest waits with their wakers, signals and exits over the
 // window) and the on-CPU flame graph of each group. Built from the embedded watch document
-// (docs/output-schema.md, "watch") with textContent only: nothing a target names is markup.
-"use strict";
+// (docs/output-schema.md, "watch") with common.js's el() only: nothing a target names is markup.
 
 const watch = JSON.parse(document.getElementById("hs-data").textContent);
 const windowS = watch.window_s > 0 ? watch.window_s : 1;
 const pct = (s) => `${Math.max(0, Math.min(100, (s / windowS) * 100)).toFixed(3)}%`;
-
-function node(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
 
 function who(p) {
   return p.rank !== null && p.rank !== undefined ? `rank ${p.rank}` : `pid ${p.pid}`;
@@ -25,19 +17,19 @@ function fnName(f) {
 }
 
 function section(title) {
-  const s = node("section");
-  s.appendChild(node("h2", "", title));
+  const s = el("section");
+  s.appendChild(el("h2", "", title));
   return s;
 }
 
 function verdictSection() {
   const s = section("Verdict");
-  const list = node("ul", "verdict");
-  for (const r of watch.suspect_reasons || []) list.appendChild(node("li", "suspect", "SUSPECT " + r));
-  for (const n of watch.group_notes || []) list.appendChild(node("li", "note", "note: " + n));
+  const list = el("ul", "verdict");
+  for (const r of watch.suspect_reasons || []) list.appendChild(el("li", "suspect", "SUSPECT " + r));
+  for (const n of watch.group_notes || []) list.appendChild(el("li", "note", "note: " + n));
   for (const g of watch.groups || [])
-    list.appendChild(node("li", "", `${g.ranks.length ? "ranks " + g.ranks.join(",") : "pids " + g.pids.join(",")}: ${g.what}`));
-  if (!list.children.length) list.appendChild(node("li", "note", "no suspect named"));
+    list.appendChild(el("li", "", `${g.ranks.length ? "ranks " + g.ranks.join(",") : "pids " + g.pids.join(",")}: ${g.what}`));
+  if (!list.children.length) list.appendChild(el("li", "note", "no suspect named"));
   s.appendChild(list);
   return s;
 }
@@ -47,13 +39,13 @@ function verdictSection() {
 function timelineSection() {
   const s = section(`Timelines (${windowS.toFixed(1)} s window, ${watch.recorder} recorder)`);
   for (const p of watch.processes || []) {
-    const row = node("div", "strip-row");
+    const row = el("div", "strip-row");
     row.dataset.pid = p.pid;
-    row.appendChild(node("span", "strip-name", `${who(p)} ${p.comm} ${Math.round(p.cpu_share * 100)}% CPU`));
-    const strip = node("div", "strip");
+    row.appendChild(el("span", "strip-name", `${who(p)} ${p.comm} ${Math.round(p.cpu_share * 100)}% CPU`));
+    const strip = el("div", "strip");
     for (const w of p.waits || []) {
       const start = w.before_window ? 0 : w.end_s - w.duration_s;
-      const bar = node("div", "wait" + (w.ongoing ? " ongoing" : ""));
+      const bar = el("div", "wait" + (w.ongoing ? " ongoing" : ""));
       bar.style.left = pct(start);
       bar.style.width = pct(w.end_s - start);
       const waker = w.waker ? `, woken by ${w.waker.comm} (pid ${w.waker.pid})` : "";
@@ -63,13 +55,13 @@ function timelineSection() {
       strip.appendChild(bar);
     }
     for (const t of (watch.timeline || []).filter((e) => e.pid === p.pid)) {
-      const mark = node("div", "event " + t.kind);
+      const mark = el("div", "event " + t.kind);
       mark.style.left = pct(t.t_s);
       mark.title = t.text;
       strip.appendChild(mark);
     }
     row.appendChild(strip);
-    if (p.exit) row.appendChild(node("span", "muted", p.exit));
+    if (p.exit) row.appendChild(el("span", "muted", p.exit));
     s.appendChild(row);
   }
   return s;
@@ -94,12 +86,12 @@ function flameTree(members) {
 }
 
 function flameNode(n, parentSamples) {
-  const box = node("div", "flame-node");
+  const box = el("div", "flame-node");
   box.style.width = `${((n.samples / parentSamples) * 100).toFixed(3)}%`;
-  const label = node("div", "flame-label", n.name);
+  const label = el("div", "flame-label", n.name);
   label.title = `${n.name}: ${n.samples} samples`;
   box.appendChild(label);
-  const kids = node("div", "flame-children");
+  const kids = el("div", "flame-children");
   for (const c of [...n.children.values()].sort((a, b) => b.samples - a.samples)) kids.appendChild(flameNode(c, n.samples));
   box.appendChild(kids);
   return box;
@@ -111,8 +103,8 @@ function flameSection() {
   for (const g of groups) {
     const members = (watch.processes || []).filter((p) => g.pids.includes(p.pid));
     const tree = flameTree(members);
-    const box = node("div", "flame");
-    box.appendChild(node("h3", "", `${g.what}: ${tree.samples} samples`));
+    const box = el("div", "flame");
+    box.appendChild(el("h3", "", `${g.what}: ${tree.samples} samples`));
     if (tree.samples > 0) box.appendChild(flameNode(tree, tree.samples));
     s.appendChild(box);
   }
@@ -125,7 +117,7 @@ function main() {
   document.title = title;
   const page = document.querySelector("main");
   page.textContent = "";
-  const column = node("div", "watch");
+  const column = el("div", "watch");
   for (const s of [verdictSection(), timelineSection(), flameSection()]) column.appendChild(s);
   page.appendChild(column);
 }
