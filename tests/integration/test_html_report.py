@@ -297,3 +297,13 @@ def test_watchdog_bundle_holds_both_pages(targets, tmp_path):
         assert page.eval("window.__pwned === undefined")
     assert set(b.requests) <= {(bundle / n).as_uri() for n in ("report.html", "timeline.html")}, b.requests
     assert b.console_errors == []
+
+
+def test_watch_html_is_for_a_window_only(tmp_path):
+    run = hs.run_hangscan(["watch", "--stall", "3", "--output", str(tmp_path / "b"), "--pid", str(os.getpid()),
+                           "--html", str(tmp_path / "w.html")], parse_json=False)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: --html writes the page of one window on this machine; not with --stall or --slurm-job",
+        "hint: the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)"]
+    assert not (tmp_path / "b").exists() and not (tmp_path / "w.html").exists()

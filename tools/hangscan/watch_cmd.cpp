@@ -141,6 +141,14 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
 }
 
 int run_watch(const WatchCmdOptions& given) {
+  // --html is a window's page: the watchdog's bundles hold their own pages.
+  if (!given.html_file.empty() && (given.stall > 0 || !given.slurm_job.empty())) {
+    print_error(
+        "--html writes the page of one window on this machine; not with --stall or "
+        "--slurm-job",
+        "the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)");
+    return kExitUsage;
+  }
   if (!given.slurm_job.empty() && !given.node_local) {
     if (!given.pids.empty() || !given.match.empty() || given.ptrace || given.gcore.requested()) {
       print_error(
