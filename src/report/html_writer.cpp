@@ -95,14 +95,14 @@ json pruned(json obj) {
   return obj;
 }
 
-// A thread as [tid, shape, blocked_s, cpu_ticks], trailing nulls and zeros left out.
+// A thread as [tid, shape, blocked_s, cpu_ticks]: no CPU ticks (0) and then no blocked time
+// (null) are left out at the end.
 json thread_record(json thread, Shapes& shapes) {
   json record = json::array({thread["tid"], nullptr, thread["blocked_s"], thread["cpu_ticks"]});
   for (const char* k : {"tid", "blocked_s", "cpu_ticks"}) thread.erase(k);
   record[1] = shapes.intern(pruned(std::move(thread)));
-  while (record.size() > 2 && (record.back().is_null() || record.back() == 0)) {
-    record.erase(record.size() - 1);
-  }
+  if (record[3].is_null() || record[3] == 0) record.erase(3);
+  if (record.size() == 3 && record[2].is_null()) record.erase(2);
   return record;
 }
 

@@ -128,14 +128,18 @@ class Browser:
                 return answer.get("result", {})
             self._note(answer)
 
-    def wait_event(self, method, deadline):
+    def wait_event(self, method, deadline, session=None):
+        """The next `method` event (of `session`, when given: another page's load is not ours)."""
+        def ours(e):
+            return e.get("method") == method and (session is None or e.get("sessionId") == session)
         for i, e in enumerate(self.events):
-            if e.get("method") == method:
+            if ours(e):
                 return self.events.pop(i)
         while True:
             msg = self._read_message(deadline)
             self._note(msg)
-            if msg.get("method") == method:
+            if ours(msg):
+                self.events.remove(msg)
                 return msg
 
     def open(self, url):
@@ -144,8 +148,14 @@ class Browser:
         page = Page(self, session)
         for domain in ("Page", "Runtime", "Network", "Log"):
             self.call(f"{domain}.enable", session=session)
+        # Only the load that follows our navigation: about:blank's own load may come late.
+        self.events = [e for e in self.events if e.get("sessionId") != session]
         self.call("Page.navigate", {"url": url}, session=session)
-        self.wait_event("Page.loadEventFired", time.monotonic() + self.timeout)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self.wait_event("Page.loadEventFired", deadline, session)
+            if page.eval("location.href !== 'about:blank' && document.readyState === 'complete'"):
+                break
         return page
 
 
