@@ -49,7 +49,7 @@ const char* granularity_name(GroupOptions::Granularity g) {
   return "function";
 }
 
-void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
+void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInterner* stacks) {
   if (!a) {
     for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members",
                           "missing_ranks", "notes", "wait_chains", "grouping"}) {
@@ -71,7 +71,7 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a) {
                       {"pids", g.pids},
                       {"hosts", g.hosts},
                       {"suspect", g.suspect},
-                      {"frames", frames_to_json(g.frames)},
+                      {"frames", stack_json(g.frames, stacks)},
                       {"wait", std::move(wait)}});
   }
   doc["groups"] = std::move(groups);
@@ -275,15 +275,15 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"diagnostics", std::move(diags)}};
 }
 
-json job_to_json(const JobSnapshot& job, const Analysis* analysis) {
+json job_to_json(const JobSnapshot& job, const Analysis* analysis, StackInterner* stacks) {
   json doc;
   doc["schema"] = kSchemaName;
   doc["job_id"] = string_or_null(job.job_id);
   doc["expected_world_size"] = opt(job.expected_world_size);
   json processes = json::array();
-  for (const ProcessSnapshot& p : job.processes) processes.push_back(process_to_json(p));
+  for (const ProcessSnapshot& p : job.processes) processes.push_back(process_to_json(p, stacks));
   doc["processes"] = std::move(processes);
-  add_analysis(doc, job, analysis);
+  add_analysis(doc, job, analysis, stacks);
   json unreachable = json::array();
   for (const UnreachableNode& u : job.unreachable)
     unreachable.push_back({{"host", u.host}, {"reason", u.reason}});

@@ -33,8 +33,10 @@ nlohmann::json diagnostic_to_json(const Diagnostic& d);
 // With `stacks`, the thread's frames / native_frames / kernel_frames are stack indexes.
 nlohmann::json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks = nullptr);
 nlohmann::json process_to_json(const ProcessSnapshot& p, StackInterner* stacks = nullptr);
-// The whole document; groups/suspects/... are null when `analysis` is null.
-nlohmann::json job_to_json(const JobSnapshot& job, const Analysis* analysis);
+// The whole document; groups/suspects/... are null when `analysis` is null. With `stacks`, every
+// thread's and group's stack is an index (the HTML page's interned data).
+nlohmann::json job_to_json(const JobSnapshot& job, const Analysis* analysis,
+                           StackInterner* stacks = nullptr);
 
 // indent < 0: one line (the agent and --json-compact); otherwise pretty-printed.
 std::string write_json(const JobSnapshot& job, const Analysis* analysis, int indent = 2);

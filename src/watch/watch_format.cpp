@@ -4,6 +4,7 @@
 
 #include "group/roles.h"
 #include "python/merge.h"
+#include "report/html_writer.h"
 #include "report/json_writer.h"
 #include "report/text_writer.h"
 #include "util/escape.h"
@@ -200,6 +201,13 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["diagnostics"] = nlohmann::json::array();
   for (const auto& d : r.diagnostics) j["diagnostics"].push_back(diagnostic_to_json(d));
   return j;
+}
+
+std::string watch_html(const WatchReport& r) { return watch_html(watch_json(r)); }
+
+std::string watch_html(const nlohmann::json& doc) {
+  std::string data = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return html_page(json_for_script(data), HtmlView::watch);
 }
 
 }  // namespace hangscan

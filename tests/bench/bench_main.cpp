@@ -21,7 +21,9 @@
 
 #include "group/analysis.h"
 #include "report/agent_format.h"
+#include "report/html_writer.h"
 #include "report/json_reader.h"
+#include "report/json_writer.h"
 #include "synth_job.h"
 #include "util/shared_stacks.h"
 
@@ -62,8 +64,10 @@ struct Args {
   int nodes = 10000;
   int ranks_per_node = 8;
   int merge_depth = 60;
-  int threads = 2;       // parser threads in the merge benchmark
-  bool enforce = false;  // fail when over the promised limits
+  int threads = 2;        // parser threads in the merge benchmark
+  bool enforce = false;   // fail when over the promised limits
+  std::string html_file;  // --html FILE: write the page of the HTML benchmark job there
+  int html_ranks = 10000;
 };
 
 // Returns false when the analysis did not find exactly the synthetic odd ranks.
@@ -165,6 +169,31 @@ int run_merge(const Args& args) {
   return 0;
 }
 
+// The HTML report of the page job (synth_job.h): its size and how long it takes to make; the
+// browser's part is measured by tests/bench/bench_html.py, which opens the file.
+int run_html(const Args& args) {
+  PageJobOptions o;
+  o.ranks = args.html_ranks;
+  JobSnapshot job = make_page_job(o);
+  auto t0 = Clock::now();
+  double c0 = cpu_seconds();
+  Analysis a = analyze(job, GroupOptions{});
+  std::string page = render_html(job, a);
+  double make_s = seconds_since(t0);
+  double make_cpu = cpu_seconds() - c0;
+  bool ok = a.suspects.size() == page_job_odd_ranks(o);
+  std::ofstream(args.html_file, std::ios::binary) << page;
+  double peak = peak_rss_mb();
+  // What the page held before its data was interned: the plain hangscan/1 document.
+  double plain_mb = static_cast<double>(write_json(job, &a, -1).size()) / 1e6;
+  std::printf(
+      "| html | %d ranks x %d threads, at most %d distinct stacks | analyze+render %.3f s wall, "
+      "%.3f s CPU | %.0f MB | %s, %.2f MB page (the plain hangscan/1 document: %.1f MB) |\n",
+      o.ranks, o.threads, o.stacks, make_s, make_cpu, peak, ok ? "ok" : "WRONG ANSWER",
+      static_cast<double>(page.size()) / 1e6, plain_mb);
+  return ok ? 0 : 1;
+}
+
 // Runs one benchmark in a child so peak RSS figures do not mix.
 int in_child(int (*fn)(const Args&), const Args& args) {
   std::fflush(stdout);
@@ -214,15 +243,21 @@ int main(int argc, char** argv) {
       args.threads = int_arg(argv[++i]);
     } else if (a == "--merge-depth" && has_value) {
       args.merge_depth = int_arg(argv[++i]);
+    } else if (a == "--html" && has_value) {
+      args.html_file = argv[++i];
+    } else if (a == "--html-ranks" && has_value) {
+      args.html_ranks = int_arg(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: hs_bench [--quick] [--enforce] [--group-only|--merge-only] [--ranks N] "
-                   "[--depth D] [--nodes N] "
-                   "[--ranks-per-node R] [--merge-depth D] [--threads T]\n");
+      std::fprintf(
+          stderr,
+          "usage: hs_bench [--quick] [--enforce] [--group-only|--merge-only] [--ranks N] "
+          "[--depth D] [--nodes N] "
+          "[--ranks-per-node R] [--merge-depth D] [--threads T] [--html FILE [--html-ranks N]]\n");
       return 64;
     }
   }
   std::printf("| benchmark | input | time | peak RSS | result |\n|---|---|---|---|---|\n");
+  if (!args.html_file.empty()) return in_child(run_html, args);  // the HTML benchmark alone
   int rc_group = skip_group ? 0 : in_child(run_group, args);
   int rc_merge = skip_merge ? 0 : in_child(run_merge, args);
   return rc_group ? rc_group : rc_merge;

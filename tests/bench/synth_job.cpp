@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "../unit/group/job_builder.h"
 #include "util/stack_table.h"
 
 namespace hangscan::bench {
@@ -96,6 +97,81 @@ JobSnapshot make_synthetic_job(const SynthOptions& o, int first, int count) {
       h.state = 'S';
       h.frames = stacks.intern(FrameStack{frame("poll", 50, r % 3)});
       p.threads.push_back(std::move(h));
+    }
+    job.processes.push_back(std::move(p));
+  }
+  return job;
+}
+
+namespace {
+
+// Rank r's main-thread stack: 0 (the majority), or one of the others for every 50th rank.
+int page_variant(const PageJobOptions& o, int r) {
+  int odd = std::max(1, o.stacks - (o.threads - 1) - 1);
+  return r % 50 == 7 ? 1 + (r / 50) % odd : 0;
+}
+
+}  // namespace
+
+std::size_t page_job_odd_ranks(const PageJobOptions& o) {
+  std::size_t n = 0;
+  for (int r = 0; r < o.ranks; ++r) n += page_variant(o, r) != 0 ? 1 : 0;
+  return n;
+}
+
+JobSnapshot make_page_job(const PageJobOptions& o) {
+  static const char* const kHelpers[] = {"gloo:tcp",   "pt_autograd_0", "pt_data_worker",
+                                         "pt_elastic", "python3",       "nccl:watchdog",
+                                         "pin_memory"};
+  JobSnapshot job;
+  StackTable stacks;
+  job.expected_world_size = o.ranks;
+  job.processes.reserve(static_cast<std::size_t>(o.ranks));
+  for (int r = 0; r < o.ranks; ++r) {
+    ProcessSnapshot p;
+    p.host = fmt::format("node{:05d}", r / 8);
+    p.pid = 20000 + r;
+    p.ppid = 19000 + r / 8;
+    p.start_ticks = 123456 + static_cast<std::uint64_t>(r);
+    p.rank = r;
+    p.world_size = o.ranks;
+    p.local_rank = r % 8;
+    p.role = "rank";
+    p.launcher = "torchrun";
+    p.cmdline = {"/usr/bin/python3", "train.py", "--config", "big.yaml"};
+    p.exe = "/usr/bin/python3.11";
+    p.state = 'S';
+    p.cpu_percent = 0.5 * (r % 7);
+    p.captured_at = 1764255000.0 + 0.001 * r;
+    p.memory.emplace();
+    p.memory->rss_bytes = 1000000000ULL + 4096ULL * static_cast<std::uint64_t>(r);
+    int v = page_variant(o, r);
+    std::vector<Frame> main;
+    for (int d = o.depth - 1; d >= 0; --d) {  // innermost first; variants part 6 frames up
+      if (v == 0 || d < o.depth - 6)
+        main.push_back(frame(fmt::format("step_{}", d), d % 7, 10 + d));
+      else main.push_back(frame(fmt::format("odd{}_{}", v, d), 100 + v, 20 + d));
+    }
+    for (int k = 0; k < o.threads; ++k) {
+      ThreadSnapshot t;
+      t.tid = k == 0 ? p.pid : 100000 + r * o.threads + k;
+      t.name = k == 0 ? "pt_main_thread" : kHelpers[(k - 1) % 7];
+      t.state = 'S';
+      t.syscall = "futex";
+      t.is_main = k == 0;
+      t.cpu_ticks = static_cast<std::uint64_t>(r % 97 + k);
+      t.blocked_s = 120.0 + 0.01 * (r % 1000);
+      if (k == 0) {
+        t.frames = stacks.intern(std::vector<Frame>(main));
+      } else {
+        t.frames = stacks.intern(FrameStack{
+            testing::native("__futex_abstimed_wait_common", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                            0x8a000),
+            testing::native(fmt::format("helper_loop_{}", k), "/opt/lib/libtorch_cpu.so",
+                            0x100000 + 0x40 * static_cast<std::uint64_t>(k)),
+            testing::native("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x89000)});
+      }
+      p.threads.push_back(std::move(t));
     }
     job.processes.push_back(std::move(p));
   }

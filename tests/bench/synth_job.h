@@ -32,4 +32,18 @@ inline JobSnapshot make_synthetic_job(const SynthOptions& o) {
 // How many ranks are not in class 0: what analyze() must name as suspects.
 std::size_t synth_minority_count(const SynthOptions& o);
 
+// The HTML report's benchmark job (issue 34): `ranks` ranks of `threads` threads each, filled
+// as a real dump fills them (names, states, calls, blocked times, memory, command lines), in
+// `stacks` distinct stacks: threads - 1 helper stacks and the rest main-thread stacks, one of
+// them held by every rank but the few that each stand in one of the others.
+struct PageJobOptions {
+  int ranks = 10000;
+  int threads = 8;
+  int stacks = 200;
+  int depth = 30;  // frames of the main thread's stacks
+};
+JobSnapshot make_page_job(const PageJobOptions& o);
+// The ranks that are not in the majority's main-thread stack.
+std::size_t page_job_odd_ranks(const PageJobOptions& o);
+
 }  // namespace hangscan::bench

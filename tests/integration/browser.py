@@ -13,6 +13,7 @@ answers on fd 4, each message JSON ending in a NUL byte); this module is that pr
 """
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -34,11 +35,20 @@ def chromium():
     return path
 
 
+def _above_4(fd):
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return high
+
+
 class Browser:
     def __init__(self, tmpdir, timeout=30.0):
         self.timeout = timeout
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
+        # Above 4: a pipe end that is fd 3 or 4 here would be closed by the redirections below
+        # right after they made it the browser's fd 3 or 4 (so it is, in a process with few files).
+        to_chrome_r, from_chrome_w = (_above_4(fd) for fd in (to_chrome_r, from_chrome_w))
         argv = [chromium(), *FLAGS, f"--user-data-dir={tmpdir}/chromium-profile", "about:blank"]
         # fd 3: commands in, fd 4: answers out (what --remote-debugging-pipe expects).
         shell = f'exec "$@" 3<&{to_chrome_r} 4>&{from_chrome_w} {to_chrome_r}<&- {from_chrome_w}>&-'
@@ -118,14 +128,18 @@ class Browser:
                 return answer.get("result", {})
             self._note(answer)
 
-    def wait_event(self, method, deadline):
+    def wait_event(self, method, deadline, session=None):
+        """The next `method` event (of `session`, when given: another page's load is not ours)."""
+        def ours(e):
+            return e.get("method") == method and (session is None or e.get("sessionId") == session)
         for i, e in enumerate(self.events):
-            if e.get("method") == method:
+            if ours(e):
                 return self.events.pop(i)
         while True:
             msg = self._read_message(deadline)
             self._note(msg)
-            if msg.get("method") == method:
+            if ours(msg):
+                self.events.remove(msg)
                 return msg
 
     def open(self, url):
@@ -134,8 +148,14 @@ class Browser:
         page = Page(self, session)
         for domain in ("Page", "Runtime", "Network", "Log"):
             self.call(f"{domain}.enable", session=session)
+        # Only the load that follows our navigation: about:blank's own load may come late.
+        self.events = [e for e in self.events if e.get("sessionId") != session]
         self.call("Page.navigate", {"url": url}, session=session)
-        self.wait_event("Page.loadEventFired", time.monotonic() + self.timeout)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self.wait_event("Page.loadEventFired", deadline, session)
+            if page.eval("location.href !== 'about:blank' && document.readyState === 'complete'"):
+                break
         return page
 
 

@@ -72,7 +72,7 @@ def test_pdsh_output_replaces_a_planted_link_never_its_target(targets, tmp_path,
     run = hs.run_hangscan(pdsh_args(f"{token[:-1]}[{token[-1]}]", "--output", out))
     assert run.rc == 0, run.describe()
     assert victim.read_text() == "victim\n"
-    assert sorted(os.listdir(out)) == ["n1.txt", "report.txt"]
+    assert sorted(os.listdir(out)) == ["n1.txt", "report.html", "report.txt"]
     for name in ("n1.txt", "report.txt"):
         assert not os.path.islink(out / name)
         assert f"Process {target.pid}: " in (out / name).read_text()
@@ -154,7 +154,8 @@ def test_a_full_disk_leaves_no_empty_file_and_says_why(full_fs):
             "no partial file was left there")
     errors = [line for line in run.stderr.splitlines() if "n1 warning" not in line]
     assert errors == [f"hangscan: cannot write {full_fs}/n1.txt: No space left on device", hint,
-                      f"hangscan: cannot write {full_fs}/report.txt: No space left on device", hint], run.stderr
+                      f"hangscan: cannot write {full_fs}/report.txt: No space left on device", hint,
+                      f"hangscan: cannot write {full_fs}/report.html: No space left on device", hint], run.stderr
     assert os.listdir(full_fs) == ["filler"]
 
 

@@ -114,12 +114,40 @@ def test_output_dir_has_one_file_per_node(cluster, job):
         run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--json", "--output", out, "--timeout", "60")
         assert run.rc == 0, run.describe()
         names = sorted(os.listdir(out))
-        assert names == ["n1.txt", "n2.txt", "n3.txt", "report.json", "report.txt"], names
+        assert names == ["n1.txt", "n2.txt", "n3.txt", "report.html", "report.json", "report.txt"], names
         n2 = Path(out, "n2.txt").read_text()
         assert "wait_for_checkpoint" in n2, n2
         assert "wait_for_checkpoint" not in Path(out, "n1.txt").read_text()
         assert json.loads(Path(out, "report.json").read_text())["suspects"] == [ODD]
         assert "rank 3" in Path(out, "report.txt").read_text()
+
+
+def test_html_page_of_the_job_in_a_browser(cluster, job, tmp_path):
+    """--html FILE beside the text: the 3-node job's page in headless Chromium (browser.py)."""
+    browser = pytest.importorskip("browser")
+    browser.chromium()
+    page_file = tmp_path / "job.html"
+    run = slurm_hangscan(cluster, "--slurm-job", job.job_id, "--timeout", "60", "--html", page_file)
+    assert run.rc == 0, run.describe()
+    assert run.stdout.splitlines()[1].startswith("SUSPECT rank 3 "), run.stdout[:300]
+    odd_line = hs.hs_line("ring_allreduce.py", "odd")
+    with browser.Browser(tmp_path) as b:
+        page = b.open(page_file.as_uri())
+        verdict = page.eval("document.getElementById('verdict').innerText")
+        assert "SUSPECT rank 3" in verdict and "n2" in verdict, verdict
+        assert page.eval("[...document.querySelectorAll('#tree .node.suspect-path .ranks')]"
+                         ".filter(e => e.offsetParent !== null).map(e => e.textContent)")[-1] == "[3]"
+        page.eval("document.querySelector('#verdict button.member').click()")
+        shown = page.eval("document.getElementById('page').innerText").splitlines()
+        assert shown[0] == f"rank 3 (pid {job.pids[ODD]}, n2)", shown
+        assert f"wait_for_checkpoint (ring_allreduce.py:{odd_line})" in shown, shown
+        page.eval("const s = document.getElementById('search'); s.value = 'rank 5';"
+                  "s.dispatchEvent(new Event('input'))")
+        rows = page.eval("[...document.querySelectorAll('#processes tr.proc td')]"
+                         ".map(e => e.textContent)")
+        assert rows[:3] == ["rank 5", str(job.pids[5]), job.node_of(5)], rows
+    assert set(b.requests) <= {page_file.as_uri()}, b.requests
+    assert b.console_errors == []
 
 
 def test_folded_format(cluster, job):

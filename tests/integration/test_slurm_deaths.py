@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import browser
 import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
@@ -123,5 +124,17 @@ def test_oom_killed_rank_is_named_with_its_node_and_sacct_state(cluster, oom_job
         rf"\(memory cgroup {re.escape(cgroup)}: limit 100 MiB, rss {rss_mib} MiB\); "
         rf"Slurm: step {re.escape(step)} OUT_OF_MEMORY \(exit code 0:125\); "
         rf"ranks 0,2 wait for it in barrier \(slurm_barrier_rank.py:{barrier}\)", reason), reason
-    text = hs.run_hangscan(["--slurm-job", job_id], env=cluster.env, timeout=120)
-    assert reason in text.stdout, text.stdout
+    with tempfile.TemporaryDirectory(prefix="hs-slurm-html-") as tmp:
+        page_file = Path(tmp) / "job.html"
+        text = hs.run_hangscan(["--slurm-job", job_id, "--html", str(page_file)], env=cluster.env, timeout=120)
+        assert reason in text.stdout, text.stdout
+        # The page (--html beside the text) says the same in a browser (test_html_report.py).
+        if shutil.which("chromium"):
+            with browser.Browser(Path(tmp)) as b:
+                page = b.open(page_file.as_uri())
+                verdict = page.eval("document.getElementById('verdict').innerText").splitlines()
+                assert f"SUSPECT {reason}" in verdict, verdict
+                assert page.eval("[...document.querySelectorAll('#processes button.member')]"
+                                 ".map(e => e.textContent)") == ["rank 0", "rank 2"]
+            assert set(b.requests) <= {page_file.as_uri()}, b.requests
+            assert b.console_errors == []

@@ -511,7 +511,7 @@ def test_watchdog_fires_on_a_stopped_job_and_names_the_odd_rank(ebpf, pool, tmp_
     m = re.search(r"stall: no watched rank made progress for \d+ s; capture written to (\S+)", run.stdout)
     assert m, run.describe()
     bundle = Path(m.group(1))
-    for name in ("report.txt", "report.json", "timeline.txt", "timeline.json"):
+    for name in ("report.txt", "report.json", "timeline.txt", "timeline.json", "report.html", "timeline.html"):
         assert (bundle / name).is_file(), name
     report = json.loads((bundle / "report.json").read_text())
     assert report["suspects"] == [2], report["suspect_reasons"]

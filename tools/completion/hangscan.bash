@@ -20,7 +20,7 @@ _hangscan() {
   COMPREPLY=()
 
   case $prev in
-    --format) mapfile -t COMPREPLY < <(compgen -W "text json dot svg folded" -- "$cur"); return ;;
+    --format) mapfile -t COMPREPLY < <(compgen -W "text json dot svg folded html" -- "$cur"); return ;;
     --unwinder) mapfile -t COMPREPLY < <(compgen -W "libdw libunwind" -- "$cur"); return ;;
     --threads) mapfile -t COMPREPLY < <(compgen -W "main all gil matching" -- "$cur"); return ;;
     --granularity) mapfile -t COMPREPLY < <(compgen -W "function line pc" -- "$cur"); return ;;
@@ -34,7 +34,7 @@ _hangscan() {
       return ;;
     -o | --output-dir | --gcore-dir | --output | --sysroot | --lib-path | --copy-agent)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
-    --agent-path | --exe | --hostfile | --remote-setup | --log)
+    --agent-path | --exe | --hostfile | --remote-setup | --log | --html)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --match | --thread-regex | --top | --samples | --interval | --timeout | --timeout-ms | -w | -f | \
       --max-size | --gcore-max-size | --signal | --node | --exclude-step | --write-core | --for | --rate | \

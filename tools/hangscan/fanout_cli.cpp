@@ -29,8 +29,9 @@ bool write_file(const OutputDir& dir, const std::string& name, std::string text)
   return st.ok();
 }
 
-// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report, each
-// replaced whole or left as it was (util/safe_output.h).
+// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report (text,
+// the HTML page, and the chosen format), each replaced whole or left as it was
+// (util/safe_output.h).
 bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
                       const Analysis& analysis, const FanoutCliOptions& o, const OutputDir& dir) {
   auto groups = group_options(o.output);
@@ -50,8 +51,11 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
   }
   const Analysis& a = analysis;
   ok &= write_file(dir, "report.txt", render_report(merged, a, text));
+  OutputOptions html = text;
+  html.format = "html";
+  ok &= write_file(dir, "report.html", render_report(merged, a, html));
   const std::string ext = report_extension(o.output);
-  if (!ext.empty() && ext != "txt") {
+  if (!ext.empty() && ext != "txt" && ext != "html") {
     ok &= write_file(dir, "report." + ext, render_report(merged, a, o.output));
   }
   return ok;
@@ -66,7 +70,7 @@ void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
   app->add_option("--agent-path", o.agent_path,
                   "hangscan binary on the nodes (default: this binary's path)");
   app->add_option("--output", o.output_dir,
-                  "Also write one text file per node and the merged report to DIR");
+                  "Also write one text file per node and the merged report (text, HTML) to DIR");
   app->add_flag("-v,--verbose", o.verbose, "Print the commands run and their timing");
   add_capture_flags(app, o.capture);
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "report/report_writers.h"
 #include "util/pattern.h"
+#include "util/safe_output.h"
 
 namespace hangscan::cli {
 
@@ -33,6 +35,8 @@ void add_output_options(CLI::App* sub, OutputOptions& o) {
   sub->add_option("--format", o.format, "Output format")
       ->check(CLI::IsMember(report_format_names()))
       ->capture_default_str();
+  sub->add_option("--html", o.html_file,
+                  "Also write the HTML report (docs/html-report.md) to FILE");
   sub->add_option("--threads", o.group_threads, "Threads that identify a rank when grouping")
       ->check(CLI::IsMember({"main", "all", "gil", "matching"}))
       ->capture_default_str();
@@ -134,12 +138,42 @@ Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
 
 bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {
   ReportWriter w = chosen_writer(o);
-  if (!w.filter.empty()) return write_filtered(w, w.render(job, analysis, render_options(o)));
-  OutputOptions shown = o;
-  shown.width = stdout_terminal_width();
-  std::string text = render_report(job, analysis, shown);
-  if (!text.empty() && text.back() != '\n') text += '\n';
-  return write_stdout(text);
+  bool ok = false;
+  if (!w.filter.empty()) {
+    ok = write_filtered(w, w.render(job, analysis, render_options(o)));
+  } else {
+    OutputOptions shown = o;
+    shown.width = stdout_terminal_width();
+    std::string text = render_report(job, analysis, shown);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    ok = write_stdout(text);
+  }
+  if (!o.html_file.empty()) ok &= write_html_file(job, analysis, o.html_file);
+  return ok;
+}
+
+bool write_html_file(const JobSnapshot& job, const Analysis& analysis, const std::string& file) {
+  return write_page_file(find_report_writer("html")->render(job, analysis, {}), file);
+}
+
+bool write_page_file(const std::string& page, const std::string& file) {
+  std::filesystem::path path(file);
+  std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    print_error(fmt::format("--html {} names a directory, not a file", file),
+                "give the page a file name, e.g. --html report.html");
+    return false;
+  }
+  OutputDirOptions options;
+  options.option = "--html";
+  auto dir = OutputDir::open(path.has_parent_path() ? path.parent_path().string() : ".", options);
+  if (!dir) {
+    print_error(dir.error());
+    return false;
+  }
+  auto written = dir->write_file(name, page);
+  if (!written) print_error(written.error());
+  return written.ok();
 }
 
 bool write_stdout(const std::string& text) {

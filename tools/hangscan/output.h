@@ -22,10 +22,11 @@ struct OutputOptions {
   std::string thread_regex;
   std::string granularity = "function";
   int top = 0;
-  int width = 0;  // text: cut lines to this many columns; 0 never (files, pipes)
+  int width = 0;          // text: cut lines to this many columns; 0 never (files, pipes)
+  std::string html_file;  // --html FILE: the HTML page too, beside whatever stdout shows
 };
 
-// Adds --json, --format, --threads, --thread-regex, --granularity, --top, --main-only.
+// Adds --json, --format, --html, --threads, --thread-regex, --granularity, --top, --main-only.
 void add_output_options(CLI::App* sub, OutputOptions& o);
 
 // True when stdout is a terminal and NO_COLOR is not set.
@@ -42,10 +43,17 @@ int stdout_terminal_width();
 Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o);
 
 // Writes the report of `job` grouped as `analysis` to stdout, text cut to the terminal's width
-// when stdout is one. Returns false (with one line printed on stderr) when the report could
-// not be produced or could not be written (a full disk, /dev/full, a closed stdout, `dot`
-// missing).
+// when stdout is one, and with --html FILE the HTML page to FILE. Returns false (with one line
+// printed on stderr) when the report could not be produced or could not be written (a full disk,
+// /dev/full, a closed stdout, `dot` missing).
 bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);
+
+// --html FILE: the page written whole through OutputDir (util/safe_output.h), so a link planted
+// at FILE is replaced, never followed, and a refused directory is said with its hint. Why apart
+// from --format: a person wants the text on the terminal and the page to open afterwards.
+bool write_html_file(const JobSnapshot& job, const Analysis& analysis, const std::string& file);
+// The same for a page already made (watch's).
+bool write_page_file(const std::string& page, const std::string& file);
 
 // Writes `text` to stdout and flushes; false, with "cannot write the report: REASON" on
 // stderr, when that fails. Why one function: exit 0 must mean the report reached its reader.

@@ -13,6 +13,7 @@
 #include "output.h"
 #include "util/escape.h"
 #include "util/safe_output.h"
+#include "watch/watch_format.h"
 
 namespace hangscan::cli {
 
@@ -67,11 +68,15 @@ Result<std::string> write_stall_bundle(const std::string& output_dir, const std:
   OutputOptions text;
   OutputOptions js;
   js.format = "json";
+  OutputOptions html;
+  html.format = "html";
   const std::pair<const char*, std::string> files[] = {
       {"report.txt", fmt::format("stall: {}\n\n{}", reason, render_report(job, analysis, text))},
       {"report.json", render_report(job, analysis, js)},
+      {"report.html", render_report(job, analysis, html)},
       {"timeline.txt", timeline.text},
-      {"timeline.json", timeline.json.dump(2) + "\n"}};
+      {"timeline.json", timeline.json.dump(2) + "\n"},
+      {"timeline.html", watch_html(timeline.json)}};
   for (const auto& [name, content] : files) {
     if (auto st = dir->write_file(name, content); !st) return std::move(st).error();
   }

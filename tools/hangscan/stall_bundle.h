@@ -2,7 +2,8 @@
 //
 // Why one writer: `watch --stall` on one machine and across the nodes of a Slurm job fire for
 // the same reasons and must leave the same files (report.txt with the reason first,
-// report.json as `dump --json`, timeline.txt and timeline.json as `watch` prints them), so a
+// report.json as `dump --json`, timeline.txt and timeline.json as `watch` prints them, and the
+// pages of both, report.html and timeline.html: docs/html-report.md), so a
 // reader or a script finds one layout whichever watchdog wrote it; and both judge --log alike.
 #pragma once
 
@@ -34,7 +35,7 @@ void print_stall(const std::string& reason, const std::string& dir);
 bool output_dir_usable(const std::string& output_dir);
 
 // Creates OUTPUT_DIR/stall-YYYYMMDDTHHMMSS/ new (mode 0755; "-2", "-3" ... when taken) through
-// the checked OUTPUT_DIR and writes the four files in it as OutputDir::write_file does;
+// the checked OUTPUT_DIR and writes the six files in it as OutputDir::write_file does;
 // returns its path.
 Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
                                        const JobSnapshot& job, const Analysis& analysis,

@@ -41,6 +41,7 @@ struct WatchCmdOptions {
   std::string match;
   double seconds = 10;
   bool json = false;
+  std::string html_file;  // --html FILE: the page too (timelines, flame graphs)
   int rate = 19;
   int wait_ms = 10;
   double stall = 0;
@@ -140,6 +141,14 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
 }
 
 int run_watch(const WatchCmdOptions& given) {
+  // --html is a window's page: the watchdog's bundles hold their own pages.
+  if (!given.html_file.empty() && (given.stall > 0 || !given.slurm_job.empty())) {
+    print_error(
+        "--html writes the page of one window on this machine; not with --stall or "
+        "--slurm-job",
+        "the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)");
+    return kExitUsage;
+  }
   if (!given.slurm_job.empty() && !given.node_local) {
     if (!given.pids.empty() || !given.match.empty() || given.ptrace || given.gcore.requested()) {
       print_error(
@@ -297,6 +306,8 @@ int run_watch(const WatchCmdOptions& given) {
   }
   std::string text = o.json ? watch_json(report).dump(2) + "\n" : watch_text(report);
   if (!write_stdout(text)) return kExitNothing;
+  if (!o.html_file.empty() && !write_page_file(watch_html(report), o.html_file))
+    return kExitNothing;
   return report.processes.empty() ? kExitNothing : kExitComplete;
 }
 
@@ -315,6 +326,9 @@ void add_watch_command(CLI::App& app, Action& action) {
       ->check(finite_number("a number of seconds", 0.1, 86400.0))
       ->capture_default_str();
   sub->add_flag("--json", opts->json, "JSON output (docs/output-schema.md, 'watch')");
+  sub->add_option(
+      "--html", opts->html_file,
+      "Also write the HTML page (timelines, flame graphs: docs/html-report.md) to FILE");
   sub->add_option("--rate", opts->rate, "On-CPU samples per second per CPU")
       ->check(whole_number("a rate in Hz", 1, 1000))
       ->capture_default_str();

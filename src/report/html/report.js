@@ -1,23 +1,36 @@
 // hangscan's HTML report (issue 34): the page is built from the embedded hangscan/1 document.
 // Everything a target controls (names, files, locals, command lines) is put into the page as
-// text (textContent), never as markup; the page loads nothing from anywhere.
-"use strict";
+// text (textContent, through common.js's el()), never as markup; the page loads nothing from
+// anywhere.
 
+// The data (hangscan-html/1, report/html_writer.h) stores what ranks share once: frames,
+// stacks (lists of frame indexes), thread shapes and process shapes. Stacks become arrays of
+// shared frame objects here; a process's threads are put together when its page is shown.
 const data = JSON.parse(document.getElementById("hs-data").textContent);
-const processes = data.processes || [];
-const groups = data.groups || [];
+const stacks = (data.stacks || []).map((ids) => ids.map((i) => data.frames[i]));
+const stackOf = (v) => (typeof v === "number" ? stacks[v] : v || []);
+const threadShapes = (data.thread_shapes || []).map((s) => Object.assign({}, s, {
+  frames: stackOf(s.frames), native_frames: stackOf(s.native_frames),
+  kernel_frames: stackOf(s.kernel_frames)}));
+// A process is a row of data.process_columns (its shape first); its shape holds the rest.
+const processes = (data.processes || []).map((row) => {
+  const p = Object.assign({}, (data.process_shapes || [])[row[0]]);
+  data.process_columns.forEach((k, i) => { if (row[i] !== undefined && row[i] !== null) p[k] = row[i]; });
+  return p;
+});
+const groups = (data.groups || []).map((g) => Object.assign({}, g, { frames: stackOf(g.frames) }));
+
+// A thread record is [tid, shape, blocked_s, cpu_ticks]; the last two may be left out.
+function threadsOf(p) {
+  return (p.threads || []).map(([tid, shape, blocked, ticks]) =>
+    Object.assign({ tid, blocked_s: blocked === undefined ? null : blocked, cpu_ticks: ticks || 0 },
+      threadShapes[shape]));
+}
 
 // Library frames hidden by the toggle: the C library, CPython's own machinery, MPI/NCCL/gloo.
 const LIBRARY = [/\/libc\.so/, /\/ld-linux/, /libpython3/, /\/python3(\.\d+)?$/,
   /\/lib\/python3[^/]*\/(?!site-packages|dist-packages)/, /^<frozen /, /libmpi/, /libnccl/,
   /libgloo/, /libtorch/, /^_Py|^Py[A-Z]/, /^__(futex|libc|GI)|^start_thread$|^__clone/];
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
 
 function ranges(nums) {
   const s = [...new Set(nums)].sort((a, b) => a - b);
@@ -93,16 +106,23 @@ function buildTrie(hideLibrary) {
 
 function groupColour(gi) { return `hsl(${(gi * 137) % 360} 55% 40%)`; }
 
+// A node's rank set in ranges ("[0-511,513-1023]"); a long one is cut, with its count, and
+// shown whole on hover.
+const LABEL_CHARS = 80;
+
 function nodeLabel(node) {
-  const ranks = [], pids = [], hosts = [];
+  const ranks = [], pids = [];
   for (const gi of node.groups) {
     const g = groups[gi];
-    ranks.push(...(g.ranks || []));
-    pids.push(...(g.pids || []));
-    hosts.push(...(g.hosts || []));
+    for (const r of g.ranks || []) ranks.push(r);
+    for (const p of g.pids || []) pids.push(p);
   }
-  const named = ranks.length === pids.length && ranks.length > 0;
-  return named ? `[${ranges(ranks)}]` : `[${pids.length} process${pids.length === 1 ? "" : "es"}]`;
+  if (ranks.length !== pids.length || ranks.length === 0)
+    return { text: `[${pids.length} process${pids.length === 1 ? "" : "es"}]` };
+  const all = ranges(ranks);
+  if (all.length <= LABEL_CHARS) return { text: `[${all}]` };
+  const cut = all.lastIndexOf(",", LABEL_CHARS);
+  return { text: `[${all.slice(0, cut)},…] ${ranks.length} ranks`, title: all };
 }
 
 function renderNode(node, parentUl) {
@@ -112,7 +132,9 @@ function renderNode(node, parentUl) {
   const toggle = el("span", "toggle", node.children.size ? "▾" : " ");
   row.appendChild(toggle);
   const gi = [...node.groups][0];
-  const badge = el("span", "ranks", nodeLabel(node));
+  const label = nodeLabel(node);
+  const badge = el("span", "ranks", label.text);
+  if (label.title) badge.title = label.title;
   badge.style.background = node.groups.size === 1 ? groupColour(gi) : "#666";
   row.appendChild(badge);
   row.appendChild(el("span", "fn", frameText(node.frame)));
@@ -141,28 +163,49 @@ function renderTree() {
 
 // ---- processes, search and a rank's page -------------------------------------------------
 
+// Search text of each thread shape's frames, made once; a process matches a search by its own
+// words or by the shapes of its threads.
+const shapeText = threadShapes.map((t) =>
+  t.frames.map((f) => `${f.function || ""}\n${f.file || ""}`).join("\n").toLowerCase());
+
 function processText(p) {
-  const parts = [memberName(p), `pid ${p.pid}`, p.host || "", (p.cmdline || []).join(" ")];
-  for (const t of p.threads || [])
-    for (const f of t.frames || []) parts.push(f.function || "", f.file || "");
-  return parts.join("\n").toLowerCase();
+  if (p.searchText === undefined) {
+    p.searchText = [memberName(p), `pid ${p.pid}`, p.host || "", (p.cmdline || []).join(" ")]
+      .join("\n").toLowerCase();
+  }
+  return p.searchText;
 }
 
-function renderProcesses() {
+// At most this many rows are in the table at once (10,000 rows cost the browser seconds):
+// suspects first, then in the report's order; a search picks the rows among all processes.
+const TABLE_ROWS = 200;
+const suspectKeys = new Set((data.suspect_members || []).map((m) => `${m.host}:${m.pid}`));
+const isSuspect = (p) => suspectKeys.has(`${p.host}:${p.pid}`);
+const tableOrder = processes.filter(isSuspect).concat(processes.filter((p) => !isSuspect(p)));
+
+function renderProcesses(matches) {
   const table = document.getElementById("processes");
-  const suspects = new Set((data.suspect_members || []).map((m) => `${m.host}:${m.pid}`));
+  table.textContent = "";
   const head = el("tr");
   for (const h of ["member", "pid", "host", "state", "role"]) head.appendChild(el("th", "", h));
   table.appendChild(head);
-  for (const p of processes) {
-    const tr = el("tr", suspects.has(`${p.host}:${p.pid}`) ? "suspect" : "");
+  const shown = tableOrder.filter(matches).slice(0, TABLE_ROWS + 1);
+  for (const p of shown.slice(0, TABLE_ROWS)) {
+    const tr = el("tr", "proc" + (isSuspect(p) ? " suspect" : ""));
     const name = el("button", "member", memberName(p));
     name.addEventListener("click", () => showProcess(p));
     const td = el("td");
     td.appendChild(name);
     tr.appendChild(td);
     for (const v of [p.pid, p.host, p.state, p.role]) tr.appendChild(el("td", "", v));
-    tr.dataset.search = processText(p);
+    table.appendChild(tr);
+  }
+  if (shown.length > TABLE_ROWS) {
+    const more = tableOrder.filter(matches).length - TABLE_ROWS;
+    const tr = el("tr", "more");
+    const td = el("td", "muted", `and ${more} more: search to narrow`);
+    td.colSpan = 5;
+    tr.appendChild(td);
     table.appendChild(tr);
   }
 }
@@ -179,8 +222,9 @@ function applySearch() {
         if (li.tagName === "LI") li.classList.remove("collapsed");
     }
   }
-  for (const tr of document.querySelectorAll("#processes tr[data-search]"))
-    tr.classList.toggle("hidden", q !== "" && !tr.dataset.search.includes(q));
+  const shapeHit = shapeText.map((text) => q !== "" && text.includes(q));
+  renderProcesses((p) => q === "" || processText(p).includes(q) ||
+    (p.threads || []).some((t) => shapeHit[t[1]]));
   document.getElementById("hits").textContent = q === "" ? "" : `${hits} frames match`;
 }
 
@@ -193,7 +237,7 @@ function showProcess(p) {
     p.memory && p.memory.rss_bytes ? `rss ${(p.memory.rss_bytes / 1048576).toFixed(1)} MiB` : ""];
   page.appendChild(el("div", "muted", facts.filter(Boolean).join(", ")));
   page.appendChild(el("div", "muted", "cmd: " + (p.cmdline || []).join(" ")));
-  for (const t of p.threads || []) {
+  for (const t of threadsOf(p)) {
     const box = el("div", "thread");
     const since = t.blocked_s !== null && t.blocked_s !== undefined ? `, blocked ${t.blocked_s.toFixed(1)} s` : "";
     const pyname = t.python_name ? `Python "${t.python_name}", ` : "";
@@ -218,8 +262,7 @@ function main() {
   document.getElementById("title").textContent = title;
   document.title = title;
   renderVerdict();
-  renderProcesses();
-  renderTree();
+  renderTree();  // and the process table, through applySearch()
   document.getElementById("hide-library").addEventListener("change", renderTree);
   document.getElementById("search").addEventListener("input", applySearch);
 }

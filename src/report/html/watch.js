@@ -1,0 +1,125 @@
+// hangscan's HTML report of a watch window (issue 34): the verdict, one timeline strip per
+// process (on-CPU share, its longest waits with their wakers, signals and exits over the
+// window) and the on-CPU flame graph of each group. Built from the embedded watch document
+// (docs/output-schema.md, "watch") with common.js's el() only: nothing a target names is markup.
+
+const watch = JSON.parse(document.getElementById("hs-data").textContent);
+const windowS = watch.window_s > 0 ? watch.window_s : 1;
+const pct = (s) => `${Math.max(0, Math.min(100, (s / windowS) * 100)).toFixed(3)}%`;
+
+function who(p) {
+  return p.rank !== null && p.rank !== undefined ? `rank ${p.rank}` : `pid ${p.pid}`;
+}
+
+function fnName(f) {
+  const where = f.file ? ` (${f.file.split("/").pop()}${f.line ? ":" + f.line : ""})` : "";
+  return `${f.function || "??"}${where}`;
+}
+
+function section(title) {
+  const s = el("section");
+  s.appendChild(el("h2", "", title));
+  return s;
+}
+
+function verdictSection() {
+  const s = section("Verdict");
+  const list = el("ul", "verdict");
+  for (const r of watch.suspect_reasons || []) list.appendChild(el("li", "suspect", "SUSPECT " + r));
+  for (const n of watch.group_notes || []) list.appendChild(el("li", "note", "note: " + n));
+  for (const g of watch.groups || [])
+    list.appendChild(el("li", "", `${g.ranks.length ? "ranks " + g.ranks.join(",") : "pids " + g.pids.join(",")}: ${g.what}`));
+  if (!list.children.length) list.appendChild(el("li", "note", "no suspect named"));
+  s.appendChild(list);
+  return s;
+}
+
+// One strip per process: each wait a bar from its start to its end (or the window's end), each
+// signal or exit of the timeline a mark at its time; the on-CPU share beside the name.
+function timelineSection() {
+  const s = section(`Timelines (${windowS.toFixed(1)} s window, ${watch.recorder} recorder)`);
+  for (const p of watch.processes || []) {
+    const row = el("div", "strip-row");
+    row.dataset.pid = p.pid;
+    row.appendChild(el("span", "strip-name", `${who(p)} ${p.comm} ${Math.round(p.cpu_share * 100)}% CPU`));
+    const strip = el("div", "strip");
+    for (const w of p.waits || []) {
+      const start = w.before_window ? 0 : w.end_s - w.duration_s;
+      const bar = el("div", "wait" + (w.ongoing ? " ongoing" : ""));
+      bar.style.left = pct(start);
+      bar.style.width = pct(w.end_s - start);
+      const waker = w.waker ? `, woken by ${w.waker.comm} (pid ${w.waker.pid})` : "";
+      const at = w.frames.find((f) => f.kind === "python") || w.frames[0];  // the Python line first
+      bar.title = `${w.syscall || "off CPU"} ${w.duration_s.toFixed(2)} s${w.ongoing ? ", still waiting" : ""}${waker}` +
+        (at ? ` in ${fnName(at)}` : "");
+      strip.appendChild(bar);
+    }
+    for (const t of (watch.timeline || []).filter((e) => e.pid === p.pid)) {
+      const mark = el("div", "event " + t.kind);
+      mark.style.left = pct(t.t_s);
+      mark.title = t.text;
+      strip.appendChild(mark);
+    }
+    row.appendChild(strip);
+    if (p.exit) row.appendChild(el("span", "muted", p.exit));
+    s.appendChild(row);
+  }
+  return s;
+}
+
+// The members' on-CPU stacks merged outermost first, each node as wide as its samples.
+function flameTree(members) {
+  const root = { name: "all", samples: 0, children: new Map() };
+  for (const p of members) {
+    for (const st of p.top_stacks || []) {
+      root.samples += st.samples;
+      let at = root;
+      for (const f of [...st.frames].reverse()) {
+        const name = fnName(f);
+        if (!at.children.has(name)) at.children.set(name, { name, samples: 0, children: new Map() });
+        at = at.children.get(name);
+        at.samples += st.samples;
+      }
+    }
+  }
+  return root;
+}
+
+function flameNode(n, parentSamples) {
+  const box = el("div", "flame-node");
+  box.style.width = `${((n.samples / parentSamples) * 100).toFixed(3)}%`;
+  const label = el("div", "flame-label", n.name);
+  label.title = `${n.name}: ${n.samples} samples`;
+  box.appendChild(label);
+  const kids = el("div", "flame-children");
+  for (const c of [...n.children.values()].sort((a, b) => b.samples - a.samples)) kids.appendChild(flameNode(c, n.samples));
+  box.appendChild(kids);
+  return box;
+}
+
+function flameSection() {
+  const s = section("On-CPU flame graphs (outermost at the top)");
+  const groups = (watch.groups || []).length ? watch.groups : [{ pids: (watch.processes || []).map((p) => p.pid), what: "every process" }];
+  for (const g of groups) {
+    const members = (watch.processes || []).filter((p) => g.pids.includes(p.pid));
+    const tree = flameTree(members);
+    const box = el("div", "flame");
+    box.appendChild(el("h3", "", `${g.what}: ${tree.samples} samples`));
+    if (tree.samples > 0) box.appendChild(flameNode(tree, tree.samples));
+    s.appendChild(box);
+  }
+  return s;
+}
+
+function main() {
+  const title = `hangscan watch: ${(watch.processes || []).length} processes, ${windowS.toFixed(1)} s`;
+  document.getElementById("title").textContent = title;
+  document.title = title;
+  const page = document.querySelector("main");
+  page.textContent = "";
+  const column = el("div", "watch");
+  for (const s of [verdictSection(), timelineSection(), flameSection()]) column.appendChild(s);
+  page.appendChild(column);
+}
+
+main();
