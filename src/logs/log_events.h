@@ -67,6 +67,11 @@ struct LogFile {
   std::uint64_t cut_lines = 0;  // lines longer than the reader's limit, cut
   bool compressed = false;
   std::string error;  // why the file was not (fully) read; "" when it was
+  // Its last line that is not blank (cut to kMaxEventText), recognised or not: a rank's last
+  // words when none of its lines was an event. And when the file was last written.
+  std::string last_line;
+  std::uint64_t last_line_number = 0;
+  std::optional<double> modified;  // seconds since the epoch
 };
 
 struct LogSet {

@@ -36,6 +36,7 @@ class LogSource {
       ::close(fd);
       return nullptr;
     }
+    file.modified = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
     unsigned char magic[2] = {0, 0};
     bool gz = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     auto src = std::unique_ptr<LogSource>(new LogSource(fd));
@@ -116,6 +117,11 @@ class LineReader {
 
   void line(std::string_view text, std::uint64_t number) {
     number_ = number;
+    if (text.find_first_not_of(" \t") != std::string_view::npos) {
+      LogFile& file = set_.files[file_];
+      file.last_line.assign(text.substr(0, kMaxEventText));
+      file.last_line_number = number;
+    }
     LinePrefix prefix = parse_line_prefix(text);
     LabelState& st = states_[prefix.rank.value_or(-1)];
     std::string_view rest = prefix.rest;
@@ -399,7 +405,10 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& op
     std::vector<std::string> files =
         expand(path, options.max_files - std::min(options.max_files, set.files.size()), error);
     if (files.empty()) {
-      set.files.push_back({path, std::nullopt, 0, 0, 0, false, error});
+      LogFile missing;
+      missing.path = path;
+      missing.error = error;
+      set.files.push_back(std::move(missing));
       continue;
     }
     for (std::string& f : files) {
