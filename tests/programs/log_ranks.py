@@ -18,12 +18,12 @@ def stamp(t):
 
 def wait_for_peers(ready):
     os.write(ready, b"ready\n")
-    time.sleep(3600)  # MARK peers
+    time.sleep(3600)  # HS-LINE: peers
 
 
 def load_batch(ready):
     os.write(ready, b"ready\n")
-    time.sleep(3600)  # MARK batch
+    time.sleep(3600)  # HS-LINE: batch
 
 
 def main():
