@@ -101,6 +101,13 @@ bool is_consequence(std::string_view line) {
   return false;
 }
 
+// Lines Slurm and the kernel write about a job, a step or a node (a batch script's output, a
+// kernel log): the file's name never gives their rank ("my-job-26601.out" is no rank 26601).
+bool job_level(LogKind kind) {
+  return kind == LogKind::slurm_cancelled || kind == LogKind::slurm_oom ||
+         kind == LogKind::srun_task || kind == LogKind::kernel_oom;
+}
+
 std::string_view field_value(std::string_view rest, std::string_view name) {
   std::string_view t = trim_space(rest);
   if (t.substr(0, name.size()) != name) return {};
@@ -122,7 +129,8 @@ class LineReader {
       file.last_line.assign(text.substr(0, kMaxEventText));
       file.last_line_number = number;
     }
-    LinePrefix prefix = parse_line_prefix(text);
+    text_ = text;
+    LinePrefix prefix = parse_line_prefix(text, false);
     LabelState& st = states_[prefix.rank.value_or(-1)];
     std::string_view rest = prefix.rest;
     if (summary(st, rest, prefix)) return;
@@ -143,7 +151,7 @@ class LineReader {
     e.file = file_;
     e.line = number_;
     if (!e.rank) e.rank = prefix.rank;
-    if (!e.rank) e.rank = set_.files[file_].rank;
+    if (!e.rank && !job_level(e.kind)) e.rank = set_.files[file_].rank;
     if (e.kind == LogKind::srun_task) return add_tasks(std::move(e));
     set_.events.push_back(std::move(e));
   }
@@ -183,7 +191,7 @@ class LineReader {
     e.kind = LogKind::exception;
     e.what = std::string(rest.substr(0, 300));
     e.where = st.where;
-    e.time = prefix.time;
+    e.time = parse_line_prefix(text_).time;
     if (is_consequence(rest)) e.op = "communication";
     e.text = std::string(rest.substr(0, kMaxEventText));
     add(std::move(e), prefix);
@@ -260,6 +268,7 @@ class LineReader {
   std::size_t file_;
   const LogReadOptions& options_;
   std::uint64_t number_ = 0;
+  std::string_view text_;  // the line being read
   std::map<int, LabelState> states_;
 };
 

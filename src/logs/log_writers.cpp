@@ -59,6 +59,8 @@ std::string event_words(const LogEvent& e) {
                  : "srun: " + e.op;
     case LogKind::slurm_cancelled:
       return fmt::format("slurm: {} cancelled ({})", e.what, e.op);
+    case LogKind::slurm_oom:
+      return fmt::format("slurm: oom-kill in {} (its memory cgroup's limit)", e.what);
     case LogKind::kernel_oom:
       return fmt::format("kernel OOM killer killed pid {} ({})", e.pid.value_or(0), e.what);
     default:

@@ -17,7 +17,6 @@
 #include "logs/log_verdict.h"
 #include "logs/log_writers.h"
 #include "output.h"
-#include "util/escape.h"
 
 namespace hangscan::cli {
 
@@ -58,7 +57,7 @@ void join_job_logs(const JobSnapshot& job, Analysis& analysis,
   LogSet logs = read_logs(paths);
   for (const LogFile& f : logs.files) {
     if (!f.error.empty())
-      print_error(fmt::format("--logs: {}: {}", escape_for_text(f.path), f.error),
+      print_error(fmt::format("--logs: {}: {}", f.path, f.error),
                   "name log files, directories or glob patterns that exist and are readable");
   }
   LogFindings findings = analyze_logs(logs, analysis.world_size);
