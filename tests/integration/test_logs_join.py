@@ -7,8 +7,10 @@ its SUSPECT sentence, with how long before the dump it was written, and list eve
 line with its frame in the JSON (last_logs).
 """
 
+import json
 import re
 import time
+from pathlib import Path
 
 import hs_testlib as hs
 
@@ -69,3 +71,25 @@ def test_dump_with_unreadable_logs_says_so_and_still_reports(targets, tmp_path):
     assert run.stderr.splitlines() == [
         f"hangscan: --logs: {tmp_path}/none-*.out: no file matches this pattern",
         "hint: name log files, directories or glob patterns that exist and are readable"]
+
+
+def test_watchdog_bundle_carries_each_ranks_last_line(targets, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    pids = start_ranks(targets, logs)
+    out = tmp_path / "bundles"
+    args = ["watch", "--ptrace", "--stall", "2", "--output", str(out), "--once", "--logs", str(logs)]
+    for p in pids:
+        args += ["--pid", str(p)]
+    run = hs.run_hangscan(args, timeout=90)
+    assert run.rc == 0, run.describe()
+    m = re.search(r"capture written to (\S+)", run.stdout)
+    assert m, run.describe()
+    report = json.loads((Path(m.group(1)) / "report.json").read_text())
+    assert report["suspects"] == [ODD]
+    assert [(e["rank"], e["line"], e["kind"]) for e in report["last_logs"]] == [
+        (0, 2, "last_line"), (1, 2, "last_line"), (2, 2, "last_line")]
+    [reason] = report["suspect_reasons"]
+    assert re.search(r'; last log: "[^"]* INFO rank 2: loading batch 17 from shard-3" '
+                     r'\(train-5-2.out:2, 3\d s before the dump\)$', reason), reason
+    assert f"SUSPECT {reason}" in (Path(m.group(1)) / "report.txt").read_text()

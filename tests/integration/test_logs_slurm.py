@@ -1,0 +1,65 @@
+"""`--slurm-job J --logs ...` on a real Slurm job whose ranks write their own logs (issue 35).
+
+On the 3-node test cluster, a 6-rank ring job (tests/fanout/slurm_log_ring.py) where each task's
+stdout goes to its own file (srun -o ring-%j-%t.out, Slurm's per-task naming); every rank logs
+what it is about to do, then rank 3 waits for a checkpoint while the others wait in the ring's
+all_reduce. hangscan must name rank 3 and put its last line ("saving checkpoint ...") in its
+SUSPECT sentence, and list every rank's last line beside its frame in the JSON.
+The real time-limit and OOM lines Slurm writes are read in tests/unit/logs/log_test.cpp
+(LogRealSlurm: the batch outputs of real jobs on this cluster).
+"""
+
+import re
+import sys
+
+import pytest
+
+import hs_testlib as hs
+
+sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
+from slurm_testlib import RingJob, SlurmCluster  # noqa: E402
+
+ODD, WORLD = 3, 6
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with SlurmCluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def job(cluster):
+    with RingJob(cluster, nodes=3, per_node=2, odd=ODD, program="slurm_log_ring.py",
+                 srun_args="-o ring-%j-%t.out") as j:
+        yield j
+
+
+def test_slurm_job_with_logs_puts_the_hung_ranks_last_line_beside_its_stack(cluster, job):
+    logs = f"{job.dir}/ring-{job.job_id}-*.out"
+    run = hs.run_hangscan(["--slurm-job", job.job_id, "--logs", logs, "--json", "--timeout", "60"],
+                          env=cluster.env, timeout=120)
+    assert run.rc == 0, run.describe()
+    doc = run.doc
+    assert doc["suspects"] == [ODD]
+    odd_line = hs.hs_line("ring_allreduce.py", "odd")
+    recv_line = hs.hs_line("ring_allreduce.py", "recv")
+    last = {e["rank"]: e for e in doc["last_logs"]}
+    assert sorted(last) == list(range(WORLD))
+    for r, e in last.items():
+        said = "saving checkpoint to /ckpt/step-42" if r == ODD else "step 42 all_reduce"
+        where = (f"wait_for_checkpoint (ring_allreduce.py:{odd_line})" if r == ODD
+                 else f"all_reduce (ring_allreduce.py:{recv_line})")
+        assert (e["file"], e["line"], e["kind"], e["text"], e["where"]) == (
+            f"{job.dir}/ring-{job.job_id}-{r}.out", 2, "last_line", f"rank {r}: {said}", where), e
+        assert 0 <= e["before_capture_s"] < 120, e  # no date on the line: the file's last write
+    [reason] = doc["suspect_reasons"]
+    age = round(last[ODD]["before_capture_s"])
+    assert reason.endswith(f'; last log: "rank 3: saving checkpoint to /ckpt/step-42" '
+                           f'(ring-{job.job_id}-3.out:2, {age} s before the dump)'), reason
+    text = hs.run_hangscan(["--slurm-job", job.job_id, "--logs", logs, "--timeout", "60"],
+                           env=cluster.env, timeout=120)
+    [suspect] = [t for t in text.stdout.splitlines() if t.startswith("SUSPECT")]
+    assert re.fullmatch(rf'SUSPECT rank 3 .*wait_for_checkpoint \(ring_allreduce.py:{odd_line}\).*; '
+                        rf'last log: "rank 3: saving checkpoint to /ckpt/step-42" '
+                        rf'\(ring-{job.job_id}-3.out:2, \d+ s before the dump\)', suspect), suspect
