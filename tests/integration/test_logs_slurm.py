@@ -17,15 +17,10 @@ import pytest
 import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
-from slurm_testlib import RingJob, SlurmCluster  # noqa: E402
+from slurm_testlib import RingJob  # noqa: E402
+from test_slurm import cluster  # noqa: E402,F401  (the 3-node cluster, one per module)
 
 ODD, WORLD = 3, 6
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with SlurmCluster() as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
