@@ -4,12 +4,14 @@ On the 3-node test cluster, a 6-rank ring job (tests/fanout/slurm_log_ring.py) w
 stdout goes to its own file (srun -o ring-%j-%t.out, Slurm's per-task naming); every rank logs
 what it is about to do, then rank 3 waits for a checkpoint while the others wait in the ring's
 all_reduce. hangscan must name rank 3 and put its last line ("saving checkpoint ...") in its
-SUSPECT sentence, and list every rank's last line beside its frame in the JSON.
+SUSPECT sentence, and list every rank's last line beside its frame in the JSON. And `pdsh
+--logs` (pdsh -R exec, the agent on "host" n1) on three local ranks of test_logs_join.py.
 The real time-limit and OOM lines Slurm writes are read in tests/unit/logs/log_test.cpp
 (LogRealSlurm: the batch outputs of real jobs on this cluster).
 """
 
 import re
+import shutil
 import sys
 
 import pytest
@@ -19,6 +21,7 @@ import hs_testlib as hs
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
 from slurm_testlib import RingJob  # noqa: E402
 from test_slurm import cluster  # noqa: E402,F401  (the 3-node cluster, one per module)
+from test_logs_join import start_ranks  # noqa: E402  (three local ranks with dated logs)
 
 ODD, WORLD = 3, 6
 
@@ -58,3 +61,22 @@ def test_slurm_job_with_logs_puts_the_hung_ranks_last_line_beside_its_stack(clus
     assert re.fullmatch(rf'SUSPECT rank 3 .*wait_for_checkpoint \(ring_allreduce.py:{odd_line}\).*; '
                         rf'last log: "rank 3: saving checkpoint to /ckpt/step-42" '
                         rf'\(ring-{job.job_id}-3.out:2, \d+ s before the dump\)', suspect), suspect
+
+
+def test_pdsh_with_logs_joins_the_agents_capture_with_the_logs(targets, tmp_path):
+    if shutil.which("pdsh") is None:
+        pytest.skip("pdsh is not installed (tools/deps.sh test installs it)")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    pids = start_ranks(targets, logs)
+    run = hs.run_hangscan(["pdsh", "-R", "exec", "-w", "n1", "--match", f"{logs}/train-5-",
+                           "--logs", str(logs), "--json", "--timeout", "60"], timeout=120)
+    assert run.rc == 0, run.describe()
+    doc = run.doc
+    assert sorted(p["pid"] for p in doc["processes"]) == sorted(pids)
+    assert doc["suspects"] == [2]
+    assert [(e["rank"], e["file"], e["line"]) for e in doc["last_logs"]] == [
+        (r, f"{logs}/train-5-{r}.out", 2) for r in range(3)]
+    [reason] = doc["suspect_reasons"]
+    assert re.search(r'; last log: "[^"]* INFO rank 2: loading batch 17 from shard-3" '
+                     r'\(train-5-2.out:2, 3\d s before the dump\)$', reason), reason
