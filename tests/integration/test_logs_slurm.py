@@ -6,20 +6,23 @@ what it is about to do, then rank 3 waits for a checkpoint while the others wait
 all_reduce. hangscan must name rank 3 and put its last line ("saving checkpoint ...") in its
 SUSPECT sentence, and list every rank's last line beside its frame in the JSON. And `pdsh
 --logs` (pdsh -R exec, the agent on "host" n1) on three local ranks of test_logs_join.py.
-The real time-limit and OOM lines Slurm writes are read in tests/unit/logs/log_test.cpp
-(LogRealSlurm: the batch outputs of real jobs on this cluster).
+A real step OOM-killed in its memory cgroup (a cluster with task/cgroup): `hangscan logs` on
+the batch output names it from slurmstepd's and srun's own lines. A real time limit takes over
+a minute (Slurm's limits are whole minutes): its batch output is a fixture from a real run,
+read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
 import re
 import shutil
 import sys
+import time
 
 import pytest
 
 import hs_testlib as hs
 
 sys.path.insert(0, str(hs.source_dir() / "tests" / "fanout"))
-from slurm_testlib import RingJob  # noqa: E402
+from slurm_testlib import PROGRAMS, RingJob, SlurmCluster  # noqa: E402
 from test_slurm import cluster  # noqa: E402,F401  (the 3-node cluster, one per module)
 from test_logs_join import start_ranks  # noqa: E402  (three local ranks with dated logs)
 
@@ -80,3 +83,40 @@ def test_pdsh_with_logs_joins_the_agents_capture_with_the_logs(targets, tmp_path
     [reason] = doc["suspect_reasons"]
     assert re.search(r'; last log: "[^"]* INFO rank 2: loading batch 17 from shard-3" '
                      r'\(train-5-2.out:2, 3\d s before the dump\)$', reason), reason
+
+
+@pytest.fixture(scope="module")
+def cgroup_cluster():
+    with SlurmCluster(cgroup=True) as c:
+        yield c
+
+
+def test_logs_names_a_real_step_oom_killed_in_its_cgroup(cgroup_cluster, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n"
+                      "srun -N1 -n1 --mem=100M /usr/bin/python3 -c 'import sys; "
+                      f"sys.path.insert(0, \"{PROGRAMS}\"); from ring_allreduce import eat_memory; "
+                      "eat_memory()'\n")
+    script.chmod(0o755)
+    job = cgroup_cluster.run(["sbatch", "--parsable", "-N1", "--mem=300M", "-o",
+                              str(tmp_path / "slurm-%j.out"), "-D", str(tmp_path), str(script)])
+    job_id = job.stdout.strip().split(";")[0]
+    end = time.monotonic() + 90
+    while cgroup_cluster.job_state(job_id):
+        assert time.monotonic() < end, f"job {job_id} still {cgroup_cluster.job_state(job_id)}"
+        time.sleep(0.2)
+    out = tmp_path / f"slurm-{job_id}.out"
+    run = hs.run_hangscan(["logs", str(out), "--json"])
+    assert run.rc == 0, run.describe()
+    # slurmstepd and srun write concurrently: either line may come first.
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2, lines
+    oom_at = 1 + next(i for i, t in enumerate(lines) if "oom-kill" in t)
+    events = sorted((e["kind"], e["line"], e["rank"], e["host"], e["op"], e["what"])
+                    for e in run.doc["events"])
+    assert events == [("slurm_oom", oom_at, None, "", "Out Of Memory", f"StepId={job_id}.0"),
+                      ("srun_task", 3 - oom_at, 0, "n1", "Out Of Memory", "task 0")], lines
+    text = hs.run_hangscan(["logs", str(out)]).stdout
+    assert (f"died: no rank: slurm: oom-kill in StepId={job_id}.0 (its memory cgroup's limit) "
+            f"(slurm-{job_id}.out:{oom_at})\n") in text, text
+    assert f"died: rank 0: srun: Out Of Memory (slurm-{job_id}.out:{3 - oom_at})\n" in text, text
