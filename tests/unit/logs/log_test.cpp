@@ -18,27 +18,10 @@
 #include "logs/log_reader.h"
 #include "logs/log_verdict.h"
 #include "logs/log_writers.h"
+#include "temp_dir.h"
 
 namespace hangscan {
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/hs-logs-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string file(const std::string& name, const std::string& text) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 TEST(LogPrefix, LauncherLabelsDatesAndPyTorchRanks) {
   LinePrefix p = parse_line_prefix(
