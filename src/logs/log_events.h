@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hangscan {
@@ -72,6 +74,9 @@ struct LogFile {
   std::string last_line;
   std::uint64_t last_line_number = 0;
   std::optional<double> modified;  // seconds since the epoch
+  // The same per launcher label in an interleaved file ("[rank3]:", srun --label's "3: "):
+  // each labelled rank's last line that is not blank, with its line number.
+  std::map<int, std::pair<std::uint64_t, std::string>> label_last_lines;
 };
 
 struct LogSet {

@@ -38,7 +38,8 @@ std::map<int, Chosen> last_events(const LogSet& logs) {
   return out;
 }
 
-// Ranks whose own file (by its name) gave no event: the file's last line stands for them.
+// Ranks with no event: the last line of their own file (by its name) stands for them, else
+// their last labelled line in an interleaved file ("3: ..." of srun --label).
 void add_last_lines(const LogSet& logs, std::map<int, Chosen>& out) {
   for (std::size_t i = 0; i < logs.files.size(); ++i) {
     const LogFile& f = logs.files[i];
@@ -46,6 +47,15 @@ void add_last_lines(const LogSet& logs, std::map<int, Chosen>& out) {
     out[*f.rank] = Chosen{i, f.last_line_number, "last_line", f.last_line,
                           parse_line_prefix(f.last_line).time};
   }
+  std::map<int, Chosen> labelled;
+  for (std::size_t i = 0; i < logs.files.size(); ++i) {
+    for (const auto& [rank, last] : logs.files[i].label_last_lines) {
+      if (out.count(rank)) continue;
+      labelled[rank] =
+          Chosen{i, last.first, "last_line", last.second, parse_line_prefix(last.second).time};
+    }
+  }
+  out.merge(labelled);
 }
 
 std::optional<double> line_time(const LogSet& logs, const Chosen& c) {

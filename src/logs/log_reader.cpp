@@ -51,6 +51,12 @@ class LogSource {
     }
     return src;
   }
+  // A log already in memory (read elsewhere, e.g. with the job's user's rights).
+  static std::unique_ptr<LogSource> of_text(std::string_view text) {
+    auto src = std::unique_ptr<LogSource>(new LogSource(-1));
+    src->text_ = text;
+    return src;
+  }
   ~LogSource() {
     if (gz_) ::gzclose(gz_);
     if (fd_ >= 0) ::close(fd_);
@@ -65,6 +71,12 @@ class LogSource {
       }
       return n;
     }
+    if (fd_ < 0) {
+      std::size_t n = std::min(size, text_.size());
+      std::memcpy(buf, text_.data(), n);
+      text_.remove_prefix(n);
+      return static_cast<long>(n);
+    }
     ssize_t n = ::read(fd_, buf, size);
     if (n < 0) why = std::strerror(errno);
     return n;
@@ -74,6 +86,7 @@ class LogSource {
   explicit LogSource(int fd) : fd_(fd) {}
   int fd_ = -1;
   gzFile gz_ = nullptr;
+  std::string_view text_;  // of_text(): what is left to read
 };
 
 // What a rank label's lines are in the middle of: a traceback, torchrun's summary.
@@ -131,6 +144,11 @@ class LineReader {
     }
     text_ = text;
     LinePrefix prefix = parse_line_prefix(text, false);
+    if (prefix.rank && prefix.rest.find_first_not_of(" \t") != std::string_view::npos) {
+      auto& last = set_.files[file_].label_last_lines[*prefix.rank];
+      last.first = number;
+      last.second.assign(text.substr(0, kMaxEventText));
+    }
     LabelState& st = states_[prefix.rank.value_or(-1)];
     std::string_view rest = prefix.rest;
     if (summary(st, rest, prefix)) return;
@@ -272,9 +290,8 @@ class LineReader {
   std::map<int, LabelState> states_;
 };
 
-void read_one(LogSet& set, std::size_t index, const LogReadOptions& o) {
-  LogFile& file = set.files[index];
-  auto src = LogSource::open(file.path, file);
+void read_one(LogSet& set, std::size_t index, const LogReadOptions& o,
+              std::unique_ptr<LogSource> src) {
   if (!src) return;
   LineReader reader(set, index, o);
   std::string carry;
@@ -407,7 +424,8 @@ std::optional<int> rank_from_file_name(std::string_view path) {
   return parse_int_in<int>(stem.substr(dash + 1), 0, 1 << 24);
 }
 
-LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& options) {
+LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& options,
+                 const std::vector<LogText>& texts) {
   LogSet set;
   for (const std::string& path : paths) {
     std::string error;
@@ -425,8 +443,18 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& op
       lf.rank = rank_from_file_name(f);
       lf.path = std::move(f);
       set.files.push_back(std::move(lf));
-      read_one(set, set.files.size() - 1, options);
+      read_one(set, set.files.size() - 1, options,
+               LogSource::open(set.files.back().path, set.files.back()));
     }
+  }
+  for (const LogText& t : texts) {
+    LogFile lf;
+    lf.rank = rank_from_file_name(t.name);
+    lf.path = t.name;
+    lf.modified = t.modified;
+    lf.error = t.error;
+    set.files.push_back(std::move(lf));
+    if (t.error.empty()) read_one(set, set.files.size() - 1, options, LogSource::of_text(t.text));
   }
   // NCCL's "Init COMPLETE" ties HOST:PID to a rank; its WARN lines name only HOST:PID.
   std::map<std::pair<std::string, int>, int> nccl_ranks;

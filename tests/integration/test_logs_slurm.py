@@ -120,3 +120,24 @@ def test_logs_names_a_real_step_oom_killed_in_its_cgroup(cgroup_cluster, tmp_pat
     assert (f"died: no rank: slurm: oom-kill in StepId={job_id}.0 (its memory cgroup's limit) "
             f"(slurm-{job_id}.out:{oom_at})\n") in text, text
     assert f"died: rank 0: srun: Out Of Memory (slurm-{job_id}.out:{3 - oom_at})\n" in text, text
+
+
+def test_slurm_job_logs_reads_the_jobs_own_output_as_its_user(cluster):
+    # Everything in the batch output, each line labelled by srun --label ("3: ..."), found
+    # through scontrol's StdOut and read with the job's user's rights.
+    with RingJob(cluster, nodes=3, per_node=2, odd=ODD, program="slurm_log_ring.py",
+                 srun_args="--label") as job:
+        run = hs.run_hangscan(["--slurm-job", job.job_id, "--job-logs", "--json", "--timeout", "60"],
+                              env=cluster.env, timeout=120)
+        assert run.rc == 0, run.describe()
+        doc = run.doc
+        assert doc["suspects"] == [ODD]
+        last = {e["rank"]: e for e in doc["last_logs"]}
+        assert sorted(last) == list(range(WORLD))
+        for r, e in last.items():
+            said = "saving checkpoint to /ckpt/step-42" if r == ODD else "step 42 all_reduce"
+            assert (e["file"], e["kind"], e["text"]) == (
+                f"{job.dir}/job.out", "last_line", f"{r}: rank {r}: {said}"), e
+        [reason] = doc["suspect_reasons"]
+        assert re.search(rf'; last log: "3: rank 3: saving checkpoint to /ckpt/step-42" '
+                         rf'\(job.out:{last[ODD]["line"]}(, \d+ s before the dump)?\)$', reason), reason

@@ -53,8 +53,8 @@ int run_logs(const LogsCmdOptions& o) {
 }  // namespace
 
 void join_job_logs(const JobSnapshot& job, Analysis& analysis,
-                   const std::vector<std::string>& paths) {
-  LogSet logs = read_logs(paths);
+                   const std::vector<std::string>& paths, const std::vector<LogText>& texts) {
+  LogSet logs = read_logs(paths, {}, texts);
   for (const LogFile& f : logs.files) {
     if (!f.error.empty())
       print_error(fmt::format("--logs: {}: {}", f.path, f.error),

@@ -133,7 +133,7 @@ Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
     return g.error();
   }
   Analysis a = analyze(job, *g);
-  if (!o.logs.empty()) join_job_logs(job, a, o.logs);
+  if (!o.logs.empty() || !o.log_texts.empty()) join_job_logs(job, a, o.logs, o.log_texts);
   return a;
 }
 
