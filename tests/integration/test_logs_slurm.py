@@ -12,10 +12,14 @@ a minute (Slurm's limits are whole minutes): its batch output is a fixture from 
 read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
+import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +145,34 @@ def test_slurm_job_logs_reads_the_jobs_own_output_as_its_user(cluster):
         [reason] = doc["suspect_reasons"]
         assert re.search(rf'; last log: "3: rank 3: saving checkpoint to /ckpt/step-42" '
                          rf'\(job.out:{last[ODD]["line"]}(, \d+ s before the dump)?\)$', reason), reason
+
+
+def test_job_logs_reads_the_output_with_the_jobs_users_rights_not_roots(cluster):
+    # A job of nobody whose StdOut is a file nobody may write but not read (root could): hangscan,
+    # as root, must not show a byte of it.
+    d = Path(tempfile.mkdtemp(prefix="hs-job-logs-"))
+    d.chmod(0o755)
+    secret = d / "secret.out"
+    secret.write_text("TOP SECRET\n")
+    os.chown(secret, hs.NOBODY, -1)
+    secret.chmod(0o200)
+    job_id = ""
+    try:
+        p = subprocess.run(["runuser", "-u", "nobody", "--", "sbatch", "--parsable", "--open-mode=append",
+                            "-o", str(secret), "-D", "/", "--wrap", "sleep 300"],
+                           env=cluster.env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        job_id = p.stdout.strip().split(";")[0]
+        end = time.monotonic() + 30
+        while cluster.job_state(job_id) != "RUNNING":
+            assert time.monotonic() < end, cluster.job_state(job_id)
+            time.sleep(0.1)
+        run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
+                              env=cluster.env, timeout=120)
+        assert f"hangscan: --logs: {secret}: the process's user (uid {hs.NOBODY}) may not read it\n" in run.stderr, \
+            run.describe()
+        assert "TOP SECRET" not in run.stdout + run.stderr
+    finally:
+        if job_id:
+            cluster.run(["scancel", job_id], check=False)
+        shutil.rmtree(d, ignore_errors=True)
