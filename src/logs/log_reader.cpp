@@ -144,12 +144,17 @@ class LineReader {
     }
     text_ = text;
     LinePrefix prefix = parse_line_prefix(text, false);
-    if (prefix.rank && prefix.rest.find_first_not_of(" \t") != std::string_view::npos) {
-      auto& last = set_.files[file_].label_last_lines[*prefix.rank];
+    auto& labels = set_.files[file_].label_last_lines;
+    if (prefix.rank && prefix.rest.find_first_not_of(" \t") != std::string_view::npos &&
+        (labels.size() < options_.max_labels || labels.count(*prefix.rank))) {
+      auto& last = labels[*prefix.rank];
       last.first = number;
       last.second.assign(text.substr(0, kMaxEventText));
     }
-    LabelState& st = states_[prefix.rank.value_or(-1)];
+    // One state per label, bounded: past max_labels labels, new ones share the unlabelled state.
+    int label = prefix.rank.value_or(-1);
+    if (states_.size() >= options_.max_labels && !states_.count(label)) label = -1;
+    LabelState& st = states_[label];
     std::string_view rest = prefix.rest;
     if (summary(st, rest, prefix)) return;
     traceback(st, rest, prefix);

@@ -18,9 +18,10 @@
 namespace hangscan {
 
 struct LogReadOptions {
-  std::size_t max_line = 64u << 10;  // longer lines are cut (counted per file)
-  std::size_t max_events = 200'000;  // past this, events are counted, not kept
-  std::size_t max_files = 100'000;   // files found under directories and globs
+  std::size_t max_line = 64u << 10;   // longer lines are cut (counted per file)
+  std::size_t max_events = 200'000;   // past this, events are counted, not kept
+  std::size_t max_files = 100'000;    // files found under directories and globs
+  std::size_t max_labels = 1u << 16;  // rank labels per file whose last line is kept
 };
 
 // A log already read into memory by the caller (the Slurm job's own output, read with the job's

@@ -275,3 +275,23 @@ TEST(LogRealSlurm, TimeLimitIsNamedFromSlurmstepdWithItsTime) {
 
 }  // namespace
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+TEST(LogReader, LabelledLastLinesAreKeptPerRankAndBounded) {
+  TempDir dir;
+  std::string text;
+  for (int r = 0; r < 10; ++r) text += "[rank" + std::to_string(r) + "]: step " + "\n";
+  text += "[rank1]: loading batch 17\n[rank1]:   \n";
+  LogReadOptions o;
+  o.max_labels = 4;  // a hostile file's million labels cost no more than this many
+  LogSet logs = read_logs({dir.file("all.log", text)}, o);
+  const auto& last = logs.files[0].label_last_lines;
+  ASSERT_EQ(last.size(), 4u);
+  EXPECT_EQ(last.at(1), (std::pair<std::uint64_t, std::string>{11, "[rank1]: loading batch 17"}));
+  EXPECT_EQ(last.count(4), 0u);
+}
+
+}  // namespace
+}  // namespace hangscan
