@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,18 @@
 #include "hangscan/model.h"
 
 namespace hangscan {
+
+// A rank's last words beside its stack (`--logs`, src/logs/log_join.h). Why here: the capture's
+// writers (text, JSON, HTML) show it with the verdict; the CLI fills it after analyze().
+struct RankLastLog {
+  int rank = 0;
+  std::string file;  // as found (a path the user named, or under one)
+  std::uint64_t line = 0;
+  std::string kind;                        // the event's kind, or "last_line" (recognised or not)
+  std::string text;                        // the line, as the job wrote it (cut)
+  std::optional<double> before_capture_s;  // the capture's time minus the line's
+  std::string where;  // the rank's main thread: "load_batch (data.py:88)"; "" not captured
+};
 
 // An equivalence class: processes whose selected threads have the same key.
 struct Group {
@@ -42,6 +55,7 @@ struct Analysis {
   std::vector<std::string> wait_chains;      // who waits on whom (group/wait_graph.h), evidence
   std::vector<std::string> deadlocks;  // cycles of waits (group/deadlock.h), one sentence each
   std::optional<int> world_size;       // expected or largest world_size seen
+  std::vector<RankLastLog> last_logs;  // with --logs: one per rank with a log, by rank
   StackTrie trie;
 
   static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);

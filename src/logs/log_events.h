@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hangscan {
@@ -67,6 +69,14 @@ struct LogFile {
   std::uint64_t cut_lines = 0;  // lines longer than the reader's limit, cut
   bool compressed = false;
   std::string error;  // why the file was not (fully) read; "" when it was
+  // Its last line that is not blank (cut to kMaxEventText), recognised or not: a rank's last
+  // words when none of its lines was an event. And when the file was last written.
+  std::string last_line;
+  std::uint64_t last_line_number = 0;
+  std::optional<double> modified;  // seconds since the epoch
+  // The same per launcher label in an interleaved file ("[rank3]:", srun --label's "3: "):
+  // each labelled rank's last line that is not blank, with its line number.
+  std::map<int, std::pair<std::uint64_t, std::string>> label_last_lines;
 };
 
 struct LogSet {

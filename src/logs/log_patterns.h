@@ -35,7 +35,9 @@ struct LinePrefix {
   std::optional<double> time;  // seconds since the epoch, read as UTC
   std::string_view rest;       // the line after the launcher's label
 };
-LinePrefix parse_line_prefix(std::string_view line);
+// with_time false: the date is not read (time stays nullopt); the reader's hot path needs it
+// only for the lines that become events.
+LinePrefix parse_line_prefix(std::string_view line, bool with_time = true);
 
 // A date and time at the start of `text` ("2026-11-27 12:03:04,123", "...T12:03:04.5",
 // torchrun's "2026-11-27_12:03:04"), as seconds since the epoch read as UTC.

@@ -36,6 +36,7 @@ class LogSource {
       ::close(fd);
       return nullptr;
     }
+    file.modified = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
     unsigned char magic[2] = {0, 0};
     bool gz = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     auto src = std::unique_ptr<LogSource>(new LogSource(fd));
@@ -48,6 +49,12 @@ class LogSource {
       src->fd_ = -1;  // gzclose closes it
       file.compressed = true;
     }
+    return src;
+  }
+  // A log already in memory (read elsewhere, e.g. with the job's user's rights).
+  static std::unique_ptr<LogSource> of_text(std::string_view text) {
+    auto src = std::unique_ptr<LogSource>(new LogSource(-1));
+    src->text_ = text;
     return src;
   }
   ~LogSource() {
@@ -64,6 +71,12 @@ class LogSource {
       }
       return n;
     }
+    if (fd_ < 0) {
+      std::size_t n = std::min(size, text_.size());
+      std::memcpy(buf, text_.data(), n);
+      text_.remove_prefix(n);
+      return static_cast<long>(n);
+    }
     ssize_t n = ::read(fd_, buf, size);
     if (n < 0) why = std::strerror(errno);
     return n;
@@ -73,6 +86,7 @@ class LogSource {
   explicit LogSource(int fd) : fd_(fd) {}
   int fd_ = -1;
   gzFile gz_ = nullptr;
+  std::string_view text_;  // of_text(): what is left to read
 };
 
 // What a rank label's lines are in the middle of: a traceback, torchrun's summary.
@@ -100,6 +114,13 @@ bool is_consequence(std::string_view line) {
   return false;
 }
 
+// Lines Slurm and the kernel write about a job, a step or a node (a batch script's output, a
+// kernel log): the file's name never gives their rank ("my-job-26601.out" is no rank 26601).
+bool job_level(LogKind kind) {
+  return kind == LogKind::slurm_cancelled || kind == LogKind::slurm_oom ||
+         kind == LogKind::srun_task || kind == LogKind::kernel_oom;
+}
+
 std::string_view field_value(std::string_view rest, std::string_view name) {
   std::string_view t = trim_space(rest);
   if (t.substr(0, name.size()) != name) return {};
@@ -116,8 +137,24 @@ class LineReader {
 
   void line(std::string_view text, std::uint64_t number) {
     number_ = number;
-    LinePrefix prefix = parse_line_prefix(text);
-    LabelState& st = states_[prefix.rank.value_or(-1)];
+    if (text.find_first_not_of(" \t") != std::string_view::npos) {
+      LogFile& file = set_.files[file_];
+      file.last_line.assign(text.substr(0, kMaxEventText));
+      file.last_line_number = number;
+    }
+    text_ = text;
+    LinePrefix prefix = parse_line_prefix(text, false);
+    auto& labels = set_.files[file_].label_last_lines;
+    if (prefix.rank && prefix.rest.find_first_not_of(" \t") != std::string_view::npos &&
+        (labels.size() < options_.max_labels || labels.count(*prefix.rank))) {
+      auto& last = labels[*prefix.rank];
+      last.first = number;
+      last.second.assign(text.substr(0, kMaxEventText));
+    }
+    // One state per label, bounded: past max_labels labels, new ones share the unlabelled state.
+    int label = prefix.rank.value_or(-1);
+    if (states_.size() >= options_.max_labels && !states_.count(label)) label = -1;
+    LabelState& st = states_[label];
     std::string_view rest = prefix.rest;
     if (summary(st, rest, prefix)) return;
     traceback(st, rest, prefix);
@@ -137,7 +174,7 @@ class LineReader {
     e.file = file_;
     e.line = number_;
     if (!e.rank) e.rank = prefix.rank;
-    if (!e.rank) e.rank = set_.files[file_].rank;
+    if (!e.rank && !job_level(e.kind)) e.rank = set_.files[file_].rank;
     if (e.kind == LogKind::srun_task) return add_tasks(std::move(e));
     set_.events.push_back(std::move(e));
   }
@@ -177,7 +214,7 @@ class LineReader {
     e.kind = LogKind::exception;
     e.what = std::string(rest.substr(0, 300));
     e.where = st.where;
-    e.time = prefix.time;
+    e.time = parse_line_prefix(text_).time;
     if (is_consequence(rest)) e.op = "communication";
     e.text = std::string(rest.substr(0, kMaxEventText));
     add(std::move(e), prefix);
@@ -254,12 +291,12 @@ class LineReader {
   std::size_t file_;
   const LogReadOptions& options_;
   std::uint64_t number_ = 0;
+  std::string_view text_;  // the line being read
   std::map<int, LabelState> states_;
 };
 
-void read_one(LogSet& set, std::size_t index, const LogReadOptions& o) {
-  LogFile& file = set.files[index];
-  auto src = LogSource::open(file.path, file);
+void read_one(LogSet& set, std::size_t index, const LogReadOptions& o,
+              std::unique_ptr<LogSource> src) {
   if (!src) return;
   LineReader reader(set, index, o);
   std::string carry;
@@ -392,14 +429,18 @@ std::optional<int> rank_from_file_name(std::string_view path) {
   return parse_int_in<int>(stem.substr(dash + 1), 0, 1 << 24);
 }
 
-LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& options) {
+LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& options,
+                 const std::vector<LogText>& texts) {
   LogSet set;
   for (const std::string& path : paths) {
     std::string error;
     std::vector<std::string> files =
         expand(path, options.max_files - std::min(options.max_files, set.files.size()), error);
     if (files.empty()) {
-      set.files.push_back({path, std::nullopt, 0, 0, 0, false, error});
+      LogFile missing;
+      missing.path = path;
+      missing.error = error;
+      set.files.push_back(std::move(missing));
       continue;
     }
     for (std::string& f : files) {
@@ -407,8 +448,18 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& op
       lf.rank = rank_from_file_name(f);
       lf.path = std::move(f);
       set.files.push_back(std::move(lf));
-      read_one(set, set.files.size() - 1, options);
+      read_one(set, set.files.size() - 1, options,
+               LogSource::open(set.files.back().path, set.files.back()));
     }
+  }
+  for (const LogText& t : texts) {
+    LogFile lf;
+    lf.rank = rank_from_file_name(t.name);
+    lf.path = t.name;
+    lf.modified = t.modified;
+    lf.error = t.error;
+    set.files.push_back(std::move(lf));
+    if (t.error.empty()) read_one(set, set.files.size() - 1, options, LogSource::of_text(t.text));
   }
   // NCCL's "Init COMPLETE" ties HOST:PID to a rank; its WARN lines name only HOST:PID.
   std::map<std::pair<std::string, int>, int> nccl_ranks;

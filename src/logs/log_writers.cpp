@@ -3,12 +3,16 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "group/rank_set.h"
 #include "logs/log_verdict.h"
 #include "util/escape.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -55,6 +59,8 @@ std::string event_words(const LogEvent& e) {
                  : "srun: " + e.op;
     case LogKind::slurm_cancelled:
       return fmt::format("slurm: {} cancelled ({})", e.what, e.op);
+    case LogKind::slurm_oom:
+      return fmt::format("slurm: oom-kill in {} (its memory cgroup's limit)", e.what);
     case LogKind::kernel_oom:
       return fmt::format("kernel OOM killer killed pid {} ({})", e.pid.value_or(0), e.what);
     default:
@@ -68,16 +74,30 @@ std::string rank_of(const LogEvent& e) {
 
 }  // namespace
 
-std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindings& f) {
+namespace {
+
+// `shown`: the log's words as text shows them (escaped), or as they are (for a capture's
+// analysis, whose writers escape). `where`: a rank's stack, said after a finding of that rank.
+using Shown = std::string (*)(std::string_view);
+std::string as_is(std::string_view s) { return std::string(s); }
+
+std::string where_suffix(const std::vector<int>& ranks, const std::map<int, std::string>* where) {
+  if (!where || ranks.size() != 1) return "";
+  auto it = where->find(ranks.front());
+  return it == where->end() || it->second.empty() ? "" : "; it is in " + it->second;
+}
+
+std::vector<std::string> suspect_sentences(const LogSet& logs, const LogFindings& f, Shown shown,
+                                           const std::map<int, std::string>* where) {
   std::vector<std::string> out;
   for (const LaggingRanks& l : f.lagging) {
     std::string waited;
     if (!l.timed_out.empty() && l.timed_out_seq)
       waited =
           fmt::format("; {} timed out in {} {}", ranks_text(l.timed_out), l.op, *l.timed_out_seq);
-    out.push_back(fmt::format("{} never enqueued collective {} of PG {} (last enqueued {}{})",
+    out.push_back(fmt::format("{} never enqueued collective {} of PG {} (last enqueued {}{}){}",
                               ranks_text(l.ranks), l.last_enqueued + 1, l.pg, l.last_enqueued,
-                              waited));
+                              waited, where_suffix(l.ranks, where)));
   }
   if (!f.raised.empty()) {
     std::string own, lost;
@@ -85,13 +105,14 @@ std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindin
       if (!e.rank) continue;
       bool mine = std::find(f.raised.begin(), f.raised.end(), *e.rank) != f.raised.end();
       if (own.empty() && mine && e.kind == LogKind::exception && e.op != "communication")
-        own = visible(e.what) + (e.where.empty() ? "" : " (" + visible(e.where) + ")");
+        own = shown(e.what) + (e.where.empty() ? "" : " (" + shown(e.where) + ")");
       if (lost.empty() && !mine && e.kind == LogKind::exception && e.op == "communication")
-        lost = visible(e.what);
+        lost = shown(e.what);
     }
-    out.push_back(fmt::format("{} raised {}; {} failed only in communication{}",
+    out.push_back(fmt::format("{} raised {}; {} failed only in communication{}{}",
                               ranks_text(f.raised), own, ranks_text(f.communication_only),
-                              lost.empty() ? "" : " (" + lost + ")"));
+                              lost.empty() ? "" : " (" + lost + ")",
+                              where_suffix(f.raised, where)));
   }
   std::vector<int> silent;
   for (int r : f.silent) {
@@ -103,11 +124,63 @@ std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindin
   }
   if (!silent.empty()) {
     std::string first;
-    if (f.first_failure) first = " (" + visible(event_words(logs.events[*f.first_failure])) + ")";
-    out.push_back(fmt::format("{} reported no failure while {} did{}", ranks_text(silent),
-                              ranks_text(f.failed), first));
+    if (f.first_failure) first = " (" + shown(event_words(logs.events[*f.first_failure])) + ")";
+    out.push_back(fmt::format("{} reported no failure while {} did{}{}", ranks_text(silent),
+                              ranks_text(f.failed), first, where_suffix(silent, where)));
   }
   return out;
+}
+
+// "rank 2 " at the start of a capture's sentence: the one rank it is about.
+std::optional<int> sentence_rank(const std::string& s) {
+  if (s.rfind("rank ", 0) != 0) return std::nullopt;
+  std::size_t end = s.find(' ', 5);
+  if (end == std::string::npos) return std::nullopt;
+  return parse_int_in<int>(std::string_view(s).substr(5, end - 5), 0, 1 << 24);
+}
+
+std::string age_words(const RankLastLog& l) {
+  if (!l.before_capture_s) return "";
+  double s = *l.before_capture_s;
+  if (s < 0) return fmt::format(", {:.0f} s after the dump", -s);
+  return fmt::format(", {:.0f} s before the dump", s);
+}
+
+}  // namespace
+
+std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindings& f) {
+  return suspect_sentences(logs, f, visible, nullptr);
+}
+
+std::string last_log_words(const RankLastLog& l) {
+  std::string_view path(l.file);
+  std::size_t slash = path.rfind('/');
+  std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  return fmt::format("last log: \"{}\" ({}:{}{})", l.text, name, l.line, age_words(l));
+}
+
+void add_log_sentences(const LogSet& logs, const LogFindings& f, Analysis& a) {
+  std::map<int, const RankLastLog*> last;
+  std::map<int, std::string> where;
+  for (const RankLastLog& l : a.last_logs) {
+    last[l.rank] = &l;
+    where[l.rank] = l.where;
+  }
+  std::set<int> said;
+  for (std::string& reason : a.suspect_reasons) {
+    auto r = sentence_rank(reason);
+    if (!r || !last.count(*r)) continue;
+    reason += "; " + last_log_words(*last[*r]);
+    said.insert(*r);
+  }
+  for (int r : a.suspects) {
+    if (!last.count(r) || said.count(r)) continue;
+    const RankLastLog& l = *last[r];
+    a.suspect_reasons.push_back(fmt::format("rank {}'s {}{}", r, last_log_words(l),
+                                            l.where.empty() ? "" : "; it is in " + l.where));
+  }
+  for (std::string& s : suspect_sentences(logs, f, as_is, &where))
+    a.suspect_reasons.push_back("logs: " + s);
 }
 
 std::string render_logs_text(const LogSet& logs, const LogFindings& f, std::size_t max_events) {

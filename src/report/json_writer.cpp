@@ -87,6 +87,19 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
   doc["notes"] = a->notes;
   doc["wait_chains"] = a->wait_chains;
   if (!a->deadlocks.empty()) doc["deadlocks"] = a->deadlocks;  // only when found: older documents
+  if (!a->last_logs.empty()) {                                 // only with --logs
+    json logs = json::array();
+    for (const RankLastLog& l : a->last_logs) {
+      logs.push_back({{"rank", l.rank},
+                      {"file", l.file},
+                      {"line", l.line},
+                      {"kind", l.kind},
+                      {"text", l.text},
+                      {"before_capture_s", opt(l.before_capture_s)},
+                      {"where", string_or_null(l.where)}});
+    }
+    doc["last_logs"] = std::move(logs);
+  }
   doc["grouping"] = {{"threads", threads_name(a->options.threads)},
                      {"granularity", granularity_name(a->options.granularity)},
                      {"top_n", a->options.top_n},

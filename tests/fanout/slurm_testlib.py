@@ -109,7 +109,10 @@ class RingJob:
     Entering waits (deadline) until every rank said it is parked where it should be; leaving
     cancels the job and waits until its tasks are gone."""
 
-    def __init__(self, cluster: SlurmCluster, nodes: int = 3, per_node: int = 2, odd: int = 3):
+    def __init__(self, cluster: SlurmCluster, nodes: int = 3, per_node: int = 2, odd: int = 3,
+                 program: str = "slurm_ring.py", srun_args: str = ""):
+        """program: the rank (in tests/fanout); srun_args: more srun options ("-o FILE" ...)."""
+        self.program, self.srun_args = program, srun_args
         self.cluster = cluster
         self.nodes, self.per_node, self.odd = nodes, per_node, odd
         self.world = nodes * per_node
@@ -124,7 +127,7 @@ class RingJob:
         script = self.dir / "job.sh"
         script.write_text(
             "#!/bin/sh\n"
-            f"exec srun --kill-on-bad-exit=1 /usr/bin/python3 {HERE / 'slurm_ring.py'} "
+            f"exec srun --kill-on-bad-exit=1 {self.srun_args} /usr/bin/python3 {HERE / self.program} "
             f"{PROGRAMS} {rundir} {self.odd}\n")
         script.chmod(0o755)
         env = dict(self.cluster.env, **{hs_rank_ready.CTL_ENV: ctl})

@@ -34,7 +34,7 @@ _hangscan() {
       return ;;
     -o | --output-dir | --gcore-dir | --output | --sysroot | --lib-path | --copy-agent)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
-    --agent-path | --exe | --hostfile | --remote-setup | --log | --html)
+    --agent-path | --exe | --hostfile | --remote-setup | --log | --html | --logs)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --match | --thread-regex | --top | --samples | --interval | --timeout | --timeout-ms | -w | -f | \
       --max-size | --gcore-max-size | --signal | --node | --exclude-step | --write-core | --for | --rate | \

@@ -47,6 +47,9 @@ void add_output_options(CLI::App* sub, OutputOptions& o) {
   sub->add_option("--top", o.top, "Group by the N innermost frames only (0: whole stack)")
       ->check(whole_number("a frame count", 0, 100000));
   sub->add_flag("--main-only", o.main_only, "Text: show only each process's main thread");
+  sub->add_option("--logs", o.logs,
+                  "The job's logs (files, directories, globs, .gz): each rank's last line beside "
+                  "its stack (docs/logs.md)");
 }
 
 Result<GroupOptions> group_options(const OutputOptions& o) {
@@ -133,7 +136,9 @@ Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
     print_error(g.error());
     return g.error();
   }
-  return analyze(job, *g);
+  Analysis a = analyze(job, *g);
+  if (!o.logs.empty() || !o.log_texts.empty()) join_job_logs(job, a, o.logs, o.log_texts);
+  return a;
 }
 
 bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {

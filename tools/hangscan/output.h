@@ -7,9 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "group/analysis.h"
 #include "hangscan/model.h"
+#include "logs/log_reader.h"
 
 namespace hangscan::cli {
 
@@ -22,8 +24,10 @@ struct OutputOptions {
   std::string thread_regex;
   std::string granularity = "function";
   int top = 0;
-  int width = 0;          // text: cut lines to this many columns; 0 never (files, pipes)
-  std::string html_file;  // --html FILE: the HTML page too, beside whatever stdout shows
+  int width = 0;                   // text: cut lines to this many columns; 0 never (files, pipes)
+  std::string html_file;           // --html FILE: the HTML page too, beside whatever stdout shows
+  std::vector<std::string> logs;   // --logs: the job's logs, joined with the verdict
+  std::vector<LogText> log_texts;  // --job-logs: logs read by the caller (slurm_job_logs.h)
 };
 
 // Adds --json, --format, --html, --threads, --thread-regex, --granularity, --top, --main-only.
@@ -41,6 +45,11 @@ int stdout_terminal_width();
 // Groups the job as the flags ask, once per run: the report, --output DIR and --gcore all use
 // this one analysis. Prints the error (a bad --thread-regex) when it fails.
 Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o);
+
+// --logs: reads the job's logs (logs_cmd.cpp), puts each rank's last line beside its stack in
+// `analysis` (last_logs, suspect sentences) and names each log that could not be read on stderr.
+void join_job_logs(const JobSnapshot& job, Analysis& analysis,
+                   const std::vector<std::string>& paths, const std::vector<LogText>& texts = {});
 
 // Writes the report of `job` grouped as `analysis` to stdout, text cut to the terminal's width
 // when stdout is one, and with --html FILE the HTML page to FILE. Returns false (with one line

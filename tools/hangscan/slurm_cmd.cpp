@@ -14,6 +14,7 @@
 #include "fanout/slurm.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
+#include "slurm_job_logs.h"
 
 namespace hangscan::cli {
 
@@ -21,6 +22,7 @@ namespace {
 
 struct SlurmCliOptions {
   std::string job_id;
+  bool job_logs = false;  // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
   FanoutCliOptions fanout;
   GcoreDumpOptions gcore;
 };
@@ -37,7 +39,9 @@ int run_slurm(const SlurmCliOptions& o) {
   s.agent_path = *agent;
   s.timeout = std::chrono::milliseconds(static_cast<long long>(o.fanout.timeout_s * 1000));
   s.context = slurm_context_from_environment();
-  return run_cluster_mode(*make_slurm_launcher(std::move(s)), o.fanout, o.gcore);
+  FanoutCliOptions fanout = o.fanout;
+  if (o.job_logs) fanout.output.log_texts = slurm_job_output_logs(o.job_id);
+  return run_cluster_mode(*make_slurm_launcher(std::move(s)), fanout, o.gcore);
 }
 
 }  // namespace
@@ -48,6 +52,8 @@ void add_slurm_command(CLI::App& app, Action& action) {
                              "Capture every rank of this Slurm job (on every node)");
   add_fanout_options(&app, opts->fanout);
   add_output_options(&app, opts->fanout.output);
+  app.add_flag("--job-logs", opts->job_logs,
+               "With --slurm-job: also the job's StdOut/StdErr (scontrol), read as the job's user");
   add_gcore_dump_options(&app, opts->gcore);
   app.final_callback([opts, &action, &app, job] {
     if (opts->job_id.empty() && job->count() > 0) {  // --slurm-job '': said, not the help

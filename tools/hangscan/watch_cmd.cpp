@@ -48,6 +48,7 @@ struct WatchCmdOptions {
   std::string log_file;
   std::string output_dir;
   bool once = false;
+  std::vector<std::string> logs;           // --logs: the job's logs, beside the bundle's stacks
   GcoreDumpOptions gcore;                  // --gcore: cores in the bundle (as dump --gcore)
   CLI::Option* gcore_dir = nullptr;        // --gcore-dir given: cores there instead
   bool ptrace = false;                     // --ptrace: the fallback sampler even where eBPF works
@@ -100,6 +101,7 @@ Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std
   JobSnapshot job = run_job(members, run, symbols, std::move(diags));
   auto g = group_options(OutputOptions{});
   Analysis analysis = analyze(job, g ? *g : GroupOptions{});
+  if (!o.logs.empty()) join_job_logs(job, analysis, o.logs);
   auto dir =
       write_stall_bundle(o.output_dir, reason, job, analysis, {watch_text(rec), watch_json(rec)});
   if (dir && o.gcore.requested()) {  // after the reports: a core that fails leaves them whole
@@ -164,7 +166,7 @@ int run_watch(const WatchCmdOptions& given) {
     }
     if (given.stall > 0 && !output_dir_usable(given.output_dir)) return kExitUsage;
     return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json,
-                            given.stall, given.log_file, given.output_dir, given.once});
+                            given.stall, given.log_file, given.output_dir, given.once, given.logs});
   }
   WatchCmdOptions o = given;
   // Blocked from the start, so a stop during start-up ends the window at once instead of
@@ -341,6 +343,8 @@ void add_watch_command(CLI::App& app, Action& action) {
   sub->add_option("--log", opts->log_file,
                   "Watchdog: also a stall when FILE was not written for --stall seconds");
   sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
+  sub->add_option("--logs", opts->logs,
+                  "Watchdog: the job's logs; each rank's last line beside its stack in the bundle");
   sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
   add_gcore_dump_options(sub, opts->gcore);  // watch: the cores go into the bundle by default
   opts->gcore_dir = sub->get_option("--gcore-dir");

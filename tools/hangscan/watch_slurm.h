@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace hangscan::cli {
 
@@ -19,6 +20,7 @@ struct WatchSlurmRequest {
   std::string log_file;    // --log: also a stall when it was not written for `stall` s
   std::string output_dir;  // where stall bundles go
   bool once = false;
+  std::vector<std::string> logs;  // --logs: joined with the bundle's capture
 };
 
 // The window across the nodes, merged; with `stall`, the watchdog (below).

@@ -202,7 +202,7 @@ double unix_now() {
 
 // The capture of every node (as `hangscan --slurm-job ID --native`) and the nodes' merged
 // timeline, into a bundle; returns its path.
-Result<std::string> capture_job_bundle(const SlurmOptions& watch, const std::string& output_dir,
+Result<std::string> capture_job_bundle(const SlurmOptions& watch, const WatchSlurmRequest& r,
                                        const std::string& reason, const nlohmann::json& merged) {
   SlurmOptions s;
   s.job_id = watch.job_id;
@@ -214,9 +214,11 @@ Result<std::string> capture_job_bundle(const SlurmOptions& watch, const std::str
   CaptureFlags flags;
   flags.native = true;
   ClusterRun run = run_cluster(*launcher, *plan, capture_flag_args(flags), {});
-  auto analysis = analyze_job(run.merged, OutputOptions{});
+  OutputOptions output;
+  output.logs = r.logs;  // --logs: each rank's last line beside its stack
+  auto analysis = analyze_job(run.merged, output);
   if (!analysis) return analysis.error();
-  return write_stall_bundle(output_dir, reason, run.merged, *analysis,
+  return write_stall_bundle(r.output_dir, reason, run.merged, *analysis,
                             {cluster_watch_text(merged), merged});
 }
 
@@ -276,7 +278,7 @@ int run_watch_slurm_stall(const WatchSlurmRequest& r) {
     }
     if (!log_reason.empty() && reason == log_reason) log_armed = false;
     fired_at = unix_now();
-    auto dir = capture_job_bundle(*s, r.output_dir, reason, merged);
+    auto dir = capture_job_bundle(*s, r, reason, merged);
     if (!dir) {
       print_error(dir.error());
       return kExitNothing;

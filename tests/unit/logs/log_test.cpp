@@ -18,27 +18,10 @@
 #include "logs/log_reader.h"
 #include "logs/log_verdict.h"
 #include "logs/log_writers.h"
+#include "temp_dir.h"
 
 namespace hangscan {
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/hs-logs-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string file(const std::string& name, const std::string& text) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 TEST(LogPrefix, LauncherLabelsDatesAndPyTorchRanks) {
   LinePrefix p = parse_line_prefix(
@@ -227,6 +210,87 @@ TEST(LogWriters, ControlBytesInLinesAreShownNotSent) {
   std::string text = render_logs_text(logs, analyze_logs(logs));
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
   EXPECT_NE(text.find("ValueError: \\x1b]0;TITLE\\x07\\x1b[2J"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// Not fixtures built from format strings: the batch outputs of two real jobs on the 3-node test
+// cluster (Slurm 22.05, task/cgroup; tests/fanout/cluster.sh with HS_SLURM_CGROUP=1), copied
+// as Slurm wrote them. Job 26601: one step with --mem=100M that outgrew it (sacct: step
+// OUT_OF_MEMORY 0:125). Job 26602: two tasks past --time=1 (sacct: TIMEOUT).
+std::string real_log(const char* name) { return std::string(HS_FIXTURES) + "/logs/" + name; }
+
+TEST(LogRealSlurm, OomKilledStepIsNamedFromSlurmstepdAndSrun) {
+  LogSet logs = read_logs({real_log("slurm-26601.out")});
+  ASSERT_EQ(logs.events.size(), 2u);
+  const LogEvent& oom = logs.events[0];
+  EXPECT_EQ(oom.kind, LogKind::slurm_oom);
+  EXPECT_EQ(oom.line, 2u);
+  EXPECT_EQ(oom.what, "StepId=26601.0");
+  EXPECT_EQ(oom.op, "Out Of Memory");
+  const LogEvent& task = logs.events[1];
+  EXPECT_EQ(task.kind, LogKind::srun_task);
+  EXPECT_EQ(task.line, 3u);
+  EXPECT_EQ(task.host, "n1");
+  EXPECT_EQ(task.rank, 0);
+  EXPECT_EQ(task.op, "Out Of Memory");
+  LogFindings f = analyze_logs(logs);
+  EXPECT_EQ(f.deaths, (std::vector<std::size_t>{0, 1}));
+  std::string text = render_logs_text(logs, f);
+  EXPECT_NE(
+      text.find("died: no rank: slurm: oom-kill in StepId=26601.0 (its memory cgroup's limit) "
+                "(slurm-26601.out:2)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("died: rank 0: srun: Out Of Memory (slurm-26601.out:3)"), std::string::npos)
+      << text;
+}
+
+TEST(LogRealSlurm, TimeLimitIsNamedFromSlurmstepdWithItsTime) {
+  LogSet logs = read_logs({real_log("slurm-26602.out")});
+  ASSERT_EQ(logs.events.size(), 4u);
+  const LogEvent& job = logs.events[0];
+  EXPECT_EQ(job.kind, LogKind::slurm_cancelled);
+  EXPECT_EQ(job.what, "job 26602");
+  EXPECT_EQ(job.host, "n2");
+  EXPECT_EQ(job.op, "TIME LIMIT");
+  EXPECT_EQ(job.time, 1795792860.0);  // 2026-11-27T15:21:00, read as UTC
+  EXPECT_EQ(logs.events[1].what, "step 26602.0");
+  EXPECT_EQ(logs.events[2].rank, 1);
+  EXPECT_EQ(logs.events[2].op, "Terminated");
+  EXPECT_EQ(logs.events[3].rank, 0);
+  LogFindings f = analyze_logs(logs);
+  ASSERT_TRUE(f.first_failure);
+  EXPECT_EQ(*f.first_failure, 0u);
+  std::string text = render_logs_text(logs, f);
+  EXPECT_NE(text.find("first failure: no rank at slurm-26602.out:3: slurm: job 26602 "
+                      "cancelled (TIME LIMIT)"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+TEST(LogReader, LabelledLastLinesAreKeptPerRankAndBounded) {
+  TempDir dir;
+  std::string text;
+  for (int r = 0; r < 10; ++r) text += "[rank" + std::to_string(r) + "]: step " + "\n";
+  text += "[rank1]: loading batch 17\n[rank1]:   \n";
+  LogReadOptions o;
+  o.max_labels = 4;  // a hostile file's million labels cost no more than this many
+  LogSet logs = read_logs({dir.file("all.log", text)}, o);
+  const auto& last = logs.files[0].label_last_lines;
+  ASSERT_EQ(last.size(), 4u);
+  EXPECT_EQ(last.at(1), (std::pair<std::uint64_t, std::string>{11, "[rank1]: loading batch 17"}));
+  EXPECT_EQ(last.count(4), 0u);
 }
 
 }  // namespace

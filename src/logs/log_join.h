@@ -1,0 +1,29 @@
+// A job's logs joined with a capture of it (`--logs` on dump, core, --slurm-job and pdsh): each
+// rank's last words in its log beside where its stack stands now.
+//
+// Why: the stacks say where every rank is; the logs say what happened before. The same rank's
+// line and frame side by side answer "what was it doing when it stopped" in one sentence.
+// Facts only (which line, how long before the capture, which frame); the words are made by
+// log_writers.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "group/analysis.h"
+#include "hangscan/model.h"
+#include "logs/log_events.h"
+
+namespace hangscan {
+
+// One entry per rank that has a log: its last recognised event (log_patterns.h), or, when none
+// of its lines was one, its file's last line; with the capture's time minus the line's (the
+// time printed on it, else the file's modification time for a file's last line) and the
+// rank's main thread's innermost frame with a line. Sorted by rank.
+std::vector<RankLastLog> join_logs(const LogSet& logs, const JobSnapshot& job);
+
+// "load_batch (data.py:88)": a process's main thread, its innermost Python frame with a line,
+// else its innermost frame with a line, else its innermost function; "" without threads.
+std::string main_frame_place(const ProcessSnapshot& p);
+
+}  // namespace hangscan

@@ -1,0 +1,101 @@
+// The logs beside a capture (`--logs`, logs/log_join.h and add_log_sentences): which line is a
+// rank's, how long before the capture it was written, and the sentences the verdict gets.
+#include <gtest/gtest.h>
+#include <string>
+
+#include "logs/log_join.h"
+#include "logs/log_reader.h"
+#include "logs/log_verdict.h"
+#include "logs/log_writers.h"
+#include "temp_dir.h"
+
+namespace hangscan {
+namespace {
+
+Frame python_frame(const char* function, const char* file, int line) {
+  return Frame{.kind = FrameKind::python, .function = function, .file = file, .line = line};
+}
+
+ProcessSnapshot rank_process(int rank, Frame innermost) {
+  ProcessSnapshot p;
+  p.pid = 100 + rank;
+  p.rank = rank;
+  p.role = "rank";
+  p.captured_at = 1795792900.0;  // 2026-11-27T15:21:40 UTC
+  ThreadSnapshot t;
+  t.tid = p.pid;
+  t.frames = FrameStack({std::move(innermost), python_frame("<module>", "/job/train.py", 90)});
+  p.threads.push_back(std::move(t));
+  return p;
+}
+
+const char* kTimeout =
+    "2026-11-27 15:21:10,000 Traceback (most recent call last):\n"
+    "  File \"/job/train.py\", line 51, in <module>\n"
+    "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 3000ms for "
+    "recv operation to complete\n";
+
+// Ranks 0, 1 and 3 time out in gloo; rank 2 printed no failure, only its last ordinary line;
+// rank 3 has no process in the capture (a missing rank) and a file of its own.
+struct Job {
+  TempDir dir;
+  LogSet logs;
+  JobSnapshot job;
+  Analysis analysis;
+  Job() {
+    dir.file("train-5-0.out", kTimeout);
+    dir.file("train-5-1.out", kTimeout);
+    dir.file("train-5-2.out", "2026-11-27 15:21:00,500 INFO loading batch 17\n\n");
+    dir.file("train-5-3.out",
+             "2026-11-27 15:20:40,000 RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] "
+             "Timed out waiting 3000ms for recv operation to complete\n");
+    logs = read_logs({dir.path()});
+    for (int r = 0; r < 2; ++r)
+      job.processes.push_back(rank_process(r, python_frame("all_reduce", "/d/c10d.py", 7)));
+    job.processes.push_back(rank_process(2, python_frame("load_batch", "/job/data.py", 88)));
+    analysis.suspects = {2, 3};
+    analysis.suspect_reasons = {"rank 2 is not in all_reduce with ranks 0-1: load_batch",
+                                "rank 3 is missing (world size 4)"};
+    analysis.last_logs = join_logs(logs, job);
+  }
+};
+
+TEST(LogJoin, EachRanksLastLineItsAgeAndItsFrame) {
+  Job j;
+  ASSERT_EQ(j.analysis.last_logs.size(), 4u);
+  const RankLastLog& r0 = j.analysis.last_logs[0];
+  EXPECT_EQ(r0.kind, "gloo_timeout");
+  EXPECT_EQ(r0.line, 3u);
+  EXPECT_EQ(r0.where, "all_reduce (c10d.py:7)");
+  const RankLastLog& r2 = j.analysis.last_logs[2];
+  EXPECT_EQ(r2.kind, "last_line");  // no event: its file's last line that is not blank
+  EXPECT_EQ(r2.line, 1u);
+  EXPECT_EQ(r2.text, "2026-11-27 15:21:00,500 INFO loading batch 17");
+  ASSERT_TRUE(r2.before_capture_s);
+  EXPECT_DOUBLE_EQ(*r2.before_capture_s, 39.5);
+  EXPECT_EQ(r2.where, "load_batch (data.py:88)");
+  const RankLastLog& r3 = j.analysis.last_logs[3];
+  EXPECT_EQ(r3.where, "");  // not captured; its age counts from the latest capture
+  EXPECT_DOUBLE_EQ(*r3.before_capture_s, 60.0);
+}
+
+TEST(LogJoin, SuspectSentencesGetTheLineAndTheLogsFindingsTheFrame) {
+  Job j;
+  LogFindings f = analyze_logs(j.logs, 4);
+  add_log_sentences(j.logs, f, j.analysis);
+  ASSERT_EQ(j.analysis.suspect_reasons.size(), 3u);
+  EXPECT_EQ(j.analysis.suspect_reasons[0],
+            "rank 2 is not in all_reduce with ranks 0-1: load_batch; last log: \"2026-11-27 "
+            "15:21:00,500 INFO loading batch 17\" (train-5-2.out:1, 40 s before the dump)");
+  EXPECT_EQ(j.analysis.suspect_reasons[1],
+            "rank 3 is missing (world size 4); last log: \"2026-11-27 15:20:40,000 RuntimeError: "
+            "[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 3000ms for recv "
+            "operation to complete\" (train-5-3.out:1, 60 s before the dump)");
+  // The logs' own finding about one rank says where its stack stands (issue 35's sentence).
+  EXPECT_EQ(j.analysis.suspect_reasons[2],
+            "logs: rank 2 reported no failure while ranks 0-1,3 did (timed out after 3000 ms "
+            "waiting to recv); it is in load_batch (data.py:88)");
+}
+
+}  // namespace
+}  // namespace hangscan
