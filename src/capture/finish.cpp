@@ -148,7 +148,9 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   if (copy.pause) snap.pause_us = copy.pause->pause_us;
   if (!copy.death.empty()) report_death(copy, snap);
   report_uninterruptible(copy, snap);
-  if (options.log != nullptr && copy.pause) options.log->push_back(pause_line(copy, *copy.pause));
+  // Nothing stopped (the quiet path took every thread asleep): no pause to split.
+  if (options.log != nullptr && copy.pause && copy.pause->pause_us > 0)
+    options.log->push_back(pause_line(copy, *copy.pause));
 
   NativeUnwinding made;
   NativeUnwinding& native = keep != nullptr ? *keep : made;
