@@ -1,15 +1,18 @@
 """Python threads blocked in different ways, for the quiet dump (test_quiet_dump.py).
 
-Usage: python py_quiet.py READY_FD [N=10]
+Usage: python py_quiet.py READY_FD N FAULTHANDLER_OUT
 
 Thread i runs worker(i) -> wait_in(i), which blocks by kind i % 5: queue.get (MARK q_get),
 Lock.acquire of a held lock (MARK q_lock), time.sleep (MARK q_sleep), socket recv
 (MARK q_recv), Event.wait (MARK q_event). Nothing ever wakes them. The main thread waits in
 Event.wait (MARK q_main). "ready" is written once every worker is about to block (callers then
-wait until every thread sleeps in the kernel).
+wait until every thread sleeps in the kernel). SIGUSR1 makes faulthandler write every thread's
+stack to FAULTHANDLER_OUT (the test's oracle, asked after hangscan's dumps).
 """
+import faulthandler
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -43,7 +46,9 @@ def worker(i):
 
 def main():
     ready_fd = int(sys.argv[1])
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    n = int(sys.argv[2])
+    report = open(sys.argv[3], "w")
+    faulthandler.register(signal.SIGUSR1, file=report, all_threads=True)
     HELD.acquire()
     for i in range(n):
         threading.Thread(target=worker, args=(i,), name="w%d" % i, daemon=True).start()
