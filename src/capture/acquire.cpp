@@ -287,6 +287,11 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto take = source.take();
     if (!take) return std::nullopt;
+    // The target's own rights decide as for ptrace: memory we may not read (another user's
+    // process, no CAP_SYS_PTRACE) sends the capture down the ptrace path and its error.
+    std::uint64_t word = 0;
+    if (!take->asleep.empty() && !target.memory().read_obj(take->asleep.front().stack.start, word))
+      return std::nullopt;
     std::erase_if(take->asleep, [&](const QuietThread& q) {
       bool stop = std::find(to_stop.begin(), to_stop.end(), q.tid) != to_stop.end();
       if (stop) take->awake.push_back(q.tid);
