@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <span>
 
@@ -313,6 +314,11 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
 }  // namespace
 
 ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
+  // Loading the quiet source (BPF: parsing the kernel's BTF, the verifier) takes tens of
+  // milliseconds; it runs while the threads are described.
+  std::future<Result<std::unique_ptr<QuietSource>>> opening;
+  if (options.quiet && target.is_live() && !options.nonblocking)
+    opening = std::async(std::launch::async, open_quiet_source, target.pid());
   // Describe threads before stopping them: their states and wait channels are then the ones
   // the program was in, not ptrace-stop.
   std::map<int, ThreadSnapshot> described;
@@ -322,8 +328,8 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
     target.describe_thread(t);
     described.emplace(tid, std::move(t));
   }
-  if (options.quiet && target.is_live() && !options.nonblocking) {
-    auto source = open_quiet_source(target.pid());
+  if (opening.valid()) {
+    auto source = opening.get();
     if (source) {
       if (auto copy = acquire_quiet(target, options, described, **source)) return std::move(*copy);
     } else if (options.log != nullptr) {
