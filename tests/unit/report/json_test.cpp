@@ -404,8 +404,6 @@ TEST(JsonReader, EnforcesCountAndSizeLimits) {
 }
 
 }  // namespace
-}  // namespace hangscan
-
 // How a live capture took a thread (the quiet dump's "bpf", or "ptrace") survives both JSON
 // forms; a thread without it (cores) has none after reading back.
 TEST(JsonReader, ThreadCaptureRoundTripsInBothForms) {
@@ -418,3 +416,5 @@ TEST(JsonReader, ThreadCaptureRoundTripsInBothForms) {
     EXPECT_EQ(back->processes[1].threads[0].capture, std::nullopt);
   }
 }
+
+}  // namespace hangscan
