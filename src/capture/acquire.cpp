@@ -328,7 +328,12 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
     target.describe_thread(t);
     described.emplace(tid, std::move(t));
   }
-  if (opening.valid()) {
+  // A process in a job-control or ptrace stop (or entering one) is captured as before: its
+  // threads change state under the take, and a stopped thread is not asleep in a call.
+  bool stopping = std::any_of(described.begin(), described.end(), [](const auto& d) {
+    return d.second.state == 'T' || d.second.state == 't';
+  });
+  if (opening.valid() && !stopping) {
     auto source = opening.get();
     if (source) {
       if (auto copy = acquire_quiet(target, options, described, **source)) return std::move(*copy);
