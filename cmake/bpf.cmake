@@ -16,6 +16,20 @@ find_program(HS_BPFTOOL bpftool PATHS /usr/sbin /sbin)
 pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=0.8)
 set(HS_VMLINUX_BTF /sys/kernel/btf/vmlinux)
 
+# A BPF program's object and libbpf skeleton: bpf/<src> -> ${HS_BPF_OUT}/<name>.skel.h.
+function(hs_bpf_skeleton name src what)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/${name}.bpf.o
+    COMMAND ${HS_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror
+            -I${HS_BPF_OUT} -I${CMAKE_SOURCE_DIR}/bpf -c ${src} -o ${HS_BPF_OUT}/${name}.bpf.o
+    DEPENDS ${src} ${ARGN} ${HS_BPF_OUT}/vmlinux.h
+    COMMENT "Compiling ${what}" VERBATIM)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/${name}.skel.h
+    COMMAND ${HS_BPFTOOL} gen skeleton ${HS_BPF_OUT}/${name}.bpf.o name ${name}
+            > ${HS_BPF_OUT}/${name}.skel.h
+    DEPENDS ${HS_BPF_OUT}/${name}.bpf.o
+    COMMENT "Generating the libbpf skeleton of ${what}" VERBATIM)
+endfunction()
+
 set(HANGSCAN_HAVE_BPF OFF)
 if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND AND EXISTS ${HS_VMLINUX_BTF})
   set(HANGSCAN_HAVE_BPF ON)
@@ -25,18 +39,9 @@ if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND AND EXISTS ${HS_VMLINUX_BTF})
     COMMAND ${CMAKE_COMMAND} -E make_directory ${HS_BPF_OUT}
     COMMAND ${HS_BPFTOOL} btf dump file ${HS_VMLINUX_BTF} format c > ${HS_BPF_OUT}/vmlinux.h
     COMMENT "Generating vmlinux.h from this machine's BTF" VERBATIM)
-  add_custom_command(OUTPUT ${HS_BPF_OUT}/hangscan_watch.bpf.o
-    COMMAND ${HS_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror
-            -I${HS_BPF_OUT} -I${CMAKE_SOURCE_DIR}/bpf -c ${HS_BPF_SRC} -o ${HS_BPF_OUT}/hangscan_watch.bpf.o
-    DEPENDS ${HS_BPF_SRC} ${CMAKE_SOURCE_DIR}/bpf/watch_events.h ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h
-            ${CMAKE_SOURCE_DIR}/bpf/wait_stacks.bpf.h
-            ${HS_BPF_OUT}/vmlinux.h
-    COMMENT "Compiling the eBPF recorder" VERBATIM)
-  add_custom_command(OUTPUT ${HS_BPF_OUT}/hangscan_watch.skel.h
-    COMMAND ${HS_BPFTOOL} gen skeleton ${HS_BPF_OUT}/hangscan_watch.bpf.o name hangscan_watch
-            > ${HS_BPF_OUT}/hangscan_watch.skel.h
-    DEPENDS ${HS_BPF_OUT}/hangscan_watch.bpf.o
-    COMMENT "Generating the recorder's libbpf skeleton" VERBATIM)
+  hs_bpf_skeleton(hangscan_watch ${HS_BPF_SRC} "the eBPF recorder"
+                  ${CMAKE_SOURCE_DIR}/bpf/watch_events.h ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h
+                  ${CMAKE_SOURCE_DIR}/bpf/wait_stacks.bpf.h)
   add_custom_target(hs_bpf_skeleton DEPENDS ${HS_BPF_OUT}/hangscan_watch.skel.h)
   message(STATUS "hangscan watch: eBPF recorder enabled (${HS_CLANG}, ${HS_BPFTOOL}, libbpf ${LIBBPF_VERSION})")
 else()
@@ -54,4 +59,18 @@ if(HANGSCAN_HAVE_BPF)
   add_dependencies(hs_watch hs_bpf_skeleton)
   target_include_directories(hs_watch PRIVATE ${HS_BPF_OUT})
   target_compile_definitions(hs_watch PUBLIC HANGSCAN_HAVE_BPF=1)  # and its unit tests
+endif()
+
+# The quiet dump's snapshot iterator (bpf/snapshot.bpf.c, src/capture/bpf_snapshot.cpp): built
+# the same way, into hs_capture. Without eBPF, bpf_snapshot.cpp says so and dump uses ptrace.
+target_include_directories(hs_capture PUBLIC ${CMAKE_SOURCE_DIR}/bpf)
+if(HANGSCAN_HAVE_BPF)
+  hs_bpf_skeleton(snapshot ${CMAKE_SOURCE_DIR}/bpf/snapshot.bpf.c "the quiet dump's snapshot iterator"
+                  ${CMAKE_SOURCE_DIR}/bpf/snapshot_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h)
+  add_custom_target(hs_snapshot_skeleton DEPENDS ${HS_BPF_OUT}/snapshot.skel.h)
+  add_dependencies(hs_capture hs_snapshot_skeleton)
+  target_include_directories(hs_capture PRIVATE ${HS_BPF_OUT})
+  target_link_libraries(hs_capture PUBLIC PkgConfig::LIBBPF)
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/capture/bpf_snapshot.cpp
+               APPEND PROPERTY COMPILE_DEFINITIONS HANGSCAN_HAVE_BPF=1)
 endif()

@@ -185,6 +185,9 @@ struct ThreadSnapshot {
   // What the thread's blocking call (read, recv, poll, epoll_wait, select, ...) waits on:
   // resolved from its file descriptors after the capture (proc/socket_waits.h).
   std::vector<WaitEdge> waits_on;
+  // How a live capture took the thread: "ptrace" (stopped) or "bpf" (copied asleep, never
+  // stopped: capture/quiet_source.h). nullopt: not a live capture (cores, --nonblocking).
+  std::optional<std::string> capture;
 };
 
 struct PythonInfo {

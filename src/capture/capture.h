@@ -28,8 +28,11 @@ struct CaptureOptions {
   // A native stack cut short is merged as far as it reaches (python/merge.h merge_cut_stacks)
   // instead of being shown apart: the recorder's samples, whose copies end at 16 KiB.
   bool merge_cut_native = false;
-  bool locals = false;                       // --locals
-  bool nonblocking = false;                  // --nonblocking: Python frames without stopping
+  bool locals = false;       // --locals
+  bool nonblocking = false;  // --nonblocking: Python frames without stopping
+  // Copy sleeping threads without stopping them where a quiet source opens (quiet_source.h);
+  // only the running ones are stopped. dump only (not --no-bpf); off: every thread is stopped.
+  bool quiet = false;
   bool kernel_stacks = true;                 // /proc/TID/stack (live, root only)
   std::size_t max_stack_bytes = 512 * 1024;  // per thread, bounded by the stack mapping
   std::chrono::milliseconds freeze_timeout{3000};

@@ -86,11 +86,15 @@ void note_starved_modules(const std::set<std::string>& starved, ProcessSnapshot&
 
 // --verbose: the pause, split by phase, so a slow one can be pinned on its phase.
 std::string pause_line(const ProcessCopy& copy, const PauseTimes& p) {
+  // Threads the quiet path copied asleep were not stopped.
+  auto stopped = std::count_if(copy.threads.begin(), copy.threads.end(), [](const ThreadCopy& c) {
+    return c.described.capture != std::optional<std::string>("bpf");
+  });
   return fmt::format(
       "pid {}: paused {} us: {} threads stopped and registers read in {} us, {} KiB of "
       "stacks copied in {} us, Python frames walked in {} us ({} reads), resumed in {} us",
-      copy.pid, p.pause_us, copy.threads.size(), p.stopped_us, p.stack_bytes / 1024, p.stacks_us,
-      p.python_us, p.python_reads,
+      copy.pid, p.pause_us, stopped, p.stopped_us, p.stack_bytes / 1024, p.stacks_us, p.python_us,
+      p.python_reads,
       std::max<std::int64_t>(0, p.pause_us - p.stopped_us - (p.stacks_us + p.python_us)));
 }
 
@@ -148,7 +152,9 @@ ProcessSnapshot finish_unguarded(ProcessCopy& copy, ModuleSource& source,
   if (copy.pause) snap.pause_us = copy.pause->pause_us;
   if (!copy.death.empty()) report_death(copy, snap);
   report_uninterruptible(copy, snap);
-  if (options.log != nullptr && copy.pause) options.log->push_back(pause_line(copy, *copy.pause));
+  // Nothing stopped (the quiet path took every thread asleep): no pause to split.
+  if (options.log != nullptr && copy.pause && copy.pause->pause_us > 0)
+    options.log->push_back(pause_line(copy, *copy.pause));
 
   NativeUnwinding made;
   NativeUnwinding& native = keep != nullptr ? *keep : made;

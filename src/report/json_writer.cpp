@@ -180,6 +180,8 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
               {"notes", t.notes}};
   // Only when carried from an earlier dump: other documents stay as they were.
   if (t.blocked_first_seen_at) out["blocked_first_seen_at"] = *t.blocked_first_seen_at;
+  if (t.capture)
+    out["capture"] = *t.capture;  // live captures only: cores' documents stay as they were
   return out;
 }
 

@@ -185,7 +185,12 @@ std::vector<int> LiveTarget::thread_ids() {
 }
 
 Result<std::unique_ptr<Freeze>> LiveTarget::freeze(const Deadline& deadline) {
-  auto stopper = PtraceStopper::stop_all(pid_, deadline);
+  return freeze_except(deadline, {});
+}
+
+Result<std::unique_ptr<Freeze>> LiveTarget::freeze_except(const Deadline& deadline,
+                                                          const std::vector<int>& leave_alone) {
+  auto stopper = PtraceStopper::stop_all(pid_, deadline, leave_alone);
   if (!stopper) return std::move(stopper).error();
   return std::unique_ptr<Freeze>(std::move(*stopper));
 }

@@ -32,6 +32,8 @@ class LiveTarget : public Target {
   std::optional<std::string> local_path(const Mapping& m) const override;
   std::vector<int> thread_ids() override;
   Result<std::unique_ptr<Freeze>> freeze(const Deadline& deadline) override;
+  Result<std::unique_ptr<Freeze>> freeze_except(const Deadline& deadline,
+                                                const std::vector<int>& leave_alone) override;
   void describe_process(ProcessSnapshot& out) override;
   void describe_thread(ThreadSnapshot& out) override;
   std::vector<std::string> environment() override;

@@ -64,8 +64,11 @@ Error ptrace_error(int pid, int err) {
 
 PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
 
-Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const Deadline& deadline) {
+Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
+    int pid, const Deadline& deadline, const std::vector<int>& leave_alone) {
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
+  s->leave_alone_ = leave_alone;
+  std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
   // Block termination and job-control stop signals while threads are stopped; they are
   // delivered after release (SIGSTOP cannot be blocked: docs/security.md).
   sigset_t block;
@@ -93,7 +96,8 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
     if (!tids) return std::move(tids).error();
     std::vector<int> fresh;
     for (int tid : *tids) {
-      bool known = std::any_of(s->tracees_.begin(), s->tracees_.end(),
+      bool known = std::binary_search(s->leave_alone_.begin(), s->leave_alone_.end(), tid) ||
+                   std::any_of(s->tracees_.begin(), s->tracees_.end(),
                                [tid](const Tracee& t) { return t.tid == tid; }) ||
                    std::find(s->uninterruptible_.begin(), s->uninterruptible_.end(), tid) !=
                        s->uninterruptible_.end();
@@ -121,6 +125,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(int pid, const De
 Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first_scan) {
   int refused = 0;
   for (int tid : tids) {
+    if (std::binary_search(leave_alone_.begin(), leave_alone_.end(), tid)) continue;
     // Not attached: it could not stop before its kernel call returns, and would then stop
     // for as long as hangscan holds it (see the header).
     if (in_uninterruptible_sleep(pid_, tid)) {

@@ -38,7 +38,10 @@ class PtraceStopper : public Freeze {
  public:
   // Stops all threads of `pid`. Threads that cannot be stopped before the deadline (e.g. in
   // uninterruptible sleep) are listed with an error and no registers.
-  static Result<std::unique_ptr<PtraceStopper>> stop_all(int pid, const Deadline& deadline);
+  // `leave_alone`: threads not to attach at all (the quiet path took them without a stop,
+  // capture/quiet_source.h); every other thread, including any found by a re-scan, is stopped.
+  static Result<std::unique_ptr<PtraceStopper>> stop_all(int pid, const Deadline& deadline,
+                                                         const std::vector<int>& leave_alone = {});
 
   ~PtraceStopper() override;
   PtraceStopper(const PtraceStopper&) = delete;
@@ -80,6 +83,7 @@ class PtraceStopper : public Freeze {
   std::unique_ptr<SeizeReaper> reaper_;  // only while seizing (stop_all)
   std::vector<Tracee> tracees_;
   std::vector<int> uninterruptible_;  // threads in D state when found: not attached
+  std::vector<int> leave_alone_;      // sorted: threads taken without a stop, never attached
   std::vector<FrozenThread> threads_;
   std::int64_t first_stop_us_ = 0;
   std::int64_t stopped_us_ = 0;

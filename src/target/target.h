@@ -88,6 +88,13 @@ class Target : public ModuleSource {
 
   // Stops the target (live) and reads every thread's registers. Bounded by `deadline`.
   virtual Result<std::unique_ptr<Freeze>> freeze(const Deadline& deadline) = 0;
+  // The same, leaving the threads `leave_alone` untouched (not attached, not stopped): the
+  // quiet path (capture/quiet_source.h) took them without a stop. Cores ignore the list.
+  virtual Result<std::unique_ptr<Freeze>> freeze_except(const Deadline& deadline,
+                                                        const std::vector<int>& leave_alone) {
+    (void)leave_alone;
+    return freeze(deadline);
+  }
 
   // Fills process-level metadata: cmdline, exe, ppid, state, host, core info.
   virtual void describe_process(ProcessSnapshot& out) = 0;

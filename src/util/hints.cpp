@@ -55,4 +55,10 @@ const char* container_ptrace() {
          "Python stacks without ptrace";
 }
 
+const char* quiet_dump_off() {
+  return "dump then stops every thread with ptrace, as before; for a dump that leaves blocked "
+         "threads asleep run as root (or with CAP_BPF and CAP_PERFMON) on Linux 5.18+ with BTF, "
+         "with a hangscan built with eBPF; 'hangscan doctor' says which is missing";
+}
+
 }  // namespace hangscan::hints

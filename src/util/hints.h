@@ -35,5 +35,7 @@ const char* own_pid();
 // hangscan runs in a container that does not grant it CAP_SYS_PTRACE (Docker's, podman's and
 // Kubernetes' default): the runtime's fix, and what still works without it.
 const char* container_ptrace();
+// The quiet dump (BPF snapshot of blocked threads) is off: what turns it on.
+const char* quiet_dump_off();
 
 }  // namespace hangscan::hints

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/bpf_snapshot.h"
 #include "watch_events.h"
 
 namespace hangscan {
@@ -24,34 +25,7 @@ void header_into(const hs_header& h, int& pid, int& tid, std::int64_t& ts, std::
 }
 
 // struct pt_regs (the kernel's order) to user_regs_struct (ptrace's).
-Registers registers_of(const hs_user_stack& u) {
-  Registers r;
-  auto& o = r.raw;
-  const hs_regs& i = u.regs;
-  o.r15 = i.r15;
-  o.r14 = i.r14;
-  o.r13 = i.r13;
-  o.r12 = i.r12;
-  o.rbp = i.bp;
-  o.rbx = i.bx;
-  o.r11 = i.r11;
-  o.r10 = i.r10;
-  o.r9 = i.r9;
-  o.r8 = i.r8;
-  o.rax = i.ax;
-  o.rcx = i.cx;
-  o.rdx = i.dx;
-  o.rsi = i.si;
-  o.rdi = i.di;
-  o.orig_rax = i.orig_ax;
-  o.rip = i.ip;
-  o.cs = i.cs;
-  o.eflags = i.flags;
-  o.rsp = i.sp;
-  o.ss = i.ss;
-  o.fs_base = u.fs_base;
-  return r;
-}
+Registers registers_of(const hs_user_stack& u) { return registers_of_pt_regs(u.regs, u.fs_base); }
 
 SampledStack copy_of(const hs_user_stack& u, bool with_stack) {
   SampledStack c;

@@ -15,6 +15,14 @@ import pytest
 
 import hs_testlib as hs
 
+
+@pytest.fixture(autouse=True)
+def ptrace_path(monkeypatch):
+    """These tests are about the ptrace stop: dump's quiet path (BPF, test_quiet_dump.py) is
+    off for them."""
+    monkeypatch.setenv("HANGSCAN_NO_BPF", "1")
+
+
 UNWINDERS = ["libdw", "libunwind"]
 FRAME_KEYS = {"kind", "function", "file", "line", "module", "offset", "build_id"}
 

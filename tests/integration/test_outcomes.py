@@ -22,6 +22,14 @@ import pytest
 
 import hs_testlib as hs
 
+
+@pytest.fixture(autouse=True)
+def ptrace_path(monkeypatch):
+    """These tests are about the ptrace stop: dump's quiet path (BPF, test_quiet_dump.py) is
+    off for them."""
+    monkeypatch.setenv("HANGSCAN_NO_BPF", "1")
+
+
 PYTHON = "/usr/bin/python3"
 BIG = hs.program_source("py_big.py")
 KILLED_HINT = "hint: the process is gone; the kernel log (dmesg) says whether the OOM killer ended it\n"

@@ -13,7 +13,17 @@ Timing goals are not asserted here (benchmarks measure them: tests/bench/bench_d
 
 import re
 
+import pytest
+
 import hs_testlib as lib
+
+
+@pytest.fixture(autouse=True)
+def ptrace_path(monkeypatch):
+    """These tests are about the ptrace stop: dump's quiet path (BPF, test_quiet_dump.py) is
+    off for them."""
+    monkeypatch.setenv("HANGSCAN_NO_BPF", "1")
+
 
 PY_THREADS = lib.program_source("py_threads.py")
 PYTHON = "/usr/bin/python3.11"

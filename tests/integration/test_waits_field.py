@@ -19,6 +19,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import hs_testlib as hs  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def ptrace_path(monkeypatch):
+    """These tests are about the ptrace stop: dump's quiet path (BPF, test_quiet_dump.py) is
+    off for them."""
+    monkeypatch.setenv("HANGSCAN_NO_BPF", "1")
+
+
 PYTHON = "/usr/bin/python3"
 SLACK = 0.2
 STATE_DIR = "/run/hangscan/since"

@@ -3,6 +3,9 @@
 
 #include <memory>
 
+#include <unistd.h>
+
+#include "capture/quiet_source.h"
 #include "cli.h"
 #include "doctor/doctor.h"
 #include "fanout/agent_version.h"
@@ -28,6 +31,14 @@ int run_doctor_cmd(const DoctorCmdOptions& o) {
   if (auto e = ebpf_readiness(); true)
     checks.push_back(
         {e.ready ? DoctorCheck::Level::ok : DoctorCheck::Level::warn, "ebpf", e.finding, e.fix});
+  // Whether dump leaves blocked threads asleep (the quiet path): the kernel's own answer, from
+  // loading the snapshot program for hangscan itself (closed again at once).
+  if (auto q = open_quiet_source(::getpid()); q)
+    checks.push_back({DoctorCheck::Level::ok, "quiet-dump",
+                      "dump copies blocked threads with BPF and stops only running ones", ""});
+  else
+    checks.push_back({DoctorCheck::Level::warn, "quiet-dump",
+                      "dump stops every thread with ptrace: " + q.error().what(), q.error().hint});
   if (!o.agent_path.empty()) {
     AgentBinaryCheck a = check_agent_binary(o.agent_path);
     using L = AgentBinaryCheck::Level;

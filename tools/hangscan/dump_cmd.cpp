@@ -24,6 +24,7 @@ namespace {
 
 struct DumpOptions {
   std::vector<int> pids;
+  bool no_bpf = false;  // --no-bpf: stop every thread with ptrace (no quiet path)
   bool subprocesses = false;
   std::string match;
   CaptureFlags capture;
@@ -57,6 +58,10 @@ int run_dump(const DumpOptions& o) {
   req.match = o.match;
   req.run.capture = live_capture_options(o.capture);
   req.run.capture.freeze_timeout = std::chrono::milliseconds(o.timeout_ms);
+  // The quiet path (blocked threads copied by BPF, never stopped) unless --no-bpf or
+  // HANGSCAN_NO_BPF=1 (tests compare both paths on one machine).
+  const char* no_bpf = std::getenv("HANGSCAN_NO_BPF");
+  req.run.capture.quiet = !o.no_bpf && !(no_bpf != nullptr && *no_bpf == '1');
   req.run.samples = o.samples;
   req.run.interval_s = o.interval;
   req.run.explain_deaths = true;
@@ -106,6 +111,8 @@ void add_dump_command(CLI::App& app, Action& action) {
   sub->add_option("--match", opts->match,
                   "Processes whose command line matches REGEX (like pgrep -f)");
   add_capture_flags(sub, opts->capture);
+  sub->add_flag("--no-bpf", opts->no_bpf,
+                "Stop every thread with ptrace (no BPF copy of blocked threads)");
   sub->add_option("--samples", opts->samples, "Snapshots to take, to tell stuck from progressing")
       ->check(whole_number("a sample count", 1, 1000));
   sub->add_option("--interval", opts->interval, "Seconds between samples")

@@ -404,4 +404,17 @@ TEST(JsonReader, EnforcesCountAndSizeLimits) {
 }
 
 }  // namespace
+// How a live capture took a thread (the quiet dump's "bpf", or "ptrace") survives both JSON
+// forms; a thread without it (cores) has none after reading back.
+TEST(JsonReader, ThreadCaptureRoundTripsInBothForms) {
+  JobSnapshot job = rich_job();
+  job.processes[0].threads[0].capture = "bpf";
+  for (const std::string& text : {write_json(job, nullptr), write_agent_json(job)}) {
+    auto back = read_job_json(text);
+    ASSERT_TRUE(back.ok()) << back.error().what();
+    EXPECT_EQ(back->processes[0].threads[0].capture, std::optional<std::string>("bpf"));
+    EXPECT_EQ(back->processes[1].threads[0].capture, std::nullopt);
+  }
+}
+
 }  // namespace hangscan

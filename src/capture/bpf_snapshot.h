@@ -1,0 +1,29 @@
+// The BPF snapshot: a QuietSource (quiet_source.h) built on a sleepable task iterator
+// (bpf/snapshot.bpf.c).
+//
+// Why BPF: only the kernel can read a sleeping thread's user registers (bpf_task_pt_regs)
+// without stopping it, and a sleepable iterator may copy its user stack too
+// (bpf_copy_from_user_task). The program is loaded per dump, limited to one process, and
+// owned by file descriptors only: closed on every path, and freed by the kernel if hangscan is
+// killed. Needs Linux 5.18+, BTF, and root or CAP_BPF + CAP_PERFMON.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "capture/quiet_source.h"
+#include "hangscan/result.h"
+#include "watch_events.h"
+
+namespace hangscan {
+
+// Opens and loads the snapshot program for `pid`; an error says why the quiet path is off
+// (a build without BPF, no privilege, a kernel without the iterator or BTF).
+Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid);
+
+// A thread's registers as the kernel keeps them (struct pt_regs, copied by BPF) in ptrace's
+// layout (user_regs_struct), with the thread's fs_base. Why shared: the recorder's samples
+// (watch) and the snapshot copy the same struct.
+Registers registers_of_pt_regs(const hs_regs& in, std::uint64_t fs_base);
+
+}  // namespace hangscan
