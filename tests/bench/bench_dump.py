@@ -36,6 +36,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -173,7 +174,18 @@ def default_scenarios() -> list[Scenario]:
 
 
 def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Result]:
-    target = pool.start(scenario.argv, timeout=scenario.start_timeout)
+    """The target gets a TMPDIR of its own: what a killed target leaves there (the gloo job's
+    store) goes with it."""
+    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
+        target = pool.start(scenario.argv, timeout=scenario.start_timeout,
+                            env=dict(os.environ, TMPDIR=tmp))
+        try:
+            return time_tools(scenario, target, runs)
+        finally:
+            target.kill()
+
+
+def time_tools(scenario: Scenario, target: hs.Target, runs: int) -> list[Result]:
     if scenario.all_asleep:
         hs.wait_for(lambda: set(hs.thread_states(target.pid).values()) == {"S"}, 30,
                     "every thread asleep in the kernel")
@@ -194,7 +206,6 @@ def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Res
             if res.tool.pause_us:
                 res.pauses.append(res.tool.pause_us(proc.stdout, target.pid))
             hs.assert_runs_on(target.pid)
-    target.kill()
     return results
 
 
@@ -298,6 +309,8 @@ def main() -> int:
     ap.add_argument("--only", action="append", default=[],
                     help="run only scenarios whose name contains this (repeatable)")
     ap.add_argument("--baseline", help="another hangscan binary to time side by side (before/after)")
+    ap.add_argument("--hangscan-only", action="store_true",
+                    help="time only hangscan (and --baseline): a before/after run without the others")
     args = ap.parse_args()
     if args.baseline:
         os.environ["HS_BENCH_BASELINE"] = str(Path(args.baseline).resolve())
@@ -314,6 +327,8 @@ def main() -> int:
             named = any(o in scenario.name for o in args.only)
             if (args.only or scenario.opt_in) and not named:
                 continue
+            if args.hangscan_only:
+                scenario.tools = [t for t in scenario.tools if t.name.startswith("hangscan")]
             results = run_scenario(scenario, max(args.runs, 1), pool)
             print("\n".join(report(scenario, results, args.markdown)), flush=True)
             failed |= any(r.failures for r in results)
