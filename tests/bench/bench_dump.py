@@ -12,6 +12,13 @@ python3.11 (python3.11-dbg installed, so gdb's py-bt works): the --native pause 
 (goal <= 2 ms) and a Python-only dump of 20 threads against gdb's `thread apply all py-bt`
 (goal: at most 1/20 of gdb's time).
 
+Issue 32's 8-rank benchmark (opt-in: `--only "8 ranks"`; it starts 8 torch processes, which
+takes a minute on 2 CPUs): tests/programs/hang_gloo.py, a torch.distributed gloo job of 8 ranks
+spawned by torch.multiprocessing where rank 3 skips an all_reduce, and one `hangscan dump --pid R
+...` of all 8 ranks (Python frames). With --baseline, every hangscan tool gets a goal line: at most
+5% slower than the baseline, by medians and by the median of the paired (same round) ratios.
+Each run records the 1-minute load average before it (other builds share the CPUs).
+
 Extending: add a Scenario to SCENARIOS (e.g. a Python target) and/or a Tool to its tools
 (e.g. gdb with `py-bt`). A tool's `ok` checks its output so a failing tool is reported, not
 timed as if it had worked.
@@ -25,10 +32,12 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -53,6 +62,8 @@ class Scenario:
     pause_goal_us: Optional[int] = None
     all_asleep: bool = False                  # wait until every thread sleeps in the kernel
     gdb_ratio_goal: Optional[float] = None    # hangscan's median <= this x gdb's
+    start_timeout: float = 30.0               # seconds until the target says ready
+    opt_in: bool = False                      # runs only when --only names it
 
 
 @dataclasses.dataclass
@@ -61,6 +72,8 @@ class Result:
     seconds: list[float] = dataclasses.field(default_factory=list)
     pauses: list[int] = dataclasses.field(default_factory=list)
     failures: list[str] = dataclasses.field(default_factory=list)
+    loads: list[float] = dataclasses.field(default_factory=list)  # 1-min load before each run
+    cpu: list[float] = dataclasses.field(default_factory=list)  # user + system seconds per run
 
 
 def hangscan_pause(stdout: str, pid: int) -> int:
@@ -117,6 +130,38 @@ def py_threads(n: int) -> list[str]:
     return [PYTHON, str(hs.program_source("py_threads.py")), hs.READY, str(n)]
 
 
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+WORLD = 8
+
+
+def rank_pids(launcher: int) -> list[int]:
+    """torch.multiprocessing.spawn's ranks (its resource tracker runs no spawn_main)."""
+    ranks = [p for p in hs.children(launcher) if any("spawn_main" in a for a in hs.cmdline(p))]
+    assert len(ranks) == WORLD, f"{len(ranks)} ranks under {launcher}"
+    return ranks
+
+
+def ranks_pause(stdout: str, launcher: int) -> int:
+    """The longest pause any rank saw (each process is stopped on its own)."""
+    return max(p["pause_us"] for p in json.loads(stdout)["processes"] if p.get("pause_us"))
+
+
+def rank_tools() -> list[Tool]:
+    """One `dump` of every rank of the gloo job, each rank named with --pid."""
+    def argv(binary: str) -> Callable[[int], list[str]]:
+        return lambda pid: [binary, "dump", *[a for r in rank_pids(pid) for a in ("--pid", str(r))],
+                            "--json"]
+    ok = lambda p: (p.returncode == 0 and '"kind": "python"' in p.stdout
+                    and len(json.loads(p.stdout)["processes"]) == WORLD)
+    return [Tool(f"hangscan dump {WORLD} ranks{label}", argv(binary), ok, ranks_pause)
+            for label, binary in hangscan_bins()]
+
+
+def gloo_job() -> list[str]:
+    return [TORCH_PYTHON, str(hs.program_source("hang_gloo.py")), hs.READY, "--launcher", "spawn",
+            "--world", str(WORLD), "--odd", "3"]
+
+
 def default_scenarios() -> list[Scenario]:
     return [
         Scenario("50 threads", [hs.program("many_threads"), "50"], default_tools(), 2000),
@@ -125,11 +170,24 @@ def default_scenarios() -> list[Scenario]:
                  all_asleep=True),
         Scenario("python3.11 20 threads", py_threads(20), python_tools(False), None,
                  all_asleep=True, gdb_ratio_goal=1 / 20),
+        Scenario(f"{WORLD} ranks torch gloo", gloo_job(), rank_tools(), start_timeout=400,
+                 opt_in=True),
     ]
 
 
 def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Result]:
-    target = pool.start(scenario.argv)
+    """The target gets a TMPDIR of its own: what a killed target leaves there (the gloo job's
+    store) goes with it."""
+    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
+        target = pool.start(scenario.argv, timeout=scenario.start_timeout,
+                            env=dict(os.environ, TMPDIR=tmp))
+        try:
+            return time_tools(scenario, target, runs)
+        finally:
+            target.kill()
+
+
+def time_tools(scenario: Scenario, target: hs.Target, runs: int) -> list[Result]:
     if scenario.all_asleep:
         hs.wait_for(lambda: set(hs.thread_states(target.pid).values()) == {"S"}, 30,
                     "every thread asleep in the kernel")
@@ -138,10 +196,12 @@ def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Res
     for _ in range(runs):
         for res in results:
             argv = res.tool.argv(target.pid)
-            start = time.monotonic()
+            res.loads.append(load_average())
+            cpu_before, start = children_cpu(), time.monotonic()
             proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
                                   stdin=subprocess.DEVNULL)
             elapsed = time.monotonic() - start
+            res.cpu.append(children_cpu() - cpu_before)
             if not res.tool.ok(proc):
                 res.failures.append(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
                 continue
@@ -149,7 +209,6 @@ def run_scenario(scenario: Scenario, runs: int, pool: hs.TargetPool) -> list[Res
             if res.tool.pause_us:
                 res.pauses.append(res.tool.pause_us(proc.stdout, target.pid))
             hs.assert_runs_on(target.pid)
-    target.kill()
     return results
 
 
@@ -170,6 +229,8 @@ def report(scenario: Scenario, results: list[Result], markdown: bool) -> list[st
         if res.pauses:
             note = (f"median pause_us {int(statistics.median(res.pauses))} "
                     f"(min {min(res.pauses)}, max {max(res.pauses)})" + (f"; {note}" if note else ""))
+        note += (f"; cpu {fmt_ms(statistics.median(res.cpu))} ms"
+                 f"; load {min(res.loads):.1f}-{max(res.loads):.1f}")
         rows.append([res.tool.name, fmt_ms(med), fmt_ms(min(res.seconds)), fmt_ms(max(res.seconds)),
                      ratio, note])
     head = ["tool", "median ms", "min ms", "max ms", "vs hangscan", "notes"]
@@ -188,8 +249,35 @@ def report(scenario: Scenario, results: list[Result], markdown: bool) -> list[st
     return lines
 
 
-def goals(scenario: Scenario, results: list[Result]) -> list[str]:
+def children_cpu() -> float:
+    """CPU seconds of finished children: what a tool costs, less bent by others' load."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def load_average() -> float:
+    return float((hs.read_text("/proc/loadavg") or "0").split()[0])
+
+
+def baseline_goals(results: list[Result], limit: float = 0.05) -> list[str]:
+    """Issue 32: each hangscan tool at most `limit` slower than the same tool of --baseline.
+    The paired ratio compares the two runs of one round (same load), then takes the median."""
     out = []
+    for res in results:
+        base = next((r for r in results if r.tool.name == res.tool.name + " (baseline)"), None)
+        if not (base and res.seconds and len(base.seconds) == len(res.seconds)):
+            continue
+        change = statistics.median(res.seconds) / statistics.median(base.seconds) - 1
+        paired = statistics.median(a / b for a, b in zip(res.seconds, base.seconds)) - 1
+        cpu = statistics.median(res.cpu) / statistics.median(base.cpu) - 1
+        verdict = "met" if max(change, paired) <= limit else "MISSED"
+        out.append(f"goal: {res.tool.name} at most {limit:.0%} slower than the baseline: {verdict} "
+                   f"(medians {change:+.1%}, paired median {paired:+.1%}; cpu medians {cpu:+.1%})")
+    return out
+
+
+def goals(scenario: Scenario, results: list[Result]) -> list[str]:
+    out = baseline_goals(results)
     hs_res = results[0]
     if hs_res.pauses and scenario.pause_goal_us:
         med = statistics.median(hs_res.pauses)
@@ -232,6 +320,8 @@ def main() -> int:
     ap.add_argument("--only", action="append", default=[],
                     help="run only scenarios whose name contains this (repeatable)")
     ap.add_argument("--baseline", help="another hangscan binary to time side by side (before/after)")
+    ap.add_argument("--hangscan-only", action="store_true",
+                    help="time only hangscan (and --baseline): a before/after run without the others")
     args = ap.parse_args()
     if args.baseline:
         os.environ["HS_BENCH_BASELINE"] = str(Path(args.baseline).resolve())
@@ -245,8 +335,11 @@ def main() -> int:
     failed = False
     with hs.TargetPool() as pool:
         for scenario in default_scenarios():
-            if args.only and not any(o in scenario.name for o in args.only):
+            named = any(o in scenario.name for o in args.only)
+            if (args.only or scenario.opt_in) and not named:
                 continue
+            if args.hangscan_only:
+                scenario.tools = [t for t in scenario.tools if t.name.startswith("hangscan")]
             results = run_scenario(scenario, max(args.runs, 1), pool)
             print("\n".join(report(scenario, results, args.markdown)), flush=True)
             failed |= any(r.failures for r in results)
