@@ -7,6 +7,7 @@
 
 #include "proc/proc_files.h"
 #include "proc/rank_info.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -38,12 +39,11 @@ void drop_vanished_workers(JobSnapshot& job) {
   job.processes.erase(std::remove_if(job.processes.begin(), job.processes.end(), gone),
                       job.processes.end());
   for (const auto& [owner, count] : ended) {
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::info;
-    d.pid = owner;
-    d.message = fmt::format("{} forked worker{} of pid {} ended during the capture: left out",
-                            count, count == 1 ? "" : "s", owner);
-    job.diagnostics.push_back(std::move(d));
+    job.diagnostics.push_back(make_diagnostic(
+        Diagnostic::Severity::info,
+        fmt::format("{} forked worker{} of pid {} ended during the capture: left out", count,
+                    count == 1 ? "" : "s", owner),
+        {}, owner));
   }
 }
 

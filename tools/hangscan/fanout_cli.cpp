@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "cli.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
+#include "proc/proc_files.h"
 #include "util/escape.h"
 #include "util/safe_output.h"
 
@@ -78,11 +78,10 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path) {
     }
     return explicit_path;
   }
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0)
+  auto self = read_link("/proc/self/exe");
+  if (!self)
     return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
-  return std::string(buf, static_cast<std::size_t>(n));
+  return std::move(*self);
 }
 
 std::shared_ptr<TerminalProgress> tty_progress() {
