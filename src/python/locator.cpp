@@ -281,7 +281,7 @@ void add_module_layouts(Located& loc, ModuleSymbols& syms, MemoryReader& mem,
                         std::vector<std::string>* log) {
   if (loc.layout.off.gen_iframe >= 0) {  // 3.14+: _asyncio describes itself
     auto found = find_asyncio_layout(syms, mem, loc.layout);
-    if (found) loc.asyncio = std::move(*found);
+    if (found) loc.asyncio = *found;
     else loc.asyncio_missing = found.error().message;
   }
   std::uint64_t interp = 0;

@@ -57,7 +57,7 @@ std::string python_float_format(std::string sci) {
   } else if (exp < 0) {
     out += "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
   } else {
-    auto point = static_cast<std::size_t>(exp + 1);
+    auto point = static_cast<std::size_t>(exp) + 1;  // exp >= 0 here
     if (digits.size() <= point) {
       out += digits + std::string(point - digits.size(), '0') + ".0";
     } else {
