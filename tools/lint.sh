@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make format`, `make format-fix` and `make lint`: the layout (.clang-format) and the lint set
 # (.clang-tidy) over the tree, one place for the file lists both use.
-#   tools/lint.sh format        check: lists each file clang-format would change, exit 1 if any
+#   tools/lint.sh format        check: shows each line clang-format would change, fails if any
 #   tools/lint.sh format-fix    apply clang-format to those files
 #   tools/lint.sh lint BUILD    clang-tidy over src/ and tools/ from BUILD/compile_commands.json
 # Why a script: tests/programs is never reformatted (its line numbers are asserted) and
