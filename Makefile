@@ -10,7 +10,8 @@ CTEST_ARGS ?=
 CMAKE = cmake
 CONFIGURE = $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb dist wheel clean
+.PHONY: all deps test-deps package-deps configure build demo test sanitize sanitize-run bench install deb dist wheel clean \
+  format format-fix lint
 
 all: build
 
@@ -96,3 +97,18 @@ wheel: dist
 
 clean:
 	rm -rf $(BUILD)
+
+# The layout (.clang-format): `make format` checks the tree (tests/programs and the generated
+# bpf/vmlinux.h left out), `make format-fix` applies it. Seconds; not part of `make test`.
+format:
+	@tools/lint.sh format
+
+format-fix:
+	@tools/lint.sh format-fix
+
+# The lint set (.clang-tidy) over src/ and tools/, from the build's compile database (the build
+# makes the generated headers the sources include). Minutes of CPU: not part of `make test`.
+lint: deps
+	@$(MAKE) --no-print-directory configure
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target hangscan
+	@JOBS=$(JOBS) tools/lint.sh lint $(BUILD)

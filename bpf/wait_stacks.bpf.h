@@ -170,7 +170,8 @@ int copy_wait_stacks(struct bpf_iter__task* ctx) {
   __u64 age = bpf_ktime_get_ns() - start;
   __u32 at = 0;
   if (age < wait_threshold_ns) return 0;
-  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX && age + copy_margin_ns <= shortest_kept(st, &at))
+  if (top_waits != 0 && top_waits <= HS_TOP_WAITS_MAX &&
+      age + copy_margin_ns <= shortest_kept(st, &at))
     return 0;
   /* Into the thread's own state; valid only once copied_seq says so (below). */
   ts->copied_seq = 0;

@@ -33,16 +33,16 @@ typedef __s64 hs_s64;
 #define HS_KSTACK_DEPTH 24
 
 enum hs_event_kind {
-  HS_EV_SAMPLE = 1,     /* an on-CPU sample (perf_event cpu-clock) */
-  HS_EV_WAIT = 2,       /* a sleep of at least wait_threshold_ns, when the thread ran again */
-  HS_EV_EXIT = 4,       /* a thread group leader exited (sched_process_exit) */
-  HS_EV_SIGNAL = 5,     /* a signal was generated for a watched process (signal_generate) */
-  HS_EV_OOM = 6,        /* the OOM killer chose a watched process (oom:mark_victim) */
-  HS_EV_WAIT_STACK = 7, /* HS_EV_WAIT with the user stack the iterator copied while it slept */
-  HS_EV_SAMPLE_PY = 8,  /* HS_EV_SAMPLE of a Python process, with its Python frames */
-  HS_EV_EXEC = 9,       /* a watched process replaced its program (sched_process_exec) */
-  HS_EV_WAIT_COPY = 10, /* the user stack of waits that just ended, copied on the way back to
-                           user space (bpf_task_work), for HS_EV_WAIT records with copy_follows */
+  HS_EV_SAMPLE = 1,        /* an on-CPU sample (perf_event cpu-clock) */
+  HS_EV_WAIT = 2,          /* a sleep of at least wait_threshold_ns, when the thread ran again */
+  HS_EV_EXIT = 4,          /* a thread group leader exited (sched_process_exit) */
+  HS_EV_SIGNAL = 5,        /* a signal was generated for a watched process (signal_generate) */
+  HS_EV_OOM = 6,           /* the OOM killer chose a watched process (oom:mark_victim) */
+  HS_EV_WAIT_STACK = 7,    /* HS_EV_WAIT with the user stack the iterator copied while it slept */
+  HS_EV_SAMPLE_PY = 8,     /* HS_EV_SAMPLE of a Python process, with its Python frames */
+  HS_EV_EXEC = 9,          /* a watched process replaced its program (sched_process_exec) */
+  HS_EV_WAIT_COPY = 10,    /* the user stack of waits that just ended, copied on the way back to
+                              user space (bpf_task_work), for HS_EV_WAIT records with copy_follows */
   HS_EV_WAIT_COPY_PY = 11, /* HS_EV_WAIT_COPY of a Python process, with its Python frames */
 };
 
@@ -113,8 +113,8 @@ struct hs_py_frame {
 };
 
 struct hs_py_stack {
-  hs_u32 status;  /* enum hs_py_status */
-  hs_u32 nframes; /* frames in f, innermost first */
+  hs_u32 status;                     /* enum hs_py_status */
+  hs_u32 nframes;                    /* frames in f, innermost first */
   hs_u64 entries[HS_PY_FRAMES / 64]; /* bit i: frame i is the first of an eval-loop call */
   hs_u32 ncalls; /* 3.11: the thread's _PyCFrame chain (one per eval-loop call), innermost first */
   hs_u32 pad;
@@ -191,7 +191,7 @@ struct hs_oom {
 
 #define HS_PATH_LEN 256
 struct hs_exec {
-  struct hs_header h; /* comm: the new program's */
+  struct hs_header h;         /* comm: the new program's */
   char filename[HS_PATH_LEN]; /* as exec was given it (bprm->filename), cut at HS_PATH_LEN */
 };
 
@@ -205,9 +205,9 @@ struct hs_thread_state {
   hs_u64 arg0;
   hs_u32 waker_pid, waker_tid;
   char waker_comm[HS_COMM_LEN];
-  hs_u64 copied_seq;  /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
-  hs_u64 io_jiffies;  /* the last jiffy a data call of this thread moved bytes */
-  hs_u64 py_tstate;   /* this thread's Python thread state, as last found (checked at each use) */
+  hs_u64 copied_seq; /* seq + 1 of the sleep whose user stack `copy` holds, 0: none */
+  hs_u64 io_jiffies; /* the last jiffy a data call of this thread moved bytes */
+  hs_u64 py_tstate;  /* this thread's Python thread state, as last found (checked at each use) */
   /* Non-zero: the thread was asleep when the iterator met it without a sleep start (asleep since
    * before its state existed, so before the recording); its next switch-in clears it and moves
    * seq on, which voids a copy of that sleep. */
@@ -240,8 +240,8 @@ enum hs_counter {
   HS_CNT_EVENTS = 0,
   HS_CNT_LOST = 1,
   HS_CNT_STACK_FAULTS = 2,
-  HS_CNT_STALE_COPIES = 3, /* wait stack copies voided: the thread ran during the copy */
-  HS_CNT_WAIT_COPIES = 4,  /* wait stack copies made by the iterator (what it costs) */
+  HS_CNT_STALE_COPIES = 3,  /* wait stack copies voided: the thread ran during the copy */
+  HS_CNT_WAIT_COPIES = 4,   /* wait stack copies made by the iterator (what it costs) */
   HS_CNT_RESUME_COPIES = 5, /* wait stack copies made by a thread on its way back to user space */
   HS_CNT_RESUME_STALE = 6,  /* of those, voided: its registers were not those it slept with */
   HS_CNT_MAX = 7

@@ -1,11 +1,13 @@
 # The eBPF recorder of `hangscan watch` (bpf/, src/watch/, docs/watch.md).
 #
-# Built when clang, bpftool and libbpf (libbpf-dev) are installed and this machine has BTF
-# (/sys/kernel/btf/vmlinux): vmlinux.h is generated at build time from the build machine's BTF
-# (`bpftool btf dump file /sys/kernel/btf/vmlinux format c`); the programs are CO-RE, so they
-# load on any kernel with BTF, not only the one they were built on. The skeleton header comes
-# from `bpftool gen skeleton`. Without these, `watch` is built without eBPF support and says so.
-# These packages are in tools/deps.sh's `build` set, so `make demo` builds the recorder too.
+# Built when clang, bpftool and libbpf (libbpf-dev) are installed. The kernel types come from the
+# checked-in bpf/vmlinux.h (CO-RE: every struct is marked preserve_access_index, so the field
+# offsets are relocated by libbpf at load time against the running kernel's BTF): the build does
+# not depend on the build machine's kernel, and the programs load on any kernel with BTF.
+# docs/design.md ("The eBPF recorder's kernel types") says how to regenerate the header. The
+# skeleton header comes from `bpftool gen skeleton`. Without these tools, `watch` is built without
+# eBPF support and says so. These packages are in tools/deps.sh's `build` set, so `make demo`
+# builds the recorder too.
 foreach(tool CLANG BPFTOOL)
   if(HS_${tool} AND NOT EXISTS "${HS_${tool}}")
     unset(HS_${tool} CACHE)
@@ -14,7 +16,6 @@ endforeach()
 find_program(HS_CLANG NAMES clang clang-16 clang-15 clang-14)
 find_program(HS_BPFTOOL bpftool PATHS /usr/sbin /sbin)
 pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=0.8)
-set(HS_VMLINUX_BTF /sys/kernel/btf/vmlinux)
 
 # A BPF program's object and libbpf skeleton: bpf/<src> -> ${HS_BPF_OUT}/<name>.skel.h.
 function(hs_bpf_skeleton name src what)
@@ -31,21 +32,19 @@ function(hs_bpf_skeleton name src what)
 endfunction()
 
 set(HANGSCAN_HAVE_BPF OFF)
-if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND AND EXISTS ${HS_VMLINUX_BTF})
+if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND)
   set(HANGSCAN_HAVE_BPF ON)
   set(HS_BPF_OUT ${CMAKE_BINARY_DIR}/bpf)
   set(HS_BPF_SRC ${CMAKE_SOURCE_DIR}/bpf/hangscan_watch.bpf.c)
-  add_custom_command(OUTPUT ${HS_BPF_OUT}/vmlinux.h
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${HS_BPF_OUT}
-    COMMAND ${HS_BPFTOOL} btf dump file ${HS_VMLINUX_BTF} format c > ${HS_BPF_OUT}/vmlinux.h
-    COMMENT "Generating vmlinux.h from this machine's BTF" VERBATIM)
+  # The checked-in header in the build directory too, where the programs' rules look for it.
+  configure_file(${CMAKE_SOURCE_DIR}/bpf/vmlinux.h ${HS_BPF_OUT}/vmlinux.h COPYONLY)
   hs_bpf_skeleton(hangscan_watch ${HS_BPF_SRC} "the eBPF recorder"
                   ${CMAKE_SOURCE_DIR}/bpf/watch_events.h ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h
                   ${CMAKE_SOURCE_DIR}/bpf/wait_stacks.bpf.h)
   add_custom_target(hs_bpf_skeleton DEPENDS ${HS_BPF_OUT}/hangscan_watch.skel.h)
   message(STATUS "hangscan watch: eBPF recorder enabled (${HS_CLANG}, ${HS_BPFTOOL}, libbpf ${LIBBPF_VERSION})")
 else()
-  message(STATUS "hangscan watch: built without eBPF support (needs clang, bpftool, libbpf-dev and ${HS_VMLINUX_BTF})")
+  message(STATUS "hangscan watch: built without eBPF support (needs clang, bpftool and libbpf-dev)")
 endif()
 
 # hs_watch: with the recorder when available; the readiness check and the ptrace fallback always.

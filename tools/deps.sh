@@ -17,7 +17,7 @@ package_pkgs=(file dpkg-dev)
 # iproute2: the Slurm test cluster looks for free ports with `ss`.
 test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch python3-numpy openmpi-bin
   libopenmpi-dev mpich libmpich-dev slurmctld slurmd slurm-client munge slurmdbd mariadb-server pdsh openssh-server
-  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format
+  openssh-client graphviz strace util-linux procps iproute2 man-db zstd lz4 libdeflate0 clang-format clang-tidy
   python3-mpi4py python3-joblib memcached chromium libpython3.11-dev podman runc mmdebstrap
   time)
 # libdeflate0: loaded at run time when present (inflating compressed DWARF ~3x faster than
@@ -27,7 +27,7 @@ test_pkgs=(elfutils gdb python3-pytest python3.11-dbg libc6-dbg python3-torch py
 # time: /usr/bin/time -f %M, the peak RSS test_hostile_sources asserts.
 # podman, runc, mmdebstrap: tests/integration/test_containers.py (runc: crun refuses cgroup v1
 # hybrid hosts; the image is built once from Debian's mirror and cached in /var/cache/hangscan-tests).
-# clang-format: the layout of the tree (.clang-format); clang-tidy (.clang-tidy) is optional.
+# clang-format, clang-tidy: `make format` and `make lint` (.clang-format, .clang-tidy).
 # chromium: the HTML report is tested in a real headless browser (tests/integration/browser.py).
 # python3-mpi4py, python3-joblib, memcached: real software nobody here wrote, made to hang from
 # outside by tests/integration/test_field_corpus.py (issue 32, "Field truth").

@@ -19,11 +19,11 @@ template <class T>
 class Boxed {
  public:
   Boxed() = default;
-  Boxed(std::nullopt_t) {}  // NOLINT: converts like std::optional
-  Boxed(const T& v) : p_(std::make_unique<T>(v)) {}             // NOLINT
-  Boxed(T&& v) : p_(std::make_unique<T>(std::move(v))) {}      // NOLINT
+  Boxed(std::nullopt_t) {}                                 // NOLINT: converts like std::optional
+  Boxed(const T& v) : p_(std::make_unique<T>(v)) {}        // NOLINT
+  Boxed(T&& v) : p_(std::make_unique<T>(std::move(v))) {}  // NOLINT
   Boxed(const std::optional<T>& v) : p_(v ? std::make_unique<T>(*v) : nullptr) {}  // NOLINT
-  Boxed(std::optional<T>&& v)  // NOLINT
+  Boxed(std::optional<T>&& v)                                                      // NOLINT
       : p_(v ? std::make_unique<T>(std::move(*v)) : nullptr) {}
   Boxed(const Boxed& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
   Boxed(Boxed&&) noexcept = default;

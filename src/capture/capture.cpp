@@ -5,6 +5,7 @@
 #include "capture/acquire.h"
 #include "capture/finish.h"
 #include "util/contain.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -17,12 +18,10 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
   ProcessSnapshot snap;
   (void)failure_of([&] { target.describe_process(snap); });
   snap.threads.clear();
-  Diagnostic d;
-  d.severity = Diagnostic::Severity::error;
-  d.message = fmt::format("{}: capture failed: {}", target.describe(), failure->message);
-  d.hint = failure->hint();
-  d.pid = target.pid();
-  snap.diagnostics.push_back(std::move(d));
+  snap.diagnostics.push_back(
+      make_diagnostic(Diagnostic::Severity::error,
+                      fmt::format("{}: capture failed: {}", target.describe(), failure->message),
+                      failure->hint(), target.pid()));
   return snap;
 }
 

@@ -17,12 +17,8 @@ std::shared_ptr<PythonCopy> locate_python(Target& target, const CaptureOptions& 
   if (reader) {
     py->reader = std::move(*reader);
   } else if (reader.error().code != Errc::not_found) {
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::warning;
-    d.message = reader.error().what();
-    d.hint = reader.error().hint;
-    d.pid = target.pid();
-    py->diagnostics.push_back(std::move(d));
+    py->diagnostics.push_back(make_diagnostic(Diagnostic::Severity::warning, reader.error().what(),
+                                              reader.error().hint, target.pid()));
   }
   return py;
 }
@@ -157,11 +153,7 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
   if (options.log != nullptr && !py.reader->asyncio_missing().empty())
     options.log->push_back("asyncio tasks: " + py.reader->asyncio_missing());
   for (const auto& msg : py.raw.diagnostics) {
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::warning;
-    d.message = msg;
-    d.pid = snap.pid;
-    snap.diagnostics.push_back(std::move(d));
+    snap.diagnostics.push_back(make_diagnostic(Diagnostic::Severity::warning, msg, {}, snap.pid));
   }
   std::optional<python::SourceLines> own;
   python::SourceLines& sources = py.sources ? *py.sources : own.emplace(source);

@@ -20,12 +20,7 @@ namespace hangscan {
 namespace {
 
 Diagnostic skipped(Diagnostic::Severity sev, int pid, std::string message, std::string hint = {}) {
-  Diagnostic d;
-  d.severity = sev;
-  d.pid = pid;
-  d.message = std::move(message);
-  d.hint = std::move(hint);
-  return d;
+  return make_diagnostic(sev, std::move(message), std::move(hint), pid);
 }
 
 // Collects the selection in order, without duplicates, leaving out what cannot or must not

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -184,9 +183,7 @@ class Doctor {
     if (slash != std::string::npos) {
       dir = slash == 0 ? "/" : pattern.substr(0, slash);
     } else if (o_.pid) {
-      char buf[PATH_MAX + 1] = {};
-      ssize_t n = readlink(proc("cwd").c_str(), buf, PATH_MAX);
-      if (n > 0) dir.assign(buf, static_cast<std::size_t>(n));
+      if (auto cwd = read_link(proc("cwd"))) dir = std::move(*cwd);
     }
     core_dir_ = dir;
     if (dir.find('%') != std::string::npos) {
@@ -287,10 +284,9 @@ class Doctor {
 
   void check_python_symbols() {
     if (!o_.pid) return;
-    char buf[PATH_MAX + 1] = {};
-    ssize_t n = readlink(proc("exe").c_str(), buf, PATH_MAX);
-    if (n <= 0) return;
-    std::string exe(buf, static_cast<std::size_t>(n));
+    auto link = read_link(proc("exe"));
+    if (!link) return;
+    const std::string& exe = *link;
     auto base = exe.substr(exe.rfind('/') + 1);
     if (!base.starts_with("python")) return;
     std::string id = build_id(exe);

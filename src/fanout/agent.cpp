@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 
 #include "corewrite/member_core.h"
@@ -26,11 +25,7 @@ namespace hangscan {
 namespace {
 
 std::string exe_of(const std::string& proc_root, int pid) {
-  char buf[PATH_MAX];
-  std::string link = fmt::format("{}/{}/exe", proc_root, pid);
-  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
-  if (n <= 0) return {};
-  return std::string(buf, static_cast<std::size_t>(n));
+  return read_link(fmt::format("{}/{}/exe", proc_root, pid)).value_or("");
 }
 
 bool job_matches(const std::vector<std::string>& env, const std::string& job_id) {

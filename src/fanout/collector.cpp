@@ -6,6 +6,7 @@
 
 #include "fanout/early_reader.h"
 #include "report/agent_format.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -148,11 +149,9 @@ VerdictBook::VerdictBook(std::vector<std::string> requested) : requested_(std::m
 void VerdictBook::record(std::vector<NodeVerdict> verdicts) {
   for (auto& v : verdicts) {
     if (std::find(requested_.begin(), requested_.end(), v.node) == requested_.end()) {
-      Diagnostic d;
-      d.severity = Diagnostic::Severity::warning;
-      d.message =
-          fmt::format("an answer came from node '{}', which was not asked: ignored", v.node);
-      diagnostics_.push_back(std::move(d));
+      diagnostics_.push_back(make_diagnostic(
+          Diagnostic::Severity::warning,
+          fmt::format("an answer came from node '{}', which was not asked: ignored", v.node)));
       continue;
     }
     auto it = verdicts_.find(v.node);

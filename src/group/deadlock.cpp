@@ -89,6 +89,7 @@ void thread_cycles(const JobSnapshot& job, std::size_t pi, std::vector<Deadlock>
     if (loop == path.end()) continue;
     std::vector<int> tids(loop, path.end());
     std::vector<const WaitEdge*> via;
+    via.reserve(tids.size());
     for (int tid : tids) via.push_back(next[tid]);
     rotate_to_smallest(tids, via);
     if (!seen.insert(tids).second || out.size() >= kMaxCycles) continue;

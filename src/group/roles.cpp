@@ -330,7 +330,9 @@ std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analy
     const ProcessSnapshot& owner = job.processes[*pool.owner];
     if (dead(owner) || main_state(owner) == 'R') continue;
     std::vector<std::size_t> waited = stragglers_of(job, pool);
-    std::erase_if(waited, [&](std::size_t m) { return !pool.helpers && !a.is_suspect(m); });
+    std::erase_if(waited, [&a, helpers = pool.helpers](std::size_t m) {
+      return !helpers && !a.is_suspect(m);  // a copy: clang 14 cannot capture a binding
+    });
     if (waited.empty()) continue;
     std::string where = waited.size() == 1 ? ", in " + user_place(job.processes[waited[0]]) : "";
     out.push_back(fmt::format("{} waits for its worker{} {}{}", member_name(owner),

@@ -112,7 +112,8 @@ std::vector<std::size_t> StackTrie::members(std::size_t node) const {
   for (std::size_t e : ends) {
     auto middle = static_cast<std::ptrdiff_t>(out.size());
     out.insert(out.end(), nodes_[e].ending.begin(), nodes_[e].ending.end());
-    if (ends.size() <= kMergeLimit) std::inplace_merge(out.begin(), out.begin() + middle, out.end());
+    if (ends.size() <= kMergeLimit)
+      std::inplace_merge(out.begin(), out.begin() + middle, out.end());
   }
   if (ends.size() > kMergeLimit) std::sort(out.begin(), out.end());
   if (multi_ending_) out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -18,7 +18,7 @@ namespace hangscan {
 struct Group;
 
 // Members that stopped running within this many seconds of each other arrived together.
-inline constexpr double kSameArrival_s = 0.1;
+inline constexpr double kSameArrival_s = 0.1;  // NOLINT(readability-identifier-naming): seconds
 struct Analysis;
 
 struct WaitSpread {

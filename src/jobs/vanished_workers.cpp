@@ -9,6 +9,7 @@
 #include "proc/deaths.h"
 #include "proc/proc_files.h"
 #include "proc/rank_info.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -41,12 +42,11 @@ bool exited_cleanly(const ProcessSnapshot& p) {
 
 void tell(JobSnapshot& job, const std::map<int, std::size_t>& by_owner, const char* what) {
   for (const auto& [owner, count] : by_owner) {
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::info;
-    d.pid = owner;
-    d.message = fmt::format("{} forked worker{} of pid {} {}: left out", count,
-                            count == 1 ? "" : "s", owner, what);
-    job.diagnostics.push_back(std::move(d));
+    job.diagnostics.push_back(make_diagnostic(
+        Diagnostic::Severity::info,
+        fmt::format("{} forked worker{} of pid {} {}: left out", count, count == 1 ? "" : "s",
+                    owner, what),
+        {}, owner));
   }
 }
 

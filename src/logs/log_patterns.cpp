@@ -161,7 +161,7 @@ std::optional<int> launcher_label(std::string_view& line) {
     }
   }
   std::size_t lead = line.find_first_not_of(' ');
-  if (lead == std::string_view::npos || lead > 6) return std::nullopt;
+  if (lead > 6) return std::nullopt;  // npos (all spaces) too
   auto r = digits_until(line, lead, ':', at);
   if (r && at < line.size() && line[at] == ' ') {
     line.remove_prefix(at + 1);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -18,6 +17,7 @@
 #include "proc/memory_usage.h"
 #include "proc/proc_files.h"
 #include "proc/process_tree.h"
+#include "util/diagnostic.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -28,11 +28,9 @@ constexpr std::size_t kMaxKmsgBytes = 8 << 20;
 
 template <class T>
 std::optional<T> number(std::string_view s) {
-  T v{};
-  if (s.empty() || s.size() > 24) return std::nullopt;
-  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (res.ec != std::errc() || res.ptr != s.data() + s.size()) return std::nullopt;
-  return v;
+  // Untrimmed: a field with spaces around it is not a number here.
+  if (s.size() > 24 || trim_space(s).size() != s.size()) return std::nullopt;
+  return parse_int<T>(s);
 }
 
 // The digits right after `key` in `text` ("anon-rss:" -> 212608).
@@ -104,7 +102,7 @@ std::optional<KernelDeath> crash(std::string_view text, double boot_s) {
   std::string_view t = text;
   if (t.substr(0, 7) == "traps: ") t.remove_prefix(7);
   auto open = t.find('[');
-  auto close = t.find("]", open == std::string_view::npos ? 0 : open);
+  auto close = t.find(']', open == std::string_view::npos ? 0 : open);
   if (open == std::string_view::npos || close == std::string_view::npos || open == 0)
     return std::nullopt;
   auto pid = number<int>(t.substr(open + 1, close - open - 1));
@@ -416,12 +414,10 @@ void note_gpu_errors(JobSnapshot& job, const std::string& host, const std::vecto
     }
   }
   if (xids.size() > kListed) s += fmt::format("; and {} more", xids.size() - kListed);
-  Diagnostic d;
-  d.severity = Diagnostic::Severity::warning;
-  d.message = std::move(s);
-  d.hint =
+  Diagnostic d = make_diagnostic(
+      Diagnostic::Severity::warning, std::move(s),
       "NVIDIA's \"Xid Errors\" table says what each code means; 'nvidia-smi -q' on the node "
-      "shows the GPU's state now";
+      "shows the GPU's state now");
   d.host = host;
   job.diagnostics.push_back(std::move(d));
 }
@@ -490,13 +486,10 @@ void explain_deaths(JobSnapshot& job, const std::string& host, const SlurmDeathS
     }
   }
   if (!unlinked.empty()) {
-    Diagnostic d;
-    d.severity = Diagnostic::Severity::info;
-    d.message = unlinked_deaths_note(unlinked);
-    d.hint =
+    Diagnostic d = make_diagnostic(
+        Diagnostic::Severity::info, unlinked_deaths_note(unlinked),
         "a kernel-log death is the job's only when its pid is in the job's process tree or its OOM "
-        "kill is "
-        "for a memory cgroup that holds the job (docs/troubleshooting.md)";
+        "kill is for a memory cgroup that holds the job (docs/troubleshooting.md)");
     d.host = host;
     job.diagnostics.push_back(std::move(d));
   }

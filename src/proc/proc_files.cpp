@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
+#include <climits>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -40,6 +40,13 @@ std::vector<std::string_view> split_fields(std::string_view s) {
     i = j;
   }
   return out;
+}
+
+std::optional<std::string> read_link(const std::string& path) {
+  char buf[PATH_MAX + 1];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
 }
 
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
@@ -304,11 +311,10 @@ std::optional<std::uint64_t> parse_io_chars(std::string_view text) {
   for_each_line(text, [&](std::string_view line) {
     auto f = split_fields(line);
     if (f.size() != 2) return;
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), v);
-    if (ec != std::errc{} || p != f[1].data() + f[1].size()) return;
-    if (f[0] == "rchar:") r = v;
-    if (f[0] == "wchar:") w = v;
+    auto v = parse_int<std::uint64_t>(f[1]);
+    if (!v) return;
+    if (f[0] == "rchar:") r = *v;
+    if (f[0] == "wchar:") w = *v;
   });
   if (!r || !w) return std::nullopt;
   return *r + *w;

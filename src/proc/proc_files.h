@@ -34,6 +34,11 @@ void for_each_line(std::string_view text, F&& f) {
 // Reads a whole (pseudo-)file, at most `max_bytes`.
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 1 << 22);
 
+// The target of a symbolic link (/proc/PID/exe, cwd, fd/N; /proc/self/exe), or nothing when it
+// cannot be read or is longer than PATH_MAX. Why here: one buffer size and one truncation rule
+// for every caller, instead of a char[PATH_MAX] and a readlink() at each.
+std::optional<std::string> read_link(const std::string& path);
+
 // /proc/PID/maps
 std::vector<Mapping> parse_maps(std::string_view text);
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <string>
 #include <system_error>
@@ -14,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -70,10 +70,8 @@ std::optional<double> parse_exec_start_ms(std::string_view text) {
          (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
     ++end;
   if (end == i || end - i > 32) return std::nullopt;
-  double v = 0;
-  auto res = std::from_chars(text.data() + i, text.data() + end, v);
-  if (res.ec != std::errc() || res.ptr != text.data() + end || !std::isfinite(v) || v < 0)
-    return std::nullopt;
+  auto v = parse_finite_double(text.substr(i, end - i));
+  if (!v || *v < 0) return std::nullopt;
   return v;
 }
 

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,13 +25,6 @@ constexpr std::size_t kMaxFdsPerWait = 4096;  // poll/select sets read at most
 constexpr std::size_t kMaxEdgesPerThread = 64;
 constexpr std::size_t kMaxConnections = 4096;  // tcp_connections per process
 constexpr std::size_t kMaxNodeFds = 1u << 21;  // fds scanned on the whole node
-
-std::optional<std::string> read_link(const std::string& path) {
-  char buf[PATH_MAX + 1] = {};
-  ssize_t n = ::readlink(path.c_str(), buf, PATH_MAX);
-  if (n <= 0) return std::nullopt;
-  return std::string(buf, static_cast<std::size_t>(n));
-}
 
 std::vector<int> numeric_entries(const std::string& dir) {
   std::vector<int> out;

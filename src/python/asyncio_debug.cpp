@@ -79,8 +79,8 @@ Result<AsyncioLayout> asyncio_layout_from_debug(const std::uint64_t (&raw)[kAsyn
   return a;
 }
 
-std::optional<AsyncioLayout> find_asyncio_layout(ModuleSymbols& syms, MemoryReader& mem,
-                                                 const PyLayout& layout, std::string* why) {
+Result<AsyncioLayout> find_asyncio_layout(ModuleSymbols& syms, MemoryReader& mem,
+                                          const PyLayout& layout) {
   std::vector<std::string> mods = syms.modules();
   // The _asyncio extension first; a build with _asyncio built in has it in the interpreter
   // or libpython (the first module and those named libpython*).
@@ -95,24 +95,17 @@ std::optional<AsyncioLayout> find_asyncio_layout(ModuleSymbols& syms, MemoryRead
     if (!sec) continue;
     std::uint64_t raw[kAsyncioDebugFields] = {};
     if (sec->size < sizeof(raw)) {
-      *why = fmt::format("{} in {} is {} bytes, not a _Py_AsyncioModuleDebugOffsets",
-                         kAsyncioDebugSection, m, sec->size);
-      return std::nullopt;
+      return Error(Errc::bad_data,
+                   fmt::format("{} in {} is {} bytes, not a _Py_AsyncioModuleDebugOffsets",
+                               kAsyncioDebugSection, m, sec->size));
     }
     if (!mem.read_exact(sec->start, raw, sizeof(raw)) &&
         syms.read_from_file(m, sec->start, raw, sizeof(raw)) != sizeof(raw)) {
-      *why = fmt::format("{} of {} unreadable", kAsyncioDebugSection, m);
-      return std::nullopt;
+      return Error(Errc::io, fmt::format("{} of {} unreadable", kAsyncioDebugSection, m));
     }
-    auto parsed = asyncio_layout_from_debug(raw, layout);
-    if (!parsed) {
-      *why = parsed.error().message;
-      return std::nullopt;
-    }
-    return parsed.value();
+    return asyncio_layout_from_debug(raw, layout);
   }
-  *why = "asyncio not imported (no module has a .AsyncioDebug section)";
-  return std::nullopt;
+  return Error(Errc::not_found, "asyncio not imported (no module has a .AsyncioDebug section)");
 }
 
 }  // namespace hangscan::python

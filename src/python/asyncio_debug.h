@@ -7,9 +7,9 @@
 // works on stripped interpreters: section headers survive `strip`.
 #pragma once
 
-#include <optional>
 #include <string>
 
+#include "hangscan/result.h"
 #include "python/asyncio_layout.h"
 #include "python/layout.h"
 #include "target/memory_reader.h"
@@ -18,10 +18,10 @@
 namespace hangscan::python {
 
 // The AsyncioLayout of a 3.14+ target, from the `.AsyncioDebug` section of the first mapped
-// module that has one (memory first, the file on disk when memory lacks it). nullopt with
-// `why` set when no module has the section (asyncio not imported) or its bytes are not the
-// struct.
-std::optional<AsyncioLayout> find_asyncio_layout(ModuleSymbols& syms, MemoryReader& mem,
-                                                 const PyLayout& layout, std::string* why);
+// module that has one (memory first, the file on disk when memory lacks it). An error saying why
+// when no module has the section (asyncio not imported: not_found) or its bytes are not the
+// struct (bad_data, io).
+Result<AsyncioLayout> find_asyncio_layout(ModuleSymbols& syms, MemoryReader& mem,
+                                          const PyLayout& layout);
 
 }  // namespace hangscan::python

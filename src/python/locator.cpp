@@ -279,8 +279,11 @@ Located choose_runtime(std::vector<Located> runtimes, const std::string& exe, Me
 // What is read once the runtime is chosen: 3.14's asyncio description, torch's release.
 void add_module_layouts(Located& loc, ModuleSymbols& syms, MemoryReader& mem,
                         std::vector<std::string>* log) {
-  if (loc.layout.off.gen_iframe >= 0)  // 3.14+: _asyncio describes itself
-    loc.asyncio = find_asyncio_layout(syms, mem, loc.layout, &loc.asyncio_missing);
+  if (loc.layout.off.gen_iframe >= 0) {  // 3.14+: _asyncio describes itself
+    auto found = find_asyncio_layout(syms, mem, loc.layout);
+    if (found) loc.asyncio = *found;
+    else loc.asyncio_missing = found.error().message;
+  }
   std::uint64_t interp = 0;
   if (mem.read_obj(loc.interp_head_ptr, interp) && interp != 0) {
     ObjectReader objects(mem, loc.layout);

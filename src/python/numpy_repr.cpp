@@ -77,6 +77,7 @@ std::optional<std::string> element_text(ObjectReader& objects, std::uint64_t add
       return raw[0] != 0 ? "True" : "False";
     case Kind::signed_int: {
       std::int64_t v = 0;
+      // NOLINTNEXTLINE(bugprone-signed-char-misuse): a 1-byte integer, sign-extended on purpose
       if (e.size == 1) v = static_cast<std::int8_t>(raw[0]);
       if (e.size == 2) v = static_cast<std::int16_t>(raw[0] | raw[1] << 8);
       if (e.size == 4) {

@@ -103,5 +103,4 @@ class ObjectReader {
 // Decimal digits of a long value ("-1234"); `max_chars` bounds the work (longer: nullopt).
 std::optional<std::string> long_to_decimal(const LongValue& v, std::size_t max_chars);
 
-
 }  // namespace hangscan::python

@@ -403,10 +403,12 @@ std::vector<PythonThreadStack> PythonReader::decode(const RawPythonState& raw, M
   std::map<std::uint64_t, std::string> names;
   names_missing_.clear();
   for (std::uint64_t interp : raw.interpreters) {
-    std::string why;
-    auto found = read_thread_names(objects, where_.layout, interp, &why);
-    if (found.empty() && names_missing_.empty()) names_missing_ = why;
-    names.merge(found);
+    auto found = read_thread_names(objects, where_.layout, interp);
+    if (!found) {
+      if (names_missing_.empty()) names_missing_ = found.error().message;
+      continue;
+    }
+    names.merge(*found);
   }
   if (!names.empty()) names_missing_.clear();
   for (const auto& t : raw.threads) {

@@ -19,15 +19,12 @@ std::optional<std::uint64_t> u64_of(ObjectReader& objects, std::uint64_t obj) {
 
 }  // namespace
 
-std::map<std::uint64_t, std::string> read_thread_names(ObjectReader& objects,
-                                                       const PyLayout& layout, std::uint64_t interp,
-                                                       std::string* why) {
+Result<std::map<std::uint64_t, std::string>> read_thread_names(ObjectReader& objects,
+                                                               const PyLayout& layout,
+                                                               std::uint64_t interp) {
   std::map<std::uint64_t, std::string> names;
   const PyOffsets& o = layout.off;
-  auto fail = [&](std::string reason) {
-    if (why != nullptr) *why = std::move(reason);
-    return names;
-  };
+  auto fail = [](std::string reason) { return Error(Errc::not_found, std::move(reason)); };
   if (o.interp_modules < 0 || o.module_dict < 0) return fail("no sys.modules offset");
   auto modules = objects.read_word(interp + o.interp_modules);
   if (!modules || *modules == 0) return fail("sys.modules unreadable");

@@ -11,16 +11,17 @@
 #include <map>
 #include <string>
 
+#include "hangscan/result.h"
 #include "python/objects.h"
 
 namespace hangscan::python {
 
 inline constexpr std::size_t kMaxThreadName = 256;
 
-// {pthread_t: name} of the threads `threading` knows in interpreter `interp`; empty when the
-// module is not imported (or not readable). `why` receives the reason when nothing was read.
-std::map<std::uint64_t, std::string> read_thread_names(ObjectReader& objects,
-                                                       const PyLayout& layout, std::uint64_t interp,
-                                                       std::string* why);
+// {pthread_t: name} of the threads `threading` knows in interpreter `interp`, never empty; an
+// error saying why when nothing was read (the module not imported, not readable, no names).
+Result<std::map<std::uint64_t, std::string>> read_thread_names(ObjectReader& objects,
+                                                               const PyLayout& layout,
+                                                               std::uint64_t interp);
 
 }  // namespace hangscan::python

@@ -14,9 +14,9 @@ constexpr std::string_view kTensorBase = "torch._C._TensorBase";
 
 // c10::DeviceType names of the devices torch prints (c10/core/DeviceType.h).
 std::optional<std::string> device_name(std::int8_t type, std::int8_t index) {
-  static const char* kNames[] = {"cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep",
-                                 "hip", "fpga", "ort",    "xla",    "vulkan", "metal",
-                                 "xpu", "mps",  "meta",   "hpu",    "ve",     "lazy"};
+  static const char* const kNames[] = {"cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep",
+                                       "hip", "fpga", "ort",    "xla",    "vulkan", "metal",
+                                       "xpu", "mps",  "meta",   "hpu",    "ve",     "lazy"};
   if (type < 0 || static_cast<std::size_t>(type) >= std::size(kNames)) return std::nullopt;
   std::string out = kNames[type];
   if (index >= 0) out += fmt::format(":{}", index);

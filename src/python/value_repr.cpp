@@ -1,6 +1,7 @@
 #include "python/value_repr.h"
 
 #include "python/numpy_repr.h"
+#include "util/parse_number.h"
 
 #include <fmt/format.h>
 
@@ -43,7 +44,9 @@ std::string python_float_format(std::string sci) {
   bool negative = sci[0] == '-';
   if (negative) sci.erase(0, 1);
   auto e = sci.find('e');
-  int exp = std::stoi(sci.substr(e + 1));
+  std::string_view exp_text = std::string_view(sci).substr(e + 1);
+  if (exp_text.starts_with('+')) exp_text.remove_prefix(1);
+  int exp = parse_int<int>(exp_text).value_or(0);
   std::string digits = sci.substr(0, e);
   digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
   std::string out = negative ? "-" : "";
@@ -54,7 +57,7 @@ std::string python_float_format(std::string sci) {
   } else if (exp < 0) {
     out += "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
   } else {
-    auto point = static_cast<std::size_t>(exp + 1);
+    auto point = static_cast<std::size_t>(exp) + 1;  // exp >= 0 here
     if (digits.size() <= point) {
       out += digits + std::string(point - digits.size(), '0') + ".0";
     } else {

@@ -21,23 +21,7 @@ using nlohmann::json;
 namespace {
 
 struct FrameHash {
-  std::size_t operator()(const Frame& f) const {
-    std::hash<std::string> hs;
-    std::size_t h = hs(f.function);
-    hash_mix(h, static_cast<std::size_t>(f.kind));
-    hash_mix(h, f.file ? hs(*f.file) : 1);
-    hash_mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
-    hash_mix(h, hs(f.module));
-    hash_mix(h, std::hash<std::uint64_t>{}(f.pc));
-    hash_mix(h, std::hash<std::uint64_t>{}(f.offset));
-    hash_mix(h, hs(f.build_id));
-    for (const Local& l : f.locals) {
-      hash_mix(h, hs(l.name));
-      hash_mix(h, hs(l.value));
-    }
-    hash_mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
-    return h;
-  }
+  std::size_t operator()(const Frame& f) const { return frame_content_hash(f); }
 };
 
 struct IdsHash {

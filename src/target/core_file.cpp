@@ -108,7 +108,7 @@ Error bad_core(std::string msg, std::string hint) {
   return Error(Errc::bad_data, std::move(msg), 0, std::move(hint));
 }
 
-const char* kTruncatedHint =
+constexpr const char* kTruncatedHint =
     "the core was cut short (disk full, size limit, interrupted copy); take it again or copy "
     "it completely";
 

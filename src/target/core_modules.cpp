@@ -1,5 +1,6 @@
 #include "target/core_modules.h"
 #include "proc/target_file.h"
+#include "util/diagnostic.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -201,10 +202,10 @@ void CoreModules::resolve_all(const std::vector<Mapping>& mappings, MemoryReader
   }
   if (!exe_core_path.empty() &&
       std::find(missing.begin(), missing.end(), exe_core_path) != missing.end()) {
-    Diagnostic d;
-    d.message = fmt::format("executable {} not found on this machine", exe_core_path);
-    d.hint = "give it with --exe PATH (or the machine's root with --sysroot DIR)";
-    diagnostics_.push_back(std::move(d));
+    diagnostics_.push_back(
+        make_diagnostic(Diagnostic::Severity::warning,
+                        fmt::format("executable {} not found on this machine", exe_core_path),
+                        "give it with --exe PATH (or the machine's root with --sysroot DIR)"));
     missing.erase(std::find(missing.begin(), missing.end(), exe_core_path));
   }
   auto summarize = [](const std::vector<std::string>& items) {
@@ -217,22 +218,20 @@ void CoreModules::resolve_all(const std::vector<Mapping>& mappings, MemoryReader
     return s;
   };
   if (!missing.empty()) {
-    Diagnostic d;
-    d.message = fmt::format("{} librar{} mapped in the core not found on this machine: {}",
-                            missing.size(), missing.size() == 1 ? "y" : "ies", summarize(missing));
-    d.hint =
+    diagnostics_.push_back(make_diagnostic(
+        Diagnostic::Severity::warning,
+        fmt::format("{} librar{} mapped in the core not found on this machine: {}", missing.size(),
+                    missing.size() == 1 ? "y" : "ies", summarize(missing)),
         "frames in them show as ??; give the crashed machine's files with --sysroot DIR or "
-        "--lib-path DIR";
-    diagnostics_.push_back(std::move(d));
+        "--lib-path DIR"));
   }
   if (!mismatched.empty()) {
-    Diagnostic d;
-    d.message = fmt::format("build-id mismatch for {} file{}: {}", mismatched.size(),
-                            mismatched.size() == 1 ? "" : "s", summarize(mismatched));
-    d.hint =
+    diagnostics_.push_back(make_diagnostic(
+        Diagnostic::Severity::warning,
+        fmt::format("build-id mismatch for {} file{}: {}", mismatched.size(),
+                    mismatched.size() == 1 ? "" : "s", summarize(mismatched)),
         "these files are not the ones the process ran; symbols and stacks in them may be "
-        "wrong; give the right ones with --sysroot DIR, --lib-path DIR or --exe PATH";
-    diagnostics_.push_back(std::move(d));
+        "wrong; give the right ones with --sysroot DIR, --lib-path DIR or --exe PATH"));
   }
 }
 

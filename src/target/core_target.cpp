@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <map>
 
@@ -15,24 +14,25 @@
 #include "proc/target_file.h"
 #include "target/core_modules.h"
 #include "target/initial_stack.h"
+#include "util/diagnostic.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {
 
 // "START-END SIZE reason" (CoreFile::omitted()) -> END - START; 0 when malformed.
 std::uint64_t omitted_range_size(std::string_view line) {
-  const char* p = line.data();
-  const char* end = line.data() + line.size();
-  std::uint64_t from = 0, to = 0;
-  auto a = std::from_chars(p, end, from, 16);
-  if (a.ec != std::errc() || a.ptr == end || *a.ptr != '-') return 0;
-  auto b = std::from_chars(a.ptr + 1, end, to, 16);
-  if (b.ec != std::errc() || to <= from) return 0;
-  return to - from;
+  auto from = take_int<std::uint64_t>(line, 16);
+  if (!from || !line.starts_with('-')) return 0;
+  line.remove_prefix(1);
+  auto to = take_int<std::uint64_t>(line, 16);
+  if (!to || *to <= *from) return 0;
+  return *to - *from;
 }
 
 constexpr std::string_view kDeleted = " (deleted)";
-constexpr std::uint64_t kNoSyscall = ~std::uint64_t{0};
+// System call numbers are small; orig_rax is ~0 (-1) where there is none.
+constexpr std::uint64_t kMaxSyscall = 4096;
 
 // Reads only what the core holds. Build-ids must come from here, not from the files on disk.
 class CoreOnlyMemory : public MemoryReader {
@@ -275,26 +275,23 @@ class CoreTarget : public Target {
       if (line.ends_with(" unreadable")) unreadable += omitted_range_size(line);
     }
     if (unreadable > 0) {
-      Diagnostic d;
-      d.message = fmt::format(
-          "{}: {} bytes of its memory could not be read when it was written and read as "
-          "zeros (listed as unreadable under omitted)",
-          core_->name(), unreadable);
-      d.hint =
+      out.diagnostics.push_back(make_diagnostic(
+          Diagnostic::Severity::warning,
+          fmt::format("{}: {} bytes of its memory could not be read when it was written and read "
+                      "as zeros (listed as unreadable under omitted)",
+                      core_->name(), unreadable),
           "stacks that run into those ranges stop early; take the core again if the process still "
-          "runs";
-      d.pid = out.pid;
-      out.diagnostics.push_back(std::move(d));
+          "runs",
+          out.pid));
     }
     out.core = std::move(info);
     for (const auto& w : core_->warnings()) {
-      Diagnostic d;
-      d.message = fmt::format("{}: {}", core_->name(), w);
-      d.hint = core_->truncated() ? "the core is incomplete; stacks may stop early. Take it "
-                                    "again with enough disk space and `ulimit -c unlimited`"
-                                  : "the core is damaged; what could be read is shown";
-      d.pid = out.pid;
-      out.diagnostics.push_back(std::move(d));
+      out.diagnostics.push_back(make_diagnostic(
+          Diagnostic::Severity::warning, fmt::format("{}: {}", core_->name(), w),
+          core_->truncated() ? "the core is incomplete; stacks may stop early. Take it "
+                               "again with enough disk space and `ulimit -c unlimited`"
+                             : "the core is damaged; what could be read is shown",
+          out.pid));
     }
     if (auto d = stacks_outside_memory()) {
       d->pid = out.pid;
@@ -315,7 +312,7 @@ class CoreTarget : public Target {
     // A thread that entered the kernel by a system call keeps its number in orig_rax; one
     // stopped by an interrupt or a fault has -1 there.
     std::uint64_t nr = t->regs.raw.orig_rax;
-    if (nr != kNoSyscall && nr < 4096) {
+    if (nr < kMaxSyscall) {
       out.state = 'S';
       out.syscall = syscall_name(static_cast<long>(nr));
     } else {
@@ -374,21 +371,19 @@ class CoreTarget : public Target {
     }
     if (outside == 0) return std::nullopt;
     const std::size_t all = core_->threads().size();
-    Diagnostic d;
-    d.message = outside == all
-                    ? fmt::format(
-                          "{}: no thread's stack pointer lies in the memory the core holds: its "
+    return make_diagnostic(
+        Diagnostic::Severity::warning,
+        outside == all
+            ? fmt::format("{}: no thread's stack pointer lies in the memory the core holds: its "
                           "program headers do not match its registers, so no stack can be "
                           "unwound",
                           core_->name())
-                    : fmt::format(
-                          "{}: {} of {} threads have a stack pointer outside the memory the "
+            : fmt::format("{}: {} of {} threads have a stack pointer outside the memory the "
                           "core holds: their stacks cannot be unwound",
-                          core_->name(), outside, all);
-    d.hint = core_->truncated() ? "the core is incomplete; take it again with enough disk space "
-                                  "and `ulimit -c unlimited`"
-                                : "the core is damaged; take it again";
-    return d;
+                          core_->name(), outside, all),
+        core_->truncated() ? "the core is incomplete; take it again with enough disk space "
+                             "and `ulimit -c unlimited`"
+                           : "the core is damaged; take it again");
   }
 
   void load_initial_stack() {

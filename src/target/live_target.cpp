@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <ctime>
 
@@ -25,7 +24,8 @@ namespace {
 double wall_clock_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec / 1000) / 1e6;
+  const long whole_us = ts.tv_nsec / 1000;  // microseconds, as every wall-clock field is
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(whole_us) / 1e6;
 }
 
 // How long an exec that made the leader a zombie may take to complete before the pid is opened.
@@ -146,12 +146,9 @@ std::optional<std::string> in_root(int pid, const std::string& relative) {
   if (::stat("/", &ours) != 0 || ::stat(fmt::format("/proc/{}/root", pid).c_str(), &theirs) != 0 ||
       ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino)
     return std::nullopt;
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink(fmt::format("/proc/{}/cwd", pid).c_str(), buf, sizeof buf);
-  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf || buf[0] != '/') return std::nullopt;
-  std::string cwd(buf, static_cast<std::size_t>(n));
-  if (cwd.ends_with(" (deleted)")) return std::nullopt;
-  return cwd + "/" + relative;
+  auto cwd = read_link(fmt::format("/proc/{}/cwd", pid));
+  if (!cwd || (*cwd)[0] != '/' || cwd->ends_with(" (deleted)")) return std::nullopt;
+  return *cwd + "/" + relative;
 }
 
 }  // namespace
@@ -209,10 +206,7 @@ void LiveTarget::describe_process(ProcessSnapshot& out) {
     out.cmdline = split_nul(*cmd);
     while (!out.cmdline.empty() && out.cmdline.back().empty()) out.cmdline.pop_back();
   }
-  char buf[PATH_MAX + 1] = {};
-  std::string link = fmt::format("/proc/{}/exe", pid_);
-  ssize_t n = readlink(link.c_str(), buf, PATH_MAX);
-  if (n > 0) out.exe.assign(buf, static_cast<std::size_t>(n));
+  if (auto exe = read_link(fmt::format("/proc/{}/exe", pid_))) out.exe = std::move(*exe);
 }
 
 void LiveTarget::describe_thread(ThreadSnapshot& out) {

@@ -48,7 +48,8 @@ enum class Packing { plain, chdr, gnu };
 // libdw's own answer to a failed allocation inside a Dwarf is to print "libdw: Cannot
 // allocate memory" and exit the process. Ours: std::bad_alloc, which the caller turns into
 // "no file:line for this module: out of memory" and the Dwarf is never touched again.
-[[noreturn]] void throw_out_of_memory() { throw std::bad_alloc(); }
+// GNU form: noreturn in the function type, as libdw's Dwarf_OOM pointer type has it (clang checks).
+__attribute__((noreturn)) void throw_out_of_memory() { throw std::bad_alloc(); }
 
 // Room libdw's own structures need beside the sections (CU and abbreviation tables, line
 // programs): it cannot fail gracefully inside them (an assertion in its hash table aborts the
@@ -172,7 +173,7 @@ std::optional<std::string> find_debug_file(const std::string& module_path,
     auto slash = file.rfind('/');
     if (slash == std::string::npos) return;
     std::string dir = file.substr(0, slash);
-    for (std::string d : {dir, dir + "/.debug", "/usr/lib/debug" + dir}) {
+    for (const std::string& d : {dir, dir + "/.debug", "/usr/lib/debug" + dir}) {
       if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
     }
   };
@@ -400,6 +401,7 @@ std::unique_ptr<DebugImage> DebugImage::open_image(const std::string& path,
     }
   };
   std::vector<Piece*> order;
+  order.reserve(pieces.size());
   for (auto& p : pieces) order.push_back(&p);
   std::sort(order.begin(), order.end(),
             [](const Piece* a, const Piece* b) { return a->size > b->size; });

@@ -197,6 +197,7 @@ void DwflSession::prepare(const std::vector<const RawFrame*>& frames, SymbolCach
   }
   // DWARF first (it inflates on other threads), then the names on this one meanwhile.
   std::vector<std::pair<std::string, std::string>> modules;
+  modules.reserve(order.size());
   for (const auto& key : order) modules.emplace_back(key, by_module[key].path);
   cache.prefetch_offline(modules);
   for (const auto& key : order)

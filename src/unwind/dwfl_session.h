@@ -48,7 +48,7 @@ class DwflSession {
  private:
   struct ModuleData {
     std::string local_path;
-    std::vector<std::uint8_t> image;  // in-memory ELF ([vdso])
+    std::vector<std::uint8_t> image;      // in-memory ELF ([vdso])
     std::optional<std::string> build_id;  // hex, once its ELF was found ("" when it has none)
   };
   // The module's build-id in hex ("" when none), formatted once per module (every frame asks).

@@ -19,6 +19,8 @@
 #include "unwind/unwinder.h"
 #include "unwind/unwinders.h"
 
+// libunwind's own name for it (not in its headers).
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming)
 extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
                                                   unw_dyn_info_t* di, unw_proc_info_t* pi,
                                                   int need_unwind_info, void* arg);

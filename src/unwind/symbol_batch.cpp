@@ -104,7 +104,8 @@ class EndsBelow {
  public:
   explicit EndsBelow(std::size_t n) : tree_(n + 1, 0) {}
   void raise_from(std::size_t i, GElf_Addr end) {
-    for (std::size_t k = i + 1; k < tree_.size(); k += k & (~k + 1)) tree_[k] = std::max(tree_[k], end);
+    for (std::size_t k = i + 1; k < tree_.size(); k += k & (~k + 1))
+      tree_[k] = std::max(tree_[k], end);
   }
   GElf_Addr at(std::size_t i) const {
     GElf_Addr m = 0;
@@ -147,8 +148,8 @@ void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
 
 bool usable_symbol(const char* name, const GElf_Sym& sym) {
   const int type = GELF_ST_TYPE(sym.st_info);
-  return name != nullptr && name[0] != '\0' && sym.st_shndx != SHN_UNDEF &&
-         type != STT_SECTION && type != STT_FILE && type != STT_TLS;
+  return name != nullptr && name[0] != '\0' && sym.st_shndx != SHN_UNDEF && type != STT_SECTION &&
+         type != STT_FILE && type != STT_TLS;
 }
 
 std::vector<SymbolHit> find_symbols(Dwfl_Module* mod, std::span<const std::uint64_t> addrs) {

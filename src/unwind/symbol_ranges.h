@@ -4,14 +4,14 @@
 // however few they are (libtorch_cpu: 35,000 entries, milliseconds), and `watch` finishes a
 // batch per process every few seconds, each with a few addresses never seen before: the
 // largest share of its CPU in the profile (docs/performance.md). The boundaries are every
-// usable entry's start, its end when sized, and the sections' starts and ends. Strictly inside two consecutive boundaries, everything find_symbols'
-// choice depends on is the same for every address: the sized symbols that cover it, the
-// symbols at or below it (so the labels and the largest end below), its section; what depends
-// on the exact position (a label exactly at the address, an absolute symbol) can only be on a
-// boundary. So one pass over the table, once, with every boundary and one address inside
-// every stretch, answers every address of the module: a lookup is then a binary search
-// (libtorch_cpu: ~70,000 stretches, ~3 MB, one pass of ~10 ms instead of one per batch). The
-// answers are find_symbols' own (unit-tested against it, and it against
+// usable entry's start, its end when sized, and the sections' starts and ends. Strictly inside two
+// consecutive boundaries, everything find_symbols' choice depends on is the same for every address:
+// the sized symbols that cover it, the symbols at or below it (so the labels and the largest end
+// below), its section; what depends on the exact position (a label exactly at the address, an
+// absolute symbol) can only be on a boundary. So one pass over the table, once, with every boundary
+// and one address inside every stretch, answers every address of the module: a lookup is then a
+// binary search (libtorch_cpu: ~70,000 stretches, ~3 MB, one pass of ~10 ms instead of one per
+// batch). The answers are find_symbols' own (unit-tested against it, and it against
 // dwfl_module_addrinfo, on real libraries).
 #pragma once
 
@@ -39,9 +39,9 @@ class SymbolRanges {
   std::size_t scanned() const { return scanned_; }
 
  private:
-  std::vector<std::uint64_t> bounds_;   // sorted, distinct
-  std::vector<SymbolHit> at_bound_;     // the answer exactly at bounds_[i]
-  std::vector<SymbolHit> inside_;       // the answer strictly between bounds_[i] and the next
+  std::vector<std::uint64_t> bounds_;  // sorted, distinct
+  std::vector<SymbolHit> at_bound_;    // the answer exactly at bounds_[i]
+  std::vector<SymbolHit> inside_;      // the answer strictly between bounds_[i] and the next
   std::size_t scanned_ = 0;
 };
 

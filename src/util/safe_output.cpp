@@ -70,7 +70,7 @@ std::string owner_text(uid_t uid) {
   return fmt::format("uid {}", uid);
 }
 
-const char* kRefusedHint =
+constexpr const char* kRefusedHint =
     "write to a directory that only you or root can write: a new path is made for you "
     "(e.g. under /root or /var/tmp), or run hangscan as the directory's owner";
 

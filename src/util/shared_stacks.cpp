@@ -1,27 +1,11 @@
 // Run-wide interning of frames (by content) and stacks (by frame ids).
 #include "util/shared_stacks.h"
 
-#include <functional>
-
 #include "util/hash_mix.h"
 
 namespace hangscan {
 
 namespace {
-
-std::size_t view_hash(const FrameView& f) {
-  std::hash<std::string_view> hs;
-  std::size_t h = hs(f.function);
-  hash_mix(h, static_cast<std::size_t>(f.kind));
-  hash_mix(h, f.file ? hs(*f.file) : 1);
-  hash_mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
-  hash_mix(h, hs(f.module));
-  hash_mix(h, static_cast<std::size_t>(f.pc));
-  hash_mix(h, static_cast<std::size_t>(f.offset));
-  hash_mix(h, f.locals.size());
-  hash_mix(h, static_cast<std::size_t>(f.column.value_or(-1)));
-  return h;
-}
 
 template <class A, class B>
 bool same_optional(const std::optional<A>& a, const std::optional<B>& b) {
@@ -71,7 +55,7 @@ std::size_t SharedStacks::IdsHash::operator()(const std::vector<std::uint32_t>& 
 }
 
 std::uint32_t SharedStacks::frame_id(const FrameView& f) {
-  std::vector<std::uint32_t>& bucket = frame_buckets_[view_hash(f)];
+  std::vector<std::uint32_t>& bucket = frame_buckets_[frame_content_hash(f)];
   for (std::uint32_t id : bucket) {
     if (same(f, frames_[id])) return id;
   }

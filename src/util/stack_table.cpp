@@ -1,29 +1,14 @@
 // Interning stacks by content.
 #include "util/stack_table.h"
 
-#include <functional>
-#include <string_view>
-
 #include "util/hash_mix.h"
 
 namespace hangscan {
 
-std::size_t frame_hash(const Frame& f) {
-  std::size_t h = std::hash<std::string_view>{}(f.function);
-  hash_mix(h, static_cast<std::size_t>(f.kind));
-  if (f.file) hash_mix(h, std::hash<std::string_view>{}(*f.file));
-  hash_mix(h, static_cast<std::size_t>(f.line.value_or(-1)));
-  hash_mix(h, std::hash<std::string_view>{}(f.module));
-  hash_mix(h, static_cast<std::size_t>(f.pc));
-  hash_mix(h, static_cast<std::size_t>(f.offset));
-  hash_mix(h, f.locals.size());
-  return h;
-}
-
 FrameStack StackTable::intern(const FrameStack& stack) {
   if (stack.empty()) return stack;
   std::size_t h = stack.size();
-  for (const Frame& f : stack) hash_mix(h, frame_hash(f));
+  for (const Frame& f : stack) hash_mix(h, frame_content_hash(f));
   std::vector<FrameStack>& bucket = buckets_[h];
   for (const FrameStack& s : bucket) {
     if (s == stack) return s;

@@ -14,10 +14,6 @@
 
 namespace hangscan {
 
-// A hash of every field a Frame compares equal on (except locals and source text, which
-// equality still checks).
-std::size_t frame_hash(const Frame& f);
-
 class StackTable {
  public:
   // The table's copy of `stack` (added when new). Empty stacks stay empty.

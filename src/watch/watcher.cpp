@@ -12,6 +12,7 @@
 #include "capture/capture.h"
 #include "proc/proc_files.h"
 #include "target/live_target.h"
+#include "util/diagnostic.h"
 #include "util/pattern.h"
 #include "watch/watch_groups.h"
 
@@ -153,11 +154,8 @@ void Watcher::add_process(const DiscoveredProcess& dp) {
     return;
   }
   if (auto st = recorder_->watch(dp.pid); !st) {
-    Diagnostic d;
-    d.message = st.error().what();
-    d.hint = st.error().hint;
-    d.pid = dp.pid;
-    diagnostics_.push_back(std::move(d));
+    diagnostics_.push_back(
+        make_diagnostic(Diagnostic::Severity::warning, st.error().what(), st.error().hint, dp.pid));
     return;
   }
   Proc& p = procs_[dp.pid];

@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "gcore_cmd.h"
 #include "group/analysis.h"
 #include "proc/process_tree.h"
+#include "proc/proc_files.h"
 #include "util/escape.h"
 #include "util/safe_output.h"
 
@@ -103,17 +103,15 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path) {
     }
     return explicit_path;
   }
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0)
+  auto self = read_link("/proc/self/exe");
+  if (!self)
     return Error(Errc::not_found, "cannot resolve /proc/self/exe", errno, "pass --agent-path");
-  std::string self(buf, static_cast<std::size_t>(n));
   // Started by the tarball's launcher (make dist, tools/dist.sh) through its bundled loader,
   // /proc/self/exe is that loader: the agent on the nodes is the launcher, which says its path.
   const char* launcher = std::getenv("HANGSCAN_DIST_EXE");
-  if (self.ends_with("/ld-linux-x86-64.so.2") && launcher != nullptr && launcher[0] == '/')
+  if (self->ends_with("/ld-linux-x86-64.so.2") && launcher != nullptr && launcher[0] == '/')
     return std::string(launcher);
-  return self;
+  return std::move(*self);
 }
 
 std::shared_ptr<TerminalProgress> tty_progress() {

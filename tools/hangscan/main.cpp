@@ -27,6 +27,9 @@ void print_error(const std::string& message, const std::string& hint) {
 
 }  // namespace hangscan::cli
 
+// What a command throws is caught below; only start-up (the command table's allocations) and
+// printing an error could still throw, and then ending the process is all there is left to do.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace hangscan::cli;
   reserve_standard_fds();

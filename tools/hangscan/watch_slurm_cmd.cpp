@@ -2,18 +2,16 @@
 // --overlap, as `hangscan --slurm-job` runs its agents), their reports merged. See watch_slurm.h.
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 
-#include <dirent.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "fanout_cli.h"
 #include "jobs/capture_flags.h"
 #include "output.h"
+#include "proc/process_tree.h"
 #include "report/json_writer.h"
 #include "stall_bundle.h"
 #include "stop_signals.h"
@@ -37,25 +36,10 @@ namespace {
 // terminal's SIGINT does not reach them; the front end forwards it.
 std::vector<int> children_named(const std::string& comm) {
   std::vector<int> out;
-  const int self = ::getpid();
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream f(fmt::format("/proc/{}/stat", pid));
-    std::string stat;
-    std::getline(f, stat);
-    auto open = stat.find('(');
-    auto close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos || close < open) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    int ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == self && stat.substr(open + 1, close - open - 1) == comm) out.push_back(pid);
+  const ProcessTree tree = ProcessTree::scan();
+  for (int pid : tree.children(::getpid())) {
+    if (tree.find(pid)->comm == comm) out.push_back(pid);
   }
-  ::closedir(d);
   return out;
 }
 

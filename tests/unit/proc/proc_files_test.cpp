@@ -3,6 +3,7 @@
 // modules in stack lines, garbage lines.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <string>
@@ -121,6 +122,21 @@ TEST(ProcFiles, ListTasksOfSelfAndOfNobody) {
   auto gone = list_tasks(0x3fffffff);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code, Errc::no_such_process);
+}
+
+TEST(ProcFiles, ReadLinkNamesTheTargetOrNothing) {
+  char dir[] = "/tmp/hs-read-link-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string link = std::string(dir) + "/link";
+  ASSERT_EQ(symlink("/no/such dir/target (deleted)", link.c_str()), 0);
+  EXPECT_EQ(read_link(link), std::optional<std::string>("/no/such dir/target (deleted)"));
+  EXPECT_EQ(read_link(std::string(dir) + "/absent"), std::nullopt);
+  EXPECT_EQ(read_link(dir), std::nullopt);  // a directory, not a link
+  auto exe = read_link("/proc/self/exe");
+  ASSERT_TRUE(exe.has_value());
+  EXPECT_TRUE(exe->ends_with("/hs_proc_tests")) << *exe;
+  ASSERT_EQ(unlink(link.c_str()), 0);
+  ASSERT_EQ(rmdir(dir), 0);
 }
 
 TEST(ProcFiles, IoCharsAreReadPlusWrite) {
