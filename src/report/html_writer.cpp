@@ -52,7 +52,7 @@ class PageStacks : public StackInterner {
 
  private:
   struct FrameHasher {
-    std::size_t operator()(const Frame& f) const { return frame_hash(f); }
+    std::size_t operator()(const Frame& f) const { return frame_content_hash(f); }
   };
   struct IdsHasher {
     std::size_t operator()(const std::vector<std::size_t>& ids) const {
