@@ -42,11 +42,11 @@ bool exited_cleanly(const ProcessSnapshot& p) {
 
 void tell(JobSnapshot& job, const std::map<int, std::size_t>& by_owner, const char* what) {
   for (const auto& [owner, count] : by_owner) {
-    job.diagnostics.push_back(make_diagnostic(
-        Diagnostic::Severity::info,
-        fmt::format("{} forked worker{} of pid {} {}: left out", count, count == 1 ? "" : "s",
-                    owner, what),
-        {}, owner));
+    job.diagnostics.push_back(
+        make_diagnostic(Diagnostic::Severity::info,
+                        fmt::format("{} forked worker{} of pid {} {}: left out", count,
+                                    count == 1 ? "" : "s", owner, what),
+                        {}, owner));
   }
 }
 

@@ -13,8 +13,8 @@
 #include "cli.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
-#include "proc/process_tree.h"
 #include "proc/proc_files.h"
+#include "proc/process_tree.h"
 #include "util/escape.h"
 #include "util/safe_output.h"
 

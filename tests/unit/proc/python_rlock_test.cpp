@@ -36,8 +36,8 @@ class PythonRLockTest : public ::testing::Test {
   void SetUp() override {
     // A thread that stays alive while the test runs: the RLock's owner.
     owner_ = std::async(std::launch::async, [this] {
-      ident_.set_value({static_cast<std::uint64_t>(::pthread_self()),
-                        static_cast<int>(::syscall(SYS_gettid))});
+      ident_.set_value(
+          {static_cast<std::uint64_t>(::pthread_self()), static_cast<int>(::syscall(SYS_gettid))});
       release_.get_future().wait();
     });
     auto [ident, tid] = ident_.get_future().get();
