@@ -214,7 +214,7 @@ def test_inside_a_container_without_sys_ptrace(podman):
     # From the host, a process of no rank: the container is on the facts line under its title.
     host = lib.dump(pid, as_json=False)
     assert host.rc == 0, host.describe()
-    assert (f"state S, Python 3.11.2, container podman:{name} (id {cid[:12]}), paused "
+    assert (f"state S, Python 3.11.2, container podman:{name} (id {cid[:12]}), "
             in host.stdout), host.stdout
     hs = "/hs-build/" + Path(lib.hangscan_bin()).name
     out = pm("exec", "--user", "0", name, hs, "dump", "--pid", "1", check=False, timeout=60)

@@ -129,7 +129,7 @@ def complete(installed: Path, *words: str) -> list[str]:
 def test_bash_completion(installed):
     assert complete(installed, "d") == ["dump", "doctor"]
     assert complete(installed, "dump", "--for") == ["--format"]
-    assert complete(installed, "dump", "--format", "") == ["text", "json", "dot", "svg", "folded"]
+    assert complete(installed, "dump", "--format", "") == ["text", "json", "dot", "svg", "folded", "html"]
     assert complete(installed, "gcore", "--max") == ["--max-size"]
     assert complete(installed, "doctor", "--agent") == ["--agent-path"]
     assert complete(installed, "--slurm") == ["--slurm-job"]
