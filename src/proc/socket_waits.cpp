@@ -286,12 +286,11 @@ class WaitResolver {
                fmt::format("unix {} -> {}{}", f.inode, u->second.peer, named));
   }
 
-  // A pipe waits on the process holding its other end (the write end when the thread reads);
-  // several such processes are said as a count, not guessed between.
-  void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
-    std::set<int> others;
-    bool self = false;  // the waiter holds the other end itself
-    for (const Holder& h : node_.holders(f.text, true)) {
+  // Which of `holders` hold the end of a pipe the waiter `pid` does not use: itself (`self`) or
+  // other processes.
+  static void other_ends(const std::vector<Holder>& holders, int pid, bool writing,
+                         std::set<int>& others, bool& self) {
+    for (const Holder& h : holders) {
       auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", h.pid, h.fd), 4096);
       auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
       if (!flags) continue;
@@ -303,6 +302,17 @@ class WaitResolver {
         others.insert(h.pid);
       }
     }
+  }
+
+  // A pipe waits on the process holding its other end (the write end when the thread reads);
+  // several such processes are said as a count, not guessed between.
+  // The job's processes are looked at first; the rest of the node only when none of them but
+  // the waiter holds the other end (a claim that nobody else does needs every fd table).
+  void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
+    std::set<int> others;
+    bool self = false;  // the waiter holds the other end itself
+    other_ends(node_.holders(f.text), pid, writing, others, self);
+    if (others.empty()) other_ends(node_.holders(f.text, true), pid, writing, others, self);
     const char* end = writing ? "read" : "write";
     if (others.size() == 1) {
       out.push_back({host_, *others.begin(), std::nullopt, f.text});

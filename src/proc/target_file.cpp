@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -134,7 +136,105 @@ Result<TargetFile> read_checked(int root, const TargetFileRequest& r) {
   return out;
 }
 
+// The root is opened with hangscan's own credentials (following /proc/PID/root needs them);
+// everything under it with the target's.
+int open_root(const TargetFileRequest& r) {
+  return ::open(r.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+Result<TargetFile> read_guarded(int root, const TargetFileRequest& r) {
+  Fd keep(root);
+  try {
+    return read_checked(root, r);
+  } catch (const std::exception& e) {
+    return Error(Errc::internal, e.what());
+  }
+}
+
 }  // namespace
+
+// One request at a time: posted by the reader, answered by its thread.
+struct TargetFileReader::Channel {
+  std::mutex mu;
+  std::condition_variable posted, answered;
+  std::optional<std::pair<int, TargetFileRequest>> request;  // root fd, request
+  std::optional<Result<TargetFile>> answer;
+  bool busy = false;  // from a request's posting to its answer
+  bool stop = false;
+};
+
+namespace {
+
+void serve(const std::shared_ptr<TargetFileReader::Channel>& c) {
+  std::unique_lock lock(c->mu);
+  for (;;) {
+    c->posted.wait(lock, [&] { return c->request || c->stop; });
+    if (!c->request) return;
+    auto [root, request] = std::move(*c->request);
+    c->request.reset();
+    lock.unlock();
+    Result<TargetFile> got = read_guarded(root, request);
+    lock.lock();
+    c->answer = std::move(got);
+    c->busy = false;
+    c->answered.notify_all();
+  }
+}
+
+}  // namespace
+
+TargetFileReader::~TargetFileReader() { retire(); }
+
+// Ends the thread: joined when idle, left to finish alone when a read of it timed out.
+void TargetFileReader::retire() {
+  if (!channel_) return;
+  bool idle = false;
+  {
+    std::lock_guard lock(channel_->mu);
+    channel_->stop = true;
+    idle = !channel_->busy;
+  }
+  channel_->posted.notify_all();
+  if (idle) {
+    worker_.join();
+  } else {
+    worker_.detach();
+  }
+  channel_.reset();
+  as_.reset();
+}
+
+Result<TargetFile> TargetFileReader::read(const TargetFileRequest& request) {
+  if (channel_ && as_ != request.as) return read_file_as(request);
+  int root = open_root(request);
+  if (root < 0) return open_error(std::nullopt, errno);
+  if (!channel_) {
+    auto c = std::make_shared<Channel>();
+    try {
+      worker_ = std::thread([c] { serve(c); });
+    } catch (const std::system_error& e) {
+      ::close(root);
+      return Error(Errc::io, fmt::format("cannot start a thread to read it: {}", e.what()));
+    }
+    channel_ = std::move(c);
+    as_ = request.as;
+  }
+  std::unique_lock lock(channel_->mu);
+  channel_->answer.reset();
+  channel_->request.emplace(root, request);
+  channel_->busy = true;
+  channel_->posted.notify_all();
+  if (!channel_->answered.wait_for(lock, request.timeout,
+                                   [&] { return channel_->answer.has_value(); })) {
+    lock.unlock();
+    retire();  // a stuck file system: the thread ends when its read does
+    return Error(Errc::timeout,
+                 fmt::format("reading it took longer than {} ms", request.timeout.count()));
+  }
+  Result<TargetFile> got = std::move(*channel_->answer);
+  channel_->answer.reset();
+  return got;
+}
 
 int open_regular_file(const std::string& path) {
   Fd at(::open(path.c_str(), O_PATH | O_CLOEXEC));
@@ -189,22 +289,13 @@ std::optional<std::int64_t> process_start_unix_ns(int pid) {
 }
 
 Result<TargetFile> read_file_as(const TargetFileRequest& request) {
-  // The root is opened with hangscan's own credentials (following /proc/PID/root needs them);
-  // everything under it with the target's.
-  int root = ::open(request.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int root = open_root(request);
   if (root < 0) return open_error(std::nullopt, errno);
   auto done = std::make_shared<std::promise<Result<TargetFile>>>();
   auto result = done->get_future();
   std::thread worker;
   try {
-    worker = std::thread([done, request, root] {
-      Fd keep(root);
-      try {
-        done->set_value(read_checked(root, request));
-      } catch (const std::exception& e) {
-        done->set_value(Error(Errc::internal, e.what()));
-      }
-    });
+    worker = std::thread([done, request, root] { done->set_value(read_guarded(root, request)); });
   } catch (const std::system_error& e) {
     ::close(root);
     return Error(Errc::io, fmt::format("cannot start a thread to read it: {}", e.what()));

@@ -13,9 +13,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "hangscan/result.h"
@@ -60,6 +62,31 @@ struct TargetFile {
 // regular file, or larger than max_bytes), Errc::timeout (a stuck file system: the reading
 // thread is left to finish on its own), Errc::io.
 Result<TargetFile> read_file_as(const TargetFileRequest& request);
+
+// Reads many files as one identity on one thread. Why: a dump reads dozens of a process's
+// source files, all with the same credentials; a thread each (read_file_as) cost more than the
+// reads. The thread is started at the first read, serves one request at a time with the same
+// checks as read_file_as, and is joined when the reader goes (it is idle then: every read
+// waited for its answer). A read that times out leaves its thread to finish on its own, and
+// the next read starts a fresh one; a request with other credentials is read by read_file_as.
+class TargetFileReader {
+ public:
+  TargetFileReader() = default;
+  ~TargetFileReader();
+  TargetFileReader(const TargetFileReader&) = delete;
+  TargetFileReader& operator=(const TargetFileReader&) = delete;
+
+  Result<TargetFile> read(const TargetFileRequest& request);
+
+  struct Channel;  // shared with the thread
+
+ private:
+  void retire();
+
+  std::shared_ptr<Channel> channel_;
+  std::thread worker_;
+  std::optional<FileCredentials> as_;  // the credentials `worker_` reads with
+};
 
 // A read-only descriptor of `path` when it is a regular file, else -1 (errno EINVAL for
 // another file type). Why: paths hangscan opens as itself (a mapping's file through

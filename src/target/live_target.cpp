@@ -168,7 +168,7 @@ Result<TargetFile> LiveTarget::read_target_file(const std::string& name, std::si
   r.as = read_file_credentials(pid_);
   if (!r.as) return Error(Errc::no_such_process, "the process's credentials are unknown");
   r.max_bytes = max_bytes;
-  return read_file_as(r);
+  return files_.read(r);
 }
 
 std::optional<std::int64_t> LiveTarget::started_unix_ns() const {

@@ -11,6 +11,7 @@
 
 #include "hangscan/result.h"
 #include "proc/sched_clock.h"
+#include "proc/target_file.h"
 #include "target/process_memory.h"
 #include "target/target.h"
 
@@ -47,7 +48,8 @@ class LiveTarget : public Target {
   int pid_;
   ProcessMemory memory_;
   std::vector<Mapping> mappings_;
-  RunQueueClock clock_;  // per-CPU offsets, measured once per target
+  RunQueueClock clock_;     // per-CPU offsets, measured once per target
+  TargetFileReader files_;  // one thread reads all of its source files
 };
 
 }  // namespace hangscan

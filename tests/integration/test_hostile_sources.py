@@ -210,3 +210,34 @@ def test_core_source_is_read_as_the_cores_user(targets, files, uid):
         return
     assert frames[0]["source"] is None and HIDDEN not in run.stdout
     assert "the process's user (uid 65534) may not read it" in withheld(proc["diagnostics"], name)
+
+
+def chain_target(targets, directory, depth):
+    """A process of `nobody` blocked at the end of a call chain through `depth` source files."""
+    os.chmod(directory, 0o755)
+    for i in range(depth):
+        body = (f"import m{i + 1}\ndef f(fd): m{i + 1}.f(fd)\n" if i + 1 < depth else
+                "import os\ndef f(fd):\n    r, w = os.pipe(); os.write(fd, b'ready\\n'); os.close(fd); os.read(r, 1)\n")
+        with open(os.path.join(directory, f"m{i}.py"), "w") as fh:
+            fh.write(body)
+    code = f"import sys; sys.path.insert(0, {directory!r}); import m0; m0.f(int(sys.argv[1]))"
+    return targets.start([PYTHON, "-c", code, hs.READY], uid=hs.NOBODY, ready_at=3)
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace is not installed")
+def test_source_files_of_one_process_are_read_on_one_thread(targets, tmp_path):
+    # Each file a dump shows is read on the reader's one thread: a dump of 4 source files
+    # starts as many threads as one of a single file.
+    started = {}
+    for depth in (1, 4):
+        with tempfile.TemporaryDirectory(prefix="hs-chain-") as directory:
+            target = chain_target(targets, directory, depth)
+            log = tmp_path / f"strace{depth}.txt"
+            run = hs.dump(target.pid, prefix=["strace", "-f", "-qq", "-e", "trace=clone,clone3", "-o", str(log)])
+            assert run.rc == 0, run.describe()
+            shown = {f["file"] for t in hs.process_of(run.doc, target.pid)["threads"] for f in t["frames"]
+                     if f.get("source") is not None and f["file"].startswith(directory)}
+            assert len(shown) == depth, run.describe()
+            started[depth] = sum(1 for line in log.read_text().splitlines() if " clone" in line)
+            target.kill()
+    assert started[4] == started[1], started

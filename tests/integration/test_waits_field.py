@@ -10,6 +10,8 @@ leave (/run/hangscan/since as root) are removed at the end of each test.
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 
@@ -104,6 +106,32 @@ def test_popen_pipe_deadlock_is_a_cycle(targets, forget):
                 f"{member(run.doc, child_p)} (python3, popen_deadlock.py:{write_line}) to exit, which waits "
                 f"for {member(run.doc, parent_p)} to read {pipe}")
     assert run.doc["deadlocks"] == [sentence]
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace is not installed")
+def test_pipe_held_within_the_report_reads_no_other_fd_table(targets, forget, tmp_path):
+    # The child's pipe is resolved by the parent, a process of the report: the fd tables of the
+    # node's other processes (here an idle `sleep` of the test's own) are never listed.
+    target = targets.start([PYTHON, hs.program_source("popen_deadlock.py"), hs.READY])
+    forget(target.pid)
+    [child] = [int(c) for c in open(f"/proc/{target.pid}/task/{target.pid}/children").read().split()]
+    forget(child)
+    bystander = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
+    try:
+        log = tmp_path / "strace.txt"
+        run = hs.dump(target.pid, "--subprocesses",
+                      prefix=["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(log)])
+        assert run.rc in (0, 1), run.describe()
+        pipe = os.readlink(f"/proc/{child}/fd/1")
+        child_p = hs.process_of(run.doc, child)
+        assert main_thread(child_p)["waits_on"] == [
+            {"host": child_p["host"] or None, "pid": target.pid, "rank": None, "via": pipe}]
+        listed = {int(m) for m in re.findall(r'"/proc/(\d+)/fd"', log.read_text())}
+        assert bystander.pid not in listed
+        assert listed == {target.pid, child}, listed
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_pipe_whose_other_end_only_the_waiter_holds(targets, forget):

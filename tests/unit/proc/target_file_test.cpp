@@ -155,5 +155,41 @@ TEST_F(TargetFileTest, ReadsWithTheTargetsCredentials) {
   EXPECT_EQ(::setfsgid(static_cast<gid_t>(-1)), 0);
 }
 
+TEST_F(TargetFileTest, OneReaderServesManyFilesWithTheSameChecks) {
+  write("b.py", "z = 3\n", 0644);
+  ASSERT_EQ(::mkfifo((dir_ + "/fifo").c_str(), 0666), 0);
+  TargetFileReader reader;
+  TargetFileRequest r;
+  r.root = dir_;
+  r.name = "/a.py";
+  auto a = reader.read(r);
+  ASSERT_TRUE(a) << a.error().what();
+  EXPECT_EQ(a->text, "x = 1\ny = 2\n");
+  r.name = "/fifo";  // refused on the reader's thread too, and the thread serves on
+  EXPECT_EQ(reader.read(r).error().code, Errc::bad_data);
+  r.name = "/b.py";
+  auto b = reader.read(r);
+  ASSERT_TRUE(b) << b.error().what();
+  EXPECT_EQ(b->text, "z = 3\n");
+  r.name = "/none";
+  EXPECT_EQ(reader.read(r).error().code, Errc::not_found);
+}
+
+TEST_F(TargetFileTest, ReaderKeepsEachIdentityApart) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to take another user's credentials";
+  write("secret.py", "password = 1\n", 0600);
+  TargetFileReader reader;
+  TargetFileRequest r;
+  r.root = dir_;
+  r.name = "/secret.py";
+  r.as = FileCredentials{65534, 65534, {}};
+  EXPECT_EQ(reader.read(r).error().code, Errc::permission);
+  r.as = FileCredentials{0, 0, {}};  // other credentials: not read on nobody's thread
+  ASSERT_TRUE(reader.read(r));
+  r.as = FileCredentials{65534, 65534, {}};
+  EXPECT_EQ(reader.read(r).error().code, Errc::permission);
+  EXPECT_EQ(::setfsuid(static_cast<uid_t>(-1)), 0);
+}
+
 }  // namespace
 }  // namespace hangscan
