@@ -37,10 +37,10 @@ src=$(cd "$(dirname "$self")/.." && pwd)
 # ---- inside a phase's mount namespace: bind, chroot, run (not for direct use) -------------
 if [ "${1:-}" = --enter ]; then
   root=$2 cmd=$3
-  # The root bound onto itself: inside the chroot "/" is then a mount point, as on a real
-  # machine, so `unshare --mount` (a private mount namespace) and podman (which unpacks images
-  # and pivots into containers) work there; without it both fail and their tests skip.
-  mount --bind "$root" "$root"
+  # (The root is not bound onto itself: with / a mount point, podman and `unshare --mount` start
+  # inside the chroot, but podman's volumes and a bind over a file in another namespace do not
+  # behave as on a real machine (seen 2026-11-27: 4 container, k8s and FIFO-bind tests failed),
+  # so those tests skip here, say why, and run on a real machine.)
   for d in proc sys dev; do mount --rbind "/$d" "$root/$d"; done
   mount --make-rslave "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || true
   envs=(HOME=/root LANG=C.UTF-8 TERM=dumb "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
