@@ -14,6 +14,8 @@ namespace {
 constexpr std::int64_t kSlowSeizeUs = 2'000;
 constexpr auto kLook = std::chrono::milliseconds(1);
 
+bool is_exit(int code) { return code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED; }
+
 }  // namespace
 
 SeizeReaper::SeizeReaper() {
@@ -69,14 +71,21 @@ void SeizeReaper::run() {
   }
 }
 
-// Only exits: a tracee in a ptrace stop is left as it is (WEXITED without WSTOPPED).
+// Only exits. For its tracer the kernel reports a tracee's ptrace stops whatever the wait flags
+// (WEXITED without WSTOPPED does not hide them), so each state change is first looked at without
+// being consumed (WNOWAIT): a stop left in place is the tracer's, which would otherwise never
+// see its thread stop (it was lost from the capture and not detached until hangscan exited).
 void SeizeReaper::reap(const std::vector<int>& tids) {
   std::vector<ReapedExit> got;
   for (int tid : tids) {
     siginfo_t si{};
-    if (waitid(P_PID, static_cast<id_t>(tid), &si, WEXITED | WNOHANG | __WALL) != 0) continue;
-    if (si.si_pid == 0) continue;
-    got.push_back(ReapedExit{tid, si.si_code, si.si_status});
+    if (waitid(P_PID, static_cast<id_t>(tid), &si, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0)
+      continue;
+    if (si.si_pid == 0 || !is_exit(si.si_code)) continue;
+    siginfo_t gone{};
+    if (waitid(P_PID, static_cast<id_t>(tid), &gone, WEXITED | WNOHANG | __WALL) != 0) continue;
+    if (gone.si_pid == 0 || !is_exit(gone.si_code)) continue;
+    got.push_back(ReapedExit{tid, gone.si_code, gone.si_status});
   }
   if (got.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
