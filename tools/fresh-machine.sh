@@ -43,6 +43,13 @@ if [ "${1:-}" = --enter ]; then
   # so those tests skip here, say why, and run on a real machine.)
   for d in proc sys dev; do mount --rbind "/$d" "$root/$d"; done
   mount --make-rslave "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || true
+  # Other releases' roots for the tarball's tests (test_dist.py), made on this machine (below):
+  # read-only, so a test cannot change this machine's cache.
+  if [ -n "${HS_TEST_ROOTS:-}" ] && [ -d "$HS_TEST_ROOTS" ]; then
+    mkdir -p "$root/var/cache/hangscan-tests"
+    mount --bind "$HS_TEST_ROOTS" "$root/var/cache/hangscan-tests" &&
+      mount -o remount,bind,ro "$root/var/cache/hangscan-tests"
+  fi
   envs=(HOME=/root LANG=C.UTF-8 TERM=dumb "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         DEBIAN_FRONTEND=noninteractive "CI=${CI:-}")
   if [ -n "${HS_CORE_PATTERN_LOCK:-}" ] && [ -f "$HS_CORE_PATTERN_LOCK" ]; then
@@ -200,6 +207,31 @@ make_root() {
 first_failure=
 fail_once() { [ -n "$first_failure" ] || first_failure=$1; }
 
+# The Debian 11 and 13 roots the tarball's tests unpack it into (test_dist.py: the same suites,
+# packages and file names), made once on this machine with mmdebstrap and kept in its cache
+# (HS_TEST_ROOTS, default /var/cache/hangscan-tests), then bound read-only into the new root.
+# Why here: inside the chroot mmdebstrap and a private mount namespace cannot run. A root that
+# cannot be made is said; its tests then skip and say so.
+test_roots() {
+  local cache=${HS_TEST_ROOTS:-/var/cache/hangscan-tests} entry suite pkgs tar t0 rc
+  mkdir -p "$cache"
+  for entry in bullseye:python3,python3-venv trixie:python3; do
+    suite=${entry%%:*} pkgs=${entry#*:}
+    tar=$cache/$suite-essential-${pkgs//,/-}.tar
+    [ -f "$tar" ] && continue
+    t0=$(now) rc=0
+    unshare --mount --propagation private -- mmdebstrap --quiet --variant=essential --include="$pkgs" \
+      "$suite" "$tar.tmp.tar" >"$work/$suite.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ]; then
+      mv "$tar.tmp.tar" "$tar" && say "test root $suite made in $(took "$t0") ($tar)"
+    else
+      rm -f "$tar.tmp.tar"
+      say "note: no $suite root for the tarball's tests (mmdebstrap: $(tail -1 "$work/$suite.log")); they will skip"
+    fi
+  done
+  export HS_TEST_ROOTS=$cache
+}
+
 # ---- the new machine ------------------------------------------------------------------------
 t_all=$(now)
 say "checking commit $head on a new Debian 12 root (under $work)"
@@ -230,6 +262,7 @@ phase() {
   phase_time="$(took "$t") (CPU $(mins $(( $(<"$work/cpu") - cpu ))))"
 }
 
+test_roots
 if [ -n "$run_cmd" ]; then
   phase "$work/run.log" "$run_cmd"
   say "exit $phase_rc in $phase_time"

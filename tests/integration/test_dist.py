@@ -36,7 +36,8 @@ import hs_testlib as lib
 
 PROGRAM = lib.program_source("py_container.py")
 CRASH = "py_ctypes_crash.py"
-CACHE = Path("/var/cache/hangscan-tests")
+CACHE = Path("/var/cache/hangscan-tests")  # tools/fresh-machine.sh makes the same roots
+PROPAGATION: list = []  # propagation(), found once
 # suite -> (glibc version, the root's python package, whether that Python says its full version:
 # Py_Version exists from 3.11 on; before, hangscan names the minor version only)
 RELEASES = {"bullseye": ("2.31", "python3.9", False), "trixie": ("2.41", "python3.13", True)}
@@ -104,12 +105,27 @@ def dist():
         shutil.rmtree(out, ignore_errors=True)
 
 
+def propagation() -> str | None:
+    """How `unshare --mount` may start here so that the binds below stay in its namespace:
+    'private' on a machine; in a chroot whose / is not a mount point (the fresh-machine check)
+    that is refused, and 'unchanged' is as safe where no mount is shared (the check's phase runs
+    in a private namespace); None when neither holds."""
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
+                           capture_output=True, text=True, timeout=10)
+    if probe.returncode == 0:
+        return "private"
+    shared = subprocess.run(["unshare", "--mount", "--propagation", "unchanged", "grep", "-c",
+                             " shared:", "/proc/self/mountinfo"], capture_output=True, text=True,
+                            timeout=10)
+    return "unchanged" if shared.stdout.strip() == "0" else None
+
+
 def in_root(root: Path) -> list[str]:
-    """argv prefix: run in ROOT (chroot) with /proc, /sys, /dev bound in a private mount
-    namespace; the mounts end with the process."""
+    """argv prefix: run in ROOT (chroot) with /proc, /sys, /dev bound in a mount namespace of
+    its own; the mounts end with the process."""
     script = ('for d in proc sys dev; do mount --rbind "/$d" "$0/$d" || exit 70; done; '
               'exec chroot "$0" "$@"')
-    return ["unshare", "-m", "--propagation", "private", "--", "sh", "-c", script, str(root)]
+    return ["unshare", "-m", "--propagation", PROPAGATION[0], "--", "sh", "-c", script, str(root)]
 
 
 @contextlib.contextmanager
@@ -118,11 +134,11 @@ def unpacked_root(suite: str, dist):
     and the wheel in /hs; removed at the end."""
     if os.geteuid() != 0:
         pytest.skip("chroot and mount need root")
-    # A private mount namespace needs a root that is a mount point (not so in a bare chroot).
-    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
-                           capture_output=True, text=True, timeout=10)
-    if probe.returncode != 0:
-        pytest.skip("no private mount namespace on this machine: " + probe.stderr.strip())
+    if not PROPAGATION:
+        PROPAGATION.append(propagation())
+    if PROPAGATION[0] is None:
+        pytest.skip("no mount namespace whose binds stay its own (/ is not a mount point and "
+                    "some mount is shared)")
     tarball = root_tarball(suite)
     root = Path(tempfile.mkdtemp(prefix=f"hs-dist-{suite}-"))
     try:
