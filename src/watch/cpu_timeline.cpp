@@ -33,16 +33,17 @@ void CpuTimeline::widen() {
   slot_ns_ *= 2;
 }
 
-std::int64_t CpuTimeline::bucket_ns(std::int64_t end_ns) const {
-  std::int64_t span = std::max<std::int64_t>(end_ns - start_ns_, 1);
-  std::int64_t slots = (span + slot_ns_ - 1) / slot_ns_;
+std::int64_t CpuTimeline::bucket_ns(std::int64_t end_ns, int hz) const {
+  auto slots_for = [this](std::int64_t ns) { return (ns + slot_ns_ - 1) / slot_ns_; };
+  std::int64_t slots = slots_for(std::max<std::int64_t>(end_ns - start_ns_, 1));
   std::int64_t per_bucket =
       (slots + static_cast<std::int64_t>(kMaxBuckets) - 1) / static_cast<std::int64_t>(kMaxBuckets);
-  return per_bucket * slot_ns_;
+  std::int64_t ticks_ns = kMinTicks * (1'000'000'000 / std::max(hz, 1));
+  return std::max(per_bucket, slots_for(ticks_ns)) * slot_ns_;
 }
 
 std::vector<double> CpuTimeline::shares(int pid, std::int64_t end_ns, int hz) const {
-  const std::int64_t width = bucket_ns(end_ns);
+  const std::int64_t width = bucket_ns(end_ns, hz);
   const std::int64_t span = std::max<std::int64_t>(end_ns - start_ns_, 1);
   const auto buckets = static_cast<std::size_t>((span + width - 1) / width);
   const std::size_t per_bucket = static_cast<std::size_t>(width / slot_ns_);

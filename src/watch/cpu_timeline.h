@@ -24,6 +24,7 @@ class CpuTimeline {
   static constexpr std::int64_t kFirstSlotNs = 100'000'000;  // 0.1 s
   static constexpr std::size_t kMaxSlots = 256;              // then the slots double in width
   static constexpr std::size_t kMaxBuckets = 64;             // what a report shows at most
+  static constexpr int kMinTicks = 4;                        // sample periods in a bucket at least
 
   explicit CpuTimeline(std::int64_t start_ns) : start_ns_(start_ns) {}
 
@@ -31,11 +32,12 @@ class CpuTimeline {
   // before the start are not counted).
   void add(int pid, int tid, std::int64_t ts_ns);
 
-  // The width of a report's buckets for a window that ends at `end_ns`: whole slots, so that
-  // at most kMaxBuckets cover the window.
-  std::int64_t bucket_ns(std::int64_t end_ns) const;
+  // The width of a report's buckets for a window that ends at `end_ns`, at `hz` samples a
+  // second: whole slots, at most kMaxBuckets over the window, each at least kMinTicks sample
+  // periods (a bucket of a fifth of a period would show a busy thread as a comb of 0 and 100%).
+  std::int64_t bucket_ns(std::int64_t end_ns, int hz) const;
 
-  // The process's CPUs used on average (as cpu_share) in each bucket of bucket_ns(end_ns) from
+  // The process's CPUs used on average (as cpu_share) in each bucket of bucket_ns() from
   // the start to `end_ns` (the last bucket may be shorter), at `hz` samples a second per thread,
   // rounded to 0.001. One value per bucket, zeros for a process without samples.
   std::vector<double> shares(int pid, std::int64_t end_ns, int hz) const;

@@ -529,7 +529,7 @@ WatchReport Watcher::report() {
   r.recorder = "ebpf";
   r.window_s = since_start(now);
   r.start_ns = start_ns_;
-  r.cpu_bucket_s = static_cast<double>(cpu_time_.bucket_ns(now)) / 1e9;
+  r.cpu_bucket_s = static_cast<double>(cpu_time_.bucket_ns(now, options_.recorder.sample_hz)) / 1e9;
   r.sample_hz = options_.recorder.sample_hz;
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.wakers_known = recorder_->records_wakers();
