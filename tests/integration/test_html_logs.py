@@ -2,10 +2,11 @@
 
 Three real ranks (tests/programs/log_ranks.py) write their logs in Slurm's "%x-%j-%t.out" naming
 and block; rank 2 in load_batch. The test then adds the lines a real job's logs would end with:
-ranks 0 and 1 a gloo timeout (gloo's own text), rank 2 a line full of markup (</script>, a
+ranks 0, 1 and 3 (which has a log and no process) a gloo timeout (gloo's own text), rank 2 a line full of markup (</script>, a
 <script> and an <img> with an onerror, quotes, a byte that is no UTF-8). The page must show each
 rank's last line with its file:line and age in the process table, the suspect's beside it in
-the verdict and on its page, the logs' findings marked in the verdict; every line as text.
+the verdict and on its page, the logs' findings marked in the verdict, and the last line of
+rank 3, which has a log and no process; every line as text.
 """
 
 import re
@@ -30,7 +31,9 @@ def test_page_shows_each_ranks_last_log_line_and_the_logs_findings(targets, tmp_
     logs.mkdir()
     pids = start_ranks(targets, logs)
     now = time.time()
-    for r in (0, 1):  # gloo/transport/tcp/unbound_buffer.cc, UnboundBuffer::waitRecv
+    # Rank 3 has a log and no process (it is not captured): all the page has of it is its log.
+    (logs / "train-5-3.out").write_text(f"{stamp(now - 50)} INFO rank 3: step 42 all_reduce\n")
+    for r in (0, 1, 3):  # gloo/transport/tcp/unbound_buffer.cc, UnboundBuffer::waitRecv
         with open(logs / f"train-5-{r}.out", "a") as out:
             out.write(f"{stamp(now - 20)} ERROR rank {r}: RuntimeError: [../third_party/gloo/gloo/transport/"
                       "tcp/unbound_buffer.cc:84] Timed out waiting 30000ms for recv operation to complete\n")
@@ -59,7 +62,10 @@ def test_page_shows_each_ranks_last_log_line_and_the_logs_findings(targets, tmp_
             assert f"SUSPECT {reason}" in verdict, verdict
         assert visible_texts(page, "#verdict li.from-logs") == [f"SUSPECT {r}" for r in findings]
         beside = f"last log: {last[ODD]['text']} ({place(ODD)})"
-        assert visible_texts(page, "#verdict .last-log") == [beside]
+        assert visible_texts(page, "#verdict .members .last-log") == [beside]
+        assert visible_texts(page, "#verdict li.log-only") == [
+            f"rank 3 (no process captured): last log: {last[3]['text']} (train-5-3.out:2, "
+            f"{round(last[3]['before_capture_s'])} s before the capture)"]
         assert re.fullmatch(r"train-5-2.out:3, 2\d s before the capture", place(ODD)), place(ODD)
         # The process table: each rank's last line, then where and when it was written.
         rows = page.eval("[...document.querySelectorAll('#processes tr.proc')].map(tr =>"

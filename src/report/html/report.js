@@ -86,6 +86,15 @@ function renderVerdict() {
   for (const w of data.wait_chains || []) list.appendChild(el("li", "", "waits: " + w));
   for (const n of data.notes || []) list.appendChild(el("li", "note", "note: " + n));
   for (const u of data.unreachable || []) list.appendChild(el("li", "note", `unreachable: ${u.host} (${u.reason})`));
+  // A rank whose log was read but whose process was not captured (dead, or elsewhere): its
+  // last words are all the page has of it.
+  const captured = new Set(processes.map((p) => p.rank));
+  for (const l of data.last_logs || []) {
+    if (captured.has(l.rank)) continue;
+    const li = el("li", "note log-only", `rank ${l.rank} (no process captured): `);
+    li.appendChild(lastLogLine(l));
+    list.appendChild(li);
+  }
   if (!list.children.length) list.appendChild(el("li", "note", "no suspect named"));
   box.appendChild(list);
   const members = el("div", "members");
