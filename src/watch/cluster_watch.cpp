@@ -137,6 +137,7 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
                                {"window_start_unix_s", n.start},
                                {"offset_s", offset},
                                {"sample_hz", number_or(n.doc, "sample_hz", 0)},
+                               {"cpu_bucket_s", number_or(n.doc, "cpu_bucket_s", 0)},
                                {"events", number_or(n.doc, "events", 0)},
                                {"lost", number_or(n.doc, "lost", 0)},
                                {"wakers_known", n.doc.value("wakers_known", false)},

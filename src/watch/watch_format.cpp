@@ -119,6 +119,7 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["recorder"] = r.recorder;
   j["window_s"] = r.window_s;
   j["sample_hz"] = r.sample_hz;
+  j["cpu_bucket_s"] = r.cpu_bucket_s;
   j["wait_threshold_ms"] = static_cast<double>(r.wait_threshold_ns) / 1e6;
   j["events"] = r.counters.events;
   j["lost"] = r.counters.lost;
@@ -132,6 +133,7 @@ nlohmann::json watch_json(const WatchReport& r) {
         {"samples", p.samples}, {"cpu_share", p.cpu_share}, {"wait_count", p.wait_count}};
     pj["rank"] = p.rank ? nlohmann::json(*p.rank) : nlohmann::json(nullptr);
     pj["exit"] = p.exit ? nlohmann::json(*p.exit) : nlohmann::json(nullptr);
+    pj["cpu_over_time"] = p.cpu_over_time;
     pj["top_stacks"] = nlohmann::json::array();
     for (const auto& s : p.top) {
       pj["top_stacks"].push_back({{"samples", s.samples},

@@ -65,7 +65,8 @@ struct ProcessWatch {
   std::string role;
   std::string comm;
   std::size_t samples = 0;
-  double cpu_share = 0;  // CPUs used on average: samples / (rate * window)
+  double cpu_share = 0;               // CPUs used on average: samples / (rate * window)
+  std::vector<double> cpu_over_time;  // the same per bucket of WatchReport::cpu_bucket_s
   std::vector<StackShare> top;
   std::vector<WaitView> waits;      // longest first
   std::uint64_t wait_count = 0;     // waits completed in the window (the kernel counts them all)
@@ -95,6 +96,7 @@ struct WatchReport {
   std::string recorder;  // "ebpf" or "ptrace"
   double window_s = 0;
   std::int64_t start_ns = 0;  // CLOCK_MONOTONIC of the window's start (the timeline's zero)
+  double cpu_bucket_s = 0;    // the buckets of ProcessWatch::cpu_over_time (cpu_timeline.h)
   int sample_hz = 0;
   std::uint64_t wait_threshold_ns = 0;
   bool wakers_known = true;  // whether the waits' wakers are recorded (Recorder::records_wakers)

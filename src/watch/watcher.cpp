@@ -44,14 +44,6 @@ void python_of_waiting_worker(int pid, std::vector<WaitView>& waits) {
   }
 }
 
-// CPUs used on average over `ticks` sample periods: each thread counts for at most one CPU
-// (a late tick or one at each end of the window gives a thread more samples than periods).
-double cpu_share(const std::map<int, std::size_t>& thread_samples, double ticks) {
-  if (ticks <= 0) return 0;
-  double on = 0;
-  for (const auto& [tid, n] : thread_samples) on += std::min(static_cast<double>(n), ticks);
-  return on / ticks;
-}
 constexpr std::size_t kFoldRecords = 2048;  // ~35 MiB of stack copies
 // How often /proc/PID/io is read for the watchdog's progress (a few us per process).
 constexpr std::int64_t kIoCheckNs = 250'000'000;
@@ -126,7 +118,10 @@ bool in_wait_loop(const std::vector<Frame>& frames) {
 }
 
 Watcher::Watcher(const WatchOptions& options, std::unique_ptr<Recorder> recorder)
-    : options_(options), recorder_(std::move(recorder)), start_ns_(monotonic_ns()) {}
+    : options_(options),
+      recorder_(std::move(recorder)),
+      start_ns_(monotonic_ns()),
+      cpu_time_(start_ns_) {}
 
 Result<std::unique_ptr<Watcher>> Watcher::start(const WatchOptions& options,
                                                 std::unique_ptr<Recorder> recorder,
@@ -350,6 +345,7 @@ void Watcher::fold(Recording& batch) {
       if (p.comm.empty()) p.comm = s->comm;
       ++p.samples;
       ++p.thread_samples[s->tid];
+      cpu_time_.add(pid, s->tid, s->ts_ns);
       // Stacks with the same key have the same functions: judged once, when first seen.
       StackCount& c = p.stacks[stack_key(f)];
       if (c.samples++ == 0) {
@@ -533,6 +529,7 @@ WatchReport Watcher::report() {
   r.recorder = "ebpf";
   r.window_s = since_start(now);
   r.start_ns = start_ns_;
+  r.cpu_bucket_s = static_cast<double>(cpu_time_.bucket_ns(now, options_.recorder.sample_hz)) / 1e9;
   r.sample_hz = options_.recorder.sample_hz;
   r.wait_threshold_ns = options_.recorder.wait_threshold_ns;
   r.wakers_known = recorder_->records_wakers();
@@ -576,6 +573,7 @@ WatchReport Watcher::report() {
     pw.comm = p.comm;
     pw.samples = p.samples;
     pw.cpu_share = cpu_share(p.thread_samples, r.sample_hz * r.window_s);
+    pw.cpu_over_time = cpu_time_.shares(pid, now, r.sample_hz);
     std::vector<const StackCount*> counts;
     for (const auto& [key, c] : p.stacks) counts.push_back(&c);
     std::stable_sort(counts.begin(), counts.end(), [](const StackCount* a, const StackCount* b) {

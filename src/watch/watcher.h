@@ -17,6 +17,7 @@
 #include "discovery/discovery.h"
 #include "hangscan/result.h"
 #include "watch/cpu_progress.h"
+#include "watch/cpu_timeline.h"
 #include "watch/kernel_symbols.h"
 #include "watch/recorder.h"
 #include "watch/sample_stacks.h"
@@ -112,6 +113,7 @@ class Watcher {
   CpuProgress cpu_;  // progress by CPU time (watchdog only)
   KernelSymbols kernel_;
   std::int64_t start_ns_ = 0;
+  CpuTimeline cpu_time_;  // each process's on-CPU share over time (after start_ns_: uses it)
   std::int64_t last_discovery_ns_ = 0;
   std::int64_t last_fold_ns_ = 0;
   std::int64_t last_io_ns_ = 0;

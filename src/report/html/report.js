@@ -20,6 +20,18 @@ const processes = (data.processes || []).map((row) => {
 });
 const groups = (data.groups || []).map((g) => Object.assign({}, g, { frames: stackOf(g.frames) }));
 
+// With --logs: each rank's last log line (last_logs), by rank.
+const lastLogs = new Map((data.last_logs || []).map((l) => [l.rank, l]));
+const lastLogOf = (p) => (p.rank !== null && p.rank !== undefined ? lastLogs.get(p.rank) : undefined);
+
+// Where and when a last log line was written: "train-5-2.out:2, 30 s before the capture".
+function logPlace(l) {
+  const age = l.before_capture_s === null || l.before_capture_s === undefined ? ""
+    : l.before_capture_s < 0 ? `, ${Math.round(-l.before_capture_s)} s after the capture`
+      : `, ${Math.round(l.before_capture_s)} s before the capture`;
+  return `${l.file.split("/").pop()}:${l.line}${age}`;
+}
+
 // A thread record is [tid, shape, blocked_s, cpu_ticks]; the last two may be left out.
 function threadsOf(p) {
   return (p.threads || []).map(([tid, shape, blocked, ticks]) =>
@@ -68,9 +80,21 @@ function processByPid(host, pid) {
 function renderVerdict() {
   const box = document.getElementById("verdict");
   const list = el("ul", "verdict");
-  for (const r of data.suspect_reasons || []) list.appendChild(el("li", "suspect", "SUSPECT " + r));
+  // The logs' own findings (--logs) are sentences of the verdict that begin "logs: ".
+  for (const r of data.suspect_reasons || [])
+    list.appendChild(el("li", r.startsWith("logs: ") ? "suspect from-logs" : "suspect", "SUSPECT " + r));
   for (const w of data.wait_chains || []) list.appendChild(el("li", "", "waits: " + w));
   for (const n of data.notes || []) list.appendChild(el("li", "note", "note: " + n));
+  for (const u of data.unreachable || []) list.appendChild(el("li", "note", `unreachable: ${u.host} (${u.reason})`));
+  // A rank whose log was read but whose process was not captured (dead, or elsewhere): its
+  // last words are all the page has of it.
+  const captured = new Set(processes.map((p) => p.rank));
+  for (const l of data.last_logs || []) {
+    if (captured.has(l.rank)) continue;
+    const li = el("li", "note log-only", `rank ${l.rank} (no process captured): `);
+    li.appendChild(lastLogLine(l));
+    list.appendChild(li);
+  }
   if (!list.children.length) list.appendChild(el("li", "note", "no suspect named"));
   box.appendChild(list);
   const members = el("div", "members");
@@ -79,11 +103,22 @@ function renderVerdict() {
     b.dataset.pid = m.pid;
     b.addEventListener("click", () => showProcess(processByPid(m.host, m.pid)));
     members.appendChild(b);
+    const log = lastLogOf(m);
+    if (log) members.appendChild(lastLogLine(log));
   }
   if (members.children.length) {
     box.appendChild(el("span", "muted", "suspects: "));
     box.appendChild(members);
   }
+}
+
+// A rank's last log line: the line as text, then where and when it was written.
+function lastLogLine(l) {
+  const box = el("div", "last-log");
+  box.appendChild(el("span", "muted", "last log: "));
+  box.appendChild(el("span", "log-text", l.text));
+  box.appendChild(el("span", "muted", ` (${logPlace(l)})`));
+  return box;
 }
 
 // ---- the merged stack tree ---------------------------------------------------------------
@@ -187,7 +222,8 @@ function renderProcesses(matches) {
   const table = document.getElementById("processes");
   table.textContent = "";
   const head = el("tr");
-  for (const h of ["member", "pid", "host", "state", "role"]) head.appendChild(el("th", "", h));
+  const columns = ["member", "pid", "host", "state", "role"].concat(lastLogs.size ? ["last log"] : []);
+  for (const h of columns) head.appendChild(el("th", "", h));
   table.appendChild(head);
   const shown = tableOrder.filter(matches).slice(0, TABLE_ROWS + 1);
   for (const p of shown.slice(0, TABLE_ROWS)) {
@@ -198,13 +234,22 @@ function renderProcesses(matches) {
     td.appendChild(name);
     tr.appendChild(td);
     for (const v of [p.pid, p.host, p.state, p.role]) tr.appendChild(el("td", "", v));
+    if (lastLogs.size) {
+      const log = lastLogOf(p);
+      const cell = el("td", "log");
+      if (log) {
+        cell.appendChild(el("div", "log-text", log.text));
+        cell.appendChild(el("div", "muted", logPlace(log)));
+      }
+      tr.appendChild(cell);
+    }
     table.appendChild(tr);
   }
   if (shown.length > TABLE_ROWS) {
     const more = tableOrder.filter(matches).length - TABLE_ROWS;
     const tr = el("tr", "more");
     const td = el("td", "muted", `and ${more} more: search to narrow`);
-    td.colSpan = 5;
+    td.colSpan = columns.length;
     tr.appendChild(td);
     table.appendChild(tr);
   }
@@ -237,6 +282,8 @@ function showProcess(p) {
     p.memory && p.memory.rss_bytes ? `rss ${(p.memory.rss_bytes / 1048576).toFixed(1)} MiB` : ""];
   page.appendChild(el("div", "muted", facts.filter(Boolean).join(", ")));
   page.appendChild(el("div", "muted", "cmd: " + (p.cmdline || []).join(" ")));
+  const log = lastLogOf(p);
+  if (log) page.appendChild(lastLogLine(log));
   for (const t of threadsOf(p)) {
     const box = el("div", "thread");
     const since = t.blocked_s !== null && t.blocked_s !== undefined ? `, blocked ${t.blocked_s.toFixed(1)} s` : "";

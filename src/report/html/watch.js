@@ -35,7 +35,8 @@ function verdictSection() {
 }
 
 // One strip per process: each wait a bar from its start to its end (or the window's end), each
-// signal or exit of the timeline a mark at its time; the on-CPU share beside the name.
+// signal or exit of the timeline a mark at its time; under it the on-CPU share over time, and
+// the whole window's share beside the name.
 function timelineSection() {
   const s = section(`Timelines (${windowS.toFixed(1)} s window, ${watch.recorder} recorder)`);
   for (const p of watch.processes || []) {
@@ -60,11 +61,31 @@ function timelineSection() {
       mark.title = t.text;
       strip.appendChild(mark);
     }
-    row.appendChild(strip);
+    const lanes = el("div", "lanes");
+    lanes.appendChild(strip);
+    lanes.appendChild(cpuStrip(p));
+    row.appendChild(lanes);
     if (p.exit) row.appendChild(el("span", "muted", p.exit));
     s.appendChild(row);
   }
   return s;
+}
+
+// The process's on-CPU share over the window, a bar per bucket (cpu_over_time: CPUs used on
+// average, so a bar is full at one CPU and marked when more were busy).
+function cpuStrip(p) {
+  const strip = el("div", "cpu-strip");
+  const bucket = watch.cpu_bucket_s > 0 ? watch.cpu_bucket_s : windowS;
+  (p.cpu_over_time || []).forEach((share, i) => {
+    const from = i * bucket, to = Math.min(windowS, from + bucket);
+    const bar = el("div", "cpu" + (share > 1 ? " over" : ""));
+    bar.style.left = pct(from);
+    bar.style.width = pct(to - from);
+    bar.style.height = `${(Math.min(share, 1) * 100).toFixed(1)}%`;
+    bar.title = `${from.toFixed(1)}-${to.toFixed(1)} s: ${Math.round(share * 100)}% CPU`;
+    strip.appendChild(bar);
+  });
+  return strip;
 }
 
 // The members' on-CPU stacks merged outermost first, each node as wide as its samples.
