@@ -12,9 +12,11 @@ a minute (Slurm's limits are whole minutes): its batch output is a fixture from 
 read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
+import grp
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -175,4 +177,44 @@ def test_job_logs_reads_the_output_with_the_jobs_users_rights_not_roots(cluster)
     finally:
         if job_id:
             cluster.run(["scancel", job_id], check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_job_logs_expands_the_batch_steps_pattern_and_reads_through_a_supplementary_group(cluster):
+    # A job of nobody whose StdOut names Slurm's per-task patterns: scontrol shows %t, %N and %n
+    # as given (it expands only the job's own, %j); slurmstepd wrote the batch step's file as
+    # task 0 on the batch host's host name, node 0. Once written, the file is made root's and
+    # readable only by a group nobody is a supplementary member of: read as nobody with nobody's
+    # groups, hangscan must show its line.
+    group = f"hs-logs-{os.getpid()}"
+    d = Path(tempfile.mkdtemp(prefix="hs-job-logs-"))
+    d.chmod(0o777)
+    job_id = ""
+    subprocess.run(["groupadd", group], check=True)
+    try:
+        subprocess.run(["gpasswd", "-a", "nobody", group], check=True, capture_output=True)
+        p = subprocess.run(["runuser", "-u", "nobody", "--", "sbatch", "--parsable",
+                            "-o", f"{d}/out-%j-%t-%N-%n.log", "-D", "/", "--wrap",
+                            "echo 'rank 0: step 7 loaded'; exec sleep 300"],
+                           env=cluster.env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        job_id = p.stdout.strip().split(";")[0]
+        out = d / f"out-{job_id}-0-{socket.gethostname().split('.')[0]}-0.log"
+        end = time.monotonic() + 30
+        while not (out.exists() and out.read_text()):
+            assert time.monotonic() < end, (cluster.job_state(job_id), list(d.iterdir()))
+            time.sleep(0.1)
+        shown = cluster.run(["scontrol", "show", "job", job_id]).stdout
+        assert f"StdOut={d}/out-{job_id}-%t-%N-%n.log\n" in shown, shown
+        os.chown(out, 0, grp.getgrnam(group).gr_gid)
+        out.chmod(0o040)
+        run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
+                              env=cluster.env, timeout=120)
+        assert "--logs" not in run.stderr, run.describe()
+        assert [(e["file"], e["line"], e["text"]) for e in run.doc["last_logs"]] == [
+            (str(out), 1, "rank 0: step 7 loaded")], run.describe()
+    finally:
+        if job_id:
+            cluster.run(["scancel", job_id], check=False)
+        subprocess.run(["groupdel", group], check=False)
         shutil.rmtree(d, ignore_errors=True)
