@@ -13,6 +13,7 @@ read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
 import grp
+import json
 import os
 import re
 import shutil
@@ -218,3 +219,31 @@ def test_job_logs_expands_the_batch_steps_pattern_and_reads_through_a_supplement
             cluster.run(["scancel", job_id], check=False)
         subprocess.run(["groupdel", group], check=False)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_watchdog_of_a_slurm_job_with_job_logs_puts_the_batch_outputs_lines_in_its_bundle(cluster, tmp_path):
+    # `watch --slurm-job J --stall 3 --job-logs`: the ring job (srun --label into the batch
+    # output) makes no progress, the watchdog's bundle is the capture of every node, and each
+    # rank's last labelled line of the job's StdOut (found through scontrol, read as its user)
+    # stands beside its stack.
+    from test_watch import ebpf_unready
+    if reason := ebpf_unready():
+        pytest.skip(reason)
+    with RingJob(cluster, nodes=3, per_node=2, odd=ODD, program="slurm_log_ring.py",
+                 srun_args="--label") as job:
+        run = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--stall", "3", "--once",
+                               "--job-logs", "--output", str(tmp_path / "out")],
+                              env=cluster.env, timeout=120)
+        assert run.rc == 0, run.describe()
+        m = re.search(r"capture written to (\S+)$", run.stdout, re.M)
+        assert m, run.describe()
+        report = json.loads((Path(m.group(1)) / "report.json").read_text())
+        assert report["suspects"] == [ODD]
+        last = {e["rank"]: (e["file"], e["text"]) for e in report["last_logs"]}
+        assert last == {r: (f"{job.dir}/job.out", f"{r}: rank {r}: " + (
+            "saving checkpoint to /ckpt/step-42" if r == ODD else "step 42 all_reduce"))
+            for r in range(WORLD)}
+        [reason] = report["suspect_reasons"]
+        assert '; last log: "3: rank 3: saving checkpoint to /ckpt/step-42" (job.out:' in reason, reason
+        from test_watch_slurm import node_local_watches
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
