@@ -247,3 +247,31 @@ def test_watchdog_of_a_slurm_job_with_job_logs_puts_the_batch_outputs_lines_in_i
         assert '; last log: "3: rank 3: saving checkpoint to /ckpt/step-42" (job.out:' in reason, reason
         from test_watch_slurm import node_local_watches
         hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
+
+
+def test_job_logs_of_a_job_started_by_srun_says_there_is_no_output_file(cluster, tmp_path):
+    # A job started by srun (no batch script) has no StdOut in scontrol (its tasks wrote
+    # through srun, or to srun -o files that scontrol does not show): said on stderr, with the hint.
+    srun = subprocess.Popen(["srun", "-J", "hs-srun-job", "-N1", "-n1", "-o", str(tmp_path / "out-%t.log"), "sleep", "300"],
+                            env=cluster.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    job_id = ""
+    try:
+        end = time.monotonic() + 30
+        while not job_id:
+            assert time.monotonic() < end and srun.poll() is None, "srun's job did not start"
+            job_id = cluster.run(["squeue", "-h", "-t", "RUNNING", "-n", "hs-srun-job",
+                                  "-o", "%i"]).stdout.strip()
+            time.sleep(0.1)
+        run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
+                              env=cluster.env, timeout=120)
+        assert (f"hangscan: --job-logs: job {job_id} has no StdOut or StdErr file (not a batch job)\n"
+                "hint: name the files its srun wrote (srun -o) with --logs\n") in run.stderr, run.describe()
+    finally:
+        if job_id:
+            cluster.run(["scancel", job_id], check=False)
+        try:
+            srun.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srun.kill()
+            srun.wait()

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "cli.h"
+#include "fanout/hostlist.h"
 #include "fanout/runner.h"
 #include "fanout/slurm.h"
 #include "proc/target_file.h"
@@ -142,6 +143,7 @@ std::string expand_task_pattern(std::string_view pattern, const TaskPlace& place
 }
 
 std::vector<LogText> slurm_job_output_logs(const std::string& job_id) {
+  if (!validate_job_id(job_id)) return {};  // said by the capture that follows
   auto shown = scontrol({"scontrol", "show", "job", job_id});
   if (!shown) {
     print_error(fmt::format("--job-logs: 'scontrol show job {}' did not answer", job_id),
@@ -153,6 +155,12 @@ std::vector<LogText> slurm_job_output_logs(const std::string& job_id) {
   if (!f.uid || !f.gid) {
     print_error(fmt::format("--job-logs: scontrol did not say job {}'s user", job_id),
                 "name the job's output files with --logs instead");
+    return out;
+  }
+  if (f.paths.empty()) {  // a job started by srun: its tasks' output went through srun
+    print_error(
+        fmt::format("--job-logs: job {} has no StdOut or StdErr file (not a batch job)", job_id),
+        "name the files its srun wrote (srun -o) with --logs");
     return out;
   }
   FileCredentials as{*f.uid, *f.gid, job_user_groups(*f.uid, *f.gid)};
