@@ -27,6 +27,7 @@ enum class LogKind {
   nccl_warn,           // NCCL: "HOST:PID:TID [DEV] NCCL WARN ..."
   nccl_init,           // NCCL: "... Init COMPLETE" (ties HOST:PID to a rank)
   torchrun_failure,    // torchrun's ChildFailedError summary: the root cause's rank and exit
+  torchrun_stop,       // torchrun: "Sending process PID closing signal SIG" (ending the job)
   slurm_cancelled,     // slurmstepd: "*** JOB|STEP ID ON NODE CANCELLED AT T DUE TO REASON ***"
   srun_task,           // srun: "error: NODE: task N: Killed|Out Of Memory|Exited with exit code C"
   slurm_oom,           // slurmstepd: "Detected N oom_kill event(s) in StepId=..."
@@ -43,7 +44,7 @@ struct LogEvent {
   std::size_t file = 0;        // index into LogSet::files
   std::uint64_t line = 0;      // 1-based line of the file where the event ends
   std::optional<double> time;  // seconds since the epoch (UTC), when the line carries a date
-  std::optional<int> rank;     // from the line, else the file, else hangscan's pid map
+  std::optional<int> rank;     // from the line, else the file, else the capture's pid -> rank
   std::optional<int> pid;
   std::string host;
   std::optional<int> pg;         // process group id

@@ -76,6 +76,25 @@ std::optional<double> capture_time(const JobSnapshot& job, const ProcessSnapshot
 
 }  // namespace
 
+void ranks_from_capture(LogSet& logs, const JobSnapshot& job) {
+  std::multimap<int, const ProcessSnapshot*> by_pid;
+  for (const ProcessSnapshot& p : job.processes) {
+    if (p.rank && p.role != "launcher" && p.role != "helper") by_pid.emplace(p.pid, &p);
+  }
+  for (LogEvent& e : logs.events) {
+    if (e.rank || !e.pid) continue;
+    std::optional<int> rank;
+    int holders = 0;
+    auto [from, to] = by_pid.equal_range(*e.pid);
+    for (auto it = from; it != to; ++it) {
+      if (!e.host.empty() && it->second->host != e.host) continue;
+      rank = it->second->rank;
+      ++holders;
+    }
+    if (holders == 1) e.rank = rank;
+  }
+}
+
 std::string main_frame_place(const ProcessSnapshot& p) {
   const ThreadSnapshot* t = main_or_first_thread(p);
   if (!t || t->frames.empty()) return "";

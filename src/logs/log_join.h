@@ -22,6 +22,13 @@ namespace hangscan {
 // rank's main thread's innermost frame with a line. Sorted by rank.
 std::vector<RankLastLog> join_logs(const LogSet& logs, const JobSnapshot& job);
 
+// Events that name a pid but no rank (torchrun's stop lines, the kernel's OOM kills, NCCL WARN
+// lines of a process without an Init line) take the rank of the captured process with that pid:
+// the capture's own pid -> rank map. Why: launchers and the kernel speak of pids, the report of
+// ranks. Only when exactly one captured rank holds the pid (pids repeat across hosts), on the
+// event's host when it names one.
+void ranks_from_capture(LogSet& logs, const JobSnapshot& job);
+
 // "load_batch (data.py:88)": a process's main thread, its innermost Python frame with a line,
 // else its innermost frame with a line, else its innermost function; "" without threads.
 std::string main_frame_place(const ProcessSnapshot& p);

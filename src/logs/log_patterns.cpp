@@ -125,6 +125,16 @@ std::vector<LinePattern> build_table() {
                  e.op = "Out Of Memory";
                },
                "slurm src/plugins/task/cgroup/task_cgroup_memory.c"});
+  // torch distributed/elastic/multiprocessing/api.py (1.9-2.x), SubprocessContext._close:
+  // "Sending process {pid} closing signal {death_sig.name}" (torchrun ending its workers after
+  // one failed; the pid is the worker's, its rank comes from a capture's pid map)
+  t.push_back({LogKind::torchrun_stop, "closing signal ",
+               Pattern(R"(Sending process (\d+) closing signal (SIG[A-Z0-9]{2,8})\b)"),
+               [](const auto& g, LogEvent& e) {
+                 e.pid = small(g[1]);
+                 e.op = g[2];
+               },
+               "torch distributed/elastic/multiprocessing/api.py (SubprocessContext._close)"});
   // linux mm/oom_kill.c, __oom_kill_process: "%s: Killed process %d (%s) total-vm:..."
   // ("Out of memory" or "Memory cgroup out of memory")
   t.push_back({LogKind::kernel_oom, "Killed process ",

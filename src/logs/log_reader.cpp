@@ -118,7 +118,8 @@ bool is_consequence(std::string_view line) {
 // kernel log): the file's name never gives their rank ("my-job-26601.out" is no rank 26601).
 bool job_level(LogKind kind) {
   return kind == LogKind::slurm_cancelled || kind == LogKind::slurm_oom ||
-         kind == LogKind::srun_task || kind == LogKind::kernel_oom;
+         kind == LogKind::srun_task || kind == LogKind::kernel_oom ||
+         kind == LogKind::torchrun_stop;
 }
 
 std::string_view field_value(std::string_view rest, std::string_view name) {

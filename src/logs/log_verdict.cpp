@@ -10,6 +10,7 @@ bool is_failure(LogKind kind) {
   switch (kind) {
     case LogKind::seq_status:
     case LogKind::nccl_init:
+    case LogKind::torchrun_stop:
       return false;
     default:
       return true;
@@ -38,6 +39,8 @@ const char* log_kind_name(LogKind kind) {
       return "nccl_init";
     case LogKind::torchrun_failure:
       return "torchrun_failure";
+    case LogKind::torchrun_stop:
+      return "torchrun_stop";
     case LogKind::slurm_cancelled:
       return "slurm_cancelled";
     case LogKind::srun_task:

@@ -53,6 +53,9 @@ std::string event_words(const LogEvent& e) {
     case LogKind::torchrun_failure:
       return fmt::format("torchrun {}: exit code {}{}", e.what, e.exit_code.value_or(0),
                          e.pid ? fmt::format(" (pid {})", *e.pid) : "");
+    case LogKind::torchrun_stop:
+      return fmt::format("torchrun sent {} to pid {} (ending its workers)", e.op,
+                         e.pid.value_or(0));
     case LogKind::srun_task:
       return e.op == "Exited"
                  ? fmt::format("srun: exited with exit code {}", e.exit_code.value_or(0))

@@ -12,9 +12,12 @@ a minute (Slurm's limits are whole minutes): its batch output is a fixture from 
 read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
+import grp
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -176,3 +179,99 @@ def test_job_logs_reads_the_output_with_the_jobs_users_rights_not_roots(cluster)
         if job_id:
             cluster.run(["scancel", job_id], check=False)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_job_logs_expands_the_batch_steps_pattern_and_reads_through_a_supplementary_group(cluster):
+    # A job of nobody whose StdOut names Slurm's per-task patterns: scontrol shows %t, %N and %n
+    # as given (it expands only the job's own, %j); slurmstepd wrote the batch step's file as
+    # task 0 on the batch host's host name, node 0. Once written, the file is made root's and
+    # readable only by a group nobody is a supplementary member of: read as nobody with nobody's
+    # groups, hangscan must show its line.
+    group = f"hs-logs-{os.getpid()}"
+    d = Path(tempfile.mkdtemp(prefix="hs-job-logs-"))
+    d.chmod(0o777)
+    job_id = ""
+    subprocess.run(["groupadd", group], check=True)
+    try:
+        subprocess.run(["gpasswd", "-a", "nobody", group], check=True, capture_output=True)
+        p = subprocess.run(["runuser", "-u", "nobody", "--", "sbatch", "--parsable",
+                            "-o", f"{d}/out-%j-%t-%N-%n.log", "-D", "/", "--wrap",
+                            "echo 'rank 0: step 7 loaded'; exec sleep 300"],
+                           env=cluster.env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        job_id = p.stdout.strip().split(";")[0]
+        out = d / f"out-{job_id}-0-{socket.gethostname().split('.')[0]}-0.log"
+        end = time.monotonic() + 30
+        while not (out.exists() and out.read_text()):
+            assert time.monotonic() < end, (cluster.job_state(job_id), list(d.iterdir()))
+            time.sleep(0.1)
+        shown = cluster.run(["scontrol", "show", "job", job_id]).stdout
+        assert f"StdOut={d}/out-{job_id}-%t-%N-%n.log\n" in shown, shown
+        os.chown(out, 0, grp.getgrnam(group).gr_gid)
+        out.chmod(0o040)
+        run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
+                              env=cluster.env, timeout=120)
+        assert "--logs" not in run.stderr, run.describe()
+        assert [(e["file"], e["line"], e["text"]) for e in run.doc["last_logs"]] == [
+            (str(out), 1, "rank 0: step 7 loaded")], run.describe()
+    finally:
+        if job_id:
+            cluster.run(["scancel", job_id], check=False)
+        subprocess.run(["groupdel", group], check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_watchdog_of_a_slurm_job_with_job_logs_puts_the_batch_outputs_lines_in_its_bundle(cluster, tmp_path):
+    # `watch --slurm-job J --stall 3 --job-logs`: the ring job (srun --label into the batch
+    # output) makes no progress, the watchdog's bundle is the capture of every node, and each
+    # rank's last labelled line of the job's StdOut (found through scontrol, read as its user)
+    # stands beside its stack.
+    from test_watch import ebpf_unready
+    if reason := ebpf_unready():
+        pytest.skip(reason)
+    with RingJob(cluster, nodes=3, per_node=2, odd=ODD, program="slurm_log_ring.py",
+                 srun_args="--label") as job:
+        run = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--stall", "3", "--once",
+                               "--job-logs", "--output", str(tmp_path / "out")],
+                              env=cluster.env, timeout=120)
+        assert run.rc == 0, run.describe()
+        m = re.search(r"capture written to (\S+)$", run.stdout, re.M)
+        assert m, run.describe()
+        report = json.loads((Path(m.group(1)) / "report.json").read_text())
+        assert report["suspects"] == [ODD]
+        last = {e["rank"]: (e["file"], e["text"]) for e in report["last_logs"]}
+        assert last == {r: (f"{job.dir}/job.out", f"{r}: rank {r}: " + (
+            "saving checkpoint to /ckpt/step-42" if r == ODD else "step 42 all_reduce"))
+            for r in range(WORLD)}
+        [reason] = report["suspect_reasons"]
+        assert '; last log: "3: rank 3: saving checkpoint to /ckpt/step-42" (job.out:' in reason, reason
+        from test_watch_slurm import node_local_watches
+        hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
+
+
+def test_job_logs_of_a_job_started_by_srun_says_there_is_no_output_file(cluster, tmp_path):
+    # A job started by srun (no batch script) has no StdOut in scontrol (its tasks wrote
+    # through srun, or to srun -o files that scontrol does not show): said on stderr, with the hint.
+    srun = subprocess.Popen(["srun", "-J", "hs-srun-job", "-N1", "-n1", "-o", str(tmp_path / "out-%t.log"), "sleep", "300"],
+                            env=cluster.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    job_id = ""
+    try:
+        end = time.monotonic() + 30
+        while not job_id:
+            assert time.monotonic() < end and srun.poll() is None, "srun's job did not start"
+            job_id = cluster.run(["squeue", "-h", "-t", "RUNNING", "-n", "hs-srun-job",
+                                  "-o", "%i"]).stdout.strip()
+            time.sleep(0.1)
+        run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
+                              env=cluster.env, timeout=120)
+        assert (f"hangscan: --job-logs: job {job_id} has no StdOut or StdErr file (not a batch job)\n"
+                "hint: name the files its srun wrote (srun -o) with --logs\n") in run.stderr, run.describe()
+    finally:
+        if job_id:
+            cluster.run(["scancel", job_id], check=False)
+        try:
+            srun.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srun.kill()
+            srun.wait()

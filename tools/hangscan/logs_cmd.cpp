@@ -60,6 +60,7 @@ void join_job_logs(const JobSnapshot& job, Analysis& analysis,
       print_error(fmt::format("--logs: {}: {}", f.path, f.error),
                   "name log files, directories or glob patterns that exist and are readable");
   }
+  ranks_from_capture(logs, job);
   LogFindings findings = analyze_logs(logs, analysis.world_size);
   analysis.last_logs = join_logs(logs, job);
   add_log_sentences(logs, findings, analysis);

@@ -6,6 +6,7 @@
 // the job's user's file rights (proc/target_file.h), never hangscan's.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,13 +15,29 @@
 
 namespace hangscan::cli {
 
-// What `scontrol show job` says of the job's output: its user and group ids and the paths.
+// What `scontrol show job` says of the job's output: its user and group ids, the paths (with
+// Slurm's per-task and per-node patterns %t, %n, %N left in them: scontrol expands only the
+// job's own, such as %j and %x) and where its batch step ran.
 struct JobOutputFields {
   std::optional<unsigned> uid;
   std::optional<unsigned> gid;
   std::vector<std::string> paths;  // StdOut, then StdErr when it differs
+  bool batch = false;              // BatchFlag=1: the paths are the batch step's
+  std::string batch_host;          // BatchHost=: the node the batch step ran on
 };
 JobOutputFields parse_job_output_fields(std::string_view scontrol_show_job);
+
+// Where one task of a step ran, as Slurm's output file patterns name it.
+struct TaskPlace {
+  unsigned task = 0;        // %t: the task's rank in the step
+  unsigned node_index = 0;  // %n: the node's index among the step's nodes
+  std::string host;         // %N: the node's short host name (slurmd's, not the node's name)
+};
+
+// Why: Slurm's stepd names a per-task output file by expanding %t, %n and %N (with an optional
+// zero-padding width, "%3t") and "%%"; a name holding a backslash is not expanded (Slurm's
+// "\\"). Other patterns are left as they are (scontrol already expanded the job's own).
+std::string expand_task_pattern(std::string_view pattern, const TaskPlace& place);
 
 // The job's StdOut and StdErr read as its user (bounded); a file that could not be read is a
 // LogText with its error. Empty (and the reason printed) when scontrol does not answer.

@@ -49,6 +49,7 @@ struct WatchCmdOptions {
   std::string output_dir;
   bool once = false;
   std::vector<std::string> logs;           // --logs: the job's logs, beside the bundle's stacks
+  bool job_logs = false;                   // --job-logs: with --slurm-job --stall
   GcoreDumpOptions gcore;                  // --gcore: cores in the bundle (as dump --gcore)
   CLI::Option* gcore_dir = nullptr;        // --gcore-dir given: cores there instead
   bool ptrace = false;                     // --ptrace: the fallback sampler even where eBPF works
@@ -151,6 +152,10 @@ int run_watch(const WatchCmdOptions& given) {
         "the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)");
     return kExitUsage;
   }
+  if (given.job_logs && (given.slurm_job.empty() || given.stall <= 0 || given.node_local)) {
+    print_error("--job-logs goes with --slurm-job ID --stall", "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
   if (!given.slurm_job.empty() && !given.node_local) {
     if (!given.pids.empty() || !given.match.empty() || given.ptrace || given.gcore.requested()) {
       print_error(
@@ -166,7 +171,8 @@ int run_watch(const WatchCmdOptions& given) {
     }
     if (given.stall > 0 && !output_dir_usable(given.output_dir)) return kExitUsage;
     return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json,
-                            given.stall, given.log_file, given.output_dir, given.once, given.logs});
+                            given.stall, given.log_file, given.output_dir, given.once, given.logs,
+                            given.job_logs});
   }
   WatchCmdOptions o = given;
   // Blocked from the start, so a stop during start-up ends the window at once instead of
@@ -345,6 +351,8 @@ void add_watch_command(CLI::App& app, Action& action) {
   sub->add_option("--output", opts->output_dir, "Watchdog: where stall bundles are written");
   sub->add_option("--logs", opts->logs,
                   "Watchdog: the job's logs; each rank's last line beside its stack in the bundle");
+  sub->add_flag("--job-logs", opts->job_logs,
+                "Watchdog of --slurm-job: also the job's StdOut/StdErr (scontrol), as its user");
   sub->add_flag("--once", opts->once, "Watchdog: exit after the first stall bundle");
   add_gcore_dump_options(sub, opts->gcore);  // watch: the cores go into the bundle by default
   opts->gcore_dir = sub->get_option("--gcore-dir");

@@ -21,6 +21,7 @@ struct WatchSlurmRequest {
   std::string output_dir;  // where stall bundles go
   bool once = false;
   std::vector<std::string> logs;  // --logs: joined with the bundle's capture
+  bool job_logs = false;          // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
 };
 
 // The window across the nodes, merged; with `stall`, the watchdog (below).

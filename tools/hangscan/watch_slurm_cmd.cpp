@@ -23,6 +23,7 @@
 #include "output.h"
 #include "proc/process_tree.h"
 #include "report/json_writer.h"
+#include "slurm_job_logs.h"
 #include "stall_bundle.h"
 #include "stop_signals.h"
 #include "watch/cluster_watch.h"
@@ -200,6 +201,7 @@ Result<std::string> capture_job_bundle(const SlurmOptions& watch, const WatchSlu
   ClusterRun run = run_cluster(*launcher, *plan, capture_flag_args(flags), {});
   OutputOptions output;
   output.logs = r.logs;  // --logs: each rank's last line beside its stack
+  if (r.job_logs) output.log_texts = slurm_job_output_logs(watch.job_id);
   auto analysis = analyze_job(run.merged, output);
   if (!analysis) return analysis.error();
   return write_stall_bundle(r.output_dir, reason, run.merged, *analysis,

@@ -98,4 +98,32 @@ TEST(LogJoin, SuspectSentencesGetTheLineAndTheLogsFindingsTheFrame) {
 }
 
 }  // namespace
+// torchrun's and the kernel's lines name pids: the capture's pid -> rank map gives their ranks,
+// only where one captured rank holds the pid (on the line's host when it names one).
+TEST(LogJoin, PidsOfTheCaptureGiveLinesTheirRanks) {
+  TempDir dir;
+  dir.file("torchrun.err",
+           "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 100 closing "
+           "signal SIGTERM\n"
+           "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 101 closing "
+           "signal SIGTERM\n"
+           "Memory cgroup out of memory: Killed process 777 (python3) total-vm:1kB\n"
+           "node7:101:4790 [3] NCCL WARN NET/IB : Got completion with error 12\n");
+  LogSet logs = read_logs({dir.path()});
+  JobSnapshot job;
+  job.processes.push_back(rank_process(0, python_frame("save", "/job/train.py", 3)));
+  job.processes.push_back(rank_process(1, python_frame("save", "/job/train.py", 3)));
+  job.processes.back().host = "node8";
+  ProcessSnapshot other = rank_process(5, python_frame("save", "/job/train.py", 3));
+  other.pid = 100;
+  other.host = "node9";
+  job.processes.push_back(other);  // pid 100 on two hosts: which one is not known
+  ranks_from_capture(logs, job);
+  ASSERT_EQ(logs.events.size(), 4u);
+  EXPECT_EQ(logs.events[0].rank, std::nullopt);
+  EXPECT_EQ(logs.events[1].rank, 1);
+  EXPECT_EQ(logs.events[2].rank, std::nullopt);  // no captured process 777
+  EXPECT_EQ(logs.events[3].rank, std::nullopt);  // pid 101 is on node8, the line on node7
+}
+
 }  // namespace hangscan

@@ -12,7 +12,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "logs/log_patterns.h"
 #include "logs/log_reader.h"
@@ -100,6 +102,18 @@ TEST(LogPatterns, EachProducersLineBecomesItsEvent) {
   EXPECT_EQ(e->kind, LogKind::nccl_warn);
   EXPECT_EQ(e->pid, 4711);
   EXPECT_EQ(classify_log_line("an ordinary line about a Timeout in a config"), std::nullopt);
+}
+
+// Real: Debian's torchrun (torch 1.13) ending its workers after one was OOM-killed
+// (tests/integration/test_logs_torchrun.py): a pid, not a rank, and no failure of its own.
+TEST(LogPatterns, TorchrunEndingItsWorkersNamesTheirPids) {
+  auto stop = classify_log_line(
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 28965 closing "
+      "signal SIGTERM");
+  ASSERT_TRUE(stop && stop->pid);
+  EXPECT_EQ(std::tuple(stop->kind, *stop->pid, stop->op, stop->rank, is_failure(stop->kind)),
+            std::tuple(LogKind::torchrun_stop, 28965, std::string("SIGTERM"), std::optional<int>(),
+                       false));
 }
 
 TEST(LogFileNames, RanksFromSlurmTorchrunAndRankNames) {

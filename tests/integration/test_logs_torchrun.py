@@ -1,0 +1,89 @@
+"""`dump --logs` on a real torchrun job whose rank the kernel OOM-kills (issue 35).
+
+A single-node torchrun (gloo, CPU, 3 ranks; Debian's torch 1.13), the whole job in a memory
+cgroup this test makes and removes: rank 2 grows past the limit and the kernel's OOM killer ends
+it; torchrun reaps it and stops the others with SIGTERM, which they answer by saving a checkpoint
+(tests/programs/torchrun_oom.py), so the job is captured between the death and torchrun's SIGKILL
+30 s later. The oracles: the kernel log's own record of the kill, and the line the rank wrote
+last (its stdout.log under torchrun's --log_dir).
+"""
+
+import os
+import re
+import signal
+import sys
+
+import pytest
+
+import hs_testlib as hs
+from test_deaths import kernel_kill_line, rss_of_kill_line
+
+sys.path.insert(0, str(hs.source_dir() / "tests" / "programs"))
+import hs_rank_ready  # noqa: E402
+
+TORCHRUN = "/usr/bin/torchrun"
+WORLD, OOM = 3, 2
+
+
+@pytest.fixture
+def targets():
+    with hs.TargetPool() as pool:
+        yield pool
+
+
+def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_log(targets, tmp_path):
+    import importlib.util
+    if not os.access(TORCHRUN, os.X_OK) or importlib.util.find_spec("torch") is None:
+        pytest.skip("torchrun is not installed (python3-torch)")
+    logs = tmp_path / "logs"
+    ctl = str(tmp_path / "ctl")
+    env = dict(os.environ, **{hs_rank_ready.CTL_ENV: ctl})
+    with hs.MemoryCgroup(16 << 30) as cg, hs_rank_ready.ParkCollector(ctl) as collector:
+        # Debian's torchrun needs --redirects/--tee on Python 3.11 (1: each rank's stdout).
+        job = targets.start(
+            ["/bin/sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec "$@"', "sh", TORCHRUN,
+             "--standalone", "--nnodes", 1, "--nproc_per_node", WORLD, "--max_restarts", 0,
+             "--redirects", 1, "--tee", 1, "--log_dir", logs,
+             hs.program_source("torchrun_oom.py"), OOM],
+            ready=None, main_parked=False, env=env)
+        pids = collector.wait(range(WORLD), timeout=300, alive=job.alive)
+        # The limit: what the job uses now and 256 MiB more, so only the growing rank meets it.
+        limit = (cg.usage() >> 20) + 256 << 20
+        with open(os.path.join(cg.path, cg.limit_file), "w") as fh:
+            fh.write(str(limit))
+        os.kill(pids[OOM], signal.SIGUSR1)
+        # torchrun reaped the dead rank and sent the others SIGTERM: they save a checkpoint.
+        collector.wait([100 + r for r in range(WORLD) if r != OOM], timeout=120, alive=job.alive)
+        kill = kernel_kill_line(pids[OOM])
+        run = hs.dump(job.pid, "--subprocesses", "--logs", str(logs), job.stderr_path)
+        assert run.rc == 0, run.describe()
+        doc = run.doc
+        # The death, from the kernel's own record.
+        [death] = doc["deaths"]
+        assert death["pid"] == pids[OOM] and death["how"] == "oom-kill", death
+        assert death["cgroup"] == cg.rel and death["limit_bytes"] == limit, death
+        assert death["rss_bytes"] == rss_of_kill_line(kill), (death, kill)
+        assert doc["missing_ranks"] == [OOM] and doc["suspects"] == [OOM]
+        # Each rank's last words: the dead rank's own line; torchrun's stop line (a pid, given
+        # its rank by the capture) for the others, beside where they stand.
+        [out] = logs.glob(f"*/attempt_0/{OOM}/stdout.log")
+        err = open(job.stderr_path).read().splitlines()
+        checkpoint = f"save_checkpoint (torchrun_oom.py:{hs.hs_line('torchrun_oom.py', 'torchrun-oom-checkpoint')})"
+        want = {OOM: (str(out), 1, "last_line", f"rank {OOM}: step 7: loading shard {OOM}", None)}
+        for r in range(WORLD):
+            if r != OOM:
+                stop = ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process "
+                        f"{pids[r]} closing signal SIGTERM")
+                want[r] = (job.stderr_path, 1 + err.index(stop), "torchrun_stop", stop, checkpoint)
+        assert {e["rank"]: (e["file"], e["line"], e["kind"], e["text"], e["where"])
+                for e in doc["last_logs"]} == want, doc["last_logs"]
+        age = round(next(e for e in doc["last_logs"] if e["rank"] == OOM)["before_capture_s"])
+        [reason] = doc["suspect_reasons"]
+        assert re.fullmatch(
+            rf"rank {OOM} \(pid {pids[OOM]}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
+            rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, "
+            rf"rss {round(death['rss_bytes'] / (1 << 20))} MiB\); ranks 0-1 wait for it in "
+            rf"{re.escape(checkpoint)}; last log: \"rank {OOM}: step 7: loading shard {OOM}\" "
+            rf"\(stdout.log:1, {age} s before the dump\)", reason), reason
+        for t in targets.targets:
+            t.kill()
