@@ -96,8 +96,8 @@ AgentAnswers run_node_watches(const SlurmOptions& s, const SlurmJob& job, StopSi
 }
 
 // The nodes' reports merged into one (merge_node_watches), with the run's own diagnostics.
-nlohmann::json merge_answers(const std::string& job_id, AgentAnswers answers,
-                             std::vector<NodeWatchDocument>& docs) {
+nlohmann::json merge_answers(const std::string& job_id, AgentAnswers answers) {
+  std::vector<NodeWatchDocument> docs;
   for (auto& d : answers.documents) docs.push_back({d.node, std::move(d.text)});
   nlohmann::json merged = merge_node_watches(job_id, docs, std::move(answers.unreachable));
   for (const auto& d : answers.diagnostics) merged["diagnostics"].push_back(diagnostic_to_json(d));
@@ -131,8 +131,7 @@ int run_watch_slurm(const WatchSlurmRequest& r) {
   std::fflush(stderr);
   bool stopped = false;
   AgentAnswers answers = run_node_watches(*s, *job, stop, {}, stopped);
-  std::vector<NodeWatchDocument> docs;
-  nlohmann::json merged = merge_answers(job->id, std::move(answers), docs);
+  nlohmann::json merged = merge_answers(job->id, std::move(answers));
   std::string text = r.json ? merged.dump(2) + "\n" : cluster_watch_text(merged);
   if (!write_stdout(text)) return kExitNothing;
   if (merged["processes"].empty()) return kExitNothing;
@@ -151,24 +150,17 @@ struct NodesVerdict {
   double quiet_since_unix_s = 0;
 };
 
-NodesVerdict judge_nodes(const std::vector<NodeWatchDocument>& docs, const nlohmann::json& merged) {
+// From the merged report's node entries: each node's document was read once, by the merge.
+NodesVerdict judge_nodes(const nlohmann::json& merged) {
   NodesVerdict v;
-  v.quiet = !docs.empty() && merged["unreachable"].empty();
-  for (const auto& d : docs) {
-    nlohmann::json j = nlohmann::json::parse(d.text, nullptr, false);
-    const nlohmann::json* st = j.is_object() && j.contains("stall") ? &j["stall"] : nullptr;
-    bool stalled =
-        st != nullptr && st->is_object() && st->value("reason", nlohmann::json()).is_string();
-    bool ended =
-        j.is_object() && j["processes"].is_array() &&
-        std::all_of(j["processes"].begin(), j["processes"].end(), [](const nlohmann::json& p) {
-          return p.is_object() && p.value("exit", nlohmann::json()).is_string();
-        });
+  v.quiet = !merged["nodes"].empty() && merged["unreachable"].empty();
+  for (const auto& n : merged["nodes"]) {
+    const nlohmann::json* st = n.contains("stall") ? &n["stall"] : nullptr;
+    bool stalled = st != nullptr && (*st)["reason"].is_string();
     v.any_stalled |= stalled;
-    if (!stalled && !ended) v.quiet = false;
-    double since = j.is_object() ? j.value("window_start_unix_s", 0.0) : 0.0;
-    if (st != nullptr && st->is_object() &&
-        st->value("last_progress_unix_s", nlohmann::json()).is_number()) {
+    if (!stalled && !n.value("ranks_ended", false)) v.quiet = false;
+    double since = n.value("window_start_unix_s", 0.0);
+    if (st != nullptr && (*st)["last_progress_unix_s"].is_number()) {
       double t = (*st)["last_progress_unix_s"].get<double>();
       v.newest_progress_unix_s = std::max(v.newest_progress_unix_s.value_or(t), t);
       since = std::max(since, t);
@@ -235,9 +227,8 @@ int run_watch_slurm_stall(const WatchSlurmRequest& r) {
     bool stopped = false;
     AgentAnswers answers = run_node_watches(*s, *job, stop, log_stale, stopped);
     if (stopped) return kExitComplete;
-    std::vector<NodeWatchDocument> docs;
-    nlohmann::json merged = merge_answers(job->id, std::move(answers), docs);
-    NodesVerdict v = judge_nodes(docs, merged);
+    nlohmann::json merged = merge_answers(job->id, std::move(answers));
+    NodesVerdict v = judge_nodes(merged);
     std::string reason = log_armed ? log_reason : std::string();
     bool progressed = fired_at < 0 || v.newest_progress_unix_s.value_or(0) > fired_at;
     if (reason.empty() && v.quiet && v.any_stalled && progressed) {
@@ -249,7 +240,7 @@ int run_watch_slurm_stall(const WatchSlurmRequest& r) {
         fmt::print(stderr, "hangscan: every rank of job {} ended; the watchdog stops\n", job->id);
         return kExitComplete;
       }
-      if (docs.empty()) {
+      if (merged["nodes"].empty()) {
         for (const auto& u : merged["unreachable"])
           print_error(fmt::format("node {}: {}", u.value("node", "?"), u.value("reason", "?")));
         print_error(fmt::format("no node of job {} reported", job->id),
