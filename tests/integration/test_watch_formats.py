@@ -72,7 +72,7 @@ def test_watch_format_html_is_the_page_of_the_window_and_embeds_its_json(pool, t
     assert [(g["pids"], g["suspect"]) for g in doc["groups"]] == [([stuck], True)]
 
     # --format json with --html FILE: the page embeds exactly the JSON of the same run.
-    run = hs.run_hangscan([*args, "--format", "json", "--html", str(page_file)], timeout=90)
+    run = hs.run_hangscan([*args, "--format", "json", "--html", str(page_file)], parse_json=True, timeout=90)
     assert run.rc == 0 and run.doc, run.describe()
     assert page_document(page_file.read_text()) == run.doc
     assert run.doc["suspect_reasons"] == want_reasons
