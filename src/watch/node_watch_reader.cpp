@@ -18,8 +18,8 @@ constexpr double kMaxSeconds = 1e12;  // beyond any wall-clock time or window
 constexpr int kMaxPid = 1 << 22;      // the kernel's pid_max limit
 
 // Checks what the merge and the text read of a node document; each check throws BadDocument
-// naming the path. Optional text fields that are null are dropped, so that readers asking for
-// a string with a default get the default instead of a type error.
+// naming the path. A null where the readers take a value with a default (names, flags, ids) is
+// dropped, so they get the default instead of a type error; other nulls stay (the schema's).
 class NodeWatchChecker {
  public:
   explicit NodeWatchChecker(const ReadLimits& limits)
@@ -46,13 +46,17 @@ class NodeWatchChecker {
     return obj;
   }
 
-  void text(json& obj, const char* key, const JsonPath& path) const {
+  void text(const json& obj, const char* key, const JsonPath& path) const {
+    f_.opt_str(obj, key, path);
+  }
+
+  void name(json& obj, const char* key, const JsonPath& path) const {
     f_.opt_str(drop_null(obj, key), key, path);
   }
 
-  void number(json& obj, const char* key, const JsonPath& path, double lo = 0,
+  void number(const json& obj, const char* key, const JsonPath& path, double lo = 0,
               double hi = kMaxSeconds) const {
-    f_.opt_number(drop_null(obj, key), key, path, lo, hi);
+    f_.opt_number(obj, key, path, lo, hi);
   }
 
   void flag(json& obj, const char* key, const JsonPath& path) const {
@@ -80,13 +84,14 @@ class NodeWatchChecker {
 
   void frames(json& obj, const char* key, const JsonPath& path) const {
     each(obj, key, path, limits_.max_frames, false,
-         [&](json& f, const JsonPath& fp) { text(f, "function", fp); });
+         [&](json& f, const JsonPath& fp) { name(f, "function", fp); });
   }
 
   void process(json& p, const JsonPath& path) const {
     f_.req_int(p, "pid", path, 0, kMaxPid);
     f_.opt_int(p, "rank", path, 0, std::numeric_limits<int>::max());
-    for (const char* k : {"role", "comm", "exit"}) text(p, k, path);
+    for (const char* k : {"role", "comm"}) name(p, k, path);
+    text(p, "exit", path);
     f_.opt_int64(drop_null(p, "samples"), "samples", path, 0,
                  std::numeric_limits<std::int64_t>::max());
     number(p, "cpu_share", path, 0, 1);
@@ -101,18 +106,19 @@ class NodeWatchChecker {
       flag(w, "ongoing", wp);
       frames(w, "frames", wp);
     });
-    if (BoundedFields::member(drop_null(p, "behaviour"), "behaviour") != nullptr) {
+    if (BoundedFields::member(p, "behaviour") != nullptr) {
       const JsonPath bp = at(path, "behaviour");
       json& b = p["behaviour"];
       f_.object(b, bp);
-      text(b, "what", bp);
+      name(b, "what", bp);
       f_.strings(b, "key", bp);
     }
   }
 
   void event(json& t, const JsonPath& path) const {
     number(t, "t_s", path);
-    for (const char* k : {"kind", "text"}) text(t, k, path);
+    text(t, "kind", path);
+    name(t, "text", path);
     id(t, "pid", path);
     f_.opt_int(t, "rank", path, 0, std::numeric_limits<int>::max());
   }
@@ -137,12 +143,12 @@ class NodeWatchChecker {
     out.window_start_unix_s = *start;
     for (const char* k : {"clock_read_error_s", "window_s", "sample_hz", "events", "lost"})
       number(doc, k, root, 0, std::numeric_limits<double>::max());
-    text(doc, "recorder", root);
+    name(doc, "recorder", root);
     flag(doc, "wakers_known", root);
     out.ranks_ended = true;
     each(doc, "processes", root, limits_.max_processes, true, [&](json& p, const JsonPath& pp) {
       process(p, pp);
-      out.ranks_ended &= p.contains("exit");
+      out.ranks_ended &= p.contains("exit") && p["exit"].is_string();
     });
     each(doc, "timeline", root, limits_.max_table, true,
          [&](json& t, const JsonPath& tp) { event(t, tp); });

@@ -140,6 +140,7 @@ TEST(ClusterWatch, NodeDocumentsAreVersionCheckedAndBounded) {
        edited("n1",
               [](json& d) {
                 d["stall"] = {{"reason", "no progress for 3 s"}, {"last_progress_unix_s", 999.5}};
+                d["processes"][0]["exit"] = nullptr;  // alive: the schema's null stays
                 d["processes"][0]["top_stacks"] = {
                     {{"share", 1.0}, {"frames", {{{"function", nullptr}}}}}};
               })},
@@ -155,6 +156,7 @@ TEST(ClusterWatch, NodeDocumentsAreVersionCheckedAndBounded) {
   json m = merge_node_watches("7", docs, {});
   ASSERT_EQ(m["processes"].size(), 1u);
   EXPECT_EQ(m["processes"][0]["node"], "n1");
+  EXPECT_TRUE(m["processes"][0].contains("exit") && m["processes"][0]["exit"].is_null());
   ASSERT_EQ(m["nodes"].size(), 1u);
   EXPECT_EQ(m["nodes"][0]["stall"],
             json({{"reason", "no progress for 3 s"}, {"last_progress_unix_s", 999.5}}));
