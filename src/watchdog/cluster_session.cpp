@@ -58,14 +58,16 @@ SlurmOptions node_watch_options(const ClusterWatchRequest& r, double window_s,
 // Runs the node-local watches until every node reported. A stop (`stopped` set) or `end_now()`
 // turning true ends every node's window: srun forwards SIGUSR1 to its tasks (SIGINT would only
 // print their status, SIGTERM cancels the step and its output); each node-local watch ends its
-// window on it and still sends its report.
+// window on it and still sends its report. The round goes through the Launcher interface, as
+// every fan-out round does.
 AgentAnswers run_node_watches(const SlurmOptions& s, const SlurmJob& job,
                               const ClusterWatchHooks& hooks, const std::function<bool()>& end_now,
                               bool& stopped) {
   std::atomic<bool> done{false};
   AgentAnswers answers;
+  const auto launcher = make_slurm_launcher(s);
   std::thread fanout([&] {
-    answers = run_slurm_agents(s, job.nodes);
+    answers = launcher->run_agents(job.nodes, s.agent_args, {});
     done = true;
   });
   bool stopping = false;
