@@ -19,7 +19,6 @@
 #include "proc/process_tree.h"
 #include "report/json_writer.h"
 #include "watch/cluster_watch.h"
-#include "watchdog/stall_bundle.h"
 #include "watchdog/watchdog.h"
 
 namespace hangscan {

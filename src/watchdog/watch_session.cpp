@@ -12,7 +12,6 @@
 #include "watch/cluster_watch.h"
 #include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
-#include "watchdog/stall_bundle.h"
 #include "watchdog/watchdog.h"
 
 namespace hangscan {

@@ -4,7 +4,13 @@
 
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <ctime>
+#include <utility>
+#include <vector>
+
+#include "report/report_writers.h"
+#include "util/safe_output.h"
 
 namespace hangscan {
 
@@ -39,6 +45,44 @@ std::string Watchdog::judge(const ProgressView& seen, double now) {
   if (!seen.stalled || !progressed_since_fired(seen)) return {};
   fired_at_ = now;
   return fmt::format("no {} made progress for {:.0f} s", scope_, seen.quiet_s);
+}
+
+namespace {
+
+// DIR/stall-TIME, made new: "-2", "-3" ... when two stalls fall in one second.
+Result<OutputDir> new_bundle_dir(const OutputDir& parent) {
+  std::time_t t = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", std::gmtime(&t));
+  const std::string base = fmt::format("stall-{}", stamp);
+  auto dir = parent.make_subdir(base);
+  for (int i = 2; !dir && dir.error().sys_errno == EEXIST && i < 100; ++i)
+    dir = parent.make_subdir(fmt::format("{}-{}", base, i));
+  return dir;
+}
+
+}  // namespace
+
+Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
+                                       const JobSnapshot& job, const Analysis& analysis,
+                                       const WatchDocument& timeline) {
+  auto parent = OutputDir::open(output_dir);
+  if (!parent) return std::move(parent).error();
+  auto dir = new_bundle_dir(*parent);
+  if (!dir) return std::move(dir).error();
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const char* name : {"text", "json", "html"}) {
+    auto w = find_report_writer(name);
+    std::string body = w->render(job, analysis, RenderOptions{});
+    if (w->name == "text") body = fmt::format("stall: {}\n\n{}", reason, body);
+    files.emplace_back("report." + w->extension, std::move(body));
+  }
+  for (const auto& w : watch_writers())
+    files.emplace_back("timeline." + w.extension, w.render(timeline));
+  for (const auto& [name, content] : files) {
+    if (auto st = dir->write_file(name, content); !st) return std::move(st).error();
+  }
+  return dir->path();
 }
 
 }  // namespace hangscan

@@ -1,13 +1,23 @@
-// Watchdog: the one judge of `watch --stall`, on one machine and across a Slurm job's nodes.
+// Watchdog: the one judge of `watch --stall`, on one machine and across a Slurm job's nodes,
+// and the bundle it leaves when it fires.
 //
 // Why one: both watchdogs fire for the same two reasons (no rank made progress for the stall
 // time; the job's --log was not written for as long), once per stall, and fire again only
 // after progress (or after the log was written again). The watch loops (watch_session.h,
-// cluster_session.h) only observe; this class decides, so the two cannot drift apart.
+// cluster_session.h) only observe; this class decides, so the two cannot drift apart. And
+// both must leave the same files (report.txt with the reason first, report.json as `dump
+// --json`, report.html; timeline.txt, timeline.json and timeline.html as `watch` writes them:
+// docs/html-report.md), so a reader or a script finds one layout whichever watchdog wrote it.
+// Both sets come from the writer registries (report/report_writers.h, watch/watch_writers.h).
 #pragma once
 
 #include <optional>
 #include <string>
+
+#include "group/analysis.h"
+#include "hangscan/model.h"
+#include "hangscan/result.h"
+#include "watch/watch_writers.h"
 
 namespace hangscan {
 
@@ -52,5 +62,11 @@ class Watchdog {
   bool log_armed_ = true;
   std::optional<double> fired_at_;
 };
+
+// Creates OUTPUT_DIR/stall-YYYYMMDDTHHMMSS/ new (mode 0755; "-2", "-3" ... when taken) through
+// the checked OUTPUT_DIR (util/safe_output.h) and writes the six files in it; returns its path.
+Result<std::string> write_stall_bundle(const std::string& output_dir, const std::string& reason,
+                                       const JobSnapshot& job, const Analysis& analysis,
+                                       const WatchDocument& timeline);
 
 }  // namespace hangscan
