@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "util/escape.h"
+#include "watch/node_watch_reader.h"
 #include "watch/watch_groups.h"
 
 namespace hangscan {
@@ -84,37 +85,30 @@ void stamp_node_watch(json& doc, const std::string& node, std::int64_t window_st
   doc["node"] = node;
   doc["window_start_unix_s"] = clock.boot_unix_s + static_cast<double>(window_start_ns) / 1e9;
   doc["clock_read_error_s"] = clock.read_error_s;
+  stamp_node_watch_version(doc);
 }
 
 json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDocument>& documents,
-                        std::vector<UnreachableNode> unanswered, std::size_t max_document_bytes) {
+                        std::vector<UnreachableNode> unanswered, const ReadLimits& limits) {
   struct Parsed {
     std::string node;
-    json doc;
-    double start = 0;
+    NodeWatch read;
+    json& doc() { return read.doc; }
   };
   std::vector<Parsed> nodes;
   for (const auto& d : documents) {
-    if (d.text.size() > max_document_bytes) {
-      unanswered.push_back({d.node, fmt::format("watch report of {} bytes, over the limit of {}",
-                                                d.text.size(), max_document_bytes)});
+    auto read = read_node_watch(d.text, limits);
+    if (!read) {
+      unanswered.push_back({d.node, read.error().message});
       continue;
     }
-    json doc = json::parse(d.text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("processes") ||
-        !doc["processes"].is_array() || !doc.contains("timeline") || !doc["timeline"].is_array() ||
-        !doc.contains("window_start_unix_s")) {
-      unanswered.push_back({d.node, "bad watch report (not the JSON of 'watch --node-local')"});
-      continue;
-    }
-    double start = number_or(doc, "window_start_unix_s", 0);
-    nodes.push_back({d.node, std::move(doc), start});
+    nodes.push_back({d.node, std::move(*read)});
   }
   double zero = nodes.empty() ? 0 : std::numeric_limits<double>::infinity();
   double read_error = 0;
   for (const auto& n : nodes) {
-    zero = std::min(zero, n.start);
-    read_error = std::max(read_error, number_or(n.doc, "clock_read_error_s", 0));
+    zero = std::min(zero, n.read.window_start_unix_s);
+    read_error = std::max(read_error, number_or(n.read.doc, "clock_read_error_s", 0));
   }
 
   json merged;
@@ -130,34 +124,43 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
   merged["timeline"] = json::array();
   merged["diagnostics"] = json::array();
   for (auto& n : nodes) {
-    const double offset = n.start - zero;
+    const double start = n.read.window_start_unix_s;
+    const double offset = start - zero;
     merged["nodes"].push_back({{"node", n.node},
-                               {"recorder", n.doc.value("recorder", std::string())},
-                               {"window_s", number_or(n.doc, "window_s", 0)},
-                               {"window_start_unix_s", n.start},
+                               {"recorder", n.doc().value("recorder", std::string())},
+                               {"window_s", number_or(n.doc(), "window_s", 0)},
+                               {"window_start_unix_s", start},
                                {"offset_s", offset},
-                               {"sample_hz", number_or(n.doc, "sample_hz", 0)},
-                               {"cpu_bucket_s", number_or(n.doc, "cpu_bucket_s", 0)},
-                               {"events", number_or(n.doc, "events", 0)},
-                               {"lost", number_or(n.doc, "lost", 0)},
-                               {"wakers_known", n.doc.value("wakers_known", false)},
-                               {"processes", n.doc["processes"].size()}});
-    for (auto& p : n.doc["processes"]) {
+                               {"sample_hz", number_or(n.doc(), "sample_hz", 0)},
+                               {"cpu_bucket_s", number_or(n.doc(), "cpu_bucket_s", 0)},
+                               {"events", number_or(n.doc(), "events", 0)},
+                               {"lost", number_or(n.doc(), "lost", 0)},
+                               {"wakers_known", n.doc().value("wakers_known", false)},
+                               {"processes", n.doc()["processes"].size()},
+                               {"ranks_ended", n.read.ranks_ended}});
+    if (n.read.stall) {
+      merged["nodes"].back()["stall"] = {
+          {"reason", n.read.stall->reason ? json(*n.read.stall->reason) : json()},
+          {"last_progress_unix_s", n.read.stall->last_progress_unix_s
+                                       ? json(*n.read.stall->last_progress_unix_s)
+                                       : json()}};
+    }
+    for (auto& p : n.doc()["processes"]) {
       if (!p.is_object()) continue;
       p["node"] = n.node;
       merged["processes"].push_back(std::move(p));
     }
-    for (auto& t : n.doc["timeline"]) {
+    for (auto& t : n.doc()["timeline"]) {
       if (!t.is_object()) continue;
       double local = number_or(t, "t_s", 0);
       t["node"] = n.node;
       t["node_t_s"] = local;
       t["t_s"] = local + offset;
-      t["time_unix_s"] = n.start + local;
+      t["time_unix_s"] = start + local;
       merged["timeline"].push_back(std::move(t));
     }
-    if (n.doc.contains("diagnostics") && n.doc["diagnostics"].is_array()) {
-      for (auto& d : n.doc["diagnostics"]) {
+    if (n.doc().contains("diagnostics") && n.doc()["diagnostics"].is_array()) {
+      for (auto& d : n.doc()["diagnostics"]) {
         if (!d.is_object()) continue;
         d["host"] = n.node;
         merged["diagnostics"].push_back(std::move(d));

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hangscan/model.h"
+#include "report/json_reader.h"
 
 namespace hangscan {
 
@@ -38,11 +39,12 @@ struct NodeWatchDocument {
 // The merged report: processes by rank (then node, pid) with their node, the timeline of
 // every node on one axis (t_s from the earliest node's window start), per-node facts, and the
 // nodes that sent nothing usable (a document that does not read is such a node, not an error).
-// Documents larger than `max_document_bytes` are refused unread.
+// Each document is read once by read_node_watch (watch/node_watch_reader.h: version, limits,
+// checked fields); each node entry carries what its watchdog said ("stall", "ranks_ended").
 nlohmann::json merge_node_watches(const std::string& job_id,
                                   const std::vector<NodeWatchDocument>& documents,
                                   std::vector<UnreachableNode> unanswered,
-                                  std::size_t max_document_bytes = std::size_t{64} << 20);
+                                  const ReadLimits& limits = {});
 
 // The merged report as text: one block per rank with its node, then the merged timeline.
 std::string cluster_watch_text(const nlohmann::json& merged);

@@ -304,6 +304,6 @@ def test_watch_html_is_for_a_window_only(tmp_path):
                            "--html", str(tmp_path / "w.html")], parse_json=False)
     assert run.rc == 64, run.describe()
     assert run.stderr.splitlines() == [
-        "hangscan: --html writes the page of one window on this machine; not with --stall or --slurm-job",
+        "hangscan: --html and --format write the report of one window; not with --stall",
         "hint: the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)"]
     assert not (tmp_path / "b").exists() and not (tmp_path / "w.html").exists()

@@ -298,3 +298,22 @@ def test_watchdog_across_nodes_fires_on_a_stale_log_while_the_ranks_run(ebpf, cl
         assert sorted(p["rank"] for p in report["processes"] if p.get("rank") is not None) == list(range(WORLD))
         hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def test_watch_slurm_job_html_page_embeds_the_merged_json_of_the_same_run(ebpf, cluster, tmp_path):
+    """`watch --slurm-job ID --json --html FILE`: the page of the merged window, whose embedded
+    data is the JSON printed by the same run: every node's ranks and the odd rank 4."""
+    from test_watch_formats import page_document
+    with IdleJob(cluster, STOPPED) as job:
+        progs0 = bpf_ids("prog")
+        page_file = tmp_path / "job.html"
+        run = hs.run_hangscan(["watch", "--slurm-job", job.job_id, "--for", "3", "--json", "--html",
+                               page_file], env=cluster.env, timeout=90)
+        assert run.rc == 0, run.describe()
+        check_ranks(run.doc, job, set(range(WORLD)))
+        assert run.doc["suspects"] == [4], run.doc["groups"]
+        page = page_document(page_file.read_text())
+        assert page == run.doc
+        assert [(p["rank"], p["node"], p["pid"]) for p in page["processes"]] == \
+            [(r, job.node_of(r), job.pids[r]) for r in range(WORLD)]
+        hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")

@@ -1,35 +1,27 @@
 // `hangscan watch`: record what the processes do for a window (eBPF), or watch them until they
 // stall and capture by themselves (--stall). See docs/watch.md.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fmt/core.h>
 
-#include <chrono>
 #include <csignal>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.h"
-#include "discovery/discovery.h"
 #include "fanout/agent.h"
 #include "fanout/agent_framing.h"
 #include "fanout/hostlist.h"
 #include "gcore_cmd.h"
-#include "jobs/job_loop.h"
 #include "output.h"
 #include "proc/process_tree.h"
 #include "stall_bundle.h"
 #include "stop_signals.h"
-#include "watch/cluster_watch.h"
-#include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
-#include "watch/watcher.h"
+#include "watch/watch_writers.h"
 #include "watch_slurm.h"
+#include "watchdog/watch_session.h"
 
 namespace hangscan::cli {
 
@@ -41,7 +33,8 @@ struct WatchCmdOptions {
   std::string match;
   double seconds = 10;
   bool json = false;
-  std::string html_file;  // --html FILE: the page too (timelines, flame graphs)
+  std::string format = "text";  // --format: watch/watch_writers.h
+  std::string html_file;        // --html FILE: the page too (timelines, flame graphs)
   int rate = 19;
   int wait_ms = 10;
   double stall = 0;
@@ -58,60 +51,6 @@ struct WatchCmdOptions {
   std::vector<std::string> exclude_steps;  // node-local: the front end's own step
   long long timeout_ms = 0;                // node-local: the front end's deadline for this node
 };
-
-// CLOCK_MONOTONIC ns of the newest progress of any of `ranks`; 0 when none is known.
-std::int64_t newest_progress_ns(const Watcher& w, const std::vector<int>& ranks) {
-  std::int64_t newest = 0;
-  for (int pid : ranks) {
-    auto it = w.last_progress().find(pid);
-    if (it != w.last_progress().end()) newest = std::max(newest, it->second);
-  }
-  return newest;
-}
-
-// The watchdog's verdict: why the job is stalled now, or "" when it is not.
-std::string stall_reason(const Watcher& w, const WatchCmdOptions& o,
-                         const std::vector<int>& ranks) {
-  if (auto log = log_stall(o.log_file, o.stall); !log.empty()) return log;
-  std::int64_t newest = newest_progress_ns(w, ranks);
-  if (ranks.empty() || newest == 0) return {};
-  double idle = static_cast<double>(monotonic_ns() - newest) / 1e9;
-  if (idle >= o.stall) return fmt::format("no watched rank made progress for {:.0f} s", idle);
-  return {};
-}
-
-// The capture `dump` takes, the recorder's report, into DIR/stall-TIME/.
-Result<std::string> write_bundle(Watcher& w, const WatchCmdOptions& o, const std::string& reason) {
-  // The recorder's view first: the capture's ptrace stops restart the threads' system calls.
-  WatchReport rec = w.report();
-  std::vector<DiscoveredProcess> procs;
-  DiscoveryOptions dopt;
-  dopt.pids = w.pids();
-  std::vector<Diagnostic> diags;
-  if (!dopt.pids.empty()) {
-    auto found = discover(dopt, &diags);
-    if (found) procs = std::move(*found);
-  }
-  JobOptions run;
-  run.capture.merge_native = true;
-  run.explain_deaths = true;
-  run.resolve_waits = true;
-  std::vector<JobMember> members(procs.size());
-  for (std::size_t i = 0; i < procs.size(); ++i) members[i].process = std::move(procs[i]);
-  SymbolCache symbols;
-  JobSnapshot job = run_job(members, run, symbols, std::move(diags));
-  auto g = group_options(OutputOptions{});
-  Analysis analysis = analyze(job, g ? *g : GroupOptions{});
-  if (!o.logs.empty()) join_job_logs(job, analysis, o.logs);
-  auto dir =
-      write_stall_bundle(o.output_dir, reason, job, analysis, {watch_text(rec), watch_json(rec)});
-  if (dir && o.gcore.requested()) {  // after the reports: a core that fails leaves them whole
-    GcoreDumpOptions cores = o.gcore;
-    if (o.gcore_dir == nullptr || o.gcore_dir->count() == 0) cores.dir = *dir;
-    write_job_cores(job, analysis, cores);
-  }
-  return dir;
-}
 
 // The node-local part of `watch --slurm-job`: prints the agent's begin line and picks this
 // node's processes of the job (as `hangscan agent` does). nullopt: go on watching `o.pids`;
@@ -134,60 +73,87 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
   if (o.timeout_ms > 0)
     o.seconds = std::max(0.1, std::min(o.seconds, (o.timeout_ms - 5000) / 1000.0));
   if (!o.pids.empty()) return std::nullopt;
-  WatchReport empty;
-  empty.recorder = "none";
-  empty.diagnostics = std::move(diags);
-  nlohmann::json j = watch_json(empty);
-  stamp_node_watch(j, node, monotonic_ns(), read_node_clock());
-  write_stdout(frame_document(node, j.dump()));
+  WatchSessionResult empty;
+  empty.report.recorder = "none";
+  empty.report.start_ns = monotonic_ns();
+  empty.report.diagnostics = std::move(diags);
+  write_stdout(frame_document(node, node_watch_document(empty, node, false).dump()));
   return kExitNothing;
 }
 
-int run_watch(const WatchCmdOptions& given) {
-  // --html is a window's page: the watchdog's bundles hold their own pages.
-  if (!given.html_file.empty() && (given.stall > 0 || !given.slurm_job.empty())) {
+// The session's hooks: what it says, printed; --logs and --gcore for its bundles.
+WatchSessionHooks session_hooks(const WatchCmdOptions& o, StopSignals& stop) {
+  WatchSessionHooks h;
+  h.stop_pending = [&stop] { return stop.pending(); };
+  h.warning = [](const Error& e) { print_error(e); };
+  h.recording = [&o](std::size_t n, bool fallback) {
+    // Says when recording has begun (scripts and tests wait for this line).
+    fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", n, n == 1 ? "" : "es",
+               fallback ? "ptrace samples" : "eBPF",
+               o.stall > 0 ? "" : "; SIGINT ends the window and reports");
+    std::fflush(stderr);
+  };
+  h.annotate_bundle = [&o](const JobSnapshot& job, Analysis& analysis) {
+    if (!o.logs.empty()) join_job_logs(job, analysis, o.logs);
+  };
+  h.after_bundle = [&o](const JobSnapshot& job, const Analysis& analysis, const std::string& dir) {
+    if (!o.gcore.requested()) return;
+    GcoreDumpOptions cores = o.gcore;
+    if (o.gcore_dir == nullptr || o.gcore_dir->count() == 0) cores.dir = dir;
+    write_job_cores(job, analysis, cores);
+  };
+  h.stalled = print_stall;
+  return h;
+}
+
+WatchSessionRequest session_request(const WatchCmdOptions& o) {
+  WatchSessionRequest r;
+  r.watch.pids = o.pids;
+  r.watch.subprocesses = o.subprocesses;
+  r.watch.match = o.match;
+  r.watch.recorder.sample_hz = o.rate;
+  r.watch.recorder.wait_threshold_ns = static_cast<std::uint64_t>(o.wait_ms) * 1'000'000;
+  r.watch.recorder.follow_children = o.subprocesses;
+  r.ptrace = o.ptrace;
+  r.seconds = o.seconds;
+  r.stall = o.stall;
+  r.log_file = o.log_file;
+  r.output_dir = o.output_dir;
+  r.once = o.once;
+  r.node_local = o.node_local;
+  auto g = group_options(OutputOptions{});
+  if (g) r.group = *g;
+  return r;
+}
+
+// The front end of --slurm-job: its flags checked and mapped.
+int run_watch_slurm_front(const WatchCmdOptions& o) {
+  if (!o.pids.empty() || !o.match.empty() || o.ptrace || o.gcore.requested()) {
     print_error(
-        "--html writes the page of one window on this machine; not with --stall or "
-        "--slurm-job",
-        "the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)");
+        "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --gcore "
+        "do not go with it",
+        "for cores of a Slurm job's ranks, run 'hangscan --slurm-job ID --gcore'");
     return kExitUsage;
   }
-  if (given.job_logs && (given.slurm_job.empty() || given.stall <= 0 || given.node_local)) {
-    print_error("--job-logs goes with --slurm-job ID --stall", "see 'hangscan watch --help'");
+  if (o.stall > 0 && o.output_dir.empty()) {
+    print_error("--stall needs --output DIR (where the bundle is written)",
+                "see 'hangscan watch --help'");
     return kExitUsage;
   }
-  if (!given.slurm_job.empty() && !given.node_local) {
-    if (!given.pids.empty() || !given.match.empty() || given.ptrace || given.gcore.requested()) {
-      print_error(
-          "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --gcore "
-          "do not go with it",
-          "for cores of a Slurm job's ranks, run 'hangscan --slurm-job ID --gcore'");
-      return kExitUsage;
-    }
-    if (given.stall > 0 && given.output_dir.empty()) {
-      print_error("--stall needs --output DIR (where the bundle is written)",
-                  "see 'hangscan watch --help'");
-      return kExitUsage;
-    }
-    if (given.stall > 0 && !output_dir_usable(given.output_dir)) return kExitUsage;
-    return run_watch_slurm({given.slurm_job, given.seconds, given.rate, given.wait_ms, given.json,
-                            given.stall, given.log_file, given.output_dir, given.once, given.logs,
-                            given.job_logs});
-  }
-  WatchCmdOptions o = given;
-  // Blocked from the start, so a stop during start-up ends the window at once instead of
-  // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
-  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
-  StopSignals stop(o.node_local ? SIGUSR1 : 0);
-  const std::string node = o.node_local ? default_agent_node("", true) : std::string();
-  if (o.node_local) {
-    if (o.slurm_job.empty() || !validate_host_name(node)) {
-      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME",
-                  "it is started by 'watch --slurm-job'");
-      return kExitUsage;
-    }
-    if (auto rc = start_node_local(o, node)) return *rc;
-  }
+  if (o.stall > 0 && !output_dir_usable(o.output_dir)) return kExitUsage;
+  ClusterWatchRequest r{.job_id = o.slurm_job,
+                        .seconds = o.seconds,
+                        .rate = o.rate,
+                        .wait_ms = o.wait_ms,
+                        .stall = o.stall,
+                        .log_file = o.log_file,
+                        .output_dir = o.output_dir,
+                        .once = o.once};
+  return run_watch_slurm(r, {o.json ? "json" : o.format, o.html_file, o.logs, o.job_logs});
+}
+
+// The checks of the flags of a watch on this machine; nullopt when they go together.
+std::optional<int> check_local_flags(const WatchCmdOptions& o) {
   if (o.pids.empty() && o.match.empty()) {
     print_error("watch needs --pid PID or --match REGEX", "see 'hangscan watch --help'");
     return kExitUsage;
@@ -212,109 +178,55 @@ int run_watch(const WatchCmdOptions& given) {
     print_error(re.error());
     return kExitUsage;
   }
-  WatchOptions wopt;
-  wopt.pids = o.pids;
-  wopt.subprocesses = o.subprocesses;
-  wopt.match = o.match;
-  wopt.recorder.sample_hz = o.rate;
-  wopt.recorder.wait_threshold_ns = static_cast<std::uint64_t>(o.wait_ms) * 1'000'000;
-  wopt.recorder.follow_children = o.subprocesses;
-  wopt.recorder.data_progress = o.stall > 0;
-  std::unique_ptr<Recorder> recorder;
-  if (!o.ptrace) {
-    auto r = Recorder::start(wopt.recorder);
-    if (!r) {
-      const Error& e = r.error();
-      print_error(
-          e.what() +
-              fmt::format(
-                  "; falling back to ptrace samples at {} Hz (each stops the process 1-5 ms: "
-                  "0.2-1% of its time, counted in the report; no waits, signals "
-                  "or exits)",
-                  kPtraceFallbackHz),
-          e.hint);
-    } else {
-      recorder = std::move(*r);
-    }
+  return std::nullopt;
+}
+
+int run_watch(const WatchCmdOptions& given) {
+  // --html and --format are a window's: the watchdog's bundles hold their own pages.
+  if ((!given.html_file.empty() || given.format != "text") && given.stall > 0) {
+    print_error("--html and --format write the report of one window; not with --stall",
+                "the watchdog's bundles hold report.html and timeline.html (docs/html-report.md)");
+    return kExitUsage;
   }
-  bool fallback = recorder == nullptr;
-  if (fallback) {
-    wopt.recorder.sample_hz = kPtraceFallbackHz;
-    recorder = make_ptrace_recorder(wopt.recorder);
+  if (given.job_logs && (given.slurm_job.empty() || given.stall <= 0 || given.node_local)) {
+    print_error("--job-logs goes with --slurm-job ID --stall", "see 'hangscan watch --help'");
+    return kExitUsage;
   }
-  std::vector<Diagnostic> diags;
-  auto watcher = Watcher::start(wopt, std::move(recorder), diags);
-  if (!watcher) {
-    print_error(watcher.error());
-    if (o.node_local) write_stdout(frame_failure(node, watcher.error().what()));
-    return watcher.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  if (!given.slurm_job.empty() && !given.node_local) return run_watch_slurm_front(given);
+  WatchCmdOptions o = given;
+  // Blocked from the start, so a stop during start-up ends the window at once instead of
+  // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
+  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  StopSignals stop(o.node_local ? SIGUSR1 : 0);
+  const std::string node = o.node_local ? default_agent_node("", true) : std::string();
+  if (o.node_local) {
+    if (o.slurm_job.empty() || !validate_host_name(node)) {
+      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME",
+                  "it is started by 'watch --slurm-job'");
+      return kExitUsage;
+    }
+    if (auto rc = start_node_local(o, node)) return *rc;
   }
-  Watcher& w = **watcher;
-  // Says when recording has begun (scripts and tests wait for this line).
-  fmt::print(stderr, "hangscan: recording {} process{} ({}){}\n", w.pids().size(),
-             w.pids().size() == 1 ? "" : "es", fallback ? "ptrace samples" : "eBPF",
-             o.stall > 0 ? "" : "; SIGINT ends the window and reports");
-  std::fflush(stderr);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
-  bool armed = true;
-  std::string node_stall;  // node-local --stall: why this node stopped (the front end judges)
-  while (!stop.pending()) {
-    if ((o.stall <= 0 || o.node_local) && std::chrono::steady_clock::now() >= deadline) break;
-    if (auto st = w.step(std::chrono::milliseconds(200)); !st) {
-      print_error(st.error());
-      break;
-    }
-    if (o.stall <= 0 || o.node_local) {
-      if (w.all_gone()) break;
-      if (o.stall <= 0) continue;
-    }
-    std::string reason = stall_reason(w, o, w.rank_pids());
-    if (!reason.empty() && armed) {
-      w.flush();  // the samples not yet finished may hold progress
-      reason = stall_reason(w, o, w.rank_pids());
-    }
-    if (reason.empty()) {
-      armed = true;
-      continue;
-    }
-    if (!armed) continue;  // one bundle per stall: fires again after progress resumed
-    armed = false;
-    if (o.node_local) {  // this node's ranks stopped: its report goes to the front end
-      node_stall = reason;
-      break;
-    }
-    auto dir = write_bundle(w, o, reason);
-    if (!dir) {
-      print_error(dir.error());
-      return kExitNothing;
-    }
-    print_stall(reason, *dir);
-    if (o.once) return kExitComplete;
-  }
+  if (auto rc = check_local_flags(o)) return *rc;
+  auto session = run_watch_session(session_request(o), session_hooks(o, stop));
   // Node-local: the front end repeats SIGUSR1 until the step ends; once the window is over it
   // must not kill us (the mask is restored when `stop` goes).
   if (o.node_local) std::signal(SIGUSR1, SIG_IGN);
-  WatchReport report = w.report();
-  if (fallback) report.recorder = "ptrace";
-  for (auto& d : diags) report.diagnostics.push_back(std::move(d));
-  if (o.stall > 0 && !o.node_local) return kExitComplete;
+  if (!session) {
+    print_error(session.error());
+    if (o.node_local) write_stdout(frame_failure(node, session.error().what()));
+    return session.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  }
   if (o.node_local) {
-    nlohmann::json j = watch_json(report);
-    if (o.stall > 0) {  // what the front end's watchdog judges across the nodes
-      // The newest progress seen in this window (null: none; a rank's watch start is not).
-      std::int64_t newest = newest_progress_ns(w, w.rank_pids());
-      nlohmann::json last = nullptr;
-      if (newest > report.start_ns)
-        last = read_node_clock().boot_unix_s + static_cast<double>(newest) / 1e9;
-      j["stall"] = {{"reason", node_stall.empty() ? nlohmann::json() : nlohmann::json(node_stall)},
-                    {"last_progress_unix_s", last}};
-    }
-    stamp_node_watch(j, node, report.start_ns, read_node_clock());
+    nlohmann::json j = node_watch_document(*session, node, o.stall > 0);
     return write_stdout(frame_document(node, j.dump())) ? kExitComplete : kExitNothing;
   }
-  std::string text = o.json ? watch_json(report).dump(2) + "\n" : watch_text(report);
-  if (!write_stdout(text)) return kExitNothing;
-  if (!o.html_file.empty() && !write_page_file(watch_html(report), o.html_file))
+  if (o.stall > 0) return kExitComplete;  // stopped, or --once after its bundle
+  const WatchReport& report = session->report;
+  WatchDocument doc{watch_json(report), watch_text(report)};
+  if (!write_stdout(find_watch_writer(o.json ? "json" : o.format)->render(doc)))
+    return kExitNothing;
+  if (!o.html_file.empty() && !write_page_file(find_watch_writer("html")->render(doc), o.html_file))
     return kExitNothing;
   return report.processes.empty() ? kExitNothing : kExitComplete;
 }
@@ -334,6 +246,9 @@ void add_watch_command(CLI::App& app, Action& action) {
       ->check(finite_number("a number of seconds", 0.1, 86400.0))
       ->capture_default_str();
   sub->add_flag("--json", opts->json, "JSON output (docs/output-schema.md, 'watch')");
+  sub->add_option("--format", opts->format, "Output format of the window's report")
+      ->check(CLI::IsMember(watch_format_names()))
+      ->capture_default_str();
   sub->add_option(
       "--html", opts->html_file,
       "Also write the HTML page (timelines, flame graphs: docs/html-report.md) to FILE");

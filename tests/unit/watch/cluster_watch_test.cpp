@@ -1,13 +1,18 @@
 // The merge of node watch reports (watch --slurm-job): node tags, one time axis, bad documents.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "util/version.h"
 #include "watch/cluster_watch.h"
+#include "watch/node_watch_reader.h"
 
 namespace hangscan {
 namespace {
@@ -35,6 +40,7 @@ std::string node_report(const std::string& node, double start_unix, std::vector<
   doc["node"] = node;
   doc["window_start_unix_s"] = start_unix;
   doc["clock_read_error_s"] = 2e-6;
+  stamp_node_watch_version(doc);
   return doc.dump();
 }
 
@@ -102,7 +108,9 @@ TEST(ClusterWatch, ABadOrOversizedDocumentMakesItsNodeUnreachable) {
   std::vector<NodeWatchDocument> docs{{"n1", node_report("n1", 5.0, {0}, -1)},
                                       {"n2", "{\"processes\": ["},
                                       {"n3", std::string(2000, ' ')}};
-  json m = merge_node_watches("7", docs, {{"n4", "srun could not start the agent there"}}, 1000);
+  ReadLimits small;
+  small.max_bytes = 1000;
+  json m = merge_node_watches("7", docs, {{"n4", "srun could not start the agent there"}}, small);
   EXPECT_EQ(m["processes"].size(), 1u);
   ASSERT_EQ(m["unreachable"].size(), 3u);
   EXPECT_EQ(m["unreachable"][0]["node"], "n4");
@@ -110,6 +118,70 @@ TEST(ClusterWatch, ABadOrOversizedDocumentMakesItsNodeUnreachable) {
   EXPECT_EQ(m["unreachable"][2]["node"], "n3");
   EXPECT_NE(m["unreachable"][2]["reason"].get<std::string>().find("over the limit of 1000"),
             std::string::npos);
+}
+
+// A node's document is read as an agent document is: another version's is not used, and a
+// hostile one (a wrong type, a limit exceeded, nested too deep) is that node's reason, named by
+// its JSON path; the other nodes are still merged, and what each node's watchdog said is kept
+// from the one read (the front end's watchdog judges from the merged node entries).
+TEST(ClusterWatch, NodeDocumentsAreVersionCheckedAndBounded) {
+  auto edited = [](const std::string& node, const std::function<void(json&)>& edit) {
+    json doc = json::parse(node_report(node, 1000.0, {std::stoi(node.substr(1))}, -1));
+    edit(doc);
+    return doc.dump();
+  };
+  std::string deep = "[]";
+  for (int i = 0; i < 40; ++i) deep = "[" + deep + "]";
+  json nested = json::parse(node_report("n5", 1000.0, {5}, -1));
+  std::string nested_text = nested.dump();
+  nested_text.insert(nested_text.size() - 1, ",\"zz\":" + deep);
+  std::vector<NodeWatchDocument> docs{
+      {"n1",
+       edited("n1",
+              [](json& d) {
+                d["stall"] = {{"reason", "no progress for 3 s"}, {"last_progress_unix_s", 999.5}};
+                d["processes"][0]["exit"] = nullptr;  // alive: the schema's null stays
+                d["processes"][0]["top_stacks"] = {
+                    {{"share", 1.0}, {"frames", {{{"function", nullptr}}}}}};
+              })},
+      {"n2", edited("n2", [](json& d) { d["agent_version"] = "0.0.1-other"; })},
+      {"n3", edited("n3", [](json& d) { d["processes"][0]["pid"] = "1003"; })},
+      {"n4", edited("n4", [](json& d) { d["processes"][0]["comm"] = std::string(70000, 'x'); })},
+      {"n5", nested_text},
+      {"n6", edited("n6",
+                    [](json& d) {
+                      d["stall"] = {{"reason", 7}};
+                    })},
+      {"n7", edited("n7", [](json& d) { d.erase("schema"); })}};
+  json m = merge_node_watches("7", docs, {});
+  ASSERT_EQ(m["processes"].size(), 1u);
+  EXPECT_EQ(m["processes"][0]["node"], "n1");
+  EXPECT_TRUE(m["processes"][0].contains("exit") && m["processes"][0]["exit"].is_null());
+  ASSERT_EQ(m["nodes"].size(), 1u);
+  EXPECT_EQ(m["nodes"][0]["stall"],
+            json({{"reason", "no progress for 3 s"}, {"last_progress_unix_s", 999.5}}));
+  EXPECT_EQ(m["nodes"][0]["ranks_ended"], false);
+  std::vector<std::pair<std::string, std::string>> reasons;
+  for (const auto& u : m["unreachable"]) reasons.emplace_back(u["node"], u["reason"]);
+  const std::string ours =
+      fmt::format("hangscan {} (commit {})", hangscan_version(), hangscan_commit());
+  std::vector<std::pair<std::string, std::string>> want{
+      {"n2", fmt::format("the agent there is hangscan 0.0.1-other (commit {}), this front end is "
+                         "{}: answer not used (install the same hangscan on every node, or pass "
+                         "--agent-path to a copy of this version; 'hangscan doctor --agent-path "
+                         "PATH' on the node checks it)",
+                         hangscan_commit(), ours)},
+      {"n3", "bad watch report: processes[0].pid: expected an integer, got string"},
+      {"n4", "bad watch report: processes[0].comm: string of 70000 bytes, more than 65536"},
+      {"n5", "bad watch report: nested deeper than 32"},
+      {"n6", "bad watch report: stall.reason: expected a string, got number"},
+      {"n7", "bad watch report: not a hangscan-watch-node/1 document"}};
+  EXPECT_EQ(reasons, want);
+  std::string text = cluster_watch_text(m);  // a null frame name reads as "??"
+  EXPECT_NE(text.find("  top on-CPU stack 100%: ??\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  n3: no report: bad watch report: processes[0].pid: expected an integer"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ClusterWatch, BootTimeIsReadToWithinItsBracket) {
