@@ -16,7 +16,6 @@ struct WatchSlurmOutput {
   std::string html_file;          // --html FILE: the page too
   std::vector<std::string> logs;  // --logs: joined with the bundle's capture
   bool job_logs = false;          // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
-  bool job_logs = false;          // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
 };
 
 // The window across the nodes, merged; with `request.stall`, the watchdog. Returns the exit
