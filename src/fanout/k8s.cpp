@@ -95,11 +95,19 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
 
 std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout) {
-  std::vector<std::string> argv{o.kubectl, "exec"};
+  std::vector<std::string> argv{o.kubectl, o.debug_image.empty() ? "exec" : "debug"};
   if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
-  argv.insert(argv.end(),
-              {pod.name, "-c", pod.container, "--", o.agent_path, "agent", "--match", o.match,
-               "--timeout-ms", std::to_string(agent_timeout.count()), "--node", pod.name});
+  if (o.debug_image.empty()) {
+    argv.insert(argv.end(), {pod.name, "-c", pod.container});
+  } else {
+    // --profile=general: CAP_SYS_PTRACE (the legacy default profile lacks it); --attach: wait
+    // for the container and pass its output through (without -i kubectl debug returns at once);
+    // --quiet: no "Defaulting debug container name" line.
+    argv.insert(argv.end(), {pod.name, "--image=" + o.debug_image, "--target=" + pod.container,
+                             "--profile=general", "--attach=true", "--quiet"});
+  }
+  argv.insert(argv.end(), {"--", o.agent_path, "agent", "--match", o.match, "--timeout-ms",
+                           std::to_string(agent_timeout.count()), "--node", pod.name});
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
   return argv;
 }
@@ -263,8 +271,8 @@ class ExecRound {
                                r->elapsed.count()));
     auto lines = output_lines(r->err);
     if (!r->succeeded() && !lines.empty())
-      failures_.emplace_back(pod.name,
-                             fmt::format("kubectl exec: {}", lines.back().substr(0, 300)));
+      failures_.emplace_back(
+          pod.name, fmt::format("kubectl {}: {}", spec.argv[1], lines.back().substr(0, 300)));
   }
 
   const K8sOptions& options_;

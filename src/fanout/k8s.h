@@ -37,6 +37,10 @@ struct K8sOptions {
   // inside it, and it is removed again after the agent (kubectl exec rm -rf).
   std::string copy_dir;
   std::string copy_dest;
+  // When set, the agent runs in an ephemeral container of this image (which holds hangscan at
+  // agent_path) beside `container`: `kubectl debug POD --image=IMG --target=CONTAINER
+  // --profile=general --attach --quiet -- AGENT ...` (the image of the pod need hold nothing).
+  std::string debug_image;
   std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::size_t parallel = 32;  // kubectl exec processes at once
@@ -59,7 +63,8 @@ struct K8sPod {
 // Errc::parse when the document is not a PodList; pods with invalid names are left out.
 Result<std::vector<K8sPod>> parse_pod_list(std::string_view json, const std::string& container);
 
-// The kubectl argv that runs the agent in `pod`.
+// The kubectl argv that runs the agent in `pod`: `kubectl exec`, or `kubectl debug` with
+// debug_image set.
 std::vector<std::string> k8s_exec_argv(const K8sOptions& options, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout);
 

@@ -16,6 +16,7 @@ image are removed at the end.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -36,14 +37,26 @@ for n, line in enumerate(RANK_PROGRAM.read_text().splitlines(), 1):
         MARKS[line.rsplit("# MARK ", 1)[1].strip()] = n
 
 
-def pod_item(name, index, phase, backing=None, job="train-42"):
+def pod_item(name, index, phase, backing=None, job="train-42", sidecar=None):
+    """A pod of the PodList; `sidecar`: the podman container behind its "hangscan" container."""
     meta = {"name": name, "namespace": "default",
             "labels": {"job-name": job, "batch.kubernetes.io/job-completion-index": str(index)},
             "annotations": {"kubectl.kubernetes.io/default-container": "trainer"}}
     if backing:
         meta["annotations"]["hangscan.test/podman-container"] = backing
-    return {"metadata": meta, "spec": {"containers": [{"name": "trainer"}, {"name": "sidecar"}]},
+    if sidecar:
+        meta["annotations"]["hangscan.test/podman-container.hangscan"] = sidecar
+    return {"metadata": meta, "spec": {"containers": [{"name": "trainer"}, {"name": "hangscan"}]},
             "status": {"phase": phase}}
+
+
+def start_sidecar(pm, name, trainer):
+    """A container sharing `trainer`'s pid namespace (a pod with shareProcessNamespace), with
+    SYS_PTRACE and hangscan at /hs-sidecar (the trainer has none there)."""
+    pm.containers.append(name)
+    pm("run", "-d", "--runtime", "runc", "--name", name, "--pid", f"container:{trainer}",
+       "--cap-add", "SYS_PTRACE", "-v", f"{lib.build_dir()}:/hs-sidecar:ro", pm.image,
+       "sleep", "3600")
 
 
 @pytest.fixture(scope="module")
@@ -61,20 +74,25 @@ def job():
                      cmd=["python3", "/hs-programs/py_k8s_rank.py", f"/hs-run/{fifo.name}"])
             running = pm("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
             items.append(pod_item(f"train-{rank}", rank, "Running" if running else "Failed", name))
+            start_sidecar(pm, f"{name}-sc", name)
+            items.append(pod_item(f"sc-{rank}", rank, "Running", name, "train-sc", f"{name}-sc"))
         items.append(pod_item(f"train-{WORLD - 1}", WORLD - 1, "Pending"))
+        items.append(pod_item(f"sc-{WORLD - 1}", WORLD - 1, "Pending", job="train-sc"))
         items.append(pod_item("other-0", 0, "Running", f"hs-k8s-{tag}-0", job="other"))
         pods = workdir / "pods.json"
         pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        env = dict(pm.env, HS_K8S_PODS=str(pods), PATH=f"{STANDIN}:{os.environ['PATH']}")
+        env = dict(pm.env, HS_K8S_PODS=str(pods), PATH=f"{STANDIN}:{os.environ['PATH']}",
+                   HS_K8S_DEBUG_VOLUMES=f"{lib.build_dir()}:/hs-debug:ro", HS_TEST_IMAGE=pm.image)
         yield env
     finally:
+        # Sidecars first: podman refuses to remove a container whose pid namespace others share.
+        pm.containers.sort(key=lambda name: not name.endswith("-sc"))
         pm.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def k8s(env, *args):
-    return lib.run_hangscan(["k8s", *args, "--agent-path", "/hs-build/hangscan", "--timeout", "60"],
-                            env=env)
+def k8s(env, *args, agent="/hs-build/hangscan"):
+    return lib.run_hangscan(["k8s", *args, "--agent-path", agent, "--timeout", "60"], env=env)
 
 
 def test_job_pods_fan_out_merge_and_verdict(job):
@@ -83,14 +101,14 @@ def test_job_pods_fan_out_merge_and_verdict(job):
     check_job_report(run.doc)
 
 
-def check_job_report(doc):
+def check_job_report(doc, pod="train"):
     got = sorted((p["rank"], p["host"], p["pid"]) for p in doc["processes"] if p["role"] == "rank")
-    assert got == [(r, f"train-{r}", 1) for r in range(WORLD - 1)], doc["processes"]
+    assert got == [(r, f"{pod}-{r}", 1) for r in range(WORLD - 1)], doc["processes"]
     # Rank 3's pod is Pending: a missing rank of the job, a suspect without a process.
     assert doc["suspects"] == [ODD, WORLD - 1]
-    assert doc["suspect_members"] == [{"host": f"train-{ODD}", "pid": 1, "rank": ODD}]
-    assert doc["unreachable"] == [{"host": f"train-{WORLD - 1}", "reason": "pod phase Pending"}]
-    odd = next(p for p in doc["processes"] if p["host"] == f"train-{ODD}")
+    assert doc["suspect_members"] == [{"host": f"{pod}-{ODD}", "pid": 1, "rank": ODD}]
+    assert doc["unreachable"] == [{"host": f"{pod}-{WORLD - 1}", "reason": "pod phase Pending"}]
+    odd = next(p for p in doc["processes"] if p["host"] == f"{pod}-{ODD}")
     main = next(t for t in odd["threads"] if t["tid"] == odd["pid"])
     frames = [[f["function"], f["line"]] for f in main["frames"] if f["kind"] == "python"]
     assert frames == [["load_checkpoint", MARKS["load_checkpoint"]], ["train", MARKS["train_odd"]],
@@ -112,7 +130,8 @@ def test_copy_agent_into_pods_without_hangscan(job):
         assert run.rc == 1, run.describe()
         check_job_report(run.doc)
         pods = json.loads(Path(job["HS_K8S_PODS"]).read_text())["items"]
-        for pod in pods[:WORLD - 1]:
+        for pod in [p for p in pods if p["metadata"]["name"] in
+                    [f"train-{r}" for r in range(WORLD - 1)]]:
             backing = pod["metadata"]["annotations"]["hangscan.test/podman-container"]
             left = subprocess.run(["podman", "exec", backing, "ls", "/tmp"], env=job,
                                   capture_output=True, text=True, timeout=60)
@@ -121,14 +140,33 @@ def test_copy_agent_into_pods_without_hangscan(job):
         shutil.rmtree(out, ignore_errors=True)
 
 
-def test_copy_agent_that_is_no_dist_tree_is_a_usage_error(job):
-    run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank", "--copy-agent",
-                            "/nonexistent"], env=job)
-    assert run.rc == 64, run.describe()
-    assert run.stderr.splitlines() == [
+USAGE_ERRORS = {
+    "copy_agent_no_dist_tree": (["--copy-agent", "/nonexistent"], [
         "hangscan: --copy-agent /nonexistent: not an unpacked tarball of make dist (no bin/hangscan "
         "and libexec/hangscan in it)",
-        "hint: unpack hangscan-VERSION-x86_64-linux.tar.gz and pass its hangscan-VERSION directory"]
+        "hint: unpack hangscan-VERSION-x86_64-linux.tar.gz and pass its hangscan-VERSION "
+        "directory"]),
+    "gcore_dir_relative": (["--agent-path", "/a/hangscan", "--gcore", "--gcore-dir", "cores"], [
+        "hangscan: --gcore-dir cores: the cores are written inside the pods, where this directory "
+        "means nothing",
+        "hint: give an absolute path inside the pods, e.g. --gcore-dir /tmp (the default)"]),
+    "debug_image_gcore": (["--debug-image", "img", "--agent-path", "/a/hangscan", "--gcore"], [
+        "hangscan: --gcore with --debug-image: a core written in an ephemeral container is lost "
+        "when the container ends",
+        "hint: write cores with --agent-path (hangscan in the pod's image or a volume) or "
+        "--copy-agent"]),
+    "debug_image_copy_agent": (["--debug-image", "img", "--copy-agent", "/nonexistent"], [
+        "hangscan: --debug-image and --copy-agent both say how the agent gets into the pods",
+        "hint: --debug-image IMAGE when an image holds hangscan, else --copy-agent DIR"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(USAGE_ERRORS))
+def test_usage_errors(job, case):
+    args, expected = USAGE_ERRORS[case]
+    run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank", *args], env=job)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == expected
 
 
 def test_selector_without_pods_is_a_usage_error(job):
@@ -147,3 +185,92 @@ def test_container_not_in_the_pod_is_unreachable_with_kubectls_reason(job):
     assert reasons == {**{f"train-{r}": 'kubectl exec: error: unable to upgrade connection: '
                           'container not found ("nope")' for r in range(WORLD - 1)},
                        f"train-{WORLD - 1}": "pod phase Pending"}
+
+
+def job_containers(env):
+    """The podman containers of this test's image (names), to see that nothing was left behind
+    (other tests on the machine may run containers of their own meanwhile)."""
+    out = subprocess.run(["podman", "ps", "-a", "--filter", f"ancestor={env['HS_TEST_IMAGE']}",
+                          "--format", "{{.Names}}"], env=env,
+                         capture_output=True, text=True, timeout=60, check=True)
+    return sorted(out.stdout.split())
+
+
+def test_debug_image_runs_the_agent_in_an_ephemeral_container(job):
+    """--debug-image: neither the pods' image nor a copy holds the agent; kubectl debug starts a
+    container of the debug image (hangscan at /hs-debug there) in each trainer's pid namespace
+    with --profile=general, and its output is the pod's answer. Nothing is left running."""
+    before = job_containers(job)
+    run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank", "--debug-image",
+                            job["HS_TEST_IMAGE"], "--agent-path", "/hs-debug/hangscan", "--json",
+                            "--timeout", "60", "-v"], env=job)
+    assert run.rc == 1, run.describe()
+    check_job_report(run.doc)
+    debug = [line for line in run.stderr.splitlines() if " debug " in line]
+    assert len(debug) == WORLD - 1, run.stderr
+    assert all("--target=trainer --profile=general --attach=true --quiet -- /hs-debug/hangscan "
+               "agent" in line for line in debug), debug
+    assert job_containers(job) == before
+
+
+def test_sidecar_sharing_the_pods_pid_namespace(job):
+    """A pod with shareProcessNamespace: the agent runs in its "hangscan" sidecar (hangscan at
+    /hs-sidecar, which the trainer has not), sees the trainer's rank as pid 1, reads its sources
+    through /proc/1/root: the same ranks and frames as from inside the trainer."""
+    run = k8s(job, "job-name=train-sc", "--match", "py_k8s_rank", "-c", "hangscan", "--json",
+              agent="/hs-sidecar/hangscan")
+    assert run.rc == 1, run.describe()
+    check_job_report(run.doc, pod="sc")
+    # The trainer itself has no /hs-sidecar: the agent did run in the sidecar.
+    run = k8s(job, "job-name=train-sc", "--match", "py_k8s_rank", "--json",
+              agent="/hs-sidecar/hangscan")
+    assert run.rc == 2, run.describe()
+
+
+def test_gcore_writes_cores_inside_the_pods(job):
+    """--gcore: the core round runs the agent in the pods again; each core is written inside
+    its pod (default --gcore-dir /tmp there: the front end's directory means nothing in a pod)
+    and named with the pod, reported as pdsh and Slurm report theirs."""
+    run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--gcore", "suspects")
+    backing = json.loads(Path(job["HS_K8S_PODS"]).read_text())["items"][2 * ODD]
+    backing = backing["metadata"]["annotations"]["hangscan.test/podman-container"]
+    core = f"/tmp/core.train-{ODD}.rank{ODD}.1"
+    try:
+        assert run.rc == 1, run.describe()
+        lines = [line for line in run.stderr.splitlines() if "core" in line]
+        assert len(lines) == 2, run.stderr
+        assert re.fullmatch(rf"hangscan: core of rank {ODD} on train-{ODD} \(pid 1, suspect\): "
+                            rf"{re.escape(core)} \([0-9.]+[KM], paused [0-9.]+ ms\)",
+                            lines[0]), lines
+        assert re.fullmatch(r"hangscan: 1 of 1 cores written in /tmp on 1 node\(s\), [0-9.]+ s",
+                            lines[1]), lines
+        read = subprocess.run(["podman", "exec", backing, "/hs-build/hangscan", "core", core,
+                               "--json"], env=job, capture_output=True, text=True, timeout=60)
+        doc = json.loads(read.stdout)
+        main = next(t for t in doc["processes"][0]["threads"] if t["tid"] == 1)
+        frames = [[f["function"], f["line"]] for f in main["frames"] if f["kind"] == "python"]
+        assert frames == [["load_checkpoint", MARKS["load_checkpoint"]],
+                          ["train", MARKS["train_odd"]], ["<module>", MARKS["module"]]]
+    finally:
+        subprocess.run(["podman", "exec", backing, "rm", "-f", core], env=job, timeout=60)
+
+
+def test_pod_logs_join_each_ranks_last_line_with_its_stack(job):
+    """--pod-logs: kubectl logs of every pod that answered; a pod of one rank is that rank's
+    log, so its last line stands beside the rank's stack (the suspect's in its SUSPECT line)."""
+    run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--json", "--pod-logs")
+    assert run.rc == 1, run.describe()
+    check_job_report(run.doc)
+    got = [(e["rank"], e["file"], e["line"], e["kind"], e["text"], e["where"])
+           for e in run.doc["last_logs"]]
+    assert got == [(r, f"kubectl logs train-{r}", 1, "last_line",
+                    f"rank {r}: loading checkpoint step-42" if r == ODD
+                    else f"rank {r}: all_reduce of step 17",
+                    f"load_checkpoint (py_k8s_rank.py:{MARKS['load_checkpoint']})" if r == ODD
+                    else f"all_reduce (py_k8s_rank.py:{MARKS['all_reduce']})")
+                   for r in range(WORLD - 1)], run.doc["last_logs"]
+    text = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--pod-logs")
+    suspect = [line for line in text.stdout.splitlines() if line.startswith(f"SUSPECT rank {ODD}")]
+    assert len(suspect) == 1 and suspect[0].endswith(
+        f'last log: "rank {ODD}: loading checkpoint step-42" (kubectl logs train-{ODD}:1)'), \
+        text.stdout

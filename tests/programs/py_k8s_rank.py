@@ -3,7 +3,8 @@
 Usage: python3 py_k8s_rank.py READY_FIFO   (RANK, WORLD_SIZE and ODD_RANK in the environment)
 
 Every rank but ODD_RANK parks in all_reduce(); ODD_RANK parks in load_checkpoint() instead.
-Each writes "ready" into READY_FIFO and sleeps at the line marked "# MARK name".
+Each prints one line (its pod's log, for --pod-logs), writes "ready" into READY_FIFO and sleeps
+at the line marked "# MARK name".
 """
 import os
 import sys
@@ -16,11 +17,13 @@ def ready(fifo):
 
 
 def all_reduce(fifo):
+    print(f"rank {os.environ['RANK']}: all_reduce of step 17", flush=True)
     ready(fifo)
     time.sleep(3600)  # MARK all_reduce
 
 
 def load_checkpoint(fifo):
+    print(f"rank {os.environ['RANK']}: loading checkpoint step-42", flush=True)
     ready(fifo)
     time.sleep(3600)  # MARK load_checkpoint
 

@@ -173,7 +173,11 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     note = [tty](const std::string& line) { tty->note(line); };
   }
   ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
-  auto analysis = analyze_job(run.merged, o.output);
+  OutputOptions output = o.output;
+  if (o.node_logs) {
+    for (auto& text : o.node_logs(run)) output.log_texts.push_back(std::move(text));
+  }
+  auto analysis = analyze_job(run.merged, output);
   if (!analysis) return kExitNothing;
   int rc = finish_fanout(run.result, run.merged, *analysis, o, output_dir ? &*output_dir : nullptr);
   // The core round: the same launcher and deadline, on the nodes holding a chosen process,

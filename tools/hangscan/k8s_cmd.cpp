@@ -7,10 +7,13 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "fanout/k8s.h"
+#include "fanout/k8s_logs.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
 #include "util/escape.h"
@@ -24,7 +27,10 @@ struct K8sCliOptions {
   std::string name_space;
   std::string container;
   std::string match;
-  std::string copy_agent;  // a make dist tree to copy into each pod
+  std::string copy_agent;   // a make dist tree to copy into each pod
+  std::string debug_image;  // --debug-image: the agent in an ephemeral container of this image
+  std::string pod_logs;     // --pod-logs [CONTAINER]: kubectl logs of each pod
+  CLI::Option* pod_logs_option = nullptr;
   int parallel = 32;
   FanoutCliOptions common;
   GcoreDumpOptions gcore;
@@ -54,8 +60,55 @@ bool plan_agent_copy(const K8sCliOptions& o, K8sOptions& k) {
   return true;
 }
 
+// The combinations k8s refuses before it asks kubectl anything; false (said on stderr) for one.
+bool k8s_options_valid(const K8sCliOptions& o) {
+  if (!o.debug_image.empty() && !o.copy_agent.empty()) {
+    print_error("--debug-image and --copy-agent both say how the agent gets into the pods",
+                "--debug-image IMAGE when an image holds hangscan, else --copy-agent DIR");
+    return false;
+  }
+  if (!o.debug_image.empty() && o.gcore.requested()) {
+    print_error(
+        "--gcore with --debug-image: a core written in an ephemeral container is lost "
+        "when the container ends",
+        "write cores with --agent-path (hangscan in the pod's image or a volume) or "
+        "--copy-agent");
+    return false;
+  }
+  if (o.gcore.requested() && o.gcore.dir.front() != '/') {
+    print_error(fmt::format("--gcore-dir {}: the cores are written inside the pods, where this "
+                            "directory means nothing",
+                            escape_for_text(o.gcore.dir)),
+                "give an absolute path inside the pods, e.g. --gcore-dir /tmp (the default)");
+    return false;
+  }
+  return true;
+}
+
+// --pod-logs: after the capture, kubectl logs of every pod that answered, each the log of the
+// pod's one rank when it holds one (else the lines' own labels say whose they are).
+std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run) {
+  std::vector<std::string> pods;
+  for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
+  std::vector<LogText> texts;
+  for (PodLog& log : fetch_pod_logs(options, pods)) {
+    LogText t;
+    t.name = "kubectl logs " + log.pod;
+    t.text = std::move(log.text);
+    t.error = std::move(log.error);
+    std::set<int> ranks;
+    for (const auto& p : run.merged.processes) {
+      if (p.host == log.pod && p.rank) ranks.insert(*p.rank);
+    }
+    if (ranks.size() == 1) t.rank = *ranks.begin();
+    texts.push_back(std::move(t));
+  }
+  return texts;
+}
+
 int run_k8s(const K8sCliOptions& o) {
-  if (!cluster_options_valid(o.common, o.gcore, &o.match)) return kExitUsage;
+  if (!cluster_options_valid(o.common, o.gcore, &o.match) || !k8s_options_valid(o))
+    return kExitUsage;
   K8sOptions k;
   if (boost::process::search_path(k.kubectl).empty()) {
     print_error("'kubectl' is not installed here (not found on PATH)",
@@ -84,8 +137,18 @@ int run_k8s(const K8sCliOptions& o) {
   k.container = o.container;
   k.match = o.match;
   k.parallel = static_cast<std::size_t>(o.parallel);
+  k.debug_image = o.debug_image;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
-  return run_cluster_mode(*make_k8s_launcher(std::move(k)), o.common, o.gcore);
+  FanoutCliOptions common = o.common;
+  if (o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0) {
+    PodLogOptions logs;
+    logs.name_space = o.name_space;
+    logs.container = o.pod_logs;
+    logs.parallel = k.parallel;
+    logs.timeout = k.timeout;
+    common.node_logs = [logs](const ClusterRun& run) { return pod_log_texts(logs, run); };
+  }
+  return run_cluster_mode(*make_k8s_launcher(std::move(k)), common, o.gcore);
 }
 
 }  // namespace
@@ -106,11 +169,20 @@ void add_k8s_command(CLI::App& app, Action& action) {
   sub->add_option("--copy-agent", opts->copy_agent,
                   "The image has no hangscan: copy this unpacked make dist tree into each pod "
                   "(kubectl cp, needs tar there), run it, remove it");
+  sub->add_option("--debug-image", opts->debug_image,
+                  "Run the agent (--agent-path: its path in IMAGE) in an ephemeral container of "
+                  "IMAGE beside the target container: kubectl debug --target --profile=general");
+  opts->pod_logs_option =
+      sub->add_option("--pod-logs", opts->pod_logs,
+                      "Also read each pod's log (kubectl logs [-c CONTAINER]): its rank's last "
+                      "line beside its stack (docs/logs.md)")
+          ->expected(0, 1);
   sub->add_option("-f", opts->parallel, "Pods kubectl exec runs in at once")
       ->check(whole_number("a pod count", 1, 1024))
       ->capture_default_str();
   add_fanout_options(sub, opts->common);
   add_output_options(sub, opts->common.output);
+  opts->gcore.dir = "/tmp";  // --gcore-dir is a directory inside the pods
   add_gcore_dump_options(sub, opts->gcore);
   sub->callback([opts, &action] {
     opts->common.output.color = output_wants_color();

@@ -1,5 +1,6 @@
 // The pods of `kubectl get pods -o json` (a core/v1 List of Pods) as the k8s launcher reads them.
 #include "fanout/k8s.h"
+#include "fanout/k8s_logs.h"
 
 #include <gtest/gtest.h>
 
@@ -85,6 +86,33 @@ TEST(K8sCopyArgv, CopyAndRemove) {
                                       "--", "rm", "-rf", "/tmp/hangscan-agent-42"}));
   pod.name_space.clear();
   EXPECT_EQ(k8s_copy_argv(o, pod).back(), "train-0:/tmp/hangscan-agent-42");
+}
+
+// --debug-image: an ephemeral container beside the target container, attached, with ptrace.
+TEST(K8s, DebugArgvTargetsTheContainer) {
+  K8sOptions o;
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.match = "train.py";
+  o.debug_image = "registry.example/hangscan:0.1";
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
+            (std::vector<std::string>{"kubectl", "debug", "-n", "ml", "train-0",
+                                      "--image=registry.example/hangscan:0.1", "--target=trainer",
+                                      "--profile=general", "--attach=true", "--quiet", "--",
+                                      "/opt/hangscan/bin/hangscan", "agent", "--match", "train.py",
+                                      "--timeout-ms", "24000", "--node", "train-0"}));
+}
+
+// --pod-logs: the pod's log, -c only when asked for, the tail bounded.
+TEST(K8s, PodLogArgv) {
+  PodLogOptions o;
+  EXPECT_EQ(pod_log_argv(o, "train-0"),
+            (std::vector<std::string>{"kubectl", "logs", "train-0", "--tail=20000"}));
+  o.name_space = "ml";
+  o.container = "trainer";
+  EXPECT_EQ(pod_log_argv(o, "train-0"),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--tail=20000"}));
 }
 
 }  // namespace
