@@ -50,13 +50,29 @@ def pod_item(name, index, phase, backing=None, job="train-42", sidecar=None):
             "status": {"phase": phase}}
 
 
-def start_sidecar(pm, name, trainer):
-    """A container sharing `trainer`'s pid namespace (a pod with shareProcessNamespace), with
-    SYS_PTRACE and hangscan at /hs-sidecar (the trainer has none there)."""
-    pm.containers.append(name)
-    pm("run", "-d", "--runtime", "runc", "--name", name, "--pid", f"container:{trainer}",
-       "--cap-add", "SYS_PTRACE", "-v", f"{lib.build_dir()}:/hs-sidecar:ro", pm.image,
-       "sleep", "3600")
+def start_rank(pm, workdir, name, rank, *opts):
+    """A container running one rank; its host pid."""
+    fifo = tc.make_fifo(workdir, f"ready-{name}")
+    pid, _ = pm.start(name, "-e", f"RANK={rank}", "-e", f"WORLD_SIZE={WORLD}", "-e",
+                      f"ODD_RANK={ODD}", *opts, fifo=fifo,
+                      cmd=["python3", "/hs-programs/py_k8s_rank.py", f"/hs-run/{fifo.name}"])
+    return pid
+
+
+def start_shared_pid_pod(pm, workdir, name, rank):
+    """A pod with shareProcessNamespace, as Kubernetes makes it: a pause container holds the pid
+    namespace (pid 1), the trainer and a "hangscan" sidecar join it; the sidecar has SYS_PTRACE
+    and hangscan at /hs-sidecar (the trainer has none there). The trainer's pid in the pod."""
+    pm.containers.append(f"{name}-pause")
+    pm("run", "-d", "--runtime", "runc", "--name", f"{name}-pause", pm.image, "sleep", "3600")
+    shared = ["--pid", f"container:{name}-pause"]
+    host_pid = start_rank(pm, workdir, name, rank, *shared)
+    pm.containers.append(f"{name}-sc")
+    pm("run", "-d", "--runtime", "runc", "--name", f"{name}-sc", *shared, "--cap-add",
+       "SYS_PTRACE", "-v", f"{lib.build_dir()}:/hs-sidecar:ro", pm.image, "sleep", "3600")
+    with open(f"/proc/{host_pid}/status") as f:
+        nspid = next(line for line in f if line.startswith("NSpid:"))
+    return int(nspid.split()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -66,27 +82,28 @@ def job():
         tc.probe_podman(pm, tarball)
         items = []
         tag = uuid.uuid4().hex[:6]
+        sidecar_pids = {}
         for rank in range(WORLD - 1):
             name = f"hs-k8s-{tag}-{rank}"
-            fifo = tc.make_fifo(workdir, f"ready-{rank}")
-            pm.start(name, "-e", f"RANK={rank}", "-e", f"WORLD_SIZE={WORLD}", "-e", f"ODD_RANK={ODD}",
-                     "-v", f"{lib.build_dir()}:/hs-build:ro", fifo=fifo,
-                     cmd=["python3", "/hs-programs/py_k8s_rank.py", f"/hs-run/{fifo.name}"])
+            start_rank(pm, workdir, name, rank, "-v", f"{lib.build_dir()}:/hs-build:ro")
             running = pm("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
             items.append(pod_item(f"train-{rank}", rank, "Running" if running else "Failed", name))
-            start_sidecar(pm, f"{name}-sc", name)
-            items.append(pod_item(f"sc-{rank}", rank, "Running", name, "train-sc", f"{name}-sc"))
+            sidecar_pids[rank] = start_shared_pid_pod(pm, workdir, f"{name}-shared", rank)
+            items.append(pod_item(f"sc-{rank}", rank, "Running", f"{name}-shared", "train-sc",
+                                  f"{name}-shared-sc"))
         items.append(pod_item(f"train-{WORLD - 1}", WORLD - 1, "Pending"))
         items.append(pod_item(f"sc-{WORLD - 1}", WORLD - 1, "Pending", job="train-sc"))
         items.append(pod_item("other-0", 0, "Running", f"hs-k8s-{tag}-0", job="other"))
         pods = workdir / "pods.json"
         pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
         env = dict(pm.env, HS_K8S_PODS=str(pods), PATH=f"{STANDIN}:{os.environ['PATH']}",
-                   HS_K8S_DEBUG_VOLUMES=f"{lib.build_dir()}:/hs-debug:ro", HS_TEST_IMAGE=pm.image)
+                   HS_K8S_DEBUG_VOLUMES=f"{lib.build_dir()}:/hs-debug:ro", HS_TEST_IMAGE=pm.image,
+                   HS_TEST_SIDECAR_PIDS=json.dumps(sidecar_pids))
         yield env
     finally:
-        # Sidecars first: podman refuses to remove a container whose pid namespace others share.
-        pm.containers.sort(key=lambda name: not name.endswith("-sc"))
+        # Last started, first removed: podman refuses to remove a container whose pid namespace
+        # others share.
+        pm.containers.reverse()
         pm.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -101,12 +118,14 @@ def test_job_pods_fan_out_merge_and_verdict(job):
     check_job_report(run.doc)
 
 
-def check_job_report(doc, pod="train"):
+def check_job_report(doc, pod="train", pids=None):
+    """`pids`: each rank's pid in its pod (default 1: a pod without shareProcessNamespace)."""
+    pids = pids or {r: 1 for r in range(WORLD - 1)}
     got = sorted((p["rank"], p["host"], p["pid"]) for p in doc["processes"] if p["role"] == "rank")
-    assert got == [(r, f"{pod}-{r}", 1) for r in range(WORLD - 1)], doc["processes"]
+    assert got == [(r, f"{pod}-{r}", pids[r]) for r in range(WORLD - 1)], doc["processes"]
     # Rank 3's pod is Pending: a missing rank of the job, a suspect without a process.
     assert doc["suspects"] == [ODD, WORLD - 1]
-    assert doc["suspect_members"] == [{"host": f"{pod}-{ODD}", "pid": 1, "rank": ODD}]
+    assert doc["suspect_members"] == [{"host": f"{pod}-{ODD}", "pid": pids[ODD], "rank": ODD}]
     assert doc["unreachable"] == [{"host": f"{pod}-{WORLD - 1}", "reason": "pod phase Pending"}]
     odd = next(p for p in doc["processes"] if p["host"] == f"{pod}-{ODD}")
     main = next(t for t in odd["threads"] if t["tid"] == odd["pid"])
@@ -215,12 +234,15 @@ def test_debug_image_runs_the_agent_in_an_ephemeral_container(job):
 
 def test_sidecar_sharing_the_pods_pid_namespace(job):
     """A pod with shareProcessNamespace: the agent runs in its "hangscan" sidecar (hangscan at
-    /hs-sidecar, which the trainer has not), sees the trainer's rank as pid 1, reads its sources
-    through /proc/1/root: the same ranks and frames as from inside the trainer."""
+    /hs-sidecar, which the trainer has not), sees the trainer's rank beside the pause process
+    (pid 1), reads its sources through /proc/PID/root: the same ranks and frames as from inside
+    the trainer, with the pids of the pod's namespace."""
     run = k8s(job, "job-name=train-sc", "--match", "py_k8s_rank", "-c", "hangscan", "--json",
               agent="/hs-sidecar/hangscan")
     assert run.rc == 1, run.describe()
-    check_job_report(run.doc, pod="sc")
+    pids = {int(r): p for r, p in json.loads(job["HS_TEST_SIDECAR_PIDS"]).items()}
+    assert all(p != 1 for p in pids.values()), pids
+    check_job_report(run.doc, pod="sc", pids=pids)
     # The trainer itself has no /hs-sidecar: the agent did run in the sidecar.
     run = k8s(job, "job-name=train-sc", "--match", "py_k8s_rank", "--json",
               agent="/hs-sidecar/hangscan")
@@ -232,8 +254,9 @@ def test_gcore_writes_cores_inside_the_pods(job):
     its pod (default --gcore-dir /tmp there: the front end's directory means nothing in a pod)
     and named with the pod, reported as pdsh and Slurm report theirs."""
     run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--gcore", "suspects")
-    backing = json.loads(Path(job["HS_K8S_PODS"]).read_text())["items"][2 * ODD]
-    backing = backing["metadata"]["annotations"]["hangscan.test/podman-container"]
+    pods = json.loads(Path(job["HS_K8S_PODS"]).read_text())["items"]
+    backing = next(p["metadata"]["annotations"]["hangscan.test/podman-container"] for p in pods
+                   if p["metadata"]["name"] == f"train-{ODD}")
     core = f"/tmp/core.train-{ODD}.rank{ODD}.1"
     try:
         assert run.rc == 1, run.describe()
