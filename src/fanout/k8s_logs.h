@@ -1,10 +1,15 @@
-// `hangscan k8s --pod-logs`: each pod's own log (`kubectl logs`), to join with its ranks' stacks.
+// `hangscan k8s --pod-logs` and `--pod-log-file`: each pod's own logs, to join with its ranks'
+// stacks.
 //
 // Why: on Kubernetes a rank's stdout and stderr go to the container runtime, not to a file the
 // operator can name; `kubectl logs POD` is where the job's own words are (the c10d watchdog's
-// timeouts, tracebacks, torchrun's summary). hangscan asks kubectl for the tail of every pod that
-// answered, in parallel under one deadline, and hands the texts to the log reader as if each were
-// a file named after its pod. Every call is an argv; the pod names are the plan's (checked).
+// timeouts, tracebacks, torchrun's summary). Files a job writes inside its pods (torchrun's
+// --log-dir) are reachable only through the pod: `kubectl exec POD -- tail -c N -- PATH` reads
+// one as the container's own user, in the container's own root, so hangscan never reads a pod's
+// file with more rights than the pod has. hangscan asks kubectl for every pod that answered, in
+// parallel under one deadline, and hands the texts to the log reader as files named after their
+// pod. Every call is an argv; the pod names are the plan's (checked), each path one word after
+// `--`.
 #pragma once
 
 #include <chrono>
@@ -18,23 +23,30 @@ struct PodLogOptions {
   std::string kubectl = "kubectl";
   std::string name_space;          // -n; "" = kubectl's current namespace (as the plan used)
   std::string container;           // -c; "" = the pod's default container, as kubectl picks it
-  std::size_t tail_lines = 20000;  // --tail: the end is what tells
-  std::size_t max_bytes = std::size_t{64} << 20;  // per pod (the first bytes: --tail bounds it)
+  bool container_log = false;      // kubectl logs (--pod-logs)
+  std::vector<std::string> files;  // absolute paths inside the pods (--pod-log-file)
+  std::size_t tail_lines = 20000;  // kubectl logs --tail: the end is what tells
+  std::size_t max_bytes = std::size_t{64} << 20;  // per log: the last bytes of a file
   std::size_t parallel = 32;
   std::chrono::milliseconds timeout{30000};  // for all pods together
 };
 
-// One pod's log, or why it could not be had (kubectl's last line).
+// One log of one pod (`path` "" for kubectl logs), or why it could not be had (kubectl's last
+// line).
 struct PodLog {
   std::string pod;
+  std::string path;
   std::string text;
   std::string error;
 };
 
-// The kubectl argv that prints `pod`'s log.
+// The kubectl argv that prints `pod`'s container log, and the one that prints the end of the
+// file `path` in it.
 std::vector<std::string> pod_log_argv(const PodLogOptions& options, const std::string& pod);
+std::vector<std::string> pod_file_argv(const PodLogOptions& options, const std::string& pod,
+                                       const std::string& path);
 
-// `kubectl logs` of every pod, in the order given.
+// For every pod in the order given: its container log (container_log), then each file.
 std::vector<PodLog> fetch_pod_logs(const PodLogOptions& options,
                                    const std::vector<std::string>& pods);
 

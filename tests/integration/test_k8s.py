@@ -174,6 +174,9 @@ USAGE_ERRORS = {
         "when the container ends",
         "hint: write cores with --agent-path (hangscan in the pod's image or a volume) or "
         "--copy-agent"]),
+    "pod_log_file_relative": (["--agent-path", "/a/hangscan", "--pod-log-file", "train.log"], [
+        "hangscan: --pod-log-file train.log: not an absolute path inside the pods",
+        "hint: name the file as the pod's container sees it, e.g. --pod-log-file /logs/train.log"]),
     "debug_image_copy_agent": (["--debug-image", "img", "--copy-agent", "/nonexistent"], [
         "hangscan: --debug-image and --copy-agent both say how the agent gets into the pods",
         "hint: --debug-image IMAGE when an image holds hangscan, else --copy-agent DIR"]),
@@ -297,3 +300,21 @@ def test_pod_logs_join_each_ranks_last_line_with_its_stack(job):
     assert len(suspect) == 1 and suspect[0].endswith(
         f'last log: "rank {ODD}: loading checkpoint step-42" (kubectl logs train-{ODD}:1)'), \
         text.stdout
+
+
+def test_pod_log_files_read_inside_each_pod(job):
+    """--pod-log-file: a file inside every pod (the rank's /tmp/train.log), read there by
+    kubectl exec tail as the container's user; one that is missing is named per pod on stderr
+    and changes nothing else."""
+    run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--json", "--pod-log-file",
+              "/tmp/train.log", "--pod-log-file", "/nonexistent.log")
+    assert run.rc == 1, run.describe()
+    check_job_report(run.doc)
+    got = [(e["rank"], e["file"], e["line"], e["text"]) for e in run.doc["last_logs"]]
+    assert got == [(r, f"train-{r}:/tmp/train.log", 2,
+                    f"rank {r}: loading checkpoint step-42 (file)" if r == ODD
+                    else f"rank {r}: all_reduce of step 17 (file)") for r in range(WORLD - 1)], got
+    missing = [line for line in run.stderr.splitlines() if "nonexistent" in line]
+    assert missing == [f"hangscan: --logs: train-{r}:/nonexistent.log: kubectl exec tail: tail: "
+                       "cannot open '/nonexistent.log' for reading: No such file or directory"
+                       for r in range(WORLD - 1)], run.stderr

@@ -31,6 +31,7 @@ struct K8sCliOptions {
   std::string debug_image;  // --debug-image: the agent in an ephemeral container of this image
   std::string pod_logs;     // --pod-logs [CONTAINER]: kubectl logs of each pod
   CLI::Option* pod_logs_option = nullptr;
+  std::vector<std::string> pod_log_files;  // --pod-log-file PATH: files inside the pods
   int parallel = 32;
   FanoutCliOptions common;
   GcoreDumpOptions gcore;
@@ -75,6 +76,15 @@ bool k8s_options_valid(const K8sCliOptions& o) {
         "--copy-agent");
     return false;
   }
+  for (const auto& path : o.pod_log_files) {
+    if (path.empty() || path.front() != '/') {
+      print_error(fmt::format("--pod-log-file {}: not an absolute path inside the pods",
+                              escape_for_text(path)),
+                  "name the file as the pod's container sees it, e.g. --pod-log-file "
+                  "/logs/train.log");
+      return false;
+    }
+  }
   if (o.gcore.requested() && o.gcore.dir.front() != '/') {
     print_error(fmt::format("--gcore-dir {}: the cores are written inside the pods, where this "
                             "directory means nothing",
@@ -85,15 +95,16 @@ bool k8s_options_valid(const K8sCliOptions& o) {
   return true;
 }
 
-// --pod-logs: after the capture, kubectl logs of every pod that answered, each the log of the
-// pod's one rank when it holds one (else the lines' own labels say whose they are).
+// --pod-logs, --pod-log-file: after the capture, the logs of every pod that answered, each the
+// log of the pod's one rank when it holds one (else the lines' labels and the file's name say
+// whose they are).
 std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run) {
   std::vector<std::string> pods;
   for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
   std::vector<LogText> texts;
   for (PodLog& log : fetch_pod_logs(options, pods)) {
     LogText t;
-    t.name = "kubectl logs " + log.pod;
+    t.name = log.path.empty() ? "kubectl logs " + log.pod : log.pod + ":" + log.path;
     t.text = std::move(log.text);
     t.error = std::move(log.error);
     std::set<int> ranks;
@@ -140,10 +151,13 @@ int run_k8s(const K8sCliOptions& o) {
   k.debug_image = o.debug_image;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   FanoutCliOptions common = o.common;
-  if (o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0) {
+  bool container_log = o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0;
+  if (container_log || !o.pod_log_files.empty()) {
     PodLogOptions logs;
     logs.name_space = o.name_space;
     logs.container = o.pod_logs;
+    logs.container_log = container_log;
+    logs.files = o.pod_log_files;
     logs.parallel = k.parallel;
     logs.timeout = k.timeout;
     common.node_logs = [logs](const ClusterRun& run) { return pod_log_texts(logs, run); };
@@ -177,6 +191,9 @@ void add_k8s_command(CLI::App& app, Action& action) {
                       "Also read each pod's log (kubectl logs [-c CONTAINER]): its rank's last "
                       "line beside its stack (docs/logs.md)")
           ->expected(0, 1);
+  sub->add_option("--pod-log-file", opts->pod_log_files,
+                  "Also read this file inside each pod (kubectl exec [-c CONTAINER of "
+                  "--pod-logs] -- tail, as the container's user): beside the stacks like --logs");
   sub->add_option("-f", opts->parallel, "Pods kubectl exec runs in at once")
       ->check(whole_number("a pod count", 1, 1024))
       ->capture_default_str();

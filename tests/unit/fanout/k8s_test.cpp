@@ -113,6 +113,10 @@ TEST(K8s, PodLogArgv) {
   EXPECT_EQ(pod_log_argv(o, "train-0"),
             (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
                                       "--tail=20000"}));
+  // --pod-log-file: the path one word after "--", so tail takes no option from it.
+  EXPECT_EQ(pod_file_argv(o, "train-0", "/logs/-n.log"),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--", "tail", "-c", "67108864", "--", "/logs/-n.log"}));
 }
 
 }  // namespace
