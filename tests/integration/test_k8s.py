@@ -51,28 +51,28 @@ def pod_item(name, index, phase, backing=None, job="train-42", sidecar=None):
 
 
 def start_rank(pm, workdir, name, rank, *opts):
-    """A container running one rank; its host pid."""
+    """A container running one rank; its host pid and container id."""
     fifo = tc.make_fifo(workdir, f"ready-{name}")
-    pid, _ = pm.start(name, "-e", f"RANK={rank}", "-e", f"WORLD_SIZE={WORLD}", "-e",
+    return pm.start(name, "-e", f"RANK={rank}", "-e", f"WORLD_SIZE={WORLD}", "-e",
                       f"ODD_RANK={ODD}", *opts, fifo=fifo,
                       cmd=["python3", "/hs-programs/py_k8s_rank.py", f"/hs-run/{fifo.name}"])
-    return pid
 
 
 def start_shared_pid_pod(pm, workdir, name, rank):
     """A pod with shareProcessNamespace, as Kubernetes makes it: a pause container holds the pid
     namespace (pid 1), the trainer and a "hangscan" sidecar join it; the sidecar has SYS_PTRACE
-    and hangscan at /hs-sidecar (the trainer has none there). The trainer's pid in the pod."""
+    and hangscan at /hs-sidecar (the trainer has none there). The trainer's pid in the pod and
+    its container id."""
     pm.containers.append(f"{name}-pause")
     pm("run", "-d", "--runtime", "runc", "--name", f"{name}-pause", pm.image, "sleep", "3600")
     shared = ["--pid", f"container:{name}-pause"]
-    host_pid = start_rank(pm, workdir, name, rank, *shared)
+    host_pid, cid = start_rank(pm, workdir, name, rank, *shared)
     pm.containers.append(f"{name}-sc")
     pm("run", "-d", "--runtime", "runc", "--name", f"{name}-sc", *shared, "--cap-add",
        "SYS_PTRACE", "-v", f"{lib.build_dir()}:/hs-sidecar:ro", pm.image, "sleep", "3600")
     with open(f"/proc/{host_pid}/status") as f:
         nspid = next(line for line in f if line.startswith("NSpid:"))
-    return int(nspid.split()[-1])
+    return int(nspid.split()[-1]), cid
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +82,15 @@ def job():
         tc.probe_podman(pm, tarball)
         items = []
         tag = uuid.uuid4().hex[:6]
-        sidecar_pids = {}
+        sidecar_pids, cids = {}, {}
         for rank in range(WORLD - 1):
             name = f"hs-k8s-{tag}-{rank}"
-            start_rank(pm, workdir, name, rank, "-v", f"{lib.build_dir()}:/hs-build:ro")
+            _, cids[f"train-{rank}"] = start_rank(pm, workdir, name, rank,
+                                                  "-v", f"{lib.build_dir()}:/hs-build:ro")
             running = pm("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
             items.append(pod_item(f"train-{rank}", rank, "Running" if running else "Failed", name))
-            sidecar_pids[rank] = start_shared_pid_pod(pm, workdir, f"{name}-shared", rank)
+            sidecar_pids[rank], cids[f"sc-{rank}"] = start_shared_pid_pod(pm, workdir,
+                                                                          f"{name}-shared", rank)
             items.append(pod_item(f"sc-{rank}", rank, "Running", f"{name}-shared", "train-sc",
                                   f"{name}-shared-sc"))
         items.append(pod_item(f"train-{WORLD - 1}", WORLD - 1, "Pending"))
@@ -98,7 +100,7 @@ def job():
         pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
         env = dict(pm.env, HS_K8S_PODS=str(pods), PATH=f"{STANDIN}:{os.environ['PATH']}",
                    HS_K8S_DEBUG_VOLUMES=f"{lib.build_dir()}:/hs-debug:ro", HS_TEST_IMAGE=pm.image,
-                   HS_TEST_SIDECAR_PIDS=json.dumps(sidecar_pids))
+                   HS_TEST_SIDECAR_PIDS=json.dumps(sidecar_pids), HS_TEST_CIDS=json.dumps(cids))
         yield env
     finally:
         # Last started, first removed: podman refuses to remove a container whose pid namespace
@@ -115,14 +117,20 @@ def k8s(env, *args, agent="/hs-build/hangscan"):
 def test_job_pods_fan_out_merge_and_verdict(job):
     run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--json")
     assert run.rc == 1, run.describe()  # partial: the Pending pod gave nothing
-    check_job_report(run.doc)
+    check_job_report(run.doc, cids=json.loads(job["HS_TEST_CIDS"]))
 
 
-def check_job_report(doc, pod="train", pids=None):
-    """`pids`: each rank's pid in its pod (default 1: a pod without shareProcessNamespace)."""
+def check_job_report(doc, pod="train", pids=None, cids=None):
+    """`pids`: each rank's pid in its pod (default 1: a pod without shareProcessNamespace);
+    `cids`: pod -> the trainer's container id, which the report must name (from wherever the
+    agent ran: the trainer, a sidecar, a debug container)."""
     pids = pids or {r: 1 for r in range(WORLD - 1)}
     got = sorted((p["rank"], p["host"], p["pid"]) for p in doc["processes"] if p["role"] == "rank")
     assert got == [(r, f"{pod}-{r}", pids[r]) for r in range(WORLD - 1)], doc["processes"]
+    if cids:
+        named = {p["host"]: (p["container"]["runtime"], p["container"]["id"])
+                 for p in doc["processes"]}
+        assert named == {f"{pod}-{r}": ("podman", cids[f"{pod}-{r}"]) for r in range(WORLD - 1)}
     # Rank 3's pod is Pending: a missing rank of the job, a suspect without a process.
     assert doc["suspects"] == [ODD, WORLD - 1]
     assert doc["suspect_members"] == [{"host": f"{pod}-{ODD}", "pid": pids[ODD], "rank": ODD}]
@@ -227,7 +235,7 @@ def test_debug_image_runs_the_agent_in_an_ephemeral_container(job):
                             job["HS_TEST_IMAGE"], "--agent-path", "/hs-debug/hangscan", "--json",
                             "--timeout", "60", "-v"], env=job)
     assert run.rc == 1, run.describe()
-    check_job_report(run.doc)
+    check_job_report(run.doc, cids=json.loads(job["HS_TEST_CIDS"]))
     debug = [line for line in run.stderr.splitlines() if " debug " in line]
     assert len(debug) == WORLD - 1, run.stderr
     assert all("--target=trainer --profile=general --attach=true --quiet -- /hs-debug/hangscan "
@@ -245,7 +253,7 @@ def test_sidecar_sharing_the_pods_pid_namespace(job):
     assert run.rc == 1, run.describe()
     pids = {int(r): p for r, p in json.loads(job["HS_TEST_SIDECAR_PIDS"]).items()}
     assert all(p != 1 for p in pids.values()), pids
-    check_job_report(run.doc, pod="sc", pids=pids)
+    check_job_report(run.doc, pod="sc", pids=pids, cids=json.loads(job["HS_TEST_CIDS"]))
     # The trainer itself has no /hs-sidecar: the agent did run in the sidecar.
     run = k8s(job, "job-name=train-sc", "--match", "py_k8s_rank", "--json",
               agent="/hs-sidecar/hangscan")
