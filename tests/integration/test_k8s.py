@@ -118,6 +118,10 @@ def test_job_pods_fan_out_merge_and_verdict(job):
     run = k8s(job, "job-name=train-42", "--match", "py_k8s_rank", "--json")
     assert run.rc == 1, run.describe()  # partial: the Pending pod gave nothing
     check_job_report(run.doc, cids=json.loads(job["HS_TEST_CIDS"]))
+    assert run.stderr.splitlines() == [
+        f"hangscan: node train-{WORLD - 1} unreachable: pod phase Pending",
+        f"hint: {WORLD - 1} of {WORLD} nodes reported; check the others with 'kubectl describe "
+        "pod NAME', or raise --timeout"]
 
 
 def check_job_report(doc, pod="train", pids=None, cids=None):

@@ -133,11 +133,9 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
     print_error(fmt::format("node {} unreachable: {}", u.host, u.reason));
   }
   if (!result.unreachable.empty()) {
-    fmt::print(
-        stderr,
-        "hint: {} of {} nodes reported; check the others with 'scontrol show node NAME' or ssh, "
-        "or raise --timeout\n",
-        result.nodes.size(), result.requested.size());
+    fmt::print(stderr,
+               "hint: {} of {} nodes reported; check the others with {}, or raise --timeout\n",
+               result.nodes.size(), result.requested.size(), o.check_node);
   }
   bool wrote = write_report(merged, analysis, o.output);
   if (output_dir != nullptr) wrote &= write_output_dir(result, merged, analysis, o, *output_dir);

@@ -31,6 +31,8 @@ struct FanoutCliOptions {
   // Logs the nodes hold, fetched after the capture and read as --logs are (k8s --pod-logs:
   // kubectl logs of every pod that answered); empty: none.
   std::function<std::vector<LogText>(const ClusterRun&)> node_logs;
+  // How to look at a node that did not answer, for the hint under the unreachable ones.
+  std::string check_node = "'scontrol show node NAME' or ssh";
 };
 
 // Adds --timeout, --agent-path, --output, -v and the capture flags (output flags separately).

@@ -151,6 +151,7 @@ int run_k8s(const K8sCliOptions& o) {
   k.debug_image = o.debug_image;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   FanoutCliOptions common = o.common;
+  common.check_node = "'kubectl describe pod NAME'";
   bool container_log = o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0;
   if (container_log || !o.pod_log_files.empty()) {
     PodLogOptions logs;
