@@ -195,7 +195,7 @@ void add_k8s_command(CLI::App& app, Action& action) {
   sub->add_option("--pod-log-file", opts->pod_log_files,
                   "Also read this file inside each pod (kubectl exec [-c CONTAINER of "
                   "--pod-logs] -- tail, as the container's user): beside the stacks like --logs");
-  sub->add_option("-f", opts->parallel, "Pods kubectl exec runs in at once")
+  sub->add_option("-f", opts->parallel, "kubectl calls (exec, debug, logs) at once")
       ->check(whole_number("a pod count", 1, 1024))
       ->capture_default_str();
   add_fanout_options(sub, opts->common);
