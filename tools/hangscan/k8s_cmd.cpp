@@ -117,6 +117,37 @@ std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRu
   return texts;
 }
 
+// Where the agent is in the pods (--agent-path, or the --copy-agent copy); false (said on
+// stderr) when that is not known.
+bool place_agent(const K8sCliOptions& o, K8sOptions& k) {
+  if (!o.copy_agent.empty()) return plan_agent_copy(o, k);
+  if (o.common.agent_path.empty()) {
+    // The agent runs inside the pods: its path there, not this binary's (which may not exist).
+    print_error("k8s needs --agent-path: where hangscan is inside the pods",
+                "put the tarball of 'make dist' into the image or a shared volume and pass "
+                "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
+    return false;
+  }
+  auto agent = resolve_agent_path(o.common.agent_path);
+  if (agent) k.agent_path = *agent;
+  else print_error(agent.error());
+  return agent.ok();
+}
+
+// --pod-logs and --pod-log-file: the pods' logs fetched after the capture, with its deadline.
+void add_pod_logs(const K8sCliOptions& o, const K8sOptions& k, FanoutCliOptions& common) {
+  bool container_log = o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0;
+  if (!container_log && o.pod_log_files.empty()) return;
+  PodLogOptions logs;
+  logs.name_space = o.name_space;
+  logs.container = o.pod_logs;
+  logs.container_log = container_log;
+  logs.files = o.pod_log_files;
+  logs.parallel = k.parallel;
+  logs.timeout = k.timeout;
+  common.node_logs = [logs](const ClusterRun& run) { return pod_log_texts(logs, run); };
+}
+
 int run_k8s(const K8sCliOptions& o) {
   if (!cluster_options_valid(o.common, o.gcore, &o.match) || !k8s_options_valid(o))
     return kExitUsage;
@@ -126,23 +157,7 @@ int run_k8s(const K8sCliOptions& o) {
                 "run hangscan where kubectl reaches the cluster (kubectl get pods works)");
     return kExitNothing;
   }
-  if (!o.copy_agent.empty()) {
-    if (!plan_agent_copy(o, k)) return kExitUsage;
-  } else if (o.common.agent_path.empty()) {
-    // The agent runs inside the pods: its path there, not this binary's (which may not exist).
-    print_error("k8s needs --agent-path: where hangscan is inside the pods",
-                "put the tarball of 'make dist' into the image or a shared volume and pass "
-                "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
-    return kExitUsage;
-  }
-  if (k.agent_path.empty()) {
-    auto agent = resolve_agent_path(o.common.agent_path);
-    if (!agent) {
-      print_error(agent.error());
-      return kExitUsage;
-    }
-    k.agent_path = *agent;
-  }
+  if (!place_agent(o, k)) return kExitUsage;
   k.selector = o.selector;
   k.name_space = o.name_space;
   k.container = o.container;
@@ -152,17 +167,7 @@ int run_k8s(const K8sCliOptions& o) {
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   FanoutCliOptions common = o.common;
   common.check_node = "'kubectl describe pod NAME'";
-  bool container_log = o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0;
-  if (container_log || !o.pod_log_files.empty()) {
-    PodLogOptions logs;
-    logs.name_space = o.name_space;
-    logs.container = o.pod_logs;
-    logs.container_log = container_log;
-    logs.files = o.pod_log_files;
-    logs.parallel = k.parallel;
-    logs.timeout = k.timeout;
-    common.node_logs = [logs](const ClusterRun& run) { return pod_log_texts(logs, run); };
-  }
+  add_pod_logs(o, k, common);
   return run_cluster_mode(*make_k8s_launcher(std::move(k)), common, o.gcore);
 }
 
