@@ -16,7 +16,7 @@ std::vector<std::string> pod_log_argv(const PodLogOptions& o, const std::string&
   if (!o.name_space.empty()) argv.insert(argv.end(), {"-n", o.name_space});
   argv.push_back(pod);
   if (!o.container.empty()) argv.insert(argv.end(), {"-c", o.container});
-  argv.push_back(fmt::format("--tail={}", o.tail_lines));
+  argv.insert(argv.end(), {fmt::format("--tail={}", o.tail_lines), "--timestamps"});
   return argv;
 }
 

@@ -40,8 +40,8 @@ struct PodLog {
   std::string error;
 };
 
-// The kubectl argv that prints `pod`'s container log, and the one that prints the end of the
-// file `path` in it.
+// The kubectl argv that prints `pod`'s container log (every line after its RFC 3339 time:
+// --timestamps), and the one that prints the end of the file `path` in it.
 std::vector<std::string> pod_log_argv(const PodLogOptions& options, const std::string& pod);
 std::vector<std::string> pod_file_argv(const PodLogOptions& options, const std::string& pod,
                                        const std::string& path);

@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "fanout/k8s_logs.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
+#include "logs/log_patterns.h"
 #include "util/escape.h"
 
 namespace hangscan::cli {
@@ -95,6 +98,29 @@ bool k8s_options_valid(const K8sCliOptions& o) {
   return true;
 }
 
+// kubectl logs --timestamps: each line after the time the runtime received it. The times go
+// (the last line's is when the log was last written, as a file's modification time is for
+// --logs) and the lines stay as the job printed them (a launcher's "[rank3]:" first).
+std::optional<double> strip_kubectl_times(std::string& text) {
+  std::string lines;
+  lines.reserve(text.size());
+  std::optional<double> last;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = std::min(text.find('\n', at), text.size());
+    std::string_view line(text.data() + at, end - at);
+    std::size_t space = line.find(' ');
+    auto time = space == std::string_view::npos ? std::nullopt : parse_log_time(line);
+    if (time) {
+      line.remove_prefix(space + 1);
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) last = time;
+    }
+    lines.append(line).push_back('\n');
+    at = end + 1;
+  }
+  text = std::move(lines);
+  return last;
+}
+
 // --pod-logs, --pod-log-file: after the capture, the logs of every pod that answered, each the
 // log of the pod's one rank when it holds one (else the lines' labels and the file's name say
 // whose they are).
@@ -107,6 +133,7 @@ std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRu
     t.name = log.path.empty() ? "kubectl logs " + log.pod : log.pod + ":" + log.path;
     t.text = std::move(log.text);
     t.error = std::move(log.error);
+    if (log.path.empty()) t.modified = strip_kubectl_times(t.text);
     std::set<int> ranks;
     for (const auto& p : run.merged.processes) {
       if (p.host == log.pod && p.rank) ranks.insert(*p.rank);

@@ -106,13 +106,13 @@ TEST(K8s, DebugArgvTargetsTheContainer) {
 // --pod-logs: the pod's log, -c only when asked for, the tail bounded.
 TEST(K8s, PodLogArgv) {
   PodLogOptions o;
-  EXPECT_EQ(pod_log_argv(o, "train-0"),
-            (std::vector<std::string>{"kubectl", "logs", "train-0", "--tail=20000"}));
+  EXPECT_EQ(pod_log_argv(o, "train-0"), (std::vector<std::string>{"kubectl", "logs", "train-0",
+                                                                  "--tail=20000", "--timestamps"}));
   o.name_space = "ml";
   o.container = "trainer";
   EXPECT_EQ(pod_log_argv(o, "train-0"),
             (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
-                                      "--tail=20000"}));
+                                      "--tail=20000", "--timestamps"}));
   // --pod-log-file: the path one word after "--", so tail takes no option from it.
   EXPECT_EQ(pod_file_argv(o, "train-0", "/logs/-n.log"),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
