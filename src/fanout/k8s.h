@@ -41,6 +41,9 @@ struct K8sOptions {
   // agent_path) beside `container`: `kubectl debug POD --image=IMG --target=CONTAINER
   // --profile=general --attach --quiet -- AGENT ...` (the image of the pod need hold nothing).
   std::string debug_image;
+  // The ephemeral container's name (kubectl debug --container), new for every round; when
+  // kubectl's attach came too late for the agent's output, its log holds it (kubectl logs -c).
+  std::string debug_container;
   std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::size_t parallel = 32;  // kubectl exec processes at once
@@ -67,6 +70,10 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view json, const std::str
 // debug_image set.
 std::vector<std::string> k8s_exec_argv(const K8sOptions& options, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout);
+
+// The kubectl argv that prints the debug container's log (the agent's output when the attach
+// missed it).
+std::vector<std::string> k8s_debug_log_argv(const K8sOptions& options, const K8sPod& pod);
 
 // The kubectl argvs that copy the dist tree into `pod` and remove it again (copy_dir set).
 std::vector<std::string> k8s_copy_argv(const K8sOptions& options, const K8sPod& pod);

@@ -242,8 +242,33 @@ def test_debug_image_runs_the_agent_in_an_ephemeral_container(job):
     check_job_report(run.doc, cids=json.loads(job["HS_TEST_CIDS"]))
     debug = [line for line in run.stderr.splitlines() if " debug " in line]
     assert len(debug) == WORLD - 1, run.stderr
-    assert all("--target=trainer --profile=general --attach=true --quiet -- /hs-debug/hangscan "
-               "agent" in line for line in debug), debug
+    assert all(re.search(r"--target=trainer --profile=general --attach=true --quiet "
+                         r"--container=hangscan-[0-9a-f]{8} -- /hs-debug/hangscan agent ", line)
+               for line in debug), debug
+    assert job_containers(job) == before
+
+
+def test_debug_image_output_from_the_containers_log_when_the_attach_came_late(job):
+    """kubectl debug attaches only once it has seen the container running; an agent done by
+    then is lost to the attach (the stand-in's HS_K8S_DEBUG_LATE_ATTACH). Its document is in
+    the debug container's log: read with kubectl logs -c NAME, the same verdict."""
+    before = job_containers(job)
+    env = dict(job, HS_K8S_DEBUG_LATE_ATTACH="1")
+    try:
+        run = lib.run_hangscan(["k8s", "job-name=train-42", "--match", "py_k8s_rank",
+                                "--debug-image", job["HS_TEST_IMAGE"], "--agent-path",
+                                "/hs-debug/hangscan", "--json", "--timeout", "60", "-v"], env=env)
+        assert run.rc == 1, run.describe()
+        check_job_report(run.doc, cids=json.loads(job["HS_TEST_CIDS"]))
+        names = re.findall(r"--container=(hangscan-[0-9a-f]{8}) ", run.stderr)
+        assert len(names) == WORLD - 1 and len(set(names)) == 1, run.stderr
+        logs = sorted(re.sub(r"\d+ ms$", "N ms", line) for line in run.stderr.splitlines()
+                      if " kubectl logs " in line)
+        assert logs == [f"hangscan: kubectl logs -n default train-{r} -c {names[0]} -> exit 0 "
+                        "in N ms" for r in range(WORLD - 1)], run.stderr
+    finally:
+        for name in set(job_containers(job)) - set(before):  # ephemeral containers stay
+            subprocess.run(["podman", "rm", "-f", "-t", "0", name], env=job, timeout=60)
     assert job_containers(job) == before
 
 

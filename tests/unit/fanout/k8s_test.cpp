@@ -101,6 +101,13 @@ TEST(K8s, DebugArgvTargetsTheContainer) {
                                       "--profile=general", "--attach=true", "--quiet", "--",
                                       "/opt/hangscan/bin/hangscan", "agent", "--match", "train.py",
                                       "--timeout-ms", "24000", "--node", "train-0"}));
+  // Named, its log is where the agent's output is when the attach came too late.
+  o.debug_container = "hangscan-0000abcd";
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000))[10],
+            "--container=hangscan-0000abcd");
+  EXPECT_EQ(k8s_debug_log_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c",
+                                      "hangscan-0000abcd"}));
 }
 
 // --pod-logs: the pod's log, -c only when asked for, the tail bounded.
