@@ -58,6 +58,20 @@ std::string pick_container(const json& pod, const std::string& wanted) {
   return names.empty() ? std::string() : names.front();
 }
 
+// How often `container` of the pod was restarted (its earlier run's log is kubectl logs
+// --previous).
+long restart_count(const json& pod, const std::string& container) {
+  const json status = object_at(pod, "status");
+  auto it = status.find("containerStatuses");
+  if (it == status.end() || !it->is_array()) return 0;
+  for (const auto& c : *it) {
+    if (!c.is_object() || string_at(c, "name") != container) continue;
+    auto n = c.find("restartCount");
+    if (n != c.end() && n->is_number_integer()) return std::max<long>(0, n->get<long>());
+  }
+  return 0;
+}
+
 // A pod or container name from the document, safe as one argv word (DNS label rules).
 bool valid_name(std::string_view name) {
   return !name.empty() && validate_host_name(name).ok() && name.front() != '-';
@@ -82,6 +96,7 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
     pod.phase = string_at(object_at(item, "status"), "phase");
     pod.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
     pod.index = index_label(object_at(meta, "labels"));
+    pod.restarts = restart_count(item, pod.container);
     if (!valid_name(pod.name) || (!pod.name_space.empty() && !valid_name(pod.name_space)) ||
         !valid_name(pod.container))
       continue;

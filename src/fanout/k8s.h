@@ -9,8 +9,8 @@
 // The JSON fields read (kubectl's `get pods -o json`, a core/v1 PodList): items[].metadata.name,
 // .metadata.namespace, .metadata.labels (rank index labels, for the order only: process ranks
 // come from each process's own environment), .metadata.annotations
-// ["kubectl.kubernetes.io/default-container"], .metadata.deletionTimestamp, .status.phase and
-// .spec.containers[].name.
+// ["kubectl.kubernetes.io/default-container"], .metadata.deletionTimestamp, .status.phase,
+// .status.containerStatuses[].name and .restartCount, and .spec.containers[].name.
 #pragma once
 
 #include <chrono>
@@ -59,6 +59,7 @@ struct K8sPod {
   std::string phase;          // Running, Pending, Succeeded, Failed, Unknown
   bool terminating = false;   // metadata.deletionTimestamp is set
   std::optional<long> index;  // replica / completion / task index label, when present
+  long restarts = 0;          // status.containerStatuses[container].restartCount
 };
 
 // The pods of a PodList document, ordered by index label then name. `container` (may be "")

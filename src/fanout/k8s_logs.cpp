@@ -4,18 +4,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "fanout/agent_framing.h"
+#include "fanout/k8s.h"
 #include "fanout/runner.h"
 
 namespace hangscan {
 
-std::vector<std::string> pod_log_argv(const PodLogOptions& o, const std::string& pod) {
+std::vector<std::string> pod_log_argv(const PodLogOptions& o, const std::string& pod,
+                                      bool previous) {
   std::vector<std::string> argv{o.kubectl, "logs"};
   if (!o.name_space.empty()) argv.insert(argv.end(), {"-n", o.name_space});
   argv.push_back(pod);
   if (!o.container.empty()) argv.insert(argv.end(), {"-c", o.container});
+  if (previous) argv.push_back("--previous");
   argv.insert(argv.end(), {fmt::format("--tail={}", o.tail_lines), "--timestamps"});
   return argv;
 }
@@ -38,11 +42,30 @@ void drop_partial_first_line(std::string& text) {
   text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
 }
 
-PodLog fetch_one(const PodLogOptions& o, const std::string& pod, const std::string& path,
-                 const Deadline& deadline) {
-  PodLog log{pod, path, {}, {}};
+// The pods whose log container restarted, from a fresh pod list ("" on any trouble: then no
+// --previous log is asked for).
+std::set<std::string> restarted_pods(const PodLogOptions& o, const Deadline& deadline) {
   CommandSpec spec;
-  spec.argv = path.empty() ? pod_log_argv(o, pod) : pod_file_argv(o, pod, path);
+  spec.argv = {o.kubectl, "get", "pods", "-o", "json", "-l", o.selector};
+  if (!o.name_space.empty()) spec.argv.insert(spec.argv.end(), {"-n", o.name_space});
+  spec.max_stdout = std::size_t{64} << 20;
+  std::set<std::string> restarted;
+  auto r = run_command(spec, deadline);
+  if (!r || !r->succeeded()) return restarted;
+  auto pods = parse_pod_list(r->out, o.container);
+  if (!pods) return restarted;
+  for (const auto& p : *pods) {
+    if (p.restarts > 0) restarted.insert(p.name);
+  }
+  return restarted;
+}
+
+PodLog fetch_one(const PodLogOptions& o, const PodLog& asked, const Deadline& deadline) {
+  PodLog log = asked;
+  const std::string& pod = log.pod;
+  const std::string& path = log.path;
+  CommandSpec spec;
+  spec.argv = path.empty() ? pod_log_argv(o, pod, log.previous) : pod_file_argv(o, pod, path);
   spec.max_stdout = o.max_bytes;
   auto r = run_command(spec, deadline);
   const std::string what = path.empty() ? "kubectl logs" : "kubectl exec tail";
@@ -68,17 +91,19 @@ PodLog fetch_one(const PodLogOptions& o, const std::string& pod, const std::stri
 }  // namespace
 
 std::vector<PodLog> fetch_pod_logs(const PodLogOptions& o, const std::vector<std::string>& pods) {
-  std::vector<std::pair<std::string, std::string>> work;  // (pod, path)
+  Deadline deadline = Deadline::after(o.timeout);
+  std::set<std::string> restarted;
+  if (o.container_log && !o.selector.empty()) restarted = restarted_pods(o, deadline);
+  std::vector<PodLog> work;
   for (const auto& pod : pods) {
-    if (o.container_log) work.emplace_back(pod, "");
-    for (const auto& path : o.files) work.emplace_back(pod, path);
+    if (restarted.count(pod) > 0) work.push_back(PodLog{pod, "", true, {}, {}});
+    if (o.container_log) work.push_back(PodLog{pod, "", false, {}, {}});
+    for (const auto& path : o.files) work.push_back(PodLog{pod, path, false, {}, {}});
   }
   std::vector<PodLog> logs(work.size());
-  Deadline deadline = Deadline::after(o.timeout);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i; (i = next++) < work.size();)
-      logs[i] = fetch_one(o, work[i].first, work[i].second, deadline);
+    for (std::size_t i; (i = next++) < work.size();) logs[i] = fetch_one(o, work[i], deadline);
   };
   std::vector<std::thread> threads;
   std::size_t n = std::min(work.size(), std::max<std::size_t>(1, o.parallel));

@@ -23,7 +23,8 @@ struct PodLogOptions {
   std::string kubectl = "kubectl";
   std::string name_space;          // -n; "" = kubectl's current namespace (as the plan used)
   std::string container;           // -c; "" = the pod's default container, as kubectl picks it
-  bool container_log = false;      // kubectl logs (--pod-logs)
+  bool container_log = false;      // kubectl logs (--pod-logs), --previous too after a restart
+  std::string selector;            // the job's pods, asked again for their restart counts
   std::vector<std::string> files;  // absolute paths inside the pods (--pod-log-file)
   std::size_t tail_lines = 20000;  // kubectl logs --tail: the end is what tells
   std::size_t max_bytes = std::size_t{64} << 20;  // per log: the last bytes of a file
@@ -36,17 +37,20 @@ struct PodLogOptions {
 struct PodLog {
   std::string pod;
   std::string path;
+  bool previous = false;  // the container's run before its last restart (kubectl logs --previous)
   std::string text;
   std::string error;
 };
 
 // The kubectl argv that prints `pod`'s container log (every line after its RFC 3339 time:
 // --timestamps), and the one that prints the end of the file `path` in it.
-std::vector<std::string> pod_log_argv(const PodLogOptions& options, const std::string& pod);
+std::vector<std::string> pod_log_argv(const PodLogOptions& options, const std::string& pod,
+                                      bool previous = false);
 std::vector<std::string> pod_file_argv(const PodLogOptions& options, const std::string& pod,
                                        const std::string& path);
 
-// For every pod in the order given: its container log (container_log), then each file.
+// For every pod in the order given: its container log (container_log; first the run before
+// its last restart when the pod list says the container restarted), then each file.
 std::vector<PodLog> fetch_pod_logs(const PodLogOptions& options,
                                    const std::vector<std::string>& pods);
 

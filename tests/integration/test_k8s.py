@@ -75,6 +75,30 @@ def start_shared_pid_pod(pm, workdir, name, rank):
     return int(nspid.split()[-1]), cid
 
 
+PREVIOUS_RUN = f"""
+print("rank {ODD}: step 16 done", flush=True)
+raise RuntimeError("rank {ODD}: NaN in the loss at step 17")
+"""
+
+
+def restarted_job(pm, prefix):
+    """Pods of job "train-rs" over the same trainers, rank 1's container restarted once: its
+    previous run (an exited container whose rank raised) is what kubectl logs --previous
+    shows."""
+    previous = f"{prefix}-previous"
+    pm.containers.append(previous)
+    pm("run", "--runtime", "runc", "--name", previous, pm.image, "python3", "-c", PREVIOUS_RUN,
+       check=False)
+    pods = []
+    for rank in range(WORLD - 1):
+        pod = pod_item(f"rs-{rank}", rank, "Running", f"{prefix}-{rank}", "train-rs")
+        if rank == ODD:
+            pod["metadata"]["annotations"]["hangscan.test/podman-previous"] = previous
+            pod["status"]["containerStatuses"] = [{"name": "trainer", "restartCount": 1}]
+        pods.append(pod)
+    return pods
+
+
 @pytest.fixture(scope="module")
 def job():
     pm, workdir, tarball = tc.podman_session("hs-k8s-")
@@ -93,6 +117,7 @@ def job():
                                                                           f"{name}-shared", rank)
             items.append(pod_item(f"sc-{rank}", rank, "Running", f"{name}-shared", "train-sc",
                                   f"{name}-shared-sc"))
+        items += restarted_job(pm, f"hs-k8s-{tag}")
         items.append(pod_item(f"train-{WORLD - 1}", WORLD - 1, "Pending"))
         items.append(pod_item(f"sc-{WORLD - 1}", WORLD - 1, "Pending", job="train-sc"))
         items.append(pod_item("other-0", 0, "Running", f"hs-k8s-{tag}-0", job="other"))
@@ -358,3 +383,24 @@ def test_pod_log_files_read_inside_each_pod(job):
     assert missing == [f"hangscan: --logs: train-{r}:/nonexistent.log: kubectl exec tail: tail: "
                        "cannot open '/nonexistent.log' for reading: No such file or directory"
                        for r in range(WORLD - 1)], run.stderr
+
+
+def test_pod_logs_of_a_restarted_container(job):
+    """--pod-logs after a restart (restartCount 1 in the pod list): the run before it
+    (kubectl logs --previous) is read too, so the exception rank 1 raised there is its last word,
+    beside where it is stuck now; pods that never restarted are not asked for one (the stand-in,
+    like kubectl, would fail that, and the failure would be named on stderr)."""
+    run = k8s(job, "job-name=train-rs", "--match", "py_k8s_rank", "--json", "--pod-logs")
+    assert run.rc == 0, run.describe()
+    got = [(e["rank"], e["file"], e["kind"], e["text"]) for e in run.doc["last_logs"]]
+    assert got == [(0, "kubectl logs rs-0", "last_line", "rank 0: all_reduce of step 17"),
+                   (ODD, f"kubectl logs --previous rs-{ODD}", "exception",
+                    f"RuntimeError: rank {ODD}: NaN in the loss at step 17"),
+                   (2, "kubectl logs rs-2", "last_line", "rank 2: all_reduce of step 17")], got
+    assert "--previous" not in run.stderr, run.stderr
+    text = k8s(job, "job-name=train-rs", "--match", "py_k8s_rank", "--pod-logs")
+    suspect = [line for line in text.stdout.splitlines() if line.startswith(f"SUSPECT rank {ODD}")]
+    assert len(suspect) == 1 and re.search(
+        rf'-> load_checkpoint \(py_k8s_rank.py:{MARKS["load_checkpoint"]}\); last log: '
+        rf'"RuntimeError: rank {ODD}: NaN in the loss at step 17" \(kubectl logs --previous '
+        rf'rs-{ODD}:4, \d+ s before the dump\)$', suspect[0]), text.stdout

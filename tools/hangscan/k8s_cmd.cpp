@@ -130,7 +130,9 @@ std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRu
   std::vector<LogText> texts;
   for (PodLog& log : fetch_pod_logs(options, pods)) {
     LogText t;
-    t.name = log.path.empty() ? "kubectl logs " + log.pod : log.pod + ":" + log.path;
+    t.name = !log.path.empty() ? log.pod + ":" + log.path
+             : log.previous    ? "kubectl logs --previous " + log.pod
+                               : "kubectl logs " + log.pod;
     t.text = std::move(log.text);
     t.error = std::move(log.error);
     if (log.path.empty()) t.modified = strip_kubectl_times(t.text);
@@ -169,6 +171,7 @@ void add_pod_logs(const K8sCliOptions& o, const K8sOptions& k, FanoutCliOptions&
   logs.name_space = o.name_space;
   logs.container = o.pod_logs;
   logs.container_log = container_log;
+  logs.selector = o.selector;
   logs.files = o.pod_log_files;
   logs.parallel = k.parallel;
   logs.timeout = k.timeout;

@@ -40,6 +40,24 @@ TEST(K8s, PodsInIndexOrderWithTheirContainers) {
   EXPECT_EQ((*pods)[2].name_space, "ml");
 }
 
+// restartCount of the chosen container (not of another one of the pod): its log before the
+// restart is kubectl logs --previous.
+TEST(K8s, RestartsOfTheChosenContainer) {
+  constexpr const char* kRestarted = R"({"items": [
+   {"metadata": {"name": "w-0"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+    "status": {"phase": "Running", "containerStatuses": [
+      {"name": "a", "restartCount": 0}, {"name": "b", "restartCount": 2}]}},
+   {"metadata": {"name": "w-1"}, "spec": {"containers": [{"name": "a"}]},
+    "status": {"phase": "Running", "containerStatuses": [{"name": "a", "restartCount": "x"}]}}]})";
+  auto a = parse_pod_list(kRestarted, "");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)[0].restarts, 0);
+  EXPECT_EQ((*a)[1].restarts, 0);
+  auto b = parse_pod_list(kRestarted, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)[0].restarts, 2);
+}
+
 TEST(K8s, ContainerGivenWins) {
   auto pods = parse_pod_list(kPods, "sidecar");
   ASSERT_TRUE(pods.ok());
@@ -64,7 +82,7 @@ TEST(K8s, ExecArgvIsOneWordEach) {
   o.agent_path = "/opt/hangscan/bin/hangscan";
   o.match = "python .* train.py";
   o.agent_args = {"--nonblocking"};
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
                                       "--", "/opt/hangscan/bin/hangscan", "agent", "--match",
@@ -77,7 +95,7 @@ TEST(K8sCopyArgv, CopyAndRemove) {
   K8sOptions o;
   o.copy_dir = "/home/u/hangscan-0.1.0";
   o.copy_dest = "/tmp/hangscan-agent-42";
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
   EXPECT_EQ(k8s_copy_argv(o, pod),
             (std::vector<std::string>{"kubectl", "cp", "-c", "trainer", "/home/u/hangscan-0.1.0",
                                       "ml/train-0:/tmp/hangscan-agent-42"}));
@@ -94,7 +112,7 @@ TEST(K8s, DebugArgvTargetsTheContainer) {
   o.agent_path = "/opt/hangscan/bin/hangscan";
   o.match = "train.py";
   o.debug_image = "registry.example/hangscan:0.1";
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
             (std::vector<std::string>{"kubectl", "debug", "-n", "ml", "train-0",
                                       "--image=registry.example/hangscan:0.1", "--target=trainer",
@@ -120,6 +138,9 @@ TEST(K8s, PodLogArgv) {
   EXPECT_EQ(pod_log_argv(o, "train-0"),
             (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
                                       "--tail=20000", "--timestamps"}));
+  EXPECT_EQ(pod_log_argv(o, "train-0", true),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--previous", "--tail=20000", "--timestamps"}));
   // --pod-log-file: the path one word after "--", so tail takes no option from it.
   EXPECT_EQ(pod_file_argv(o, "train-0", "/logs/-n.log"),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
