@@ -69,6 +69,10 @@ PodLog fetch_one(const PodLogOptions& o, const PodLog& asked, const Deadline& de
   spec.max_stdout = o.max_bytes;
   auto r = run_command(spec, deadline);
   const std::string what = path.empty() ? "kubectl logs" : "kubectl exec tail";
+  if (r)
+    log.command = fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
+                              r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                              r->elapsed.count());
   if (!r) {
     log.error = r.error().what();
   } else if (!r->succeeded()) {

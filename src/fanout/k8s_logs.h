@@ -40,6 +40,7 @@ struct PodLog {
   bool previous = false;  // the container's run before its last restart (kubectl logs --previous)
   std::string text;
   std::string error;
+  std::string command;  // the kubectl call and how it went, for --verbose
 };
 
 // The kubectl argv that prints `pod`'s container log (every line after its RFC 3339 time:

@@ -388,16 +388,21 @@ def test_pod_log_files_read_inside_each_pod(job):
 def test_pod_logs_of_a_restarted_container(job):
     """--pod-logs after a restart (restartCount 1 in the pod list): the run before it
     (kubectl logs --previous) is read too, so the exception rank 1 raised there is its last word,
-    beside where it is stuck now; pods that never restarted are not asked for one (the stand-in,
-    like kubectl, would fail that, and the failure would be named on stderr)."""
-    run = k8s(job, "job-name=train-rs", "--match", "py_k8s_rank", "--json", "--pod-logs")
+    beside where it is stuck now; pods that never restarted are not asked for one (-v lists the
+    kubectl calls)."""
+    run = k8s(job, "job-name=train-rs", "--match", "py_k8s_rank", "--json", "--pod-logs", "-v")
     assert run.rc == 0, run.describe()
+    asked = sorted(re.sub(r"-> exit 0 in \d+ ms$", "", line) for line in run.stderr.splitlines()
+                   if line.startswith("hangscan: logs: "))
+    assert asked == sorted(
+        [f"hangscan: logs: kubectl logs rs-{r} --tail=20000 --timestamps " for r in range(3)]
+        + [f"hangscan: logs: kubectl logs rs-{ODD} --previous --tail=20000 --timestamps "]), \
+        run.stderr
     got = [(e["rank"], e["file"], e["kind"], e["text"]) for e in run.doc["last_logs"]]
     assert got == [(0, "kubectl logs rs-0", "last_line", "rank 0: all_reduce of step 17"),
                    (ODD, f"kubectl logs --previous rs-{ODD}", "exception",
                     f"RuntimeError: rank {ODD}: NaN in the loss at step 17"),
                    (2, "kubectl logs rs-2", "last_line", "rank 2: all_reduce of step 17")], got
-    assert "--previous" not in run.stderr, run.stderr
     text = k8s(job, "job-name=train-rs", "--match", "py_k8s_rank", "--pod-logs")
     suspect = [line for line in text.stdout.splitlines() if line.startswith(f"SUSPECT rank {ODD}")]
     assert len(suspect) == 1 and re.search(

@@ -124,11 +124,14 @@ std::optional<double> strip_kubectl_times(std::string& text) {
 // --pod-logs, --pod-log-file: after the capture, the logs of every pod that answered, each the
 // log of the pod's one rank when it holds one (else the lines' labels and the file's name say
 // whose they are).
-std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run) {
+std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run,
+                                   bool verbose) {
   std::vector<std::string> pods;
   for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
   std::vector<LogText> texts;
   for (PodLog& log : fetch_pod_logs(options, pods)) {
+    if (verbose && !log.command.empty())
+      fmt::print(stderr, "hangscan: logs: {}\n", escape_for_text(log.command));
     LogText t;
     t.name = !log.path.empty() ? log.pod + ":" + log.path
              : log.previous    ? "kubectl logs --previous " + log.pod
@@ -175,7 +178,9 @@ void add_pod_logs(const K8sCliOptions& o, const K8sOptions& k, FanoutCliOptions&
   logs.files = o.pod_log_files;
   logs.parallel = k.parallel;
   logs.timeout = k.timeout;
-  common.node_logs = [logs](const ClusterRun& run) { return pod_log_texts(logs, run); };
+  common.node_logs = [logs, verbose = o.common.verbose](const ClusterRun& run) {
+    return pod_log_texts(logs, run, verbose);
+  };
 }
 
 int run_k8s(const K8sCliOptions& o) {
