@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "fanout/agent_framing.h"
@@ -57,6 +58,20 @@ std::string pick_container(const json& pod, const std::string& wanted) {
   return names.empty() ? std::string() : names.front();
 }
 
+// How often `container` of the pod was restarted (its earlier run's log is kubectl logs
+// --previous).
+long restart_count(const json& pod, const std::string& container) {
+  const json status = object_at(pod, "status");
+  auto it = status.find("containerStatuses");
+  if (it == status.end() || !it->is_array()) return 0;
+  for (const auto& c : *it) {
+    if (!c.is_object() || string_at(c, "name") != container) continue;
+    auto n = c.find("restartCount");
+    if (n != c.end() && n->is_number_integer()) return std::max<long>(0, n->get<long>());
+  }
+  return 0;
+}
+
 // A pod or container name from the document, safe as one argv word (DNS label rules).
 bool valid_name(std::string_view name) {
   return !name.empty() && validate_host_name(name).ok() && name.front() != '-';
@@ -81,6 +96,7 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
     pod.phase = string_at(object_at(item, "status"), "phase");
     pod.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
     pod.index = index_label(object_at(meta, "labels"));
+    pod.restarts = restart_count(item, pod.container);
     if (!valid_name(pod.name) || (!pod.name_space.empty() && !valid_name(pod.name_space)) ||
         !valid_name(pod.container))
       continue;
@@ -95,12 +111,28 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
 
 std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout) {
-  std::vector<std::string> argv{o.kubectl, "exec"};
+  std::vector<std::string> argv{o.kubectl, o.debug_image.empty() ? "exec" : "debug"};
   if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
-  argv.insert(argv.end(),
-              {pod.name, "-c", pod.container, "--", o.agent_path, "agent", "--match", o.match,
-               "--timeout-ms", std::to_string(agent_timeout.count()), "--node", pod.name});
+  if (o.debug_image.empty()) {
+    argv.insert(argv.end(), {pod.name, "-c", pod.container});
+  } else {
+    // --profile=general: CAP_SYS_PTRACE (the legacy default profile lacks it); --attach: wait
+    // for the container and pass its output through (without -i kubectl debug returns at once);
+    // --quiet: no "Defaulting debug container name" line.
+    argv.insert(argv.end(), {pod.name, "--image=" + o.debug_image, "--target=" + pod.container,
+                             "--profile=general", "--attach=true", "--quiet"});
+    if (!o.debug_container.empty()) argv.push_back("--container=" + o.debug_container);
+  }
+  argv.insert(argv.end(), {"--", o.agent_path, "agent", "--match", o.match, "--timeout-ms",
+                           std::to_string(agent_timeout.count()), "--node", pod.name});
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
+  return argv;
+}
+
+std::vector<std::string> k8s_debug_log_argv(const K8sOptions& o, const K8sPod& pod) {
+  std::vector<std::string> argv{o.kubectl, "logs"};
+  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
+  argv.insert(argv.end(), {pod.name, "-c", o.debug_container});
   return argv;
 }
 
@@ -244,27 +276,59 @@ class ExecRound {
     // From what is left of the deadline: a copy before it, or a wait for a free exec slot (-f),
     // took part of it; the margin leaves time for the answer and the removal of a copy.
     spec.argv = k8s_exec_argv(options_, pod, agent_timeout_for(deadline_.remaining()));
+    std::size_t lines_seen = 0;
     auto on_line = [&](std::string_view line) {
-      std::lock_guard lock(mu_);
-      frames_.add_line(pod.name, line);
-      if (watch_.progress)
-        watch_.progress(
-            NodeProgress{frames_.finished() - frames_.failed(), frames_.failed(), total_});
+      ++lines_seen;
+      deliver(pod, line);
     };
     auto r = run_command(spec, deadline_, on_line);
-    std::lock_guard lock(mu_);
     if (!r) {
+      std::lock_guard lock(mu_);
       failures_.emplace_back(pod.name, r.error().what());
       return;
     }
-    timed_out_ = timed_out_ || r->timed_out;
-    log_.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
-                               r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
-                               r->elapsed.count()));
+    {
+      std::lock_guard lock(mu_);
+      timed_out_ = timed_out_ || r->timed_out;
+      log_.push_back(fmt::format("{} -> {} in {} ms", describe_argv(spec.argv),
+                                 r->timed_out ? "timed out" : fmt::format("exit {}", r->exit_code),
+                                 r->elapsed.count()));
+    }
+    // kubectl debug attaches only once it has seen the container running: an agent done by then
+    // left its document in the container's log alone.
+    if (!r->timed_out && lines_seen == 0 && !options_.debug_image.empty() && debug_log_in(pod))
+      return;
     auto lines = output_lines(r->err);
+    std::lock_guard lock(mu_);
     if (!r->succeeded() && !lines.empty())
-      failures_.emplace_back(pod.name,
-                             fmt::format("kubectl exec: {}", lines.back().substr(0, 300)));
+      failures_.emplace_back(
+          pod.name, fmt::format("kubectl {}: {}", spec.argv[1], lines.back().substr(0, 300)));
+  }
+
+  // One line of the agent's output in `pod`, into the collector.
+  void deliver(const K8sPod& pod, std::string_view line) {
+    std::lock_guard lock(mu_);
+    frames_.add_line(pod.name, line);
+    if (watch_.progress)
+      watch_.progress(
+          NodeProgress{frames_.finished() - frames_.failed(), frames_.failed(), total_});
+  }
+
+  // The debug container's log (kubectl logs -c NAME) as the agent's output; true when it held
+  // something.
+  bool debug_log_in(const K8sPod& pod) {
+    CommandSpec spec;
+    spec.argv = k8s_debug_log_argv(options_, pod);
+    std::size_t lines_seen = 0;
+    auto r = run_command(spec, deadline_, [&](std::string_view line) {
+      ++lines_seen;
+      deliver(pod, line);
+    });
+    std::lock_guard lock(mu_);
+    if (r)
+      log_.push_back(fmt::format("{} -> exit {} in {} ms", describe_argv(spec.argv), r->exit_code,
+                                 r->elapsed.count()));
+    return lines_seen > 0;
   }
 
   const K8sOptions& options_;
@@ -284,6 +348,10 @@ AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
   auto started = std::chrono::steady_clock::now();
   K8sOptions round = options_;
   round.agent_args = agent_args;
+  // Ephemeral containers stay in the pod: each round's needs a name of its own, which the
+  // fallback to its log (debug_log_in) names too.
+  if (!round.debug_image.empty())
+    round.debug_container = fmt::format("hangscan-{:08x}", std::random_device{}());
   VerdictBook book(nodes);
   std::vector<const K8sPod*> asked;
   for (const auto& n : nodes) {

@@ -9,8 +9,8 @@
 // The JSON fields read (kubectl's `get pods -o json`, a core/v1 PodList): items[].metadata.name,
 // .metadata.namespace, .metadata.labels (rank index labels, for the order only: process ranks
 // come from each process's own environment), .metadata.annotations
-// ["kubectl.kubernetes.io/default-container"], .metadata.deletionTimestamp, .status.phase and
-// .spec.containers[].name.
+// ["kubectl.kubernetes.io/default-container"], .metadata.deletionTimestamp, .status.phase,
+// .status.containerStatuses[].name and .restartCount, and .spec.containers[].name.
 #pragma once
 
 #include <chrono>
@@ -37,6 +37,13 @@ struct K8sOptions {
   // inside it, and it is removed again after the agent (kubectl exec rm -rf).
   std::string copy_dir;
   std::string copy_dest;
+  // When set, the agent runs in an ephemeral container of this image (which holds hangscan at
+  // agent_path) beside `container`: `kubectl debug POD --image=IMG --target=CONTAINER
+  // --profile=general --attach --quiet -- AGENT ...` (the image of the pod need hold nothing).
+  std::string debug_image;
+  // The ephemeral container's name (kubectl debug --container), new for every round; when
+  // kubectl's attach came too late for the agent's output, its log holds it (kubectl logs -c).
+  std::string debug_container;
   std::vector<std::string> agent_args;  // capture options forwarded to the agent
   std::chrono::milliseconds timeout{30000};
   std::size_t parallel = 32;  // kubectl exec processes at once
@@ -52,6 +59,7 @@ struct K8sPod {
   std::string phase;          // Running, Pending, Succeeded, Failed, Unknown
   bool terminating = false;   // metadata.deletionTimestamp is set
   std::optional<long> index;  // replica / completion / task index label, when present
+  long restarts = 0;          // status.containerStatuses[container].restartCount
 };
 
 // The pods of a PodList document, ordered by index label then name. `container` (may be "")
@@ -59,9 +67,14 @@ struct K8sPod {
 // Errc::parse when the document is not a PodList; pods with invalid names are left out.
 Result<std::vector<K8sPod>> parse_pod_list(std::string_view json, const std::string& container);
 
-// The kubectl argv that runs the agent in `pod`.
+// The kubectl argv that runs the agent in `pod`: `kubectl exec`, or `kubectl debug` with
+// debug_image set.
 std::vector<std::string> k8s_exec_argv(const K8sOptions& options, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout);
+
+// The kubectl argv that prints the debug container's log (the agent's output when the attach
+// missed it).
+std::vector<std::string> k8s_debug_log_argv(const K8sOptions& options, const K8sPod& pod);
 
 // The kubectl argvs that copy the dist tree into `pod` and remove it again (copy_dir set).
 std::vector<std::string> k8s_copy_argv(const K8sOptions& options, const K8sPod& pod);

@@ -455,7 +455,7 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& op
   }
   for (const LogText& t : texts) {
     LogFile lf;
-    lf.rank = rank_from_file_name(t.name);
+    lf.rank = t.rank ? t.rank : rank_from_file_name(t.name);
     lf.path = t.name;
     lf.modified = t.modified;
     lf.error = t.error;

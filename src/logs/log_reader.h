@@ -32,6 +32,7 @@ struct LogText {
   std::string text;
   std::optional<double> modified;  // when it was last written, seconds since the epoch
   std::string error;
+  std::optional<int> rank;  // whose log it is, when the caller knows (a pod of one rank)
 };
 
 // Reads every regular file named by `paths` (a file, a directory walked recursively without

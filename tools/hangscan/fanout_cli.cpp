@@ -133,11 +133,9 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
     print_error(fmt::format("node {} unreachable: {}", u.host, u.reason));
   }
   if (!result.unreachable.empty()) {
-    fmt::print(
-        stderr,
-        "hint: {} of {} nodes reported; check the others with 'scontrol show node NAME' or ssh, "
-        "or raise --timeout\n",
-        result.nodes.size(), result.requested.size());
+    fmt::print(stderr,
+               "hint: {} of {} nodes reported; check the others with {}, or raise --timeout\n",
+               result.nodes.size(), result.requested.size(), o.check_node);
   }
   bool wrote = write_report(merged, analysis, o.output);
   if (output_dir != nullptr) wrote &= write_output_dir(result, merged, analysis, o, *output_dir);
@@ -173,7 +171,11 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     note = [tty](const std::string& line) { tty->note(line); };
   }
   ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
-  auto analysis = analyze_job(run.merged, o.output);
+  OutputOptions output = o.output;
+  if (o.node_logs) {
+    for (auto& text : o.node_logs(run)) output.log_texts.push_back(std::move(text));
+  }
+  auto analysis = analyze_job(run.merged, output);
   if (!analysis) return kExitNothing;
   int rc = finish_fanout(run.result, run.merged, *analysis, o, output_dir ? &*output_dir : nullptr);
   // The core round: the same launcher and deadline, on the nodes holding a chosen process,

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct FanoutCliOptions {
   bool verbose = false;
   CaptureFlags capture;  // passed on to the agents (capture_flag_args)
   OutputOptions output;
+  // Logs the nodes hold, fetched after the capture and read as --logs are (k8s --pod-logs:
+  // kubectl logs of every pod that answered); empty: none.
+  std::function<std::vector<LogText>(const ClusterRun&)> node_logs;
+  // How to look at a node that did not answer, for the hint under the unreachable ones.
+  std::string check_node = "'scontrol show node NAME' or ssh";
 };
 
 // Adds --timeout, --agent-path, --output, -v and the capture flags (output flags separately).

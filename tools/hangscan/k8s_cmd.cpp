@@ -4,15 +4,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "fanout/k8s.h"
+#include "fanout/k8s_logs.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
+#include "logs/log_patterns.h"
 #include "util/escape.h"
 
 namespace hangscan::cli {
@@ -24,7 +30,11 @@ struct K8sCliOptions {
   std::string name_space;
   std::string container;
   std::string match;
-  std::string copy_agent;  // a make dist tree to copy into each pod
+  std::string copy_agent;   // a make dist tree to copy into each pod
+  std::string debug_image;  // --debug-image: the agent in an ephemeral container of this image
+  std::string pod_logs;     // --pod-logs [CONTAINER]: kubectl logs of each pod
+  CLI::Option* pod_logs_option = nullptr;
+  std::vector<std::string> pod_log_files;  // --pod-log-file PATH: files inside the pods
   int parallel = 32;
   FanoutCliOptions common;
   GcoreDumpOptions gcore;
@@ -54,38 +64,146 @@ bool plan_agent_copy(const K8sCliOptions& o, K8sOptions& k) {
   return true;
 }
 
+// The combinations k8s refuses before it asks kubectl anything; false (said on stderr) for one.
+bool k8s_options_valid(const K8sCliOptions& o) {
+  if (!o.debug_image.empty() && !o.copy_agent.empty()) {
+    print_error("--debug-image and --copy-agent both say how the agent gets into the pods",
+                "--debug-image IMAGE when an image holds hangscan, else --copy-agent DIR");
+    return false;
+  }
+  if (!o.debug_image.empty() && o.gcore.requested()) {
+    print_error(
+        "--gcore with --debug-image: a core written in an ephemeral container is lost "
+        "when the container ends",
+        "write cores with --agent-path (hangscan in the pod's image or a volume) or "
+        "--copy-agent");
+    return false;
+  }
+  for (const auto& path : o.pod_log_files) {
+    if (path.empty() || path.front() != '/') {
+      print_error(fmt::format("--pod-log-file {}: not an absolute path inside the pods",
+                              escape_for_text(path)),
+                  "name the file as the pod's container sees it, e.g. --pod-log-file "
+                  "/logs/train.log");
+      return false;
+    }
+  }
+  if (o.gcore.requested() && o.gcore.dir.front() != '/') {
+    print_error(fmt::format("--gcore-dir {}: the cores are written inside the pods, where this "
+                            "directory means nothing",
+                            escape_for_text(o.gcore.dir)),
+                "give an absolute path inside the pods, e.g. --gcore-dir /tmp (the default)");
+    return false;
+  }
+  return true;
+}
+
+// kubectl logs --timestamps: each line after the time the runtime received it. The times go
+// (the last line's is when the log was last written, as a file's modification time is for
+// --logs) and the lines stay as the job printed them (a launcher's "[rank3]:" first).
+std::optional<double> strip_kubectl_times(std::string& text) {
+  std::string lines;
+  lines.reserve(text.size());
+  std::optional<double> last;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = std::min(text.find('\n', at), text.size());
+    std::string_view line(text.data() + at, end - at);
+    std::size_t space = line.find(' ');
+    auto time = space == std::string_view::npos ? std::nullopt : parse_log_time(line);
+    if (time) {
+      line.remove_prefix(space + 1);
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) last = time;
+    }
+    lines.append(line).push_back('\n');
+    at = end + 1;
+  }
+  text = std::move(lines);
+  return last;
+}
+
+// --pod-logs, --pod-log-file: after the capture, the logs of every pod that answered, each the
+// log of the pod's one rank when it holds one (else the lines' labels and the file's name say
+// whose they are).
+std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run,
+                                   bool verbose) {
+  std::vector<std::string> pods;
+  for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
+  std::vector<LogText> texts;
+  for (PodLog& log : fetch_pod_logs(options, pods)) {
+    if (verbose && !log.command.empty())
+      fmt::print(stderr, "hangscan: logs: {}\n", escape_for_text(log.command));
+    LogText t;
+    t.name = !log.path.empty() ? log.pod + ":" + log.path
+             : log.previous    ? "kubectl logs --previous " + log.pod
+                               : "kubectl logs " + log.pod;
+    t.text = std::move(log.text);
+    t.error = std::move(log.error);
+    if (log.path.empty()) t.modified = strip_kubectl_times(t.text);
+    std::set<int> ranks;
+    for (const auto& p : run.merged.processes) {
+      if (p.host == log.pod && p.rank) ranks.insert(*p.rank);
+    }
+    if (ranks.size() == 1) t.rank = *ranks.begin();
+    texts.push_back(std::move(t));
+  }
+  return texts;
+}
+
+// Where the agent is in the pods (--agent-path, or the --copy-agent copy); false (said on
+// stderr) when that is not known.
+bool place_agent(const K8sCliOptions& o, K8sOptions& k) {
+  if (!o.copy_agent.empty()) return plan_agent_copy(o, k);
+  if (o.common.agent_path.empty()) {
+    // The agent runs inside the pods: its path there, not this binary's (which may not exist).
+    print_error("k8s needs --agent-path: where hangscan is inside the pods",
+                "put the tarball of 'make dist' into the image or a shared volume and pass "
+                "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
+    return false;
+  }
+  auto agent = resolve_agent_path(o.common.agent_path);
+  if (agent) k.agent_path = *agent;
+  else print_error(agent.error());
+  return agent.ok();
+}
+
+// --pod-logs and --pod-log-file: the pods' logs fetched after the capture, with its deadline.
+void add_pod_logs(const K8sCliOptions& o, const K8sOptions& k, FanoutCliOptions& common) {
+  bool container_log = o.pod_logs_option != nullptr && o.pod_logs_option->count() > 0;
+  if (!container_log && o.pod_log_files.empty()) return;
+  PodLogOptions logs;
+  logs.name_space = o.name_space;
+  logs.container = o.pod_logs;
+  logs.container_log = container_log;
+  logs.selector = o.selector;
+  logs.files = o.pod_log_files;
+  logs.parallel = k.parallel;
+  logs.timeout = k.timeout;
+  common.node_logs = [logs, verbose = o.common.verbose](const ClusterRun& run) {
+    return pod_log_texts(logs, run, verbose);
+  };
+}
+
 int run_k8s(const K8sCliOptions& o) {
-  if (!cluster_options_valid(o.common, o.gcore, &o.match)) return kExitUsage;
+  if (!cluster_options_valid(o.common, o.gcore, &o.match) || !k8s_options_valid(o))
+    return kExitUsage;
   K8sOptions k;
   if (boost::process::search_path(k.kubectl).empty()) {
     print_error("'kubectl' is not installed here (not found on PATH)",
                 "run hangscan where kubectl reaches the cluster (kubectl get pods works)");
     return kExitNothing;
   }
-  if (!o.copy_agent.empty()) {
-    if (!plan_agent_copy(o, k)) return kExitUsage;
-  } else if (o.common.agent_path.empty()) {
-    // The agent runs inside the pods: its path there, not this binary's (which may not exist).
-    print_error("k8s needs --agent-path: where hangscan is inside the pods",
-                "put the tarball of 'make dist' into the image or a shared volume and pass "
-                "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
-    return kExitUsage;
-  }
-  if (k.agent_path.empty()) {
-    auto agent = resolve_agent_path(o.common.agent_path);
-    if (!agent) {
-      print_error(agent.error());
-      return kExitUsage;
-    }
-    k.agent_path = *agent;
-  }
+  if (!place_agent(o, k)) return kExitUsage;
   k.selector = o.selector;
   k.name_space = o.name_space;
   k.container = o.container;
   k.match = o.match;
   k.parallel = static_cast<std::size_t>(o.parallel);
+  k.debug_image = o.debug_image;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
-  return run_cluster_mode(*make_k8s_launcher(std::move(k)), o.common, o.gcore);
+  FanoutCliOptions common = o.common;
+  common.check_node = "'kubectl describe pod NAME'";
+  add_pod_logs(o, k, common);
+  return run_cluster_mode(*make_k8s_launcher(std::move(k)), common, o.gcore);
 }
 
 }  // namespace
@@ -106,11 +224,23 @@ void add_k8s_command(CLI::App& app, Action& action) {
   sub->add_option("--copy-agent", opts->copy_agent,
                   "The image has no hangscan: copy this unpacked make dist tree into each pod "
                   "(kubectl cp, needs tar there), run it, remove it");
-  sub->add_option("-f", opts->parallel, "Pods kubectl exec runs in at once")
+  sub->add_option("--debug-image", opts->debug_image,
+                  "Run the agent (--agent-path: its path in IMAGE) in an ephemeral container of "
+                  "IMAGE beside the target container: kubectl debug --target --profile=general");
+  opts->pod_logs_option =
+      sub->add_option("--pod-logs", opts->pod_logs,
+                      "Also read each pod's log (kubectl logs [-c CONTAINER]): its rank's last "
+                      "line beside its stack (docs/logs.md)")
+          ->expected(0, 1);
+  sub->add_option("--pod-log-file", opts->pod_log_files,
+                  "Also read this file inside each pod (kubectl exec [-c CONTAINER of "
+                  "--pod-logs] -- tail, as the container's user): beside the stacks like --logs");
+  sub->add_option("-f", opts->parallel, "kubectl calls (exec, debug, logs) at once")
       ->check(whole_number("a pod count", 1, 1024))
       ->capture_default_str();
   add_fanout_options(sub, opts->common);
   add_output_options(sub, opts->common.output);
+  opts->gcore.dir = "/tmp";  // --gcore-dir is a directory inside the pods
   add_gcore_dump_options(sub, opts->gcore);
   sub->callback([opts, &action] {
     opts->common.output.color = output_wants_color();

@@ -1,5 +1,6 @@
 // The pods of `kubectl get pods -o json` (a core/v1 List of Pods) as the k8s launcher reads them.
 #include "fanout/k8s.h"
+#include "fanout/k8s_logs.h"
 
 #include <gtest/gtest.h>
 
@@ -39,6 +40,24 @@ TEST(K8s, PodsInIndexOrderWithTheirContainers) {
   EXPECT_EQ((*pods)[2].name_space, "ml");
 }
 
+// restartCount of the chosen container (not of another one of the pod): its log before the
+// restart is kubectl logs --previous.
+TEST(K8s, RestartsOfTheChosenContainer) {
+  constexpr const char* kRestarted = R"({"items": [
+   {"metadata": {"name": "w-0"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+    "status": {"phase": "Running", "containerStatuses": [
+      {"name": "a", "restartCount": 0}, {"name": "b", "restartCount": 2}]}},
+   {"metadata": {"name": "w-1"}, "spec": {"containers": [{"name": "a"}]},
+    "status": {"phase": "Running", "containerStatuses": [{"name": "a", "restartCount": "x"}]}}]})";
+  auto a = parse_pod_list(kRestarted, "");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)[0].restarts, 0);
+  EXPECT_EQ((*a)[1].restarts, 0);
+  auto b = parse_pod_list(kRestarted, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)[0].restarts, 2);
+}
+
 TEST(K8s, ContainerGivenWins) {
   auto pods = parse_pod_list(kPods, "sidecar");
   ASSERT_TRUE(pods.ok());
@@ -63,7 +82,7 @@ TEST(K8s, ExecArgvIsOneWordEach) {
   o.agent_path = "/opt/hangscan/bin/hangscan";
   o.match = "python .* train.py";
   o.agent_args = {"--nonblocking"};
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
                                       "--", "/opt/hangscan/bin/hangscan", "agent", "--match",
@@ -76,7 +95,7 @@ TEST(K8sCopyArgv, CopyAndRemove) {
   K8sOptions o;
   o.copy_dir = "/home/u/hangscan-0.1.0";
   o.copy_dest = "/tmp/hangscan-agent-42";
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0};
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
   EXPECT_EQ(k8s_copy_argv(o, pod),
             (std::vector<std::string>{"kubectl", "cp", "-c", "trainer", "/home/u/hangscan-0.1.0",
                                       "ml/train-0:/tmp/hangscan-agent-42"}));
@@ -85,6 +104,47 @@ TEST(K8sCopyArgv, CopyAndRemove) {
                                       "--", "rm", "-rf", "/tmp/hangscan-agent-42"}));
   pod.name_space.clear();
   EXPECT_EQ(k8s_copy_argv(o, pod).back(), "train-0:/tmp/hangscan-agent-42");
+}
+
+// --debug-image: an ephemeral container beside the target container, attached, with ptrace.
+TEST(K8s, DebugArgvTargetsTheContainer) {
+  K8sOptions o;
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.match = "train.py";
+  o.debug_image = "registry.example/hangscan:0.1";
+  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
+            (std::vector<std::string>{"kubectl", "debug", "-n", "ml", "train-0",
+                                      "--image=registry.example/hangscan:0.1", "--target=trainer",
+                                      "--profile=general", "--attach=true", "--quiet", "--",
+                                      "/opt/hangscan/bin/hangscan", "agent", "--match", "train.py",
+                                      "--timeout-ms", "24000", "--node", "train-0"}));
+  // Named, its log is where the agent's output is when the attach came too late.
+  o.debug_container = "hangscan-0000abcd";
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000))[10],
+            "--container=hangscan-0000abcd");
+  EXPECT_EQ(k8s_debug_log_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c",
+                                      "hangscan-0000abcd"}));
+}
+
+// --pod-logs: the pod's log, -c only when asked for, the tail bounded.
+TEST(K8s, PodLogArgv) {
+  PodLogOptions o;
+  EXPECT_EQ(pod_log_argv(o, "train-0"), (std::vector<std::string>{"kubectl", "logs", "train-0",
+                                                                  "--tail=20000", "--timestamps"}));
+  o.name_space = "ml";
+  o.container = "trainer";
+  EXPECT_EQ(pod_log_argv(o, "train-0"),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--tail=20000", "--timestamps"}));
+  EXPECT_EQ(pod_log_argv(o, "train-0", true),
+            (std::vector<std::string>{"kubectl", "logs", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--previous", "--tail=20000", "--timestamps"}));
+  // --pod-log-file: the path one word after "--", so tail takes no option from it.
+  EXPECT_EQ(pod_file_argv(o, "train-0", "/logs/-n.log"),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
+                                      "--", "tail", "-c", "67108864", "--", "/logs/-n.log"}));
 }
 
 }  // namespace
