@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "snapshot_events.h"
@@ -49,8 +50,7 @@ Registers registers_of_pt_regs(const hs_regs& i, std::uint64_t fs_base) {
 
 #ifndef HANGSCAN_HAVE_BPF
 
-Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid) {
-  (void)pid;
+Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
   return Error(Errc::unsupported, "BPF snapshot: this hangscan was built without eBPF support", 0,
                hints::quiet_dump_off());
 }
@@ -89,10 +89,23 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
   return recs;
 }
 
+// The loaded program, shared by the sources of one run. Its globals (the tgid filter, the pass
+// kind) and its scratch map serve one pass at a time: passes hold `mu`.
+struct LoadedSnapshot {
+  explicit LoadedSnapshot(snapshot* s) : skel(s) {}
+  ~LoadedSnapshot() { snapshot__destroy(skel); }  // closes every fd of the program
+  LoadedSnapshot(const LoadedSnapshot&) = delete;
+  LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
+  snapshot* skel;
+  std::mutex mu;
+};
+
+// The snapshot on one process: its own iterator link over the shared program.
 class BpfSnapshot : public QuietSource {
  public:
-  explicit BpfSnapshot(snapshot* skel) : skel_(skel) {}
-  ~BpfSnapshot() override { snapshot__destroy(skel_); }  // detaches and closes every fd
+  BpfSnapshot(std::shared_ptr<LoadedSnapshot> loaded, bpf_link* link, int pid)
+      : loaded_(std::move(loaded)), link_(link), pid_(pid) {}
+  ~BpfSnapshot() override { bpf_link__destroy(link_); }
   BpfSnapshot(const BpfSnapshot&) = delete;
   BpfSnapshot& operator=(const BpfSnapshot&) = delete;
 
@@ -130,22 +143,51 @@ class BpfSnapshot : public QuietSource {
  private:
   // One pass of the iterator over the process's threads; with `copy`, registers and stacks.
   Result<std::vector<PassRecord>> run(bool copy) {
-    skel_->data->copy_stacks = copy ? 1 : 0;
-    int fd = bpf_iter_create(bpf_link__fd(skel_->links.snapshot_threads));
-    if (fd < 0) return snapshot_error("cannot run the iterator", errno);
     std::vector<std::uint8_t> out;
-    std::vector<std::uint8_t> buf(64 * 1024);
-    ssize_t n = 0;
-    while ((n = ::read(fd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) out.insert(out.end(), buf.begin(), buf.begin() + n);
+    int err = 0;
+    {
+      std::lock_guard lock(loaded_->mu);
+      loaded_->skel->bss->target_tgid = static_cast<std::uint32_t>(pid_);
+      loaded_->skel->data->copy_stacks = copy ? 1 : 0;
+      int fd = bpf_iter_create(bpf_link__fd(link_));
+      if (fd < 0) return snapshot_error("cannot run the iterator", errno);
+      std::vector<std::uint8_t> buf(64 * 1024);
+      ssize_t n = 0;
+      while ((n = ::read(fd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) out.insert(out.end(), buf.begin(), buf.begin() + n);
+      }
+      err = n < 0 ? errno : 0;
+      ::close(fd);
     }
-    int err = errno;
-    ::close(fd);
-    if (n < 0) return snapshot_error("running the iterator", err);
+    if (err != 0) return snapshot_error("running the iterator", err);
     return parse_pass(out);
   }
 
-  snapshot* skel_;
+  std::shared_ptr<LoadedSnapshot> loaded_;
+  bpf_link* link_;
+  int pid_;
+};
+
+class BpfSnapshotLoader : public QuietLoader {
+ public:
+  explicit BpfSnapshotLoader(std::shared_ptr<LoadedSnapshot> loaded) : loaded_(std::move(loaded)) {}
+  std::string name() const override { return "bpf"; }
+
+  Result<std::unique_ptr<QuietSource>> open(int pid) override {
+    bpf_program* prog = loaded_->skel->progs.snapshot_threads;
+    // The iterator visits only this process's threads (Linux 6.1+); older kernels visit all
+    // and the program's tgid check keeps the process's own.
+    union bpf_iter_link_info info {};
+    info.task.pid = static_cast<std::uint32_t>(pid);
+    LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
+    bpf_link* link = bpf_program__attach_iter(prog, &opts);
+    if (link == nullptr) link = bpf_program__attach_iter(prog, nullptr);
+    if (link == nullptr) return snapshot_error("cannot attach the task iterator", errno);
+    return std::unique_ptr<QuietSource>(std::make_unique<BpfSnapshot>(loaded_, link, pid));
+  }
+
+ private:
+  std::shared_ptr<LoadedSnapshot> loaded_;
 };
 
 // libbpf prints its own messages to stderr by default; the library never prints.
@@ -153,29 +195,14 @@ int quiet_libbpf(enum libbpf_print_level, const char*, va_list) { return 0; }
 
 }  // namespace
 
-Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid) {
+Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
   libbpf_set_print(quiet_libbpf);
   snapshot* skel = snapshot__open();
   if (skel == nullptr) return snapshot_error("cannot open the program", errno);
-  skel->rodata->target_tgid = static_cast<std::uint32_t>(pid);
-  if (int err = snapshot__load(skel); err != 0) {
-    snapshot__destroy(skel);
+  auto loaded = std::make_shared<LoadedSnapshot>(skel);
+  if (int err = snapshot__load(skel); err != 0)
     return snapshot_error("cannot load the program", -err);
-  }
-  // The iterator visits only this process's threads (Linux 6.1+); older kernels visit all.
-  union bpf_iter_link_info info {};
-  info.task.pid = static_cast<std::uint32_t>(pid);
-  LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
-  skel->links.snapshot_threads = bpf_program__attach_iter(skel->progs.snapshot_threads, &opts);
-  if (skel->links.snapshot_threads == nullptr) {
-    skel->links.snapshot_threads = bpf_program__attach_iter(skel->progs.snapshot_threads, nullptr);
-  }
-  if (skel->links.snapshot_threads == nullptr) {
-    int err = errno;
-    snapshot__destroy(skel);
-    return snapshot_error("cannot attach the task iterator", err);
-  }
-  return std::unique_ptr<QuietSource>(std::make_unique<BpfSnapshot>(skel));
+  return std::shared_ptr<QuietLoader>(std::make_shared<BpfSnapshotLoader>(std::move(loaded)));
 }
 
 #endif
