@@ -12,10 +12,9 @@
 
 #ifdef HANGSCAN_HAVE_BPF
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <unistd.h>
 
-#include "snapshot.skel.h"
+#include "capture/snapshot_lskel.h"
 #endif
 
 namespace hangscan {
@@ -93,7 +92,7 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
 // kind) and its scratch map serve one pass at a time: passes hold `mu`.
 struct LoadedSnapshot {
   explicit LoadedSnapshot(snapshot* s) : skel(s) {}
-  ~LoadedSnapshot() { snapshot__destroy(skel); }  // closes every fd of the program
+  ~LoadedSnapshot() { hs_snapshot_destroy(skel); }  // closes every fd of the program
   LoadedSnapshot(const LoadedSnapshot&) = delete;
   LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
   snapshot* skel;
@@ -103,9 +102,9 @@ struct LoadedSnapshot {
 // The snapshot on one process: its own iterator link over the shared program.
 class BpfSnapshot : public QuietSource {
  public:
-  BpfSnapshot(std::shared_ptr<LoadedSnapshot> loaded, bpf_link* link, int pid)
+  BpfSnapshot(std::shared_ptr<LoadedSnapshot> loaded, int link, int pid)
       : loaded_(std::move(loaded)), link_(link), pid_(pid) {}
-  ~BpfSnapshot() override { bpf_link__destroy(link_); }
+  ~BpfSnapshot() override { ::close(link_); }
   BpfSnapshot(const BpfSnapshot&) = delete;
   BpfSnapshot& operator=(const BpfSnapshot&) = delete;
 
@@ -147,9 +146,9 @@ class BpfSnapshot : public QuietSource {
     int err = 0;
     {
       std::lock_guard lock(loaded_->mu);
-      loaded_->skel->bss->target_tgid = static_cast<std::uint32_t>(pid_);
-      loaded_->skel->data->copy_stacks = copy ? 1 : 0;
-      int fd = bpf_iter_create(bpf_link__fd(link_));
+      *hs_snapshot_target_tgid(loaded_->skel) = static_cast<std::uint32_t>(pid_);
+      *hs_snapshot_copy_stacks(loaded_->skel) = copy ? 1 : 0;
+      int fd = bpf_iter_create(link_);
       if (fd < 0) return snapshot_error("cannot run the iterator", errno);
       std::vector<std::uint8_t> buf(64 * 1024);
       ssize_t n = 0;
@@ -164,7 +163,7 @@ class BpfSnapshot : public QuietSource {
   }
 
   std::shared_ptr<LoadedSnapshot> loaded_;
-  bpf_link* link_;
+  int link_;  // the iterator's link, limited to the process where the kernel can
   int pid_;
 };
 
@@ -174,15 +173,15 @@ class BpfSnapshotLoader : public QuietLoader {
   std::string name() const override { return "bpf"; }
 
   Result<std::unique_ptr<QuietSource>> open(int pid) override {
-    bpf_program* prog = loaded_->skel->progs.snapshot_threads;
+    int prog = hs_snapshot_prog_fd(loaded_->skel);
     // The iterator visits only this process's threads (Linux 6.1+); older kernels visit all
     // and the program's tgid check keeps the process's own.
     union bpf_iter_link_info info {};
     info.task.pid = static_cast<std::uint32_t>(pid);
-    LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
-    bpf_link* link = bpf_program__attach_iter(prog, &opts);
-    if (link == nullptr) link = bpf_program__attach_iter(prog, nullptr);
-    if (link == nullptr) return snapshot_error("cannot attach the task iterator", errno);
+    LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &info, .iter_info_len = sizeof(info));
+    int link = bpf_link_create(prog, 0, BPF_TRACE_ITER, &opts);
+    if (link < 0) link = bpf_link_create(prog, 0, BPF_TRACE_ITER, nullptr);
+    if (link < 0) return snapshot_error("cannot attach the task iterator", errno);
     return std::unique_ptr<QuietSource>(std::make_unique<BpfSnapshot>(loaded_, link, pid));
   }
 
@@ -190,18 +189,12 @@ class BpfSnapshotLoader : public QuietLoader {
   std::shared_ptr<LoadedSnapshot> loaded_;
 };
 
-// libbpf prints its own messages to stderr by default; the library never prints.
-int quiet_libbpf(enum libbpf_print_level, const char*, va_list) { return 0; }
-
 }  // namespace
 
 Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
-  libbpf_set_print(quiet_libbpf);
-  snapshot* skel = snapshot__open();
-  if (skel == nullptr) return snapshot_error("cannot open the program", errno);
+  snapshot* skel = hs_snapshot_load();
+  if (skel == nullptr) return snapshot_error("cannot load the program", errno);
   auto loaded = std::make_shared<LoadedSnapshot>(skel);
-  if (int err = snapshot__load(skel); err != 0)
-    return snapshot_error("cannot load the program", -err);
   return std::shared_ptr<QuietLoader>(std::make_shared<BpfSnapshotLoader>(std::move(loaded)));
 }
 
