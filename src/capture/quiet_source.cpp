@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "capture/bpf_snapshot.h"
@@ -36,7 +37,12 @@ Result<std::unique_ptr<QuietSource>> open_quiet_source(int pid) {
 std::shared_ptr<QuietSession> QuietSession::start() {
   std::shared_ptr<QuietSession> s(new QuietSession());
   s->started_ = std::chrono::steady_clock::now();
-  s->loading_ = std::async(std::launch::async, load_quiet_source);
+  QuietSession* raw = s.get();  // the future is joined before the session goes
+  s->loading_ = std::async(std::launch::async, [raw] {
+    auto loaded = load_quiet_source();
+    raw->loaded_at_ = std::chrono::steady_clock::now();  // published by the future
+    return loaded;
+  });
   return s;
 }
 
@@ -45,12 +51,16 @@ Result<std::unique_ptr<QuietSource>> QuietSession::open(int pid, std::vector<std
   {
     std::lock_guard lock(mu_);
     if (!loaded_) {
+      auto asked = std::chrono::steady_clock::now();
       loaded_.emplace(loading_.get());
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - started_);
+      auto ms = [](auto d) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;
+      };
       if (log != nullptr && *loaded_) {
-        log->push_back(fmt::format("quiet source {} loaded for this run ({} ms after the start)",
-                                   (**loaded_)->name(), waited.count()));
+        log->push_back(fmt::format(
+            "quiet source {} loaded for this run in {:.1f} ms; the first capture waited {:.1f} ms",
+            (**loaded_)->name(), ms(loaded_at_ - started_),
+            ms(std::max(loaded_at_, asked) - asked)));
       }
     }
     if (!*loaded_) return loaded_->error();

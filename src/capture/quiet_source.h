@@ -97,6 +97,7 @@ class QuietSession {
   QuietSession() = default;
   std::mutex mu_;
   std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point loaded_at_;
   std::future<Result<std::shared_ptr<QuietLoader>>> loading_;
   std::optional<Result<std::shared_ptr<QuietLoader>>> loaded_;
 };
