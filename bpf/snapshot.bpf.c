@@ -5,7 +5,8 @@
  * Why an iterator: a sleepable task iterator runs in hangscan's own context, so it may read
  * another task's user memory (bpf_copy_from_user_task) while that task sleeps; nothing is
  * attached to any event of the machine, and the program lives only as long as its file
- * descriptors (one dump). User space runs it twice: the first pass copies, the second
+ * descriptors (one run of hangscan: loaded once, one iterator link per process). User space
+ * runs it twice per process: the first pass copies, the second
  * (copy_stacks 0) only reads each thread's sleep sequence, which proves that a thread did not
  * run between the two passes, so everything read of it in between is of one sleep.
  */
@@ -17,8 +18,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set by the loader before load: the process whose threads are read. */
-const volatile __u32 target_tgid = 0;
+/* Set by user space before each pass (passes of one run take turns): the process whose threads
+ * are read. The link's pid filter (Linux 6.1+) already limits the iterator to it. */
+volatile __u32 target_tgid = 0;
 /* Set by user space before each pass: 1 copies registers and stacks, 0 reads sequences only. */
 volatile __u32 copy_stacks = 1;
 

@@ -66,8 +66,15 @@ target_include_directories(hs_capture PUBLIC ${CMAKE_SOURCE_DIR}/bpf)
 if(HANGSCAN_HAVE_BPF)
   hs_bpf_skeleton(snapshot ${CMAKE_SOURCE_DIR}/bpf/snapshot.bpf.c "the quiet dump's snapshot iterator"
                   ${CMAKE_SOURCE_DIR}/bpf/snapshot_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h)
-  add_custom_target(hs_snapshot_skeleton DEPENDS ${HS_BPF_OUT}/snapshot.skel.h)
+  # A light skeleton (src/capture/snapshot_lskel.h says why): the kernel relocates and attaches.
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/snapshot.lskel.h
+    COMMAND ${HS_BPFTOOL} gen skeleton -L ${HS_BPF_OUT}/snapshot.bpf.o name snapshot
+            > ${HS_BPF_OUT}/snapshot.lskel.h
+    DEPENDS ${HS_BPF_OUT}/snapshot.bpf.o
+    COMMENT "Generating the light skeleton of the quiet dump's snapshot iterator" VERBATIM)
+  add_custom_target(hs_snapshot_skeleton DEPENDS ${HS_BPF_OUT}/snapshot.lskel.h)
   add_dependencies(hs_capture hs_snapshot_skeleton)
+  target_sources(hs_capture PRIVATE ${CMAKE_SOURCE_DIR}/src/capture/snapshot_lskel.c)
   target_include_directories(hs_capture PRIVATE ${HS_BPF_OUT})
   target_link_libraries(hs_capture PUBLIC PkgConfig::LIBBPF)
   set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/capture/bpf_snapshot.cpp

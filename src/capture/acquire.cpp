@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <span>
 
@@ -315,10 +314,11 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
 
 ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
   // Loading the quiet source (BPF: parsing the kernel's BTF, the verifier) takes tens of
-  // milliseconds; it runs while the threads are described.
-  std::future<Result<std::unique_ptr<QuietSource>>> opening;
+  // milliseconds: the run's session loads it once, started before discovery; a capture
+  // without one starts its own here, while the threads are described.
+  std::shared_ptr<QuietSession> session;
   if (options.quiet && target.is_live() && !options.nonblocking)
-    opening = std::async(std::launch::async, open_quiet_source, target.pid());
+    session = options.quiet_session ? options.quiet_session : QuietSession::start();
   // Describe threads before stopping them: their states and wait channels are then the ones
   // the program was in, not ptrace-stop.
   std::map<int, ThreadSnapshot> described;
@@ -333,8 +333,8 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
   bool stopping = std::any_of(described.begin(), described.end(), [](const auto& d) {
     return d.second.state == 'T' || d.second.state == 't';
   });
-  if (opening.valid() && !stopping) {
-    auto source = opening.get();
+  if (session && !stopping) {
+    auto source = session->open(target.pid(), options.log);
     if (source) {
       if (auto copy = acquire_quiet(target, options, described, **source)) return std::move(*copy);
     } else if (options.log != nullptr) {

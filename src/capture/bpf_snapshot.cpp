@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "snapshot_events.h"
@@ -11,10 +12,9 @@
 
 #ifdef HANGSCAN_HAVE_BPF
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <unistd.h>
 
-#include "snapshot.skel.h"
+#include "capture/snapshot_lskel.h"
 #endif
 
 namespace hangscan {
@@ -49,8 +49,7 @@ Registers registers_of_pt_regs(const hs_regs& i, std::uint64_t fs_base) {
 
 #ifndef HANGSCAN_HAVE_BPF
 
-Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid) {
-  (void)pid;
+Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
   return Error(Errc::unsupported, "BPF snapshot: this hangscan was built without eBPF support", 0,
                hints::quiet_dump_off());
 }
@@ -89,10 +88,23 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
   return recs;
 }
 
+// The loaded program, shared by the sources of one run. Its globals (the tgid filter, the pass
+// kind) and its scratch map serve one pass at a time: passes hold `mu`.
+struct LoadedSnapshot {
+  explicit LoadedSnapshot(snapshot* s) : skel(s) {}
+  ~LoadedSnapshot() { hs_snapshot_destroy(skel); }  // closes every fd of the program
+  LoadedSnapshot(const LoadedSnapshot&) = delete;
+  LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
+  snapshot* skel;
+  std::mutex mu;
+};
+
+// The snapshot on one process: its own iterator link over the shared program.
 class BpfSnapshot : public QuietSource {
  public:
-  explicit BpfSnapshot(snapshot* skel) : skel_(skel) {}
-  ~BpfSnapshot() override { snapshot__destroy(skel_); }  // detaches and closes every fd
+  BpfSnapshot(std::shared_ptr<LoadedSnapshot> loaded, int link, int pid)
+      : loaded_(std::move(loaded)), link_(link), pid_(pid) {}
+  ~BpfSnapshot() override { ::close(link_); }
   BpfSnapshot(const BpfSnapshot&) = delete;
   BpfSnapshot& operator=(const BpfSnapshot&) = delete;
 
@@ -130,52 +142,60 @@ class BpfSnapshot : public QuietSource {
  private:
   // One pass of the iterator over the process's threads; with `copy`, registers and stacks.
   Result<std::vector<PassRecord>> run(bool copy) {
-    skel_->data->copy_stacks = copy ? 1 : 0;
-    int fd = bpf_iter_create(bpf_link__fd(skel_->links.snapshot_threads));
-    if (fd < 0) return snapshot_error("cannot run the iterator", errno);
     std::vector<std::uint8_t> out;
-    std::vector<std::uint8_t> buf(64 * 1024);
-    ssize_t n = 0;
-    while ((n = ::read(fd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) out.insert(out.end(), buf.begin(), buf.begin() + n);
+    int err = 0;
+    {
+      std::lock_guard lock(loaded_->mu);
+      *hs_snapshot_target_tgid(loaded_->skel) = static_cast<std::uint32_t>(pid_);
+      *hs_snapshot_copy_stacks(loaded_->skel) = copy ? 1 : 0;
+      int fd = bpf_iter_create(link_);
+      if (fd < 0) return snapshot_error("cannot run the iterator", errno);
+      std::vector<std::uint8_t> buf(64 * 1024);
+      ssize_t n = 0;
+      while ((n = ::read(fd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) out.insert(out.end(), buf.begin(), buf.begin() + n);
+      }
+      err = n < 0 ? errno : 0;
+      ::close(fd);
     }
-    int err = errno;
-    ::close(fd);
-    if (n < 0) return snapshot_error("running the iterator", err);
+    if (err != 0) return snapshot_error("running the iterator", err);
     return parse_pass(out);
   }
 
-  snapshot* skel_;
+  std::shared_ptr<LoadedSnapshot> loaded_;
+  int link_;  // the iterator's link, limited to the process where the kernel can
+  int pid_;
 };
 
-// libbpf prints its own messages to stderr by default; the library never prints.
-int quiet_libbpf(enum libbpf_print_level, const char*, va_list) { return 0; }
+class BpfSnapshotLoader : public QuietLoader {
+ public:
+  explicit BpfSnapshotLoader(std::shared_ptr<LoadedSnapshot> loaded) : loaded_(std::move(loaded)) {}
+  std::string name() const override { return "bpf"; }
+
+  Result<std::unique_ptr<QuietSource>> open(int pid) override {
+    int prog = hs_snapshot_prog_fd(loaded_->skel);
+    // The iterator visits only this process's threads (Linux 6.1+); older kernels visit all
+    // and the program's tgid check keeps the process's own.
+    union bpf_iter_link_info info {};
+    info.task.pid = static_cast<std::uint32_t>(pid);
+    LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &info, .iter_info_len = sizeof(info));
+    int link = bpf_link_create(prog, 0, BPF_TRACE_ITER, &opts);
+    if (link < 0) link = bpf_link_create(prog, 0, BPF_TRACE_ITER, nullptr);
+    if (link < 0) return snapshot_error("cannot attach the task iterator", errno);
+    return std::unique_ptr<QuietSource>(std::make_unique<BpfSnapshot>(loaded_, link, pid));
+  }
+
+ private:
+  std::shared_ptr<LoadedSnapshot> loaded_;
+};
 
 }  // namespace
 
-Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid) {
-  libbpf_set_print(quiet_libbpf);
-  snapshot* skel = snapshot__open();
-  if (skel == nullptr) return snapshot_error("cannot open the program", errno);
-  skel->rodata->target_tgid = static_cast<std::uint32_t>(pid);
-  if (int err = snapshot__load(skel); err != 0) {
-    snapshot__destroy(skel);
-    return snapshot_error("cannot load the program", -err);
-  }
-  // The iterator visits only this process's threads (Linux 6.1+); older kernels visit all.
-  union bpf_iter_link_info info {};
-  info.task.pid = static_cast<std::uint32_t>(pid);
-  LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
-  skel->links.snapshot_threads = bpf_program__attach_iter(skel->progs.snapshot_threads, &opts);
-  if (skel->links.snapshot_threads == nullptr) {
-    skel->links.snapshot_threads = bpf_program__attach_iter(skel->progs.snapshot_threads, nullptr);
-  }
-  if (skel->links.snapshot_threads == nullptr) {
-    int err = errno;
-    snapshot__destroy(skel);
-    return snapshot_error("cannot attach the task iterator", err);
-  }
-  return std::unique_ptr<QuietSource>(std::make_unique<BpfSnapshot>(skel));
+Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
+  snapshot* skel = hs_snapshot_load();
+  if (skel == nullptr) return snapshot_error("cannot load the program", errno);
+  auto loaded = std::make_shared<LoadedSnapshot>(skel);
+  return std::shared_ptr<QuietLoader>(std::make_shared<BpfSnapshotLoader>(std::move(loaded)));
 }
 
 #endif

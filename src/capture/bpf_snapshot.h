@@ -3,9 +3,10 @@
 //
 // Why BPF: only the kernel can read a sleeping thread's user registers (bpf_task_pt_regs)
 // without stopping it, and a sleepable iterator may copy its user stack too
-// (bpf_copy_from_user_task). The program is loaded per dump, limited to one process, and
-// owned by file descriptors only: closed on every path, and freed by the kernel if hangscan is
-// killed. Needs Linux 5.18+, BTF, and root or CAP_BPF + CAP_PERFMON.
+// (bpf_copy_from_user_task). The program is loaded once per run (the kernel's BTF is parsed
+// and the verifier runs once) and attached as one iterator link per process, limited to that
+// process; all of it is owned by file descriptors only: closed on every path, and freed by the
+// kernel if hangscan is killed. Needs Linux 5.18+, BTF, and root or CAP_BPF + CAP_PERFMON.
 #pragma once
 
 #include <memory>
@@ -17,9 +18,9 @@
 
 namespace hangscan {
 
-// Opens and loads the snapshot program for `pid`; an error says why the quiet path is off
-// (a build without BPF, no privilege, a kernel without the iterator or BTF).
-Result<std::unique_ptr<QuietSource>> open_bpf_snapshot(int pid);
+// Loads the snapshot program; an error says why the quiet path is off (a build without BPF, no
+// privilege, a kernel without the iterator or BTF). Each open(pid) attaches its own iterator.
+Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot();
 
 // A thread's registers as the kernel keeps them (struct pt_regs, copied by BPF) in ptrace's
 // layout (user_regs_struct), with the thread's fs_base. Why shared: the recorder's samples

@@ -4,10 +4,16 @@
 
 #include "capture/acquire.h"
 #include "capture/finish.h"
+#include "capture/quiet_source.h"
 #include "util/contain.h"
 #include "util/diagnostic.h"
 
 namespace hangscan {
+
+void start_quiet_session(CaptureOptions& options) {
+  if (options.quiet && !options.nonblocking && !options.quiet_session)
+    options.quiet_session = QuietSession::start();
+}
 
 ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
                                 SymbolCache& symbols) {

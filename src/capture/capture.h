@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include "unwind/unwinder.h"
 
 namespace hangscan {
+
+class QuietSession;
 
 struct CaptureOptions {
   UnwinderKind unwinder = UnwinderKind::libdw;
@@ -33,6 +36,9 @@ struct CaptureOptions {
   // Copy sleeping threads without stopping them where a quiet source opens (quiet_source.h);
   // only the running ones are stopped. dump only (not --no-bpf); off: every thread is stopped.
   bool quiet = false;
+  // The run's quiet source, loaded once for every process it captures (quiet_source.h); null:
+  // each capture loads its own. Set by start_quiet_session() at the start of a run.
+  std::shared_ptr<QuietSession> quiet_session;
   bool kernel_stacks = true;                 // /proc/TID/stack (live, root only)
   std::size_t max_stack_bytes = 512 * 1024;  // per thread, bounded by the stack mapping
   std::chrono::milliseconds freeze_timeout{3000};
@@ -41,6 +47,11 @@ struct CaptureOptions {
   // there to check that a death during the capture is reported.
   std::function<void()> while_frozen;
 };
+
+// With options.quiet (and not --nonblocking), starts loading the quiet source now, on a helper
+// thread, for every capture made with these options. Why: a run calls it before it looks for
+// its processes, so the load (tens of milliseconds) overlaps discovery and is paid once.
+void start_quiet_session(CaptureOptions& options);
 
 // Never throws: whatever fails inside one target's capture (bad remote data, a library
 // exception) is an error diagnostic of the snapshot it returns, so the caller goes on with

@@ -6,11 +6,19 @@
 // and proves afterwards, by its sleep sequence, that it did not run in between; acquire.cpp
 // then stops only the threads that run. Each source is one file pair plus one line in
 // quiet_sources() (quiet_source.cpp); the BPF snapshot (bpf_snapshot.h) is the first.
+//
+// A source is loaded once per run (QuietLoader: for BPF the kernel's BTF and the verifier, tens
+// of milliseconds) and opened on each process (QuietSource: cheap). QuietSession starts the
+// load on a helper thread at the start of a run, while the processes are found.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +42,7 @@ struct QuietTake {
   std::vector<int> awake;
 };
 
+// A source opened on one process.
 class QuietSource {
  public:
   virtual ~QuietSource() = default;
@@ -46,16 +55,51 @@ class QuietSource {
   virtual Result<std::map<int, std::uint64_t>> asleep_now() = 0;
 };
 
-// A registered source: its name and how it opens for one process (an error says why not here).
+// A source loaded once for a run. Why apart from QuietSource: loading costs tens of
+// milliseconds, opening on a process a fraction of one; a run of several processes loads once.
+// open() may be called from several threads; the sources it returns may outlive it.
+class QuietLoader {
+ public:
+  virtual ~QuietLoader() = default;
+  virtual std::string name() const = 0;
+  // The source on `pid` (an error says why not, e.g. an iterator that cannot attach).
+  virtual Result<std::unique_ptr<QuietSource>> open(int pid) = 0;
+};
+
+// A registered source: its name and how it loads (an error says why not here).
 struct QuietSourceEntry {
   const char* name;
-  Result<std::unique_ptr<QuietSource>> (*open)(int pid);
+  Result<std::shared_ptr<QuietLoader>> (*load)();
 };
 
 // Every registered source, in order of preference.
 std::span<const QuietSourceEntry> quiet_sources();
 
-// The first source that opens for `pid`; else an error naming why each did not.
+// The first source that loads here; else an error naming why each did not.
+Result<std::shared_ptr<QuietLoader>> load_quiet_source();
+
+// load_quiet_source() then open(pid): `doctor`'s check.
 Result<std::unique_ptr<QuietSource>> open_quiet_source(int pid);
+
+// The quiet source of one run: loaded once, on a helper thread started at the start of the run
+// (while processes are found and described), shared by every process the run captures. Why a
+// session: a dump of several processes paid the load per process. Nothing is pinned: what it
+// loads lives in file descriptors and dies with hangscan.
+class QuietSession {
+ public:
+  // Starts loading now, on a helper thread.
+  static std::shared_ptr<QuietSession> start();
+  // Waits for the load (the first call), then opens the source on `pid`. The first call adds a
+  // --verbose line to `log` (when not null) saying what was loaded and how long the wait was.
+  Result<std::unique_ptr<QuietSource>> open(int pid, std::vector<std::string>* log);
+
+ private:
+  QuietSession() = default;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point loaded_at_;
+  std::future<Result<std::shared_ptr<QuietLoader>>> loading_;
+  std::optional<Result<std::shared_ptr<QuietLoader>>> loaded_;
+};
 
 }  // namespace hangscan

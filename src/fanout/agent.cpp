@@ -187,6 +187,7 @@ Result<JobSnapshot> run_agent(const AgentOptions& o) {
   run.slurm_job_start = o.job_start;
   run.resolve_waits = true;
   run.remember_since = true;
+  start_quiet_session(run.capture);  // when quiet: loads while the processes are found
   std::vector<Diagnostic> found;
   auto procs = discover_job_processes(o, found);
   if (!procs) return procs.error();

@@ -25,6 +25,8 @@ LocalJob run_local_job(const LocalJobRequest& req) {
     }
   }
   if (good_pids.empty() && req.match.empty()) return out;
+  JobOptions run = req.run;
+  start_quiet_session(run.capture);  // loads while the processes are found
 
   DiscoveryOptions dopt;
   dopt.pids = good_pids;
@@ -51,7 +53,7 @@ LocalJob run_local_job(const LocalJobRequest& req) {
   opened.clear();  // explicit pids discovery left out (hangscan itself) are released here
   for (const auto& r : out.rejected) found.push_back(error_diagnostic(r.error, r.pid));
   SymbolCache symbols;
-  out.job = run_job(members, req.run, symbols, std::move(found));
+  out.job = run_job(members, run, symbols, std::move(found));
   out.ran = true;
   return out;
 }

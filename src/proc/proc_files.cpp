@@ -43,8 +43,12 @@ std::vector<std::string_view> split_fields(std::string_view s) {
 }
 
 std::optional<std::string> read_link(const std::string& path) {
+  return read_link_at(AT_FDCWD, path.c_str());
+}
+
+std::optional<std::string> read_link_at(int dir_fd, const char* name) {
   char buf[PATH_MAX + 1];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  ssize_t n = ::readlinkat(dir_fd, name, buf, sizeof buf);
   if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return std::nullopt;
   return std::string(buf, static_cast<std::size_t>(n));
 }

@@ -38,6 +38,9 @@ Result<std::string> read_text_file(const std::string& path, std::size_t max_byte
 // cannot be read or is longer than PATH_MAX. Why here: one buffer size and one truncation rule
 // for every caller, instead of a char[PATH_MAX] and a readlink() at each.
 std::optional<std::string> read_link(const std::string& path);
+// The same, relative to an open directory: the node-wide fd scan reads `name` in /proc/PID/fd
+// without walking the path from /proc again for every fd.
+std::optional<std::string> read_link_at(int dir_fd, const char* name);
 
 // /proc/PID/maps
 std::vector<Mapping> parse_maps(std::string_view text);

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -55,7 +56,7 @@ class NodeView {
     for (const ProcessSnapshot& p : job.processes) {
       if (p.death || p.threads.empty() || p.core) continue;
       job_pids_.insert(p.pid);
-      scan_fds(p.pid);
+      scan_fds(p.pid, true);
     }
   }
 
@@ -67,7 +68,7 @@ class NodeView {
       return it != holders_.end() ? it->second : none_;
     node_scanned_ = true;
     for (int pid : numeric_entries("/proc")) {
-      if (!job_pids_.count(pid)) scan_fds(pid);
+      if (!job_pids_.count(pid)) scan_fds(pid, false);
     }
     it = holders_.find(link);
     return it != holders_.end() ? it->second : none_;
@@ -100,19 +101,25 @@ class NodeView {
   }
 
  private:
-  void scan_fds(int pid) {
-    auto& mine = fds_[pid];
-    std::string dir = fmt::format("/proc/{}/fd", pid);
-    for (int fd : numeric_entries(dir)) {
-      if (scanned_ >= kMaxNodeFds) return;
+  // The pipes and sockets `pid` holds; with `keep`, its whole fd table (the job's processes:
+  // their waits are resolved from it). Links are read relative to the open fd directory.
+  void scan_fds(int pid, bool keep) {
+    DIR* d = ::opendir(fmt::format("/proc/{}/fd", pid).c_str());
+    if (!d) return;
+    auto* mine = keep ? &fds_[pid] : nullptr;
+    while (dirent* e = ::readdir(d)) {
+      auto fd = parse_int<int>(e->d_name);
+      if (!fd) continue;
+      if (scanned_ >= kMaxNodeFds) break;
       ++scanned_;
-      auto link = read_link(fmt::format("{}/{}", dir, fd));
+      auto link = read_link_at(::dirfd(d), e->d_name);
       if (!link) continue;
-      mine[fd] = *link;
       if (link->compare(0, 8, "socket:[") == 0 || link->compare(0, 6, "pipe:[") == 0) {
-        holders_[*link].push_back({pid, fd});
+        holders_[*link].push_back({pid, *fd});
       }
+      if (mine != nullptr) (*mine)[*fd] = std::move(*link);
     }
+    ::closedir(d);
   }
 
   std::set<int> job_pids_;
@@ -308,7 +315,20 @@ class WaitResolver {
   // several such processes are said as a count, not guessed between.
   // The job's processes are looked at first; the rest of the node only when none of them but
   // the waiter holds the other end (a claim that nobody else does needs every fd table).
+  // Threads waiting on the same pipe the same way share one answer (computed once: its holders'
+  // fdinfo is read once, not once per thread).
   void pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
+    auto key = std::make_tuple(f.text, pid, writing);
+    auto known = pipe_edges_.find(key);
+    if (known == pipe_edges_.end()) {
+      std::vector<WaitEdge> edge;
+      new_pipe_edge(edge, pid, f, writing);
+      known = pipe_edges_.emplace(std::move(key), std::move(edge)).first;
+    }
+    out.insert(out.end(), known->second.begin(), known->second.end());
+  }
+
+  void new_pipe_edge(std::vector<WaitEdge>& out, int pid, const FdTarget& f, bool writing) {
     std::set<int> others;
     bool self = false;  // the waiter holds the other end itself
     other_ends(node_.holders(f.text), pid, writing, others, self);
@@ -365,6 +385,7 @@ class WaitResolver {
   std::string host_;
   NodeView node_;
   std::map<int, std::vector<int>> awaited_;  // tid -> fds, of the process being resolved
+  std::map<std::tuple<std::string, int, bool>, std::vector<WaitEdge>> pipe_edges_;
 };
 
 }  // namespace

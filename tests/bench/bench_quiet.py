@@ -1,10 +1,12 @@
 """Benchmark of the quiet dump (issue #33 part 2): wall time of `dump` and the pause.
 
-Usage: python3 bench_quiet.py NEW_HANGSCAN OLD_HANGSCAN PROGRAMS_DIR [RUNS=9]
+Usage: python3 bench_quiet.py PROGRAMS_DIR RUNS LABEL=HANGSCAN[:nobpf] ...
 
 tests/programs/quiet_threads with 50 and 200 blocked threads (all asleep), and with 200 blocked
-plus one spinning thread. Each binary dumps each target RUNS times, alternating (new, old), with
---json; prints the median and range of the wall time and the median pause_us, one row a case.
+plus one spinning thread. Each binary dumps each target RUNS times, alternating (in the order
+given), with --json; ":nobpf" runs that binary with HANGSCAN_NO_BPF=1 (the ptrace-only dump).
+Prints the median and range of the wall time and of pause_us, one row a case, one column a
+binary, then the 1-minute load average.
 Run as root (the quiet path needs BPF), under flock /tmp/hs-bpf.lock.
 """
 import json
@@ -18,7 +20,7 @@ import time
 def start(programs, n, extra):
     r, w = os.pipe()
     p = subprocess.Popen([os.path.join(programs, "quiet_threads"), str(w), str(n), extra],
-                         pass_fds=(w,), start_new_session=True)
+                         pass_fds=(w,), start_new_session=True, stdout=subprocess.DEVNULL)
     os.close(w)
     if os.read(r, 16) != b"ready\n":
         raise RuntimeError("target did not get ready")
@@ -26,28 +28,31 @@ def start(programs, n, extra):
     return p
 
 
-def one(binary, pid):
+def one(spec, pid):
+    binary, _, mode = spec.partition(":")
+    env = dict(os.environ, HANGSCAN_NO_BPF="1" if mode == "nobpf" else "0")
     t0 = time.monotonic()
     out = subprocess.run([binary, "dump", "--pid", str(pid), "--json"], capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, env=env)
     wall = (time.monotonic() - t0) * 1000
     proc = json.loads(out.stdout)["processes"][0]
     return wall, proc["pause_us"]
 
 
 def main():
-    new, old, programs = sys.argv[1:4]
-    runs = int(sys.argv[4]) if len(sys.argv) > 4 else 9
+    programs, runs = sys.argv[1], int(sys.argv[2])
+    binaries = dict(a.split("=", 1) for a in sys.argv[3:])
+    print("case | " + " | ".join(binaries), flush=True)
     for n, extra in ((50, "none"), (200, "none"), (200, "spin")):
         p = start(programs, n, extra)
         try:
             time.sleep(0.5)
-            res = {"new": [], "old": []}
+            res = {name: [] for name in binaries}
             for _ in range(runs):
-                for name, binary in (("new", new), ("old", old)):
-                    res[name].append(one(binary, p.pid))
+                for name, spec in binaries.items():
+                    res[name].append(one(spec, p.pid))
             row = [f"{n} blocked" + (" + 1 spinning" if extra == "spin" else "")]
-            for name in ("new", "old"):
+            for name in binaries:
                 walls = [w for w, _ in res[name]]
                 pauses = [u for _, u in res[name]]
                 row.append(f"{statistics.median(walls):.1f} ms ({min(walls):.1f}-{max(walls):.1f}),"
@@ -57,6 +62,7 @@ def main():
         finally:
             p.kill()
             p.wait()
+    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ PYTHON = "/usr/bin/python3.11"
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux") or
-    not os.path.exists(os.path.join(lib.build_dir(), "bpf", "snapshot.skel.h")),
+    not os.path.exists(os.path.join(lib.build_dir(), "bpf", "snapshot.lskel.h")),
     reason="the quiet path needs root, BTF and a build with eBPF")
 
 
@@ -181,3 +181,47 @@ def test_no_bpf_program_stays_loaded_after_sigkill_mid_dump():
             proc.wait(timeout=30)
         lib.wait_for(lambda: bpf_programs() == loaded, 10, "the program to be freed")
         lib.assert_runs_on(t.pid)
+
+
+# A parent that starts two quiet_threads children (4 blocked threads each), says ready once both
+# did, then blocks in a read: three processes whose threads all sleep.
+LAUNCHER = r"""
+import os, subprocess, sys
+for _ in range(2):
+    r, w = os.pipe()
+    subprocess.Popen([sys.argv[1], str(w), "4", "none"], pass_fds=(w,))
+    os.close(w)
+    assert os.read(r, 16) == b"ready\n"
+    os.close(r)
+os.write(int(sys.argv[2]), b"ready\n")
+os.read(os.pipe()[0], 1)
+"""
+
+
+def test_one_program_load_for_a_dump_of_three_processes():
+    """The program is loaded once per run, with one iterator link per process, and nothing stays
+    loaded. Counted by the kernel calls (strace): the iterator reaches the kernel as a
+    BPF_PROG_LOAD of the tracing type, or inside one of a light skeleton's loader (the syscall
+    type; libbpf's feature probes load other types); BPF_LINK_CREATE is an attach."""
+    with lib.TargetPool() as pool:
+        t = pool.start([PYTHON, "-c", LAUNCHER, QUIET, lib.READY])
+        kids = lib.children(t.pid)
+        assert len(kids) == 2
+        for kid in kids:
+            lib.wait_for(lambda: len(lib.thread_states(kid)) == 5, 10, "every thread")
+        loaded = bpf_programs()
+        with tempfile.NamedTemporaryFile(mode="r") as trace:
+            run = lib.dump(t.pid, "--subprocesses", "-v",
+                           prefix=["strace", "-f", "-qq", "-e", "trace=bpf", "-o", trace.name])
+            calls = trace.read()
+        assert run.rc == 0, run.describe()
+        assert sorted(p["pid"] for p in run.doc["processes"]) == sorted([t.pid] + kids)
+        for p in run.doc["processes"]:
+            assert p["pause_us"] == 0
+            assert {th["capture"] for th in p["threads"]} == {"bpf"}
+        loads = [c for c in calls.splitlines() if "BPF_PROG_LOAD" in c]
+        assert sum("BPF_PROG_TYPE_TRACING" in c or "BPF_PROG_TYPE_SYSCALL" in c
+                   for c in loads) == 1
+        assert sum("BPF_LINK_CREATE" in c for c in calls.splitlines()) == 3
+        assert sum("quiet source bpf loaded" in line for line in run.stderr.splitlines()) == 1
+        assert bpf_programs() == loaded

@@ -3,6 +3,7 @@
 // modules in stack lines, garbage lines.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -132,6 +133,13 @@ TEST(ProcFiles, ReadLinkNamesTheTargetOrNothing) {
   EXPECT_EQ(read_link(link), std::optional<std::string>("/no/such dir/target (deleted)"));
   EXPECT_EQ(read_link(std::string(dir) + "/absent"), std::nullopt);
   EXPECT_EQ(read_link(dir), std::nullopt);  // a directory, not a link
+  // The same relative to an open directory (the node-wide fd scan reads /proc/PID/fd that way).
+  int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir_fd, 0);
+  EXPECT_EQ(read_link_at(dir_fd, "link"),
+            std::optional<std::string>("/no/such dir/target (deleted)"));
+  EXPECT_EQ(read_link_at(dir_fd, "absent"), std::nullopt);
+  ASSERT_EQ(close(dir_fd), 0);
   auto exe = read_link("/proc/self/exe");
   ASSERT_TRUE(exe.has_value());
   EXPECT_TRUE(exe->ends_with("/hs_proc_tests")) << *exe;
