@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -76,6 +77,18 @@ class NodeView {
 
   const std::map<int, std::string>& fds_of(int pid) { return fds_[pid]; }
 
+  // Why a claim that nobody else holds an end is not proven: some process's fd table could not
+  // be read (another user namespace's init refuses even root) or the scan hit its limit.
+  // Empty when every table was read.
+  std::string unseen_besides(int waiter) const {
+    std::size_t n = unreadable_.size() - unreadable_.count(waiter);
+    std::string why;
+    if (n > 0)
+      why = fmt::format("; the fds of {} other process{} could not be read", n, n == 1 ? "" : "es");
+    if (scanned_ >= kMaxNodeFds) why += fmt::format("; the scan stopped at {} fds", kMaxNodeFds);
+    return why;
+  }
+
   // TCP sockets of `pid`'s network namespace (tcp and tcp6), by inode.
   const std::map<std::uint64_t, TcpSocket>& tcp(int pid) {
     std::string ns = read_link(fmt::format("/proc/{}/ns/net", pid)).value_or("?");
@@ -105,14 +118,19 @@ class NodeView {
   // their waits are resolved from it). Links are read relative to the open fd directory.
   void scan_fds(int pid, bool keep) {
     DIR* d = ::opendir(fmt::format("/proc/{}/fd", pid).c_str());
-    if (!d) return;
+    if (!d) {
+      if (errno == EACCES || errno == EPERM) unreadable_.insert(pid);
+      return;
+    }
     auto* mine = keep ? &fds_[pid] : nullptr;
     while (dirent* e = ::readdir(d)) {
       auto fd = parse_int<int>(e->d_name);
       if (!fd) continue;
       if (scanned_ >= kMaxNodeFds) break;
       ++scanned_;
+      errno = 0;
       auto link = read_link_at(::dirfd(d), e->d_name);
+      if (!link && (errno == EACCES || errno == EPERM)) unreadable_.insert(pid);
       if (!link) continue;
       if (link->compare(0, 8, "socket:[") == 0 || link->compare(0, 6, "pipe:[") == 0) {
         holders_[*link].push_back({pid, *fd});
@@ -123,6 +141,7 @@ class NodeView {
   }
 
   std::set<int> job_pids_;
+  std::set<int> unreadable_;  // pids whose fd table or a link of it was refused
   std::map<std::string, std::vector<Holder>> holders_;
   std::map<int, std::map<int, std::string>> fds_;
   std::map<std::string, std::map<std::uint64_t, TcpSocket>> tcp_;
@@ -339,10 +358,12 @@ class WaitResolver {
     } else if (others.empty() && self) {
       // Nobody else can ever end this wait: the waiter must close or use its own other end.
       out.push_back({"", std::nullopt, std::nullopt,
-                     fmt::format("{} (only this process holds its {} end)", f.text, end)});
+                     fmt::format("{} (only this process holds its {} end{})", f.text, end,
+                                 node_.unseen_besides(pid))});
     } else if (others.empty()) {
       out.push_back({"", std::nullopt, std::nullopt,
-                     fmt::format("{} (no other process holds its {} end)", f.text, end)});
+                     fmt::format("{} (no other process holds its {} end{})", f.text, end,
+                                 node_.unseen_besides(pid))});
     } else {
       out.push_back({"", std::nullopt, std::nullopt,
                      fmt::format("{} ({} processes hold its {} end)", f.text, others.size(), end)});

@@ -30,7 +30,7 @@ def test_threads_waiting_on_one_pipe_read_its_fdinfo_once():
         assert run.rc == 0, run.describe()
         proc = lib.process_of(run.doc, t.pid)
         only_self = [th["tid"] for th in proc["threads"]
-                     if any("(only this process holds its write end)" in e["via"]
+                     if any("(only this process holds its write end" in e["via"]
                             for e in th.get("waits_on", []))]
         assert len(only_self) == 20
         fdinfo = re.findall(rf'"/proc/{t.pid}/fdinfo/\d+"', calls)
