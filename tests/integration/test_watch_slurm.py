@@ -316,4 +316,32 @@ def test_watch_slurm_job_html_page_embeds_the_merged_json_of_the_same_run(ebpf, 
         assert page == run.doc
         assert [(p["rank"], p["node"], p["pid"]) for p in page["processes"]] == \
             [(r, job.node_of(r), job.pids[r]) for r in range(WORLD)]
+        merged_page_draws_each_node_on_one_axis(run.doc, page_file, tmp_path)
         hs.wait_for(lambda: not (bpf_ids("prog") - progs0), 20, "the nodes' BPF programs to be freed")
+
+
+def merged_page_draws_each_node_on_one_axis(doc, page_file, tmp_path):
+    """In the browser: the merged window is as long as the last node's window ends (the merged
+    document has no window_s of its own), and each process's on-CPU bars start at its node's
+    offset on that axis, a bucket of its node's width each."""
+    import browser
+    try:
+        browser.chromium()
+    except pytest.skip.Exception:
+        return  # the JSON checks above stand; the browser part runs where chromium is
+    nodes = {n["node"]: n for n in doc["nodes"]}
+    window = max(n["offset_s"] + n["window_s"] for n in nodes.values())
+    with browser.Browser(tmp_path) as b:
+        page = b.open(page_file.as_uri())
+        assert page.eval("document.title") == \
+            f"hangscan watch: {len(doc['processes'])} processes, {window:.1f} s"
+        lefts = page.eval("[...document.querySelectorAll('.strip-row')].map(r => [+r.dataset.pid,"
+                          " [...r.querySelectorAll('.cpu-strip .cpu')].map(b => parseFloat(b.style.left))])")
+        expected = []
+        for p in doc["processes"]:
+            n = nodes[p["node"]]
+            expected.append([p["pid"], [pytest.approx((n["offset_s"] + i * n["cpu_bucket_s"]) / window * 100,
+                                                      abs=0.0006) for i in range(len(p["cpu_over_time"]))]])
+        assert lefts == expected
+        assert all(n["cpu_bucket_s"] > 0 for n in nodes.values()), doc["nodes"]
+    assert b.console_errors == []

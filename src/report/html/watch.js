@@ -4,7 +4,18 @@
 // (docs/output-schema.md, "watch") with common.js's el() only: nothing a target names is markup.
 
 const watch = JSON.parse(document.getElementById("hs-data").textContent);
-const windowS = watch.window_s > 0 ? watch.window_s : 1;
+// A window across the nodes of a Slurm job (watch --slurm-job) has no window_s of its own: each
+// node's window starts offset_s after the first, and its processes' times (waits, on-CPU
+// buckets) are the node's own, so they are moved by that offset onto the one axis.
+const nodeOf = new Map((watch.nodes || []).map((n) => [n.node, n]));
+const windowS = watch.window_s > 0 ? watch.window_s
+  : Math.max(1, ...(watch.nodes || []).map((n) => (n.offset_s || 0) + (n.window_s || 0)));
+const offsetOf = (p) => (nodeOf.has(p.node) ? nodeOf.get(p.node).offset_s || 0 : 0);
+const bucketOf = (p) => {
+  const n = nodeOf.get(p.node);
+  const b = n && n.cpu_bucket_s > 0 ? n.cpu_bucket_s : watch.cpu_bucket_s;
+  return b > 0 ? b : windowS;
+};
 const pct = (s) => `${Math.max(0, Math.min(100, (s / windowS) * 100)).toFixed(3)}%`;
 
 function who(p) {
@@ -44,18 +55,19 @@ function timelineSection() {
     row.dataset.pid = p.pid;
     row.appendChild(el("span", "strip-name", `${who(p)} ${p.comm} ${Math.round(p.cpu_share * 100)}% CPU`));
     const strip = el("div", "strip");
+    const offset = offsetOf(p);
     for (const w of p.waits || []) {
-      const start = w.before_window ? 0 : w.end_s - w.duration_s;
+      const start = offset + (w.before_window ? 0 : w.end_s - w.duration_s);
       const bar = el("div", "wait" + (w.ongoing ? " ongoing" : ""));
       bar.style.left = pct(start);
-      bar.style.width = pct(w.end_s - start);
+      bar.style.width = pct(offset + w.end_s - start);
       const waker = w.waker ? `, woken by ${w.waker.comm} (pid ${w.waker.pid})` : "";
       const at = w.frames.find((f) => f.kind === "python") || w.frames[0];  // the Python line first
       bar.title = `${w.syscall || "off CPU"} ${w.duration_s.toFixed(2)} s${w.ongoing ? ", still waiting" : ""}${waker}` +
         (at ? ` in ${fnName(at)}` : "");
       strip.appendChild(bar);
     }
-    for (const t of (watch.timeline || []).filter((e) => e.pid === p.pid)) {
+    for (const t of (watch.timeline || []).filter((e) => e.pid === p.pid && (e.node === undefined || e.node === p.node))) {
       const mark = el("div", "event " + t.kind);
       mark.style.left = pct(t.t_s);
       mark.title = t.text;
@@ -75,9 +87,9 @@ function timelineSection() {
 // average, so a bar is full at one CPU and marked when more were busy).
 function cpuStrip(p) {
   const strip = el("div", "cpu-strip");
-  const bucket = watch.cpu_bucket_s > 0 ? watch.cpu_bucket_s : windowS;
+  const bucket = bucketOf(p), offset = offsetOf(p);
   (p.cpu_over_time || []).forEach((share, i) => {
-    const from = i * bucket, to = Math.min(windowS, from + bucket);
+    const from = offset + i * bucket, to = Math.min(windowS, from + bucket);
     const bar = el("div", "cpu" + (share > 1 ? " over" : ""));
     bar.style.left = pct(from);
     bar.style.width = pct(to - from);
