@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "report/finding_json.h"
+
 namespace hangscan {
 
 using nlohmann::json;
@@ -52,7 +54,7 @@ const char* granularity_name(GroupOptions::Granularity g) {
 void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInterner* stacks) {
   if (!a) {
     for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members",
-                          "missing_ranks", "notes", "wait_chains", "grouping"}) {
+                          "missing_ranks", "notes", "wait_chains", "findings", "grouping"}) {
       doc[k] = nullptr;
     }
     return;
@@ -86,6 +88,7 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
   doc["missing_ranks"] = a->missing_ranks;
   doc["notes"] = a->notes;
   doc["wait_chains"] = a->wait_chains;
+  doc["findings"] = findings_to_json(job, *a);  // the same as data (report/finding_json.h)
   if (!a->deadlocks.empty()) doc["deadlocks"] = a->deadlocks;  // only when found: older documents
   if (!a->last_logs.empty()) {                                 // only with --logs
     json logs = json::array();
