@@ -1,16 +1,13 @@
 // Findings as JSON: kind, members, frames and the figures of each kind.
 #include "report/finding_json.h"
 
+#include "report/json_writer.h"
+
 namespace hangscan {
 
 using nlohmann::json;
 
 namespace {
-
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 // The ranks a finding is about: its members' (a death: the rank it was), or the missing ones.
 std::vector<int> subject_ranks(const JobSnapshot& job, const Finding& f) {
@@ -26,17 +23,19 @@ std::vector<int> subject_ranks(const JobSnapshot& job, const Finding& f) {
 json frame_json(const StackTrie& trie, const FrameRef& r) {
   const Frame* f = resolve(trie, r);
   if (!f) return nullptr;
-  return {{"function", f->function}, {"file", opt(f->file)}, {"line", opt(f->line)}};
+  return {
+      {"function", f->function}, {"file", json_or_null(f->file)}, {"line", json_or_null(f->line)}};
 }
 
 json death_figures(const Finding& f) {
-  json out = {{"linked", f.flag}, {"zombie_of", opt(f.zombie_of)}, {"missing_ranks", f.ranks}};
+  json out = {
+      {"linked", f.flag}, {"zombie_of", json_or_null(f.zombie_of)}, {"missing_ranks", f.ranks}};
   const Death& d = *f.death;
   out["how"] = d.how;
-  out["pid"] = opt(d.pid);
+  out["pid"] = json_or_null(d.pid);
   out["host"] = d.host;
-  out["signal"] = opt(d.signal);
-  out["exit_code"] = opt(d.exit_code);
+  out["signal"] = json_or_null(d.signal);
+  out["exit_code"] = json_or_null(d.exit_code);
   return out;
 }
 
@@ -53,7 +52,7 @@ json figures(const Finding& f) {
     case FindingKind::missing_ranks:
       return {{"world_size", f.world_size}};
     case FindingKind::pool_straggler:
-      return {{"owner", opt(f.owner)},
+      return {{"owner", json_or_null(f.owner)},
               {"owner_pid", f.owner_pid},
               {"only_worker", f.flag},
               {"idle", f.idle},
