@@ -189,7 +189,7 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   apply_locals_split(job, a);
   a.wait_findings = pool_wait_findings(job, a);
   for (Finding& w : wait_chain_findings(job)) a.wait_findings.push_back(std::move(w));
-  for (const Deadlock& d : find_deadlocks(job)) a.deadlocks.push_back(deadlock_sentence(job, d));
+  for (const Deadlock& d : find_deadlocks(job)) a.deadlock_findings.push_back(deadlock_finding(d));
   put_finding_words(job, a);  // the words, made apart from the rules (group/finding_words.h)
   return a;
 }

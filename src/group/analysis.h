@@ -57,9 +57,10 @@ struct Analysis {
   std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
   std::vector<Finding> wait_findings;        // who waits on whom (group/wait_graph.h), evidence
   std::vector<std::string> wait_chains;      // wait_findings in words, same order
-  std::vector<std::string> deadlocks;  // cycles of waits (group/deadlock.h), one sentence each
-  std::optional<int> world_size;       // expected or largest world_size seen
-  std::vector<RankLastLog> last_logs;  // with --logs: one per rank with a log, by rank
+  std::vector<Finding> deadlock_findings;    // cycles of waits (group/deadlock.h), as data
+  std::vector<std::string> deadlocks;        // deadlock_findings in words, one sentence each
+  std::optional<int> world_size;             // expected or largest world_size seen
+  std::vector<RankLastLog> last_logs;        // with --logs: one per rank with a log, by rank
   StackTrie trie;
 
   static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);

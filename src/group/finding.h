@@ -26,6 +26,7 @@ enum class FindingKind {
   pool_wait,       // a pool owner waits for its straggling worker(s)
   wait_chain,      // processes that wait (a chain or a fan-in) on one that waits on none of them
   wait_cycle,      // processes that wait on each other and on nothing outside
+  deadlock,        // a cycle of wait edges: threads of one process, or processes through a child
 };
 
 // A frame a finding points at: a member's own frame in the JobSnapshot, or a node of the
@@ -46,7 +47,8 @@ inline const Frame* resolve(const StackTrie& trie, const FrameRef& r) {
 struct Finding {
   FindingKind kind = FindingKind::divergence;
   // The processes named (indexes into JobSnapshot::processes): sorted, except a wait chain's
-  // (waiter first, in chain order, when `ordered`) and a death's (the dead process, if captured).
+  // (in chain order when `flag`), a death's (the dead process, if captured) and a deadlock's
+  // (one per step of the cycle: the same process again for threads of one process).
   std::vector<std::size_t> members;
   // The other party: divergence and locals_split: the majority; death: the largest living
   // group; pool_straggler: its dead siblings; pool_wait: the waited workers; wait_chain: the root.
@@ -70,6 +72,10 @@ struct Finding {
   std::size_t busy = 0;              // pool_straggler: other busy siblings
   int world_size = 0;                // missing_ranks
   std::string local, value, majority_value;  // locals_split: name and the two values
+  // deadlock: members[i] (thread tids[i]) waits on members[i + 1] by via[i], the last on the
+  // first; flag: processes (a wait for a child in the cycle) rather than threads of one process.
+  std::vector<int> tids;
+  std::vector<const WaitEdge*> via;
 
   static constexpr std::size_t kNoGap = static_cast<std::size_t>(-1);
 };
@@ -100,6 +106,8 @@ inline const char* finding_kind_name(FindingKind k) {
       return "wait_chain";
     case FindingKind::wait_cycle:
       return "wait_cycle";
+    case FindingKind::deadlock:
+      return "deadlock";
   }
   return "divergence";
 }

@@ -246,6 +246,8 @@ std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, cons
     case FindingKind::wait_cycle:
       return fmt::format("{} wait on each other in a cycle (none of them waits outside it)",
                          describe_members(job, f.members));
+    case FindingKind::deadlock:
+      return deadlock_sentence(job, deadlock_of(f));
   }
   return {};
 }
@@ -261,6 +263,7 @@ std::vector<std::string> finding_sentences(const JobSnapshot& job, const StackTr
 void put_finding_words(const JobSnapshot& job, Analysis& a) {
   a.suspect_reasons = finding_sentences(job, a.trie, a.findings);
   a.wait_chains = finding_sentences(job, a.trie, a.wait_findings);
+  a.deadlocks = finding_sentences(job, a.trie, a.deadlock_findings);
 }
 
 }  // namespace hangscan

@@ -26,7 +26,8 @@ std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, cons
 std::vector<std::string> finding_sentences(const JobSnapshot& job, const StackTrie& trie,
                                            const std::vector<Finding>& findings);
 
-// a.suspect_reasons and a.wait_chains from a.findings and a.wait_findings.
+// a.suspect_reasons, a.wait_chains and a.deadlocks from a.findings, a.wait_findings and
+// a.deadlock_findings.
 void put_finding_words(const JobSnapshot& job, Analysis& a);
 
 }  // namespace hangscan

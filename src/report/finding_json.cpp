@@ -61,6 +61,11 @@ json figures(const Finding& f) {
       return {{"local", f.local}, {"value", f.value}, {"majority_value", f.majority_value}};
     case FindingKind::wait_chain:
       return {{"chain", f.flag}};
+    case FindingKind::deadlock: {
+      json via = json::array();
+      for (const WaitEdge* e : f.via) via.push_back(e ? json(e->via) : json(nullptr));
+      return {{"processes", f.flag}, {"tids", f.tids}, {"via", std::move(via)}};
+    }
     case FindingKind::pool_wait:
     case FindingKind::wait_cycle:
       break;
@@ -83,6 +88,7 @@ json findings_to_json(const JobSnapshot& job, const Analysis& a) {
   json out = json::array();
   for (const Finding& f : a.findings) out.push_back(finding_json(job, a.trie, f));
   for (const Finding& f : a.wait_findings) out.push_back(finding_json(job, a.trie, f));
+  for (const Finding& f : a.deadlock_findings) out.push_back(finding_json(job, a.trie, f));
   return out;
 }
 
