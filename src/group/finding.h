@@ -55,17 +55,18 @@ struct Finding {
   std::vector<std::size_t> others;
   std::vector<int> ranks;           // missing_ranks: the ranks; death: ranks missing and not linked
   std::optional<int> rank;          // death: the rank the dead process was (its own, or linked)
-  std::vector<FrameRef> frames;     // where the members are, outermost shown first (see below)
+  std::vector<FrameRef> frames;     // where the members are, in the order said (see below)
   FrameRef place;                   // where the others are (divergence, death, locals_split)
   std::size_t gap_before = kNoGap;  // divergence: frames left out before frames[gap_before]
   std::vector<std::string> hosts;   // hosts of the members, when the job spans several
-  std::string host;                 // pool_*: the pool's host (for members without their own)
-  bool flag = false;  // divergence: no stack; pool_straggler: the only worker; death: linked;
-                      // wait_chain: a chain (members ordered) rather than a fan-in
-  char state = 0;     // bad_state: the state letter
-  std::string wchan;  // bad_state D: where in the kernel
-  std::optional<Death> death;        // death: what the node found (host filled in)
-  std::optional<int> zombie_of;      // death: the parent that has not reaped the zombie
+  std::string host;              // pool_straggler: the pool's host (for members without their own);
+                                 // death: the dead process's host when the job spans several
+  bool flag = false;             // pool_straggler: the only worker; death: linked to its rank;
+                                 // wait_chain: a chain (members ordered) rather than a fan-in
+  char state = 0;                // bad_state: the state letter
+  std::string wchan;             // bad_state D: where in the kernel
+  std::optional<Death> death;    // death: what the node found (host filled in)
+  std::optional<int> zombie_of;  // death: the parent that has not reaped the zombie
   std::optional<std::size_t> owner;  // pool_straggler: the owner's process index, if captured
   int owner_pid = 0;                 // pool_straggler: the owner's pid
   std::size_t idle = 0;              // pool_straggler: idle siblings
@@ -81,9 +82,9 @@ struct Finding {
 };
 
 // Frames of a divergence: [the frame where the members parted (when not at the root)], the first
-// frame after it, and the deepest Python frame below (gap_before marks frames left out). Of a
-// pool straggler or pool wait: the user's frame and, when it called into a library, the
-// innermost frame. Of a locals split: the frame holding the local.
+// frame after it, and the deepest Python frame below (gap_before marks frames left out); none
+// when the members have no stack. Of a pool straggler or pool wait: the user's frame and, when
+// it called into a library, the innermost frame. Of a locals split: the frame holding the local.
 
 // The name of a FindingKind in documents ("divergence", "bad_state", ...).
 inline const char* finding_kind_name(FindingKind k) {

@@ -144,8 +144,9 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     const ProcessSnapshot& p = job.processes[i];
     bool helper = forked_helper(p);
-    int owner = pool_owner_pid(job, p);
-    if ((p.role != kWorkerRole && p.role != kIdleRole && !helper) || owner <= 0) continue;
+    if (p.role != kWorkerRole && p.role != kIdleRole && !helper) continue;
+    int owner = pool_owner_pid(job, p);  // a scan of the job: only for pool members
+    if (owner <= 0) continue;
     // A process that could not be opened (a zombie) has no host of its own: its owner's.
     std::string host = p.host;
     if (auto o = host_of.find(p.ppid); host.empty() && o != host_of.end()) host = o->second;
