@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "group/deadlock.h"
+#include "group/finding_words.h"
 #include "group/locals_split.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
@@ -186,9 +187,10 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   for (Group& g : a.groups) g.wait = wait_spread(job, a, g);
   find_suspects(job, a);
   apply_locals_split(job, a);
-  a.wait_chains = pool_wait_sentences(job, a);
-  for (std::string& w : wait_chain_sentences(job)) a.wait_chains.push_back(std::move(w));
-  for (const Deadlock& d : find_deadlocks(job)) a.deadlocks.push_back(deadlock_sentence(job, d));
+  a.wait_findings = pool_wait_findings(job, a);
+  for (Finding& w : wait_chain_findings(job)) a.wait_findings.push_back(std::move(w));
+  for (const Deadlock& d : find_deadlocks(job)) a.deadlock_findings.push_back(deadlock_finding(d));
+  put_finding_words(job, a);  // the words, made apart from the rules (group/finding_words.h)
   return a;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "group/finding.h"
 #include "group/stack_key.h"
 #include "group/stack_trie.h"
 #include "group/wait_spread.h"
@@ -44,18 +45,22 @@ struct Group {
 
 struct Analysis {
   GroupOptions options;
-  std::vector<Group> groups;                 // smallest first, ties by lowest rank / pid
-  std::vector<int> suspects;                 // ranks, sorted (includes missing ranks)
-  std::vector<std::string> suspect_reasons;  // one plain sentence per finding
-  std::vector<int> missing_ranks;            // by world size, sorted
+  std::vector<Group> groups;      // smallest first, ties by lowest rank / pid
+  std::vector<int> suspects;      // ranks, sorted (includes missing ranks)
+  std::vector<Finding> findings;  // the suspect rules' findings, as data
+  std::vector<std::string>
+      suspect_reasons;             // findings in words (group/finding_words.h), same order
+  std::vector<int> missing_ranks;  // by world size, sorted
   std::vector<std::size_t> suspect_members;  // process indexes, sorted (ranked or not)
   std::vector<std::size_t> grouped;          // process indexes that were grouped, ascending
   std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
   std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
-  std::vector<std::string> wait_chains;      // who waits on whom (group/wait_graph.h), evidence
-  std::vector<std::string> deadlocks;  // cycles of waits (group/deadlock.h), one sentence each
-  std::optional<int> world_size;       // expected or largest world_size seen
-  std::vector<RankLastLog> last_logs;  // with --logs: one per rank with a log, by rank
+  std::vector<Finding> wait_findings;        // who waits on whom (group/wait_graph.h), evidence
+  std::vector<std::string> wait_chains;      // wait_findings in words, same order
+  std::vector<Finding> deadlock_findings;    // cycles of waits (group/deadlock.h), as data
+  std::vector<std::string> deadlocks;        // deadlock_findings in words, one sentence each
+  std::optional<int> world_size;             // expected or largest world_size seen
+  std::vector<RankLastLog> last_logs;        // with --logs: one per rank with a log, by rank
   StackTrie trie;
 
   static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);

@@ -222,6 +222,23 @@ std::vector<Deadlock> find_deadlocks(const JobSnapshot& job) {
   return out;
 }
 
+Finding deadlock_finding(const Deadlock& d) {
+  Finding f{.kind = FindingKind::deadlock, .flag = d.kind == Deadlock::Kind::processes};
+  for (const Deadlock::Member& m : d.members) {
+    f.members.push_back(m.process);
+    f.tids.push_back(m.tid);
+  }
+  f.via = d.via;
+  return f;
+}
+
+Deadlock deadlock_of(const Finding& f) {
+  Deadlock d{f.flag ? Deadlock::Kind::processes : Deadlock::Kind::threads, {}, f.via};
+  for (std::size_t i = 0; i < f.members.size() && i < f.tids.size(); ++i)
+    d.members.push_back({f.members[i], f.tids[i]});
+  return d;
+}
+
 std::string deadlock_sentence(const JobSnapshot& job, const Deadlock& d) {
   std::string out;
   if (d.kind == Deadlock::Kind::threads) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "group/finding.h"
 #include "hangscan/model.h"
 
 namespace hangscan {
@@ -36,8 +37,12 @@ struct Deadlock {
 // Every cycle of the job's wait edges, each once, in process order.
 std::vector<Deadlock> find_deadlocks(const JobSnapshot& job);
 
-// The sentence for one cycle (words at the edge of the engine: analysis keeps these beside the
-// wait chains, docs/output-schema.md "deadlocks").
+// The cycle as a finding (kind deadlock), and back.
+Finding deadlock_finding(const Deadlock& d);
+Deadlock deadlock_of(const Finding& f);
+
+// The sentence for one cycle (group/finding_words.h makes the deadlock findings' words with it;
+// analysis keeps them beside the wait chains, docs/output-schema.md "deadlocks").
 std::string deadlock_sentence(const JobSnapshot& job, const Deadlock& d);
 
 // "4712 (audit, bank.cpp:20)": a thread's id, its name and where it is (its innermost Python

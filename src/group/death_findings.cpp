@@ -20,34 +20,26 @@ std::string human(std::uint64_t bytes) {
 
 bool dead(const ProcessSnapshot& p) { return p.state == 'Z' || p.state == 'X'; }
 
-// Where the living majority waits: its deepest Python frame, else its innermost frame.
-std::string majority_words(const JobSnapshot& job, const Analysis& a, bool linked) {
+// Where the living majority waits (its deepest Python frame, else its innermost frame): the
+// finding's `others` and `place`; none when no living group has a frame.
+void living_majority(const JobSnapshot& job, const Analysis& a, Finding& f) {
   const Group* best = nullptr;
   for (const Group& g : a.groups) {
     bool living = std::none_of(g.members.begin(), g.members.end(),
                                [&](std::size_t m) { return dead(job.processes[m]); });
     if (living && (!best || g.members.size() > best->members.size())) best = &g;
   }
-  if (!best || best->frames.empty()) return {};
-  const Frame* where = &best->frames.front();
-  for (const Frame& f : best->frames) {
-    if (f.kind == FrameKind::python) {
-      where = &f;
+  if (!best || best->frames.empty()) return;
+  std::vector<std::size_t> path = a.trie.path_to(best->node);  // outermost first
+  std::size_t where = path.back();
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    if (a.trie.node(*it).frame.kind == FrameKind::python) {
+      where = *it;
       break;
     }
   }
-  bool plural = best->members.size() > 1;
-  return fmt::format("; {} {} in {}", describe_members(job, best->members),
-                     linked ? (plural ? "wait for it" : "waits for it") : (plural ? "are" : "is"),
-                     short_frame_label(*where));
-}
-
-// The host is named when the job spans several.
-std::string who(const Death& d, std::optional<int> rank, bool multi_host) {
-  std::string where = d.host.empty() || !multi_host ? "" : " on " + d.host;
-  std::string pid = d.pid ? fmt::format("pid {}", *d.pid) : std::string("a process");
-  if (rank) return fmt::format("rank {} ({}{})", *rank, pid, where);
-  return fmt::format("{}{}{}", pid, d.comm.empty() ? "" : " (" + d.comm + ")", where);
+  f.others = best->members;
+  f.place = FrameRef{.node = where};
 }
 
 }  // namespace
@@ -138,9 +130,13 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
       rank = zombie_rank;
       out.ranks.insert(*rank);
     }
-    std::string s = who(d, rank, multi_host) + " " + death_words(d);
-    if (p.state == 'Z') s += fmt::format(" (a zombie: not reaped by pid {})", p.ppid);
-    a.suspect_reasons.push_back(s + majority_words(job, a, rank.has_value()));
+    Finding f{.kind = FindingKind::death, .members = {m}, .rank = rank};
+    f.host = multi_host ? d.host : "";
+    f.flag = rank.has_value();
+    f.death = std::move(d);
+    if (p.state == 'Z') f.zombie_of = p.ppid;
+    living_majority(job, a, f);
+    a.findings.push_back(std::move(f));
     out.members.insert(m);
     flagged.push_back(m);
   }
@@ -158,14 +154,13 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
   for (const Death& d : job.deaths) {
     std::optional<int> rank;
     if (job.deaths.size() == 1 && unexplained.size() == 1) rank = unexplained.front();
-    std::string s = who(d, rank, multi_host) + " " + death_words(d);
-    if (!rank) {
-      s += fmt::format(" while ranks {} went missing; which rank it was is not known",
-                       compress_ranges(unexplained));
-    } else {
-      out.ranks.insert(*rank);
-    }
-    a.suspect_reasons.push_back(s + majority_words(job, a, rank.has_value()));
+    Finding f{.kind = FindingKind::death, .rank = rank, .death = d};
+    f.host = multi_host ? d.host : "";
+    f.flag = rank.has_value();
+    if (!rank) f.ranks = unexplained;
+    else out.ranks.insert(*rank);
+    living_majority(job, a, f);
+    a.findings.push_back(std::move(f));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "group/finding_words.h"
 #include "group/rank_set.h"
 
 namespace hangscan {
@@ -64,7 +65,7 @@ std::optional<LocalsSplit> split_on(const std::vector<std::vector<const Frame*>>
     const Local* l = find_local(*frames[i][depth], name);
     if (l == nullptr || !(is_int(l->value) || is_short_string(l->value))) return std::nullopt;
     auto [it, fresh] = by_value.try_emplace(l->value);
-    if (fresh) it->second = LocalsSplit::Part{l->value, {}, *frames[i][depth]};
+    if (fresh) it->second = LocalsSplit::Part{l->value, {}, *frames[i][depth], frames[i][depth]};
     it->second.members.push_back(members[i]);
   }
   if (by_value.size() < 2) return std::nullopt;
@@ -129,17 +130,23 @@ std::optional<LocalsSplit> split_by_locals(const JobSnapshot& job,
   return std::nullopt;
 }
 
-std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s) {
-  std::vector<std::string> out;
-  bool many = s.majority.members.size() > 1;
-  std::string majority = fmt::format("{} {} at {}={}", describe_members(job, s.majority.members),
-                                     many ? "are" : "is", s.local, s.majority.value);
+std::vector<Finding> locals_split_findings(const LocalsSplit& s) {
+  std::vector<Finding> out;
   for (const LocalsSplit::Part& p : s.minority) {
-    out.push_back(fmt::format("{} {} at {}={} in {}; {}", describe_members(job, p.members),
-                              p.members.size() > 1 ? "are" : "is", s.local, p.value,
-                              short_frame_label(p.frame), majority));
+    Finding f{.kind = FindingKind::locals_split,
+              .members = p.members,
+              .others = s.majority.members,
+              .frames = {FrameRef{.frame = p.in_job}}};
+    f.local = s.local;
+    f.value = p.value;
+    f.majority_value = s.majority.value;
+    out.push_back(std::move(f));
   }
   return out;
+}
+
+std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s) {
+  return finding_sentences(job, StackTrie(), locals_split_findings(s));
 }
 
 void apply_locals_split(const JobSnapshot& job, Analysis& a) {
@@ -154,8 +161,7 @@ void apply_locals_split(const JobSnapshot& job, Analysis& a) {
   }
   auto split = split_by_locals(job, a.grouped, a.options);
   if (!split) return;
-  for (std::string& sentence : locals_split_sentences(job, *split))
-    a.suspect_reasons.push_back(std::move(sentence));
+  for (Finding& f : locals_split_findings(*split)) a.findings.push_back(std::move(f));
   std::set<std::size_t> flagged(a.suspect_members.begin(), a.suspect_members.end());
   std::vector<int> ranks = a.suspects;
   for (const LocalsSplit::Part& p : split->minority) {

@@ -29,6 +29,7 @@ struct LocalsSplit {
     std::string value;                 // the local's value as shown ("11", "'eval'")
     std::vector<std::size_t> members;  // process indexes
     Frame frame;                       // the first member's frame holding the local
+    const Frame* in_job = nullptr;     // the same frame, in the JobSnapshot
   };
   std::string local;           // the local's name ("step")
   Part majority;               // held by more than half of the members
@@ -43,8 +44,11 @@ std::optional<LocalsSplit> split_by_locals(const JobSnapshot& job,
                                            const std::vector<std::size_t>& members,
                                            const GroupOptions& opts);
 
-// One sentence per minority value: "rank 2 is at step=11 in all_reduce (train.py:41); ranks
-// 0-1,3 are at step=10".
+// One locals_split finding per minority value (members: the minority, others: the majority).
+std::vector<Finding> locals_split_findings(const LocalsSplit& s);
+
+// The same in words (group/finding_words.h): "rank 2 is at step=11 in all_reduce (train.py:41);
+// ranks 0-1,3 are at step=10".
 std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s);
 
 // analyze()'s hook, after the other suspect rules: when every grouped member has the same

@@ -79,9 +79,10 @@ bool dead(const ProcessSnapshot& p) {
   return p.death.has_value() || p.state == 'Z' || p.state == 'X' || main_state(p) == 'Z';
 }
 
-// "work (pool_hang.py:29)", or "produce (q.py:40) -> put (queues.py:94)" when the user's frame
-// called into the library; empty when no user frame is on the main thread's stack.
-std::string user_place(const ProcessSnapshot& p) {
+// The user's frame ("work (pool_hang.py:29)"), and the innermost frame when the user's frame
+// called into the library ("produce (q.py:40) -> put (queues.py:94)"); empty when no user
+// frame is on the main thread's stack.
+std::vector<FrameRef> user_place(const ProcessSnapshot& p) {
   const ThreadSnapshot* m = main_thread(p);
   if (!m) return {};
   std::vector<const Frame*> py = python_frames(*m);
@@ -89,8 +90,8 @@ std::string user_place(const ProcessSnapshot& p) {
   auto start = std::find_if(py.begin(), py.end(), [](const Frame* f) { return worker_start(*f); });
   auto user = std::find_if(py.begin(), start, [](const Frame* f) { return is_user_frame(*f); });
   if (user == start) return {};
-  std::string out = short_frame_label(**user);
-  if (user != py.begin()) out += " -> " + short_frame_label(*py.front());
+  std::vector<FrameRef> out{FrameRef{.frame = *user}};
+  if (user != py.begin()) out.push_back(FrameRef{.frame = py.front()});
   return out;
 }
 
@@ -143,8 +144,9 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
   for (std::size_t i = 0; i < job.processes.size(); ++i) {
     const ProcessSnapshot& p = job.processes[i];
     bool helper = forked_helper(p);
-    int owner = pool_owner_pid(job, p);
-    if ((p.role != kWorkerRole && p.role != kIdleRole && !helper) || owner <= 0) continue;
+    if (p.role != kWorkerRole && p.role != kIdleRole && !helper) continue;
+    int owner = pool_owner_pid(job, p);  // a scan of the job: only for pool members
+    if (owner <= 0) continue;
     // A process that could not be opened (a zombie) has no host of its own: its owner's.
     std::string host = p.host;
     if (auto o = host_of.find(p.ppid); host.empty() && o != host_of.end()) host = o->second;
@@ -164,18 +166,6 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
     if (it != pools.end()) it->second.owner = i;
   }
   return pools;
-}
-
-// member_name(), with the pool's host for a member that has none of its own (a zombie).
-std::string name_in(const Pool& pool, const ProcessSnapshot& p) {
-  if (!p.host.empty() || pool.host.empty()) return member_name(p);
-  return fmt::format("{}:{}", pool.host, p.pid);
-}
-
-std::string owner_name(const JobSnapshot& job, const Pool& pool) {
-  if (pool.owner) return member_name(job.processes[*pool.owner]);
-  return pool.host.empty() ? fmt::format("pid {}", pool.owner_pid)
-                           : fmt::format("{}:{}", pool.host, pool.owner_pid);
 }
 
 // The owner's innermost Python frame is in a library that waits for workers (kOwnerWaits).
@@ -201,27 +191,6 @@ std::vector<std::size_t> stragglers_of(const JobSnapshot& job, const Pool& pool)
   for (std::size_t m : pool.busy) {
     if (!user_place(job.processes[m]).empty()) out.push_back(m);
   }
-  return out;
-}
-
-// "while 3 other workers are idle and pid 12, another worker, is dead".
-std::string siblings_words(const JobSnapshot& job, const Pool& pool, std::size_t busy_others) {
-  std::vector<std::string> parts;
-  std::size_t idle = pool.idle.size();
-  if (idle == 1) parts.push_back("1 other worker is idle");
-  if (idle > 1) parts.push_back(fmt::format("{} other workers are idle", idle));
-  if (busy_others == 1) parts.push_back("1 other worker is busy too");
-  if (busy_others > 1) parts.push_back(fmt::format("{} other workers are busy too", busy_others));
-  if (!pool.dead.empty()) {
-    bool one = pool.dead.size() == 1;
-    std::string who =
-        one ? name_in(pool, job.processes[pool.dead.front()]) : describe_members(job, pool.dead);
-    parts.push_back(fmt::format("{}, {}, {} dead", who, one ? "another worker" : "other workers",
-                                one ? "is" : "are"));
-  }
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    out += (i == 0 ? " while " : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   return out;
 }
 
@@ -300,10 +269,17 @@ bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_
     if (stragglers.empty()) continue;
     bool alone = pool.busy.size() == 1 && pool.idle.empty() && pool.dead.empty();
     for (std::size_t m : stragglers) {
-      const ProcessSnapshot& p = job.processes[m];
-      a.suspect_reasons.push_back(fmt::format(
-          "{}, {} worker of {}, is in {}{}", member_name(p), alone ? "the only" : "a",
-          owner_name(job, pool), user_place(p), siblings_words(job, pool, pool.busy.size() - 1)));
+      Finding f{.kind = FindingKind::pool_straggler,
+                .members = {m},
+                .others = pool.dead,
+                .frames = user_place(job.processes[m]),
+                .host = pool.host,
+                .flag = alone};
+      f.owner = pool.owner;
+      f.owner_pid = pool.owner_pid;
+      f.idle = pool.idle.size();
+      f.busy = pool.busy.size() - 1;
+      a.findings.push_back(std::move(f));
       flagged.push_back(m);
     }
     told.insert(told.end(), pool.busy.begin(), pool.busy.end());
@@ -323,8 +299,8 @@ bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_
   });
 }
 
-std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analysis& a) {
-  std::vector<std::string> out;
+std::vector<Finding> pool_wait_findings(const JobSnapshot& job, const Analysis& a) {
+  std::vector<Finding> out;
   for (const auto& [key, pool] : pools_of(job)) {
     if (!pool.owner) continue;
     const ProcessSnapshot& owner = job.processes[*pool.owner];
@@ -334,9 +310,9 @@ std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analy
       return !helpers && !a.is_suspect(m);  // a copy: clang 14 cannot capture a binding
     });
     if (waited.empty()) continue;
-    std::string where = waited.size() == 1 ? ", in " + user_place(job.processes[waited[0]]) : "";
-    out.push_back(fmt::format("{} waits for its worker{} {}{}", member_name(owner),
-                              waited.size() == 1 ? "" : "s", describe_members(job, waited), where));
+    Finding f{.kind = FindingKind::pool_wait, .members = {*pool.owner}, .others = waited};
+    if (waited.size() == 1) f.frames = user_place(job.processes[waited[0]]);
+    out.push_back(std::move(f));
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "group/finding.h"
 #include "hangscan/model.h"
 
 namespace hangscan {
@@ -57,16 +58,16 @@ bool is_pool_role(const std::string& role);
 
 // The straggler rule, for each owner whose forked workers are in the job: a live worker in
 // user code is a suspect when some of its siblings are idle or dead, or when it is the
-// owner's only worker. Adds one sentence per straggler to a.suspect_reasons and a "waits:"
-// sentence per owner that waits for one to a.wait_chains; the stragglers go to `flagged`.
+// owner's only worker. Adds one pool_straggler finding per straggler to a.findings; the
+// stragglers go to `flagged`.
 // Returns true when every grouped process is a worker whose pool's verdict was given here
 // (then the majority rules have nothing to add).
 bool worker_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged);
 
-// "vm:100 waits for its worker process vm:104, in work (pool_hang.py:29)": one sentence per
-// owner that is not running and whose straggler is a suspect; and per rank whose forked worker
+// One pool_wait finding ("vm:100 waits for its worker process vm:104, in work (pool_hang.py:29)")
+// per owner that is not running and whose straggler is a suspect; and per rank whose forked worker
 // (a DataLoader worker: a helper) is in user code beside idle siblings, so the wait chain goes
 // on from the rank to its stuck worker. a.suspect_members must be final.
-std::vector<std::string> pool_wait_sentences(const JobSnapshot& job, const Analysis& a);
+std::vector<Finding> pool_wait_findings(const JobSnapshot& job, const Analysis& a);
 
 }  // namespace hangscan

@@ -57,7 +57,7 @@ class MajorityFinder {
         if (first) note_no_majority(node, parts);
         break;
       }
-      std::optional<std::string> with;  // the majority's description, shared by its sentences
+      std::optional<std::vector<std::size_t>> with;  // the majority's members, for its findings
       for (const Part& p : parts) {
         if (&p == majority) continue;
         for (std::size_t g : p.groups) {
@@ -68,7 +68,7 @@ class MajorityFinder {
           } else if (explained_by_death(a_.groups[g])) {
             // death_findings says how they died and where the others wait.
           } else if (first || !all_running(a_.groups[g])) {
-            if (!with) with = describe_members(job_, members_of(*majority));
+            if (!with) with = members_of(*majority);
             flag(g, node, p, *majority, *with);
           }
         }
@@ -171,18 +171,16 @@ class MajorityFinder {
     return r.end - depth;
   }
 
-  std::string label_at(std::size_t m, std::size_t node) const {
+  FrameRef label_at(std::size_t m, std::size_t node) const {
     const Frame* f = member_frame(m, trie_.node(node).depth);
-    return short_frame_label(f ? *f : trie_.node(node).frame);
+    return f ? FrameRef{.frame = f} : FrameRef{.node = node};
   }
 
   // Where the majority is: the deepest Python frame on the path all its members share, or the
   // first frame where it parted from the others when there is no Python frame.
-  std::string majority_name(std::size_t node, const Part& majority) const {
-    if (majority.ending) {
-      return node == StackTrie::kRoot ? std::string("an empty stack")
-                                      : trie_.node(node).frame.function;
-    }
+  // An empty reference: an empty stack.
+  FrameRef majority_place(std::size_t node, const Part& majority) const {
+    if (majority.ending) return node == StackTrie::kRoot ? FrameRef{} : FrameRef{.node = node};
     std::size_t cur = majority.node;
     std::size_t python = StackTrie::kRoot;
     while (true) {
@@ -198,14 +196,17 @@ class MajorityFinder {
       if (live != 1 || weight_[next] != weight_[cur]) break;
       cur = next;
     }
-    return trie_.node(python != StackTrie::kRoot ? python : majority.node).frame.function;
+    return FrameRef{.node = python != StackTrie::kRoot ? python : majority.node};
   }
 
-  // "in worker (a.py:19) -> time.sleep", or "no stack" when the odd members have none.
-  std::string odd_chain(const Group& g, std::size_t node, const Part& part) const {
+  // Where the odd members are: [the frame where they parted,] its first child and the deepest
+  // Python frame below it ("in worker (a.py:19) -> ... -> time.sleep"); none: no stack.
+  void odd_frames(const Group& g, std::size_t node, const Part& part, Finding& f) const {
     std::size_t m = g.members.front();
-    if (part.ending)
-      return node == StackTrie::kRoot ? std::string("no stack") : "in " + label_at(m, node);
+    if (part.ending) {
+      if (node != StackTrie::kRoot) f.frames.push_back(label_at(m, node));
+      return;
+    }
     std::vector<std::size_t> path = trie_.path_to(g.node);
     std::size_t start =
         static_cast<std::size_t>(trie_.node(node).depth);  // path[start] = first child
@@ -216,36 +217,40 @@ class MajorityFinder {
         break;
       }
     }
-    std::string chain = "in ";
-    if (node != StackTrie::kRoot) chain += label_at(m, node) + " -> ";
-    chain += label_at(m, path[start]);
-    if (deepest > start + 1) chain += " -> ...";
-    if (deepest > start) chain += " -> " + label_at(m, path[deepest]);
-    return chain;
+    if (node != StackTrie::kRoot) f.frames.push_back(label_at(m, node));
+    f.frames.push_back(label_at(m, path[start]));
+    if (deepest > start + 1) f.gap_before = f.frames.size();
+    if (deepest > start) f.frames.push_back(label_at(m, path[deepest]));
   }
 
-  std::string who(const std::vector<std::size_t>& members) const {
-    std::string out = describe_members(job_, members);
-    if (!multi_host_) return out;
+  // The hosts of the members, when the grouped processes span several.
+  std::vector<std::string> hosts_of(const std::vector<std::size_t>& members) const {
+    if (!multi_host_) return {};
     std::set<std::string> hosts;
     for (std::size_t m : members) hosts.insert(job_.processes[m].host);
+    return {hosts.begin(), hosts.end()};
+  }
+
+  // A note's words for members (notes stay sentences made here).
+  std::string who(const std::vector<std::size_t>& members) const {
+    std::string out = describe_members(job_, members);
+    std::vector<std::string> hosts = hosts_of(members);
+    if (hosts.empty()) return out;
     std::string list;
     for (const std::string& h : hosts) list += (list.empty() ? "" : ",") + h;
     return out + " on " + list;
   }
 
   void flag(std::size_t gi, std::size_t node, const Part& part, const Part& majority,
-            const std::string& with) {
+            const std::vector<std::size_t>& with) {
     Group& g = a_.groups[gi];
     g.suspect = true;
     flagged.insert(flagged.end(), g.members.begin(), g.members.end());
-    bool plural = g.members.size() > 1;
-    std::string chain = odd_chain(g, node, part);
-    std::string where = chain == "no stack" ? (plural ? "they have no stack" : "it has no stack")
-                                            : (plural ? "they are " : "it is ") + chain;
-    a_.suspect_reasons.push_back(fmt::format("{} {} not in {} with {}: {}", who(g.members),
-                                             plural ? "are" : "is", majority_name(node, majority),
-                                             with, where));
+    Finding f{.kind = FindingKind::divergence, .members = g.members, .others = with};
+    odd_frames(g, node, part, f);
+    f.place = majority_place(node, majority);
+    f.hosts = hosts_of(g.members);
+    a_.findings.push_back(std::move(f));
   }
 
   void note_no_majority(std::size_t node, const std::vector<Part>& parts) {
@@ -275,26 +280,6 @@ class MajorityFinder {
   bool multi_host_ = false;
 };
 
-// Sentence for members sharing one bad state (and wchan).
-std::string state_sentence(const std::string& who, bool plural, char state,
-                           const std::string& wchan) {
-  const char* verb = plural ? "are" : "is";
-  switch (state) {
-    case 'Z':
-      return fmt::format("{} {} {} (state Z): exited but not reaped by the parent", who, verb,
-                         plural ? "zombies" : "a zombie");
-    case 'X':
-      return fmt::format("{} {} dead (state X)", who, verb);
-    case 'T':
-      return fmt::format("{} {} stopped (state T)", who, verb);
-    case 't':
-      return fmt::format("{} {} stopped by a tracer (state t)", who, verb);
-    default:
-      return fmt::format("{} {} in uninterruptible sleep (state D){}", who, verb,
-                         wchan.empty() ? std::string() : " in " + wchan);
-  }
-}
-
 void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t>& flagged,
                     const std::set<std::size_t>& explained) {
   std::map<std::pair<char, std::string>, std::vector<std::size_t>> by_state;
@@ -312,8 +297,10 @@ void state_findings(const JobSnapshot& job, Analysis& a, std::vector<std::size_t
     const auto& key = entry.first;
     const std::vector<std::size_t>& members =
         entry.second;  // named: lambdas cannot capture bindings in clang 14
-    a.suspect_reasons.push_back(
-        state_sentence(describe_members(job, members), members.size() > 1, key.first, key.second));
+    a.findings.push_back(Finding{.kind = FindingKind::bad_state,
+                                 .members = members,
+                                 .state = key.first,
+                                 .wchan = key.second});
     flagged.insert(flagged.end(), members.begin(), members.end());
     for (Group& g : a.groups) {
       if (std::all_of(g.members.begin(), g.members.end(), [&](std::size_t x) {
@@ -353,12 +340,8 @@ void missing_findings(Analysis& a, const std::set<int>& explained) {
     if (!explained.count(r)) missing.push_back(r);
   }
   if (missing.empty() || !a.world_size) return;
-  int ws = *a.world_size;
-  std::string set = compress_ranges(missing);
-  bool plural = missing.size() > 1;
-  a.suspect_reasons.push_back(fmt::format(
-      "{} {} {} missing: the world size is {} but no process with {} {} was found",
-      plural ? "ranks" : "rank", set, plural ? "are" : "is", ws, plural ? "ranks" : "rank", set));
+  a.findings.push_back(
+      Finding{.kind = FindingKind::missing_ranks, .ranks = missing, .world_size = *a.world_size});
 }
 
 }  // namespace

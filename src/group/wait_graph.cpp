@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "group/analysis.h"
-#include "group/deadlock.h"
+#include "group/finding_words.h"
 #include "group/stack_key.h"
 
 namespace hangscan {
@@ -47,7 +47,8 @@ std::vector<const WaitEdge*> process_edges(const ProcessSnapshot& p) {
   return out;
 }
 
-// The main thread's edge to one of its own threads (a mutex's owner, a server thread).
+}  // namespace
+
 const WaitEdge* own_thread_edge(const ProcessSnapshot& p) {
   const ThreadSnapshot* m = main_thread(p);
   if (!m) return nullptr;
@@ -56,69 +57,6 @@ const WaitEdge* own_thread_edge(const ProcessSnapshot& p) {
   }
   return nullptr;
 }
-
-// "(job.py:11)": where the main thread is, its innermost frame with a line.
-std::string where(const ProcessSnapshot& p) {
-  const ThreadSnapshot* m = main_thread(p);
-  if (!m) return {};
-  for (FrameKind kind : {FrameKind::python, FrameKind::native, FrameKind::inline_frame}) {
-    for (const Frame& f : m->frames) {
-      if (f.kind == kind && f.file && f.line)
-        return fmt::format(" ({}:{})", base_name(*f.file), *f.line);
-    }
-  }
-  if (!m->frames.empty()) return fmt::format(" ({})", m->frames.front().function);
-  return {};
-}
-
-std::string outside_words(const WaitEdge& e) {
-  const std::string& v = e.via;
-  std::string of = e.pid ? fmt::format(" of pid {}", *e.pid) : "";
-  if (v.rfind("pipe:[", 0) == 0)
-    return "waits on a pipe" + (e.pid ? fmt::format(" written by pid {}", *e.pid) : "");
-  if (v.rfind("tcp listening on ", 0) == 0) return "waits for a connection on " + v.substr(17);
-  if (v.rfind("tcp ", 0) == 0) {
-    std::string remote = v.substr(v.find(" -> ") == std::string::npos ? 4 : v.find(" -> ") + 4);
-    return e.pid ? fmt::format("waits on pid {} over tcp {}", *e.pid, remote)
-                 : fmt::format("waits on tcp {}, which no process of the report holds", remote);
-  }
-  if (v.rfind("unix ", 0) == 0) return "waits on a unix socket" + of;
-  return "waits on " + v;
-}
-
-// A root waits on no process of the job: on something outside it, or on nothing it can follow.
-std::string root_words(const ProcessSnapshot& p) {
-  if (p.death || p.state == 'Z' || p.state == 'X') return "which is dead";
-  if (const WaitEdge* e = own_thread_edge(p)) {
-    std::string who = thread_label(p, *e->tid);
-    if (e->via.rfind("mutex ", 0) == 0)
-      return fmt::format("which waits{} for a mutex held by its own thread {}", where(p), who);
-    return fmt::format("which waits{} on its own thread {} over {}", where(p), who, e->via);
-  }
-  for (const WaitEdge* e : process_edges(p)) {
-    return "which " + outside_words(*e) + where(p);
-  }
-  const ThreadSnapshot* m = main_thread(p);
-  std::string call = m && m->syscall ? *m->syscall : "";
-  if (call == "running" || (m && m->state == 'R')) return "which is running" + where(p);
-  if (call == "clock_nanosleep" || call == "nanosleep") return "which sleeps" + where(p);
-  if (!call.empty() && call != "none") return fmt::format("which is in {}", call) + where(p);
-  return "which waits on nothing hangscan can follow" + where(p);
-}
-
-std::string names_in_order(const JobSnapshot& job, const std::vector<std::size_t>& path) {
-  bool ranked = std::all_of(path.begin(), path.end(),
-                            [&](std::size_t i) { return job.processes[i].rank.has_value(); });
-  std::string out = ranked ? (path.size() == 1 ? "rank " : "ranks ") : "";
-  for (std::size_t k = 0; k < path.size(); ++k) {
-    if (k) out += " -> ";
-    const ProcessSnapshot& p = job.processes[path[k]];
-    out += ranked ? std::to_string(*p.rank) : member_name(p);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::vector<ThreadWait> process_wait_edges(const ProcessSnapshot& p) {
   std::vector<ThreadWait> out;
@@ -186,7 +124,7 @@ std::vector<ProcessWait> process_waits(const JobSnapshot& job) {
   return out;
 }
 
-std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
+std::vector<Finding> wait_chain_findings(const JobSnapshot& job) {
   std::vector<ProcessWait> edges = process_waits(job);
   if (edges.empty()) return {};
   std::map<std::size_t, std::set<std::size_t>> out_of, in_of;
@@ -203,7 +141,7 @@ std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
     auto it = in_of.find(n);
     return it == in_of.end() ? none : it->second;
   };
-  std::vector<std::string> sentences;
+  std::vector<Finding> findings;
   std::set<std::size_t> reaches_a_root;
   for (const auto& [s, waiters] : in_of) {
     if (out_of.count(s)) continue;  // not a root: it waits on a process of the job
@@ -221,32 +159,30 @@ std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
         std::all_of(reach.begin(), reach.end(),
                     [&](std::size_t n) { return outs(n).size() == 1 && ins(n).size() <= 1; }) &&
         waiters.size() == 1;
-    std::string who;
-    std::vector<std::size_t> members(reach.begin(), reach.end());
+    Finding f{.kind = FindingKind::wait_chain, .others = {s}, .flag = chain};
     if (chain) {
-      std::vector<std::size_t> path;
-      for (std::size_t n = *waiters.begin(); path.size() <= reach.size(); n = *ins(n).begin()) {
-        path.push_back(n);
+      for (std::size_t n = *waiters.begin(); f.members.size() <= reach.size();
+           n = *ins(n).begin()) {
+        f.members.push_back(n);
         if (ins(n).empty()) break;
       }
-      std::reverse(path.begin(), path.end());
-      who = names_in_order(job, path);
+      std::reverse(f.members.begin(), f.members.end());
     } else {
-      who = describe_members(job, members);
+      f.members.assign(reach.begin(), reach.end());
     }
-    sentences.push_back(fmt::format("{} wait{} on {}, {}", who, members.size() == 1 ? "s" : "",
-                                    member_name(job.processes[s]), root_words(job.processes[s])));
+    findings.push_back(std::move(f));
   }
   std::vector<std::size_t> cycle;
   for (const auto& [n, targets] : out_of) {
     if (!reaches_a_root.count(n)) cycle.push_back(n);
   }
-  if (!cycle.empty()) {
-    sentences.push_back(
-        fmt::format("{} wait on each other in a cycle (none of them waits outside it)",
-                    describe_members(job, cycle)));
-  }
-  return sentences;
+  if (!cycle.empty())
+    findings.push_back(Finding{.kind = FindingKind::wait_cycle, .members = cycle});
+  return findings;
+}
+
+std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
+  return finding_sentences(job, StackTrie(), wait_chain_findings(job));
 }
 
 }  // namespace hangscan

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "group/finding.h"
 #include "hangscan/model.h"
 
 namespace hangscan {
@@ -38,6 +39,9 @@ struct ThreadWait {
 // process, its other threads'.
 std::vector<ThreadWait> process_wait_edges(const ProcessSnapshot& p);
 
+// The main thread's edge to one of its own threads (a mutex's owner, a server thread), if any.
+const WaitEdge* own_thread_edge(const ProcessSnapshot& p);
+
 // The process-level wait graph: a process waits on what its main thread waits on when that
 // thread blocks on file descriptors; when the main thread waits on a futex (on its own
 // threads, as torch's c10d::Work::wait does), on what its other threads wait on; otherwise
@@ -45,10 +49,15 @@ std::vector<ThreadWait> process_wait_edges(const ProcessSnapshot& p);
 // wait on the launcher or a helper is a wait outside the job's ranks. Edges to itself are left out.
 std::vector<ProcessWait> process_waits(const JobSnapshot& job);
 
-// One sentence per process that others wait on and that waits on no process of the job:
-// "ranks 2 -> 1 -> 0 wait on rank 3, which waits on a pipe (job.py:11)" (a chain), "ranks 0-1,3
-// wait on rank 2, which sleeps (job.py:33)" (a fan-in), and "ranks 0-3 wait on each other in a
-// cycle" for waits that reach no such process.
+// One finding per process that others wait on and that waits on no process of the job
+// (wait_chain: members in chain order when it is a chain, the root in `others`), and one
+// wait_cycle for the processes whose waits reach no such process.
+std::vector<Finding> wait_chain_findings(const JobSnapshot& job);
+
+// The same in words (group/finding_words.h). One sentence per process that others wait on and that
+// waits on no process of the job: "ranks 2 -> 1 -> 0 wait on rank 3, which waits on a pipe
+// (job.py:11)" (a chain), "ranks 0-1,3 wait on rank 2, which sleeps (job.py:33)" (a fan-in), and
+// "ranks 0-3 wait on each other in a cycle" for waits that reach no such process.
 std::vector<std::string> wait_chain_sentences(const JobSnapshot& job);
 
 }  // namespace hangscan

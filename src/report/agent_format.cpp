@@ -145,7 +145,7 @@ std::string write_agent_json(const JobSnapshot& job) {
   top.deaths = job.deaths;
   json doc = job_to_json(top, nullptr);
   for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members", "missing_ranks",
-                        "notes", "grouping"}) {
+                        "notes", "findings", "grouping"}) {
     doc.erase(k);
   }
   doc["schema"] = kAgentSchemaName;

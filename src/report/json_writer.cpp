@@ -3,16 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "report/finding_json.h"
+
 namespace hangscan {
 
 using nlohmann::json;
 
 namespace {
-
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json state_json(char s) { return s == '?' || s == '\0' ? json(nullptr) : json(std::string(1, s)); }
 
@@ -52,7 +49,7 @@ const char* granularity_name(GroupOptions::Granularity g) {
 void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInterner* stacks) {
   if (!a) {
     for (const char* k : {"groups", "suspects", "suspect_reasons", "suspect_members",
-                          "missing_ranks", "notes", "wait_chains", "grouping"}) {
+                          "missing_ranks", "notes", "wait_chains", "findings", "grouping"}) {
       doc[k] = nullptr;
     }
     return;
@@ -62,10 +59,11 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
     json wait = nullptr;
     if (g.wait) {
       const ProcessSnapshot& last = job.processes[g.wait->last];
-      wait = {{"longest_s", g.wait->longest_s},
-              {"shortest_s", g.wait->shortest_s},
-              {"spread_s", g.wait->spread_s()},
-              {"last", {{"host", last.host}, {"pid", last.pid}, {"rank", opt(last.rank)}}}};
+      wait = {
+          {"longest_s", g.wait->longest_s},
+          {"shortest_s", g.wait->shortest_s},
+          {"spread_s", g.wait->spread_s()},
+          {"last", {{"host", last.host}, {"pid", last.pid}, {"rank", json_or_null(last.rank)}}}};
     }
     groups.push_back({{"ranks", g.ranks},
                       {"pids", g.pids},
@@ -80,12 +78,13 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
   json members = json::array();
   for (std::size_t m : a->suspect_members) {
     const ProcessSnapshot& p = job.processes[m];
-    members.push_back({{"host", p.host}, {"pid", p.pid}, {"rank", opt(p.rank)}});
+    members.push_back({{"host", p.host}, {"pid", p.pid}, {"rank", json_or_null(p.rank)}});
   }
   doc["suspect_members"] = std::move(members);
   doc["missing_ranks"] = a->missing_ranks;
   doc["notes"] = a->notes;
   doc["wait_chains"] = a->wait_chains;
+  doc["findings"] = findings_to_json(job, *a);  // the same as data (report/finding_json.h)
   if (!a->deadlocks.empty()) doc["deadlocks"] = a->deadlocks;  // only when found: older documents
   if (!a->last_logs.empty()) {                                 // only with --logs
     json logs = json::array();
@@ -95,7 +94,7 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
                       {"line", l.line},
                       {"kind", l.kind},
                       {"text", l.text},
-                      {"before_capture_s", opt(l.before_capture_s)},
+                      {"before_capture_s", json_or_null(l.before_capture_s)},
                       {"where", string_or_null(l.where)}});
     }
     doc["last_logs"] = std::move(logs);
@@ -116,17 +115,17 @@ json frame_to_json(const Frame& f) {
   for (const Local& l : f.locals) locals.push_back({{"name", l.name}, {"value", l.value}});
   return {{"kind", frame_kind_name(f.kind)},
           {"function", f.function},
-          {"file", opt(f.file)},
-          {"line", opt(f.line)},
+          {"file", json_or_null(f.file)},
+          {"line", json_or_null(f.line)},
           {"module", f.module},
           {"pc", native || f.pc ? json(hex_string(f.pc)) : json(nullptr)},
           {"offset", native || f.offset ? json(hex_string(f.offset)) : json(nullptr)},
           {"build_id", string_or_null(f.build_id)},
           {"locals", std::move(locals)},
-          {"column", opt(f.column)},
-          {"end_line", opt(f.end_line)},
-          {"end_column", opt(f.end_column)},
-          {"source", opt(f.source)}};
+          {"column", json_or_null(f.column)},
+          {"end_line", json_or_null(f.end_line)},
+          {"end_column", json_or_null(f.end_column)},
+          {"source", json_or_null(f.source)}};
 }
 
 json frames_to_json(const std::vector<Frame>& frames) {
@@ -140,16 +139,16 @@ json diagnostic_to_json(const Diagnostic& d) {
           {"message", d.message},
           {"hint", d.hint},
           {"host", d.host},
-          {"pid", opt(d.pid)},
-          {"tid", opt(d.tid)}};
+          {"pid", json_or_null(d.pid)},
+          {"tid", json_or_null(d.tid)}};
 }
 
 json waits_json(const std::vector<WaitEdge>& edges) {
   json out = json::array();
   for (const WaitEdge& e : edges) {
     json edge = {{"host", string_or_null(e.host)},
-                 {"pid", opt(e.pid)},
-                 {"rank", opt(e.rank)},
+                 {"pid", json_or_null(e.pid)},
+                 {"rank", json_or_null(e.rank)},
                  {"via", e.via}};
     if (e.tid) edge["tid"] = *e.tid;  // only mutex owners: other edges' documents stay as they were
     out.push_back(std::move(edge));
@@ -161,18 +160,18 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
   json out = {{"tid", t.tid},
               {"name", t.name},
               {"state", state_json(t.state)},
-              {"wchan", opt(t.wchan)},
-              {"syscall", opt(t.syscall)},
+              {"wchan", json_or_null(t.wchan)},
+              {"syscall", json_or_null(t.syscall)},
               {"is_main", t.is_main},
-              {"gil", opt(t.gil)},
-              {"python_idle", opt(t.python_idle)},
-              {"python_name", opt(t.python_name)},
+              {"gil", json_or_null(t.gil)},
+              {"python_idle", json_or_null(t.python_idle)},
+              {"python_name", json_or_null(t.python_name)},
               {"gc_collecting", t.gc_collecting},
               {"finalizing", t.finalizing},
               {"crashed", t.crashed},
               {"incomplete", t.incomplete},
               {"cpu_ticks", t.cpu_ticks},
-              {"blocked_s", opt(t.blocked_s)},
+              {"blocked_s", json_or_null(t.blocked_s)},
               {"waits_on", waits_json(t.waits_on)},
               {"frames", stack_json(t.frames, stacks)},
               {"native_frames", stack_json(t.native_frames, stacks)},
@@ -187,12 +186,12 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
 
 json memory_json(const Boxed<MemoryUsage>& m) {
   if (!m) return nullptr;
-  return {{"rss_bytes", opt(m->rss_bytes)},
-          {"peak_rss_bytes", opt(m->peak_rss_bytes)},
+  return {{"rss_bytes", json_or_null(m->rss_bytes)},
+          {"peak_rss_bytes", json_or_null(m->peak_rss_bytes)},
           {"cgroup", string_or_null(m->cgroup)},
-          {"cgroup_usage_bytes", opt(m->cgroup_usage_bytes)},
-          {"cgroup_limit_bytes", opt(m->cgroup_limit_bytes)},
-          {"gpu_bytes", opt(m->gpu_bytes)}};
+          {"cgroup_usage_bytes", json_or_null(m->cgroup_usage_bytes)},
+          {"cgroup_limit_bytes", json_or_null(m->cgroup_limit_bytes)},
+          {"gpu_bytes", json_or_null(m->gpu_bytes)}};
 }
 
 json container_json(const Boxed<ContainerInfo>& c) {
@@ -202,21 +201,21 @@ json container_json(const Boxed<ContainerInfo>& c) {
 
 json death_json(const Death& d) {
   return {{"how", d.how},
-          {"signal", opt(d.signal)},
+          {"signal", json_or_null(d.signal)},
           {"signal_name", string_or_null(d.signal_name)},
-          {"exit_code", opt(d.exit_code)},
+          {"exit_code", json_or_null(d.exit_code)},
           {"core_dumped", d.core_dumped},
-          {"at", opt(d.at)},
+          {"at", json_or_null(d.at)},
           {"cgroup", string_or_null(d.cgroup)},
-          {"limit_bytes", opt(d.limit_bytes)},
-          {"rss_bytes", opt(d.rss_bytes)},
+          {"limit_bytes", json_or_null(d.limit_bytes)},
+          {"rss_bytes", json_or_null(d.rss_bytes)},
           {"detail", string_or_null(d.detail)},
           {"core", string_or_null(d.core)},
           {"evidence", d.evidence},
-          {"pid", opt(d.pid)},
+          {"pid", json_or_null(d.pid)},
           {"comm", string_or_null(d.comm)},
           {"host", string_or_null(d.host)},
-          {"rank", opt(d.rank)},
+          {"rank", json_or_null(d.rank)},
           {"slurm", d.slurm_step.empty() ? json(nullptr)
                                          : json{{"step", d.slurm_step},
                                                 {"state", d.slurm_state},
@@ -240,7 +239,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
   for (const AsyncioTask& t : p.asyncio_tasks) {
     tasks.push_back({{"name", t.name},
                      {"address", hex_string(t.address)},
-                     {"awaits_task", opt(t.awaits_task)},
+                     {"awaits_task", json_or_null(t.awaits_task)},
                      {"awaits", string_or_null(t.awaits)},
                      {"coroutines", frames_to_json(t.coroutines)}});
   }
@@ -255,7 +254,7 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
                 {"address", s.address ? json(hex_string(*s.address)) : json(nullptr)},
                 {"code", s.code}};
     }
-    crashed_tid = opt(p.core->crashed_tid);
+    crashed_tid = json_or_null(p.core->crashed_tid);
     annotations = p.core->annotations;
     omitted = p.core->omitted;
   }
@@ -263,18 +262,18 @@ json process_to_json(const ProcessSnapshot& p, StackInterner* stacks) {
           {"pid", p.pid},
           {"ppid", p.ppid},
           {"start_ticks", p.start_ticks},
-          {"rank", opt(p.rank)},
-          {"world_size", opt(p.world_size)},
-          {"local_rank", opt(p.local_rank)},
+          {"rank", json_or_null(p.rank)},
+          {"world_size", json_or_null(p.world_size)},
+          {"local_rank", json_or_null(p.local_rank)},
           {"launcher", p.launcher},
           {"role", p.role},
           {"cmdline", p.cmdline},
           {"exe", p.exe},
           {"state", state_json(p.state)},
           {"cpu_percent", p.cpu_percent < 0 ? json(nullptr) : json(p.cpu_percent)},
-          {"progress", opt(p.progress)},
+          {"progress", json_or_null(p.progress)},
           {"pause_us", p.pause_us},
-          {"captured_at", opt(p.captured_at)},
+          {"captured_at", json_or_null(p.captured_at)},
           {"memory", memory_json(p.memory)},
           {"death", p.death ? death_json(*p.death) : json(nullptr)},
           {"tcp_connections", p.tcp_connections},
@@ -294,7 +293,7 @@ json job_to_json(const JobSnapshot& job, const Analysis* analysis, StackInterner
   json doc;
   doc["schema"] = kSchemaName;
   doc["job_id"] = string_or_null(job.job_id);
-  doc["expected_world_size"] = opt(job.expected_world_size);
+  doc["expected_world_size"] = json_or_null(job.expected_world_size);
   json processes = json::array();
   for (const ProcessSnapshot& p : job.processes) processes.push_back(process_to_json(p, stacks));
   doc["processes"] = std::move(processes);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ class StackInterner {
   virtual ~StackInterner() = default;
   virtual std::size_t intern(const std::vector<Frame>& stack) = 0;
 };
+
+// A value, or null when there is none (every optional field of hangscan/1 is written so).
+template <class T>
+nlohmann::json json_or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 nlohmann::json frame_to_json(const Frame& f);
 nlohmann::json frames_to_json(const std::vector<Frame>& frames);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "group/analysis.h"
 #include "job_builder.h"
 
 namespace hangscan {
@@ -41,7 +42,8 @@ WaitEdge mutex_of(int pid, int owner) {
   return {"n1", pid, std::nullopt, "mutex 0x5000 held by thread " + std::to_string(owner), owner};
 }
 
-TEST(Deadlock, TwoThreadsOnTwoMutexes) {
+// Two threads that took two mutexes in opposite orders.
+JobSnapshot bank_job() {
   JobSnapshot job;
   ProcessSnapshot p;
   p.host = "n1";
@@ -50,11 +52,33 @@ TEST(Deadlock, TwoThreadsOnTwoMutexes) {
   p.threads.push_back(waiter(4712, "audit", locking(20), {mutex_of(4700, 4711)}, "futex"));
   p.threads.push_back(waiter(4711, "transfer", locking(14), {mutex_of(4700, 4712)}, "futex"));
   job.processes.push_back(p);
+  return job;
+}
+
+TEST(Deadlock, TwoThreadsOnTwoMutexes) {
+  JobSnapshot job = bank_job();
   auto found = find_deadlocks(job);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(deadlock_sentence(job, found[0]),
             "thread 4711 (transfer, bank.cpp:14) waits for a mutex held by thread 4712 (audit, "
             "bank.cpp:20), which waits for one held by 4711");
+}
+
+TEST(Deadlock, AnalysisKeepsTheCycleAsAFinding) {
+  JobSnapshot job = bank_job();
+  Analysis a = analyze(job, GroupOptions{});
+  ASSERT_EQ(a.deadlock_findings.size(), 1u);
+  const Finding& f = a.deadlock_findings[0];
+  EXPECT_EQ(f.kind, FindingKind::deadlock);
+  EXPECT_FALSE(f.flag);  // threads of one process
+  EXPECT_EQ(f.members, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(f.tids, (std::vector<int>{4711, 4712}));
+  ASSERT_EQ(f.via.size(), 2u);
+  EXPECT_EQ(f.via[0], &job.processes[0].threads[2].waits_on[0]);
+  EXPECT_EQ(a.deadlocks,
+            (std::vector<std::string>{
+                "thread 4711 (transfer, bank.cpp:14) waits for a mutex held by "
+                "thread 4712 (audit, bank.cpp:20), which waits for one held by 4711"}));
 }
 
 TEST(Deadlock, AChainOfOwnersThatEndsIsNoDeadlock) {

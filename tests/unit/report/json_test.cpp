@@ -183,6 +183,31 @@ TEST(JsonWriter, FieldsFollowTheSchema) {
   EXPECT_TRUE(plain["suspects"].is_null());
 }
 
+TEST(JsonWriter, FindingsAreDataBesideTheSentences) {
+  JobSnapshot job;
+  for (int r = 0; r < 4; ++r)
+    job.processes.push_back(rank_process(r, 100 + r, r == 2 ? in_sleep() : in_all_reduce()));
+  job.processes.push_back(rank_process(5, 105, in_all_reduce(), 'T'));
+  job.expected_world_size = 6;
+  Analysis a = analyze(job, GroupOptions{});
+  json doc = json::parse(write_json(job, &a));
+  EXPECT_EQ(doc["suspect_reasons"].size(), 3u);
+  EXPECT_EQ(doc["findings"], json::parse(R"([
+    {"kind":"divergence","members":[2],"others":[0,1,3,4],"ranks":[2],"hosts":[],
+     "frames":[{"function":"worker","file":"/tmp/hang_gloo.py","line":19},
+               {"function":"time.sleep","file":null,"line":null}],
+     "place":{"function":"all_reduce","line":1541,
+              "file":"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py"},
+     "figures":{"no_stack":false,"frames_left_out":false}},
+    {"kind":"bad_state","members":[4],"others":[],"ranks":[5],"hosts":[],"frames":[],
+     "place":null,"figures":{"state":"T","wchan":null}},
+    {"kind":"missing_ranks","members":[],"others":[],"ranks":[4],"hosts":[],"frames":[],
+     "place":null,"figures":{"world_size":6}}])"));
+  // Without an analysis the key is null, and agent documents do not carry it.
+  EXPECT_TRUE(json::parse(write_json(job, nullptr))["findings"].is_null());
+  EXPECT_FALSE(json::parse(write_agent_json(job)).contains("findings"));
+}
+
 TEST(JsonReader, RoundTripsTheOutputDocument) {
   JobSnapshot job = rich_job();
   std::string text = write_json(job, nullptr);

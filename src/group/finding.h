@@ -1,0 +1,116 @@
+// Findings: what analyze() found, as data (kind, members, frame references, figures).
+//
+// Why: a sentence is one rendering of a finding; a machine-readable verdict (JSON), an HTML view
+// or a later rule must not re-derive who and where from prose. The rules (suspects.cpp,
+// death_findings.cpp, roles.cpp, locals_split.cpp, wait_graph.cpp) fill these; the words are
+// made in one place apart from them (group/finding_words.h) and the writers take them from there.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "group/stack_trie.h"
+#include "hangscan/model.h"
+
+namespace hangscan {
+
+enum class FindingKind {
+  divergence,      // members that left a clear majority's path (or have no stack)
+  bad_state,       // members sharing one bad state: D (with wchan), T, t, Z, X
+  death,           // a dead process, or a death from the kernel log, linked to a rank if known
+  missing_ranks,   // ranks below the world size that no process has
+  pool_straggler,  // a pool worker in user code while its siblings are idle or dead
+  locals_split,    // one stack, but a minority value of a scalar local
+  pool_wait,       // a pool owner waits for its straggling worker(s)
+  wait_chain,      // processes that wait (a chain or a fan-in) on one that waits on none of them
+  wait_cycle,      // processes that wait on each other and on nothing outside
+  deadlock,        // a cycle of wait edges: threads of one process, or processes through a child
+};
+
+// A frame a finding points at: a member's own frame in the JobSnapshot, or a node of the
+// analysis's trie (the frame its first member brought). Why both: a sentence shows the member's
+// own line where the rule had it, the trie's key frame where it spoke of a shared place.
+struct FrameRef {
+  static constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
+  const Frame* frame = nullptr;
+  std::size_t node = kNoNode;
+};
+
+// The frame `r` refers to; nullptr for an empty reference.
+inline const Frame* resolve(const StackTrie& trie, const FrameRef& r) {
+  if (r.frame) return r.frame;
+  return r.node < trie.nodes().size() ? &trie.node(r.node).frame : nullptr;
+}
+
+struct Finding {
+  FindingKind kind = FindingKind::divergence;
+  // The processes named (indexes into JobSnapshot::processes): sorted, except a wait chain's
+  // (in chain order when `flag`), a death's (the dead process, if captured) and a deadlock's
+  // (one per step of the cycle: the same process again for threads of one process).
+  std::vector<std::size_t> members;
+  // The other party: divergence and locals_split: the majority; death: the largest living
+  // group; pool_straggler: its dead siblings; pool_wait: the waited workers; wait_chain: the root.
+  std::vector<std::size_t> others;
+  std::vector<int> ranks;           // missing_ranks: the ranks; death: ranks missing and not linked
+  std::optional<int> rank;          // death: the rank the dead process was (its own, or linked)
+  std::vector<FrameRef> frames;     // where the members are, in the order said (see below)
+  FrameRef place;                   // where the others are (divergence, death, locals_split)
+  std::size_t gap_before = kNoGap;  // divergence: frames left out before frames[gap_before]
+  std::vector<std::string> hosts;   // hosts of the members, when the job spans several
+  std::string host;              // pool_straggler: the pool's host (for members without their own);
+                                 // death: the dead process's host when the job spans several
+  bool flag = false;             // pool_straggler: the only worker; death: linked to its rank;
+                                 // wait_chain: a chain (members ordered) rather than a fan-in
+  char state = 0;                // bad_state: the state letter
+  std::string wchan;             // bad_state D: where in the kernel
+  std::optional<Death> death;    // death: what the node found (host filled in)
+  std::optional<int> zombie_of;  // death: the parent that has not reaped the zombie
+  std::optional<std::size_t> owner;  // pool_straggler: the owner's process index, if captured
+  int owner_pid = 0;                 // pool_straggler: the owner's pid
+  std::size_t idle = 0;              // pool_straggler: idle siblings
+  std::size_t busy = 0;              // pool_straggler: other busy siblings
+  int world_size = 0;                // missing_ranks
+  std::string local, value, majority_value;  // locals_split: name and the two values
+  // deadlock: members[i] (thread tids[i]) waits on members[i + 1] by via[i], the last on the
+  // first; flag: processes (a wait for a child in the cycle) rather than threads of one process.
+  std::vector<int> tids;
+  std::vector<const WaitEdge*> via;
+
+  static constexpr std::size_t kNoGap = static_cast<std::size_t>(-1);
+};
+
+// Frames of a divergence: [the frame where the members parted (when not at the root)], the first
+// frame after it, and the deepest Python frame below (gap_before marks frames left out); none
+// when the members have no stack. Of a pool straggler or pool wait: the user's frame and, when
+// it called into a library, the innermost frame. Of a locals split: the frame holding the local.
+
+// The name of a FindingKind in documents ("divergence", "bad_state", ...).
+inline const char* finding_kind_name(FindingKind k) {
+  switch (k) {
+    case FindingKind::divergence:
+      return "divergence";
+    case FindingKind::bad_state:
+      return "bad_state";
+    case FindingKind::death:
+      return "death";
+    case FindingKind::missing_ranks:
+      return "missing_ranks";
+    case FindingKind::pool_straggler:
+      return "pool_straggler";
+    case FindingKind::locals_split:
+      return "locals_split";
+    case FindingKind::pool_wait:
+      return "pool_wait";
+    case FindingKind::wait_chain:
+      return "wait_chain";
+    case FindingKind::wait_cycle:
+      return "wait_cycle";
+    case FindingKind::deadlock:
+      return "deadlock";
+  }
+  return "divergence";
+}
+
+}  // namespace hangscan
