@@ -168,6 +168,7 @@ trap 'exit 129' HUP
 # or not) does not keep the check waiting; it is reported and stopped.
 run_in() {
   local root=$1 log=$2 cmd=$3 rc=0 tail_pid
+  : >"$log"  # made here, so tail finds it even before the phase's redirection runs
   unshare --mount --propagation private -- "$self" --enter "$root" "$cmd" >"$log" 2>&1 </dev/null &
   phase_pid=$!
   tail -n +1 -f --pid="$phase_pid" "$log" &
