@@ -100,6 +100,9 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (target->mappings().empty()) {
     if (exec_in_progress(pid)) return exec_error(pid);
     if (process_exiting(pid)) return exiting_error(pid);
+    // An exec that ended between the read and the checks above (its old leader's map is empty
+    // while the exec runs): the map is there now. A refused map stays empty.
+    if (target->refresh_mappings() && !target->mappings().empty()) return exec_error(pid);
     return ptrace_permission_error(pid, " (its memory map is empty to us)", EACCES,
                                    read_ptrace_standing());
   }

@@ -298,7 +298,12 @@ def test_job_control_stop_mid_capture_releases_target_first(target_300, sig):
     target runs again; continued, it finishes."""
     target = target_300
     hits = 0
-    for delay in (0, 0.001, 0.002, 0.004, 0.008):
+    # Each delay once; then again (at most twice more) until two signals landed while attached:
+    # on a loaded machine the attached window moves, and a round that misses it proves nothing.
+    delays = (0, 0.001, 0.002, 0.004, 0.008)
+    for n, delay in enumerate(delays * 3):
+        if n >= len(delays) and hits >= 2:
+            break
         dumper = start_dump_in_session(target.pid)
         try:
             attached = wait_until_attached(target.pid, dumper)
@@ -319,7 +324,7 @@ def test_job_control_stop_mid_capture_releases_target_first(target_300, sig):
                 dumper.kill()
                 dumper.wait()
         hs.assert_runs_on(target.pid)
-    assert hits >= 2, f"only {hits} of 5 signals reached hangscan while it was attached"
+    assert hits >= 2, f"only {hits} of {n + 1} signals reached hangscan while it was attached"
 
 
 # Calls a ptrace stop makes fail with EINTR once per capture (the rest are restarted by the
