@@ -99,10 +99,11 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
     if (exec_in_progress(pid)) return exec_error(pid);
-    if (process_exiting(pid)) return exiting_error(pid);
-    // An exec that ended between the read and the checks above (its old leader's map is empty
-    // while the exec runs): the map is there now. A refused map stays empty.
+    // An exec that ended between the read and the check above (its old leader's map is empty,
+    // and the process looks as if exiting, while the exec runs): the map is there now. A
+    // refused map, or that of a process that is really exiting, stays empty.
     if (target->refresh_mappings() && !target->mappings().empty()) return exec_error(pid);
+    if (process_exiting(pid)) return exiting_error(pid);
     return ptrace_permission_error(pid, " (its memory map is empty to us)", EACCES,
                                    read_ptrace_standing());
   }
