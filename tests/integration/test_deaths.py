@@ -247,9 +247,16 @@ def test_torchrun_worker_oom_killed_and_reaped(targets, tmp_path):
         [reason] = [r for r in doc["suspect_reasons"] if f"pid {pids[3]}" in r]
         assert re.fullmatch(
             rf"pid {pids[3]} \({re.escape(comm)}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
-            rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, rss {round(death['rss_bytes'] / (1 << 20))} MiB\) "
+            rf"\(memory cgroup {re.escape(cg.rel)}: limit {human(limit)}, rss {human(death['rss_bytes'])}\) "
             rf"while ranks 2-3 went missing; which rank it was is not known; ranks 0-1 are in oom_step "
             rf"\(hang_gloo.py:{hs.hs_line('hang_gloo.py', 'gloo-store-barrier')}\)",
             reason), reason
         for t in targets.targets:
             t.kill()
+
+
+def human(size):
+    """A size as hangscan writes it in a sentence: MiB, from 1 GiB on GiB with one decimal (the
+    test's cgroup limit is what the job uses plus 256 MiB, on either side of 1 GiB)."""
+    mib = size / (1 << 20)
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
