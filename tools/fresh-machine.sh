@@ -31,6 +31,7 @@ set -euo pipefail
 # runs (a check takes half an hour) cannot change what the running check does.
 {
 EX_NOROOT=75
+PY314_DIR=/opt/hs-py314  # in the new root: Debian sid's root with python3.14 (HS_PY314_ROOT)
 self=$(readlink -f "${BASH_SOURCE[0]}")
 src=$(cd "$(dirname "$self")/.." && pwd)
 
@@ -62,6 +63,10 @@ if [ "${1:-}" = --enter ]; then
     mkdir -p "$root/run/hangscan-host" && touch "$root/run/hangscan-host/core_pattern.lock"
     mount --bind "$HS_CORE_PATTERN_LOCK" "$root/run/hangscan-host/core_pattern.lock"
     envs+=(HS_CORE_PATTERN_LOCK=/run/hangscan-host/core_pattern.lock)
+  fi
+  # Debian sid's python3.14 (unpacked by test_roots, below): its tests run it under chroot there.
+  if [ -x "$root$PY314_DIR/usr/bin/python3.14" ] && mount --rbind /proc "$root$PY314_DIR/proc"; then
+    envs+=("HS_PY314_ROOT=$PY314_DIR")
   fi
   exec chroot "$root" /usr/bin/env -i "${envs[@]}" /bin/bash -c "$cmd"
 fi
@@ -215,28 +220,37 @@ first_failure=
 fail_once() { [ -n "$first_failure" ] || first_failure=$1; }
 
 # The Debian 11 and 13 roots the tarball's tests unpack it into (test_dist.py: the same suites,
-# packages and file names), made once on this machine with mmdebstrap and kept in its cache
-# (HS_TEST_ROOTS, default /var/cache/hangscan-tests), then bound read-only into the new root.
-# Why here: inside the chroot mmdebstrap and a private mount namespace cannot run. A root that
-# cannot be made is said; its tests then skip and say so.
+# packages and file names), and Debian sid's with python3.14 (a real CPython 3.14 for the Python
+# tests, HS_PY314_ROOT), made once on this machine with mmdebstrap and kept in its cache
+# (HS_TEST_ROOTS, default /var/cache/hangscan-tests), then bound read-only into the new root; the
+# sid one is unpacked into it (its tests write their programs there). Why here: inside the chroot
+# mmdebstrap and a private mount namespace cannot run. A root that cannot be made is said; its
+# tests then skip and say so. (sid's Release file is often expired: apt is told not to check.)
 test_roots() {
-  local cache=${HS_TEST_ROOTS:-/var/cache/hangscan-tests} entry suite pkgs tar t0 rc
+  local cache=${HS_TEST_ROOTS:-/var/cache/hangscan-tests} entry suite pkgs tar t0 rc what
   mkdir -p "$cache"
-  for entry in bullseye:python3,python3-venv trixie:python3; do
+  for entry in bullseye:python3,python3-venv trixie:python3 sid:python3.14; do
     suite=${entry%%:*} pkgs=${entry#*:}
     tar=$cache/$suite-essential-${pkgs//,/-}.tar
     [ -f "$tar" ] && continue
     t0=$(now) rc=0
     unshare --mount --propagation private -- mmdebstrap --quiet --variant=essential --include="$pkgs" \
-      "$suite" "$tar.tmp.tar" >"$work/$suite.log" 2>&1 || rc=$?
+      --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$tar.tmp.tar" >"$work/$suite.log" 2>&1 || rc=$?
     if [ "$rc" -eq 0 ]; then
       mv "$tar.tmp.tar" "$tar" && say "test root $suite made in $(took "$t0") ($tar)"
     else
       rm -f "$tar.tmp.tar"
-      say "note: no $suite root for the tarball's tests (mmdebstrap: $(tail -1 "$work/$suite.log")); they will skip"
+      what="the tarball's"; [ "$suite" = sid ] && what="the Python 3.14"
+      say "note: no $suite root for $what tests (mmdebstrap: $(tail -1 "$work/$suite.log")); they will skip"
     fi
   done
   export HS_TEST_ROOTS=$cache
+  tar=$cache/sid-essential-python3.14.tar t0=$(now)
+  if [ -f "$tar" ] && mkdir -p "$root1$PY314_DIR" && tar -xf "$tar" -C "$root1$PY314_DIR"; then
+    say "python3.14 root unpacked into $PY314_DIR in $(took "$t0") (HS_PY314_ROOT)"
+  else
+    say "note: no python3.14 root in the new root; the Python 3.14 tests will skip"
+  fi
 }
 
 # ---- the new machine ------------------------------------------------------------------------

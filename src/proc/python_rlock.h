@@ -9,6 +9,12 @@
 // The waiter's C stack holds the object's address a few hundred bytes above its stack pointer
 // (rlock_acquire's `self`); a word there counts only when it is an object of type
 // "_thread.RLock" whose semaphore is exactly the futex address, so nothing is guessed.
+// 3.14 changed the object to {ob_refcnt, ob_type, _PyRecursiveMutex {PyMutex mutex, thread,
+// level}} and a waiter parks in CPython's parking lot: its futex address is the semaphore of a
+// wait entry on its own stack whose `addr` is the PyMutex it waits for (16 bytes into the
+// object). That counts only when the entry is still queued (its list neighbours point back at
+// it), the object's type is "_thread.RLock", its mutex is locked with waiters parked and its
+// `thread` (the owner's pthread_t) names another thread of the process.
 // threading.Lock records no owner: a thread blocked on one gets no edge. Only memory is read
 // (process_vm_readv): the target is never stopped.
 #pragma once

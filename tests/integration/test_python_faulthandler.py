@@ -42,7 +42,8 @@ ABSENT = []
 QUALNAMES = {"run": "Worker.run", "step": "Worker.step", "inner": "make_waiter.<locals>.inner",
              "<lambda>": "main.<locals>.<lambda>"}
 
-HEADER = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-f]+) \(most recent call first\):$")
+# 3.14 adds the thread's name: "Thread 0x00007fa46ffb46c0 [audit] (most recent call first):".
+HEADER = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-f]+)(?: \[.*\])? \(most recent call first\):$")
 FRAME = re.compile(r'^  File "(.*)", line (\d+) in (.*)$')
 
 

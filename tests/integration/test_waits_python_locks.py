@@ -4,13 +4,15 @@ taken in opposite orders are a deadlock; a threading.Lock records no owner and i
 
 tests/programs/py_rlock_cycle.py: threads "post" and "audit" hold one RLock each and wait for
 the other's at a known line; "clerk" waits for a threading.Lock the main thread holds; the main
-thread joins "post". Run under Debian's python3.11 and every pyenv 3.6-3.13 present (an absent
-one is skipped and named). Oracles: the HS-LINE tags, the thread ids from the JSON's Python
+thread joins "post". Run under Debian's python3.11, every pyenv 3.6-3.13 present (an absent
+one is skipped and named) and Debian's python3.14 in HS_PY314_ROOT (run under chroot there, read
+by its host pid, as in test_python_state.py; 3.14 parks a waiter in its parking lot). Oracles: the HS-LINE tags, the thread ids from the JSON's Python
 thread names, and CPython's faulthandler (SIGUSR1) for the blocked threads' innermost frames.
 """
 
 import os
 import re
+import shutil
 import signal
 
 import pytest
@@ -18,10 +20,32 @@ import pytest
 import hs_testlib as hs
 from test_python import INTERPRETERS, present_or_skip
 from test_python_faulthandler import complete, parse_faulthandler
+from test_python_state import SID_ROOT, sid_interpreter
 
 SOURCE = "py_rlock_cycle.py"
-# 3.14 keeps its RLock in a _PyRecursiveMutex, not a semaphore: not read (docs/ranks.md).
+# pyenv's 3.14 and 3.15 builds are not read: only Debian's 3.14 was measured (sid root).
 CASES = [i for i in INTERPRETERS if not i[0].startswith(("pyenv-3.14", "pyenv-3.15"))]
+CASES.append(sid_interpreter())
+INNER_DIR = "/hs-rlock"  # where the programs are copied inside the chroot
+
+
+@pytest.fixture
+def run_under(param, tmp_path):
+    """argv (the interpreter, under chroot for the sid root), the program's path and the
+    faulthandler file (inner path, outer path); an absent interpreter is skipped."""
+    python = present_or_skip(param, [])
+    if not param[0].startswith("sid"):
+        fh = str(tmp_path / "faulthandler.txt")
+        yield [python], str(hs.program_source(SOURCE)), fh, fh
+        return
+    inner = SID_ROOT + INNER_DIR
+    os.makedirs(inner, exist_ok=True)
+    for name in (SOURCE, "hs_rank_ready.py"):
+        shutil.copy(str(hs.program_source(name)), inner)
+    try:
+        yield ["chroot", SID_ROOT, python], INNER_DIR + "/" + SOURCE, INNER_DIR + "/fh.txt", inner + "/fh.txt"
+    finally:
+        shutil.rmtree(inner, ignore_errors=True)
 
 
 def innermost(thread):
@@ -30,10 +54,9 @@ def innermost(thread):
 
 
 @pytest.mark.parametrize("param", CASES, ids=[c[0] for c in CASES])
-def test_rlock_cycle_is_a_deadlock(targets, tmp_path, param):
-    python = present_or_skip(param, [])
-    fh = tmp_path / "faulthandler.txt"
-    target = targets.start([python, hs.program_source(SOURCE), hs.READY, str(fh)])
+def test_rlock_cycle_is_a_deadlock(targets, param, run_under):
+    argv, program, inner_fh, fh = run_under
+    target = targets.start(argv + [program, hs.READY, inner_fh], timeout=60)
     run = hs.dump(target.pid)
     assert run.rc == 0, run.describe()
     proc = hs.process_of(run.doc, target.pid)
@@ -52,7 +75,7 @@ def test_rlock_cycle_is_a_deadlock(targets, tmp_path, param):
         f"{second['tid']} ({b}, {SOURCE}:{line}), which waits for one held by {first['tid']}"]
     # CPython's own account of the blocked threads' innermost frames
     os.kill(target.pid, signal.SIGUSR1)
-    cpython = parse_faulthandler(hs.wait_for(lambda: complete(str(fh), 4), 30, "faulthandler"))
+    cpython = parse_faulthandler(hs.wait_for(lambda: complete(fh, 4), 30, "faulthandler"))
     ours = {innermost(t) for t in (post, audit, clerk)}
     assert ours == {("take", line), ("clerk", hs.hs_line(SOURCE, "clerk"))}
     assert ours <= {(frames[0][0], frames[0][2]) for frames in cpython.values()}
