@@ -123,8 +123,9 @@ std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
                              "--profile=general", "--attach=true", "--quiet"});
     if (!o.debug_container.empty()) argv.push_back("--container=" + o.debug_container);
   }
-  argv.insert(argv.end(), {"--", o.agent_path, "agent", "--match", o.match, "--timeout-ms",
-                           std::to_string(agent_timeout.count()), "--node", pod.name});
+  argv.insert(argv.end(),
+              {"--", o.agent_path, o.agent_subcommand, "--match", o.match, "--timeout-ms",
+               std::to_string(agent_timeout.count()), "--node", pod.name});
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
   return argv;
 }

@@ -27,11 +27,12 @@
 namespace hangscan {
 
 struct K8sOptions {
-  std::string selector;    // label selector, e.g. job-name=train-42
-  std::string name_space;  // -n; "" = kubectl's current namespace
-  std::string container;   // -c; "" = the pod's default container
-  std::string match;       // --match REGEX for the agent
-  std::string agent_path;  // hangscan inside the pods
+  std::string selector;                    // label selector, e.g. job-name=train-42
+  std::string name_space;                  // -n; "" = kubectl's current namespace
+  std::string container;                   // -c; "" = the pod's default container
+  std::string match;                       // --match REGEX for the agent
+  std::string agent_path;                  // hangscan inside the pods
+  std::string agent_subcommand = "agent";  // `watch` runs its node-local recorder instead
   // When set, the image has no hangscan: this local `make dist` tree (hangscan-VERSION/) is
   // copied to `copy_dest` in each pod first (kubectl cp: needs tar in the image), agent_path is
   // inside it, and it is removed again after the agent (kubectl exec rm -rf).
