@@ -1,0 +1,156 @@
+"""`hangscan watch --k8s SELECTOR`: the node-local watch in every pod of a job, merged.
+
+kubectl is the stand-in tests/k8s/kubectl (as in test_k8s.py: `get pods -o json -l SELECTOR`
+from a PodList the test writes, `exec` through `podman exec`). Two "pods" are podman
+containers: train-0 runs ranks 0 and 1, train-1 runs rank 2, of
+tests/programs/py_k8s_watch_rank.py; ranks 0 and 2 compute in step(), rank 1 sleeps in
+load_checkpoint() since before the window. In each pod `hangscan watch --node-local` samples
+with ptrace (the pods have pid namespaces of their own); the merged verdict must name rank 1
+exactly and show the other ranks' Python frames at their lines. A third pod of another
+selector is Running but has no container "trainer": its exec fails with kubectl's message,
+a partial result (exit 1) with that reason. --html writes the page of the merged window.
+
+Needs podman, runc and mmdebstrap and root, like test_k8s.py; skipped with the reason
+otherwise. Every container and the image are removed at the end; no BPF is loaded.
+"""
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+import hs_testlib as lib
+import test_containers as tc
+from test_k8s import STANDIN, pod_item
+from test_watch_formats import page_document
+
+PROGRAM = "py_k8s_watch_rank.py"
+MARKS = {tag: lib.hs_line(PROGRAM, tag) for tag in ("step", "train", "module", "train_odd",
+                                                      "load_checkpoint")}
+ODD = 1
+
+
+def start_rank(pm, workdir, container, rank, run=True):
+    """Rank `rank` in `container` (a new container when `run`, else one more process in it);
+    its pid in the container."""
+    fifo = tc.make_fifo(workdir, f"ready-{container}-{rank}")
+    cmd = ["python3", f"/hs-programs/{PROGRAM}", f"/hs-run/{fifo.name}"]
+    env = ["-e", f"RANK={rank}", "-e", f"ODD_RANK={ODD}"]
+    if run:
+        pm.containers.append(container)
+        pm("run", "-d", "--runtime", "runc", "--name", container, *env,
+           "-v", f"{lib.program_source(PROGRAM).parent}:/hs-programs:ro",
+           "-v", f"{workdir}:/hs-run", "-v", f"{lib.build_dir()}:/hs-build:ro", pm.image, *cmd)
+    else:
+        pm("exec", "-d", *env, container, *cmd)
+    tc.wait_ready(fifo, 30.0)
+    for d in Path("/proc").iterdir():
+        try:
+            if fifo.name.encode() in (d / "cmdline").read_bytes():
+                with open(d / "status") as f:
+                    return int(next(x for x in f if x.startswith("NSpid:")).split()[-1])
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            continue
+    raise AssertionError(f"rank {rank} of {container} not found")
+
+
+@pytest.fixture(scope="module")
+def pods():
+    pm, workdir, tarball = tc.podman_session("hs-k8sw-")
+    try:
+        tc.probe_podman(pm, tarball)
+        tag = uuid.uuid4().hex[:6]
+        a, b = f"hs-k8sw-{tag}-0", f"hs-k8sw-{tag}-1"
+        pids = {0: start_rank(pm, workdir, a, 0), 1: start_rank(pm, workdir, a, 1, run=False),
+                2: start_rank(pm, workdir, b, 2)}
+        broken = pod_item("train-2", 2, "Running", a, job="train-wx")
+        broken["spec"]["containers"] = [{"name": "sidecar"}]  # no "trainer": exec fails
+        items = [pod_item(f"train-{i}", i, "Running", name, job=job)
+                 for job in ("train-w", "train-wx") for i, name in enumerate((a, b))]
+        items.append(broken)
+        (workdir / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": items}))
+        env = dict(pm.env, HS_K8S_PODS=str(workdir / "pods.json"),
+                   PATH=f"{STANDIN}:{os.environ['PATH']}")
+        yield env, pids
+    finally:
+        pm.containers.reverse()
+        pm.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def watch(env, selector, *args):
+    return lib.run_hangscan(["watch", "--k8s", selector, "--match", "py_k8s_watch_rank",
+                             "--agent-path", "/hs-build/hangscan", "--for", "3", *args],
+                            env=env, timeout=90)
+
+
+def python_frames(frames):
+    return [(f["function"], f["line"]) for f in frames if f["kind"] == "python"]
+
+
+def test_watch_every_pod_names_the_blocked_rank(pods, tmp_path):
+    env, pids = pods
+    page = tmp_path / "watch.html"
+    run = watch(env, "job-name=train-w", "--json", "--html", str(page))
+    assert run.rc == 0, run.describe()
+    doc = run.doc
+    assert run.stderr.splitlines()[0] == (
+        "hangscan: watching 2 pods of 'job-name=train-w' for 3 s (ptrace samples in each pod; "
+        "SIGINT does not reach the pods: each window runs its length)")
+    assert doc["job_id"] == "job-name=train-w"
+    assert sorted((n["node"], n["recorder"], n["processes"]) for n in doc["nodes"]) == [
+        ("train-0", "ptrace", 2), ("train-1", "ptrace", 1)]
+    assert doc["unreachable"] == []
+    ranks = [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]]
+    assert ranks == [(0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
+    assert pids[0] == pids[2] == 1  # each pod's first process
+    assert doc["suspects"] == [ODD]
+    assert [(g["ranks"], g["suspect"]) for g in doc["groups"]] == [([1], True), ([0, 2], False)]
+    assert doc["groups"][0]["what"].startswith("stuck in clock_nanosleep() ("), doc["groups"]
+    assert doc["groups"][0]["what"].endswith(" s, since before the window)"), doc["groups"]
+    assert doc["groups"][1]["what"] == "active (on CPU 100%, 0 waits ended)", doc["groups"]
+    for p in doc["processes"]:
+        if p["rank"] == ODD:
+            assert p["samples"] == 0 and p["waits"][0]["syscall"] == "clock_nanosleep", p
+            continue
+        # Every sample is in step()'s line (or the generator expression on it).
+        assert p["samples"] > 0, p
+        for stack in p["top_stacks"]:
+            assert python_frames(stack["frames"])[-3:] == [
+                ("step", MARKS["step"]), ("train", MARKS["train"]), ("<module>", MARKS["module"])]
+    # The page embeds the merged window exactly.
+    assert page_document(page.read_text()) == doc
+
+
+def test_watch_pod_whose_exec_fails_is_partial_with_its_reason(pods):
+    env, pids = pods
+    run = watch(env, "job-name=train-wx")
+    assert run.rc == 1, run.describe()
+    assert run.stdout.startswith("job job-name=train-wx: watched 3 processes on 2 nodes\n"), \
+        run.stdout
+    json_run = watch(env, "job-name=train-wx", "--json")
+    assert json_run.rc == 1, json_run.describe()
+    assert json_run.doc["unreachable"] == [
+        {"node": "train-2",
+         "reason": 'kubectl exec: error: unable to upgrade connection: container not found '
+                   '("trainer")'}]
+    assert json_run.doc["suspects"] == [ODD]
+
+
+def test_watch_k8s_flags_are_checked(pods):
+    env, _ = pods
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--for", "1",
+                            "--agent-path", "/hs-build/hangscan"], env=env)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: watch --k8s needs --match REGEX: the ranks' command line in every pod",
+        "hint: e.g. hangscan watch --k8s job-name=train-42 --match train.py --agent-path PATH"]
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--match", "x", "--for", "1"],
+                           env=env)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines()[0] == \
+        "hangscan: watch --k8s needs --agent-path: where hangscan is inside the pods"
