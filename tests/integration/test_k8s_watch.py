@@ -63,14 +63,15 @@ def pods():
     try:
         tc.probe_podman(pm, tarball)
         tag = uuid.uuid4().hex[:6]
-        a, b = f"hs-k8sw-{tag}-0", f"hs-k8sw-{tag}-1"
+        a, b, idle = (f"hs-k8sw-{tag}-{n}" for n in ("0", "1", "idle"))
         pids = {0: start_rank(pm, workdir, a, 0), 1: start_rank(pm, workdir, a, 1, run=False),
                 2: start_rank(pm, workdir, b, 2)}
+        start_rank(pm, workdir, idle, ODD)
         broken = pod_item("train-2", 2, "Running", a, job="train-wx")
         broken["spec"]["containers"] = [{"name": "sidecar"}]  # no "trainer": exec fails
         items = [pod_item(f"train-{i}", i, "Running", name, job=job)
                  for job in ("train-w", "train-wx") for i, name in enumerate((a, b))]
-        items.append(broken)
+        items += [broken, pod_item("idle-0", 0, "Running", idle, job="train-idle")]
         (workdir / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": items}))
         env = dict(pm.env, HS_K8S_PODS=str(workdir / "pods.json"),
@@ -154,3 +155,31 @@ def test_watch_k8s_flags_are_checked(pods):
     assert run.rc == 64, run.describe()
     assert run.stderr.splitlines()[0] == \
         "hangscan: watch --k8s needs --agent-path: where hangscan is inside the pods"
+
+
+def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_path):
+    """--stall: the pod's watch ends when its rank made no progress for 2 s, the front end
+    fires and the bundle holds the capture of every pod (the k8s launcher's agent)."""
+    env, _ = pods
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-idle", "--match",
+                            "py_k8s_watch_rank", "--agent-path", "/hs-build/hangscan",
+                            "--stall", "2", "--once", "--output", str(tmp_path)],
+                           env=env, timeout=90)
+    assert run.rc == 0, run.describe()
+    assert run.stderr.splitlines()[0] == (
+        "hangscan: watchdog on 1 pods of 'job-name=train-idle': fires when no rank in any pod "
+        "made progress for 2 s")
+    bundles = list(tmp_path.iterdir())
+    assert len(bundles) == 1 and run.stdout == (
+        f"hangscan: stall: no rank on any node made progress for 2 s; capture written to "
+        f"{bundles[0]}\n"), run.stdout
+    report = json.loads((bundles[0] / "report.json").read_text())
+    [proc] = report["processes"]
+    assert (proc["rank"], proc["host"], proc["pid"]) == (ODD, "idle-0", 1)
+    main = next(t for t in proc["threads"] if t["tid"] == 1)
+    assert python_frames(main["frames"]) == [
+        ("load_checkpoint", MARKS["load_checkpoint"]), ("train", MARKS["train_odd"]),
+        ("<module>", MARKS["module"])]
+    timeline = json.loads((bundles[0] / "timeline.json").read_text())
+    assert [n["node"] for n in timeline["nodes"]] == ["idle-0"]
+    assert timeline["nodes"][0]["recorder"] == "ptrace"
