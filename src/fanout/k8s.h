@@ -81,6 +81,17 @@ std::vector<std::string> k8s_debug_log_argv(const K8sOptions& options, const K8s
 std::vector<std::string> k8s_copy_argv(const K8sOptions& options, const K8sPod& pod);
 std::vector<std::string> k8s_remove_argv(const K8sOptions& options, const K8sPod& pod);
 
+// The kubectl argv that ends the window of the node-local `watch` running in `pod` (through
+// `watch --end-window`: SIGUSR1 to it, as srun forwards it on a Slurm node).
+std::vector<std::string> k8s_end_watch_argv(const K8sOptions& options, const K8sPod& pod);
+
+// The pods of the selector (kubectl get pods -o json -l SELECTOR), parsed. Errors: kubectl
+// failed (its last line), not a pod list, no pod matches (Errc::usage).
+Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& options);
+
+// The plan of a round on `pods`: their names as the nodes, "N pods of 'SELECTOR'".
+LaunchPlan k8s_launch_plan(const std::vector<K8sPod>& pods, const std::string& selector);
+
 // The Launcher of `k8s`: plan() lists the pods (the nodes are pod names), run_agents() execs
 // the agent in the running ones; the others are unreachable with their phase as the reason.
 std::unique_ptr<Launcher> make_k8s_launcher(K8sOptions options);

@@ -2,7 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <thread>
 #include <utility>
+
+#include "fanout/runner.h"
+#include "util/deadline.h"
 
 namespace hangscan {
 
@@ -34,9 +38,11 @@ class K8sNodeWatches : public NodeWatchFanout {
 
   // The pods, once: a pod started later is not in this window (it is a pod of the next run).
   Result<LaunchPlan> plan() override {
-    auto lister = make_k8s_launcher(options_);
-    auto plan = lister->plan();
-    if (plan) plan->job_id = options_.selector;
+    auto pods = list_k8s_pods(options_);
+    if (!pods) return pods.error();
+    pods_ = std::move(*pods);
+    LaunchPlan plan = k8s_launch_plan(pods_, options_.selector);
+    plan.job_id = options_.selector;
     return plan;
   }
 
@@ -49,9 +55,23 @@ class K8sNodeWatches : public NodeWatchFanout {
     return std::make_unique<WithArgs>(planned(std::move(o)), std::vector<std::string>{"--ptrace"});
   }
 
-  // kubectl exec passes no signal into the pod: each window runs its length (--for), or until
-  // its ranks stall (--stall).
-  void end_windows() const override {}
+  // kubectl exec passes no signal into the pod: a second exec in each running pod tells its
+  // watch (`watch --end-window`), all pods at once, each within 10 s. An ephemeral container's
+  // watch (--debug-image) is not reached: the pod's own container may have no hangscan.
+  void end_windows() const override {
+    if (!options_.debug_image.empty()) return;
+    std::vector<std::thread> threads;
+    const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+    for (const auto& pod : pods_) {
+      if (pod.phase != "Running" || pod.terminating) continue;
+      threads.emplace_back([this, &pod, deadline] {
+        CommandSpec spec;
+        spec.argv = k8s_end_watch_argv(options_, pod);
+        (void)run_command(spec, deadline);  // a pod whose watch ended already has none to end
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
 
   std::unique_ptr<Launcher> capture() const override { return planned(options_); }
 
@@ -69,6 +89,7 @@ class K8sNodeWatches : public NodeWatchFanout {
   }
 
   K8sOptions options_;
+  std::vector<K8sPod> pods_;  // plan()'s
 };
 
 }  // namespace

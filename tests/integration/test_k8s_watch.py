@@ -17,6 +17,9 @@ otherwise. Every container and the image are removed at the end; no BPF is loade
 import json
 import os
 import shutil
+import signal
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -100,8 +103,8 @@ def test_watch_every_pod_names_the_blocked_rank(pods, tmp_path):
     assert run.rc == 0, run.describe()
     doc = run.doc
     assert run.stderr.splitlines()[0] == (
-        "hangscan: watching 2 pods of 'job-name=train-w' for 3 s (ptrace samples in each pod; "
-        "SIGINT does not reach the pods: each window runs its length)")
+        "hangscan: watching 2 pods of 'job-name=train-w' for 3 s (ptrace samples in each pod); "
+        "SIGINT ends every pod's window and reports")
     assert doc["job_id"] == "job-name=train-w"
     assert sorted((n["node"], n["recorder"], n["processes"]) for n in doc["nodes"]) == [
         ("train-0", "ptrace", 2), ("train-1", "ptrace", 1)]
@@ -167,7 +170,7 @@ def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_pa
                            env=env, timeout=90)
     assert run.rc == 0, run.describe()
     assert run.stderr.splitlines()[0] == (
-        "hangscan: watchdog on 1 pods of 'job-name=train-idle': fires when no rank in any pod "
+        "hangscan: watchdog on 1 pod of 'job-name=train-idle': fires when no rank in any pod "
         "made progress for 2 s")
     bundles = list(tmp_path.iterdir())
     assert len(bundles) == 1 and run.stdout == (
@@ -183,3 +186,51 @@ def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_pa
     timeline = json.loads((bundles[0] / "timeline.json").read_text())
     assert [n["node"] for n in timeline["nodes"]] == ["idle-0"]
     assert timeline["nodes"][0]["recorder"] == "ptrace"
+
+
+def node_watches():
+    """Pod name -> whether its node-local watch (seen in the host's /proc) blocks SIGUSR1 by
+    now: only then does `watch --end-window` signal it."""
+    seen = {}
+    for d in Path("/proc").iterdir():
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+            status = (d / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError, PermissionError):
+            continue
+        if b"--node-local" not in argv or b"--node" not in argv or b"watch" not in argv:
+            continue
+        blocked = [int(x.split()[1], 16) for x in status.splitlines() if x.startswith("SigBlk:")]
+        node = argv[argv.index(b"--node") + 1].decode()
+        seen[node] = bool(blocked and blocked[0] & (1 << (signal.SIGUSR1 - 1)))
+    return seen
+
+
+def test_sigint_ends_every_pod_s_window_and_each_still_reports(pods):
+    """kubectl exec passes no signal: the front end runs `watch --end-window --node POD` in each
+    pod, which sends SIGUSR1 to that pod's watch."""
+    env, pids = pods
+    proc = subprocess.Popen([lib.hangscan_bin(), "watch", "--k8s", "job-name=train-w", "--match",
+                             "py_k8s_watch_rank", "--agent-path", "/hs-build/hangscan", "--for",
+                             "120", "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        lib.wait_for(lambda: all(node_watches().get(p) for p in ("train-0", "train-1")), 60,
+                     "both pods' watches to block SIGUSR1")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert took < 20, took
+    doc = json.loads(out)
+    assert sorted(n["node"] for n in doc["nodes"]) == ["train-0", "train-1"]
+    assert all(n["window_s"] < 60 for n in doc["nodes"]), doc["nodes"]
+    assert [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]] == [
+        (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
+    assert doc["suspects"] == [ODD]
+    lib.wait_for(lambda: not node_watches(), 20, "the pods' watches to end")

@@ -51,6 +51,7 @@ struct WatchCmdOptions {
   std::vector<std::string> exclude_steps;  // node-local: the front end's own step
   long long timeout_ms = 0;                // node-local: the front end's deadline for this node
   std::string node;                        // node-local: the node (pod) to report as
+  bool end_window = false;                 // --end-window: end the node-local watch of --node
   WatchK8sTarget k8s;                      // --k8s: every pod of the selector (watch_slurm.h)
 };
 
@@ -194,6 +195,13 @@ std::optional<int> check_local_flags(const WatchCmdOptions& o) {
 }
 
 int run_watch(const WatchCmdOptions& given) {
+  if (given.end_window) {
+    if (given.node.empty() || !validate_host_name(given.node)) {
+      print_error("--end-window needs --node POD", "it is run by 'watch --k8s' in each pod");
+      return kExitUsage;
+    }
+    return end_node_windows(given.node);
+  }
   // --html and --format are a window's: the watchdog's bundles hold their own pages.
   if ((!given.html_file.empty() || given.format != "text") && given.stall > 0) {
     print_error("--html and --format write the report of one window; not with --stall",
@@ -306,6 +314,9 @@ void add_watch_command(CLI::App& app, Action& action) {
                 "Internal: one node's part of --slurm-job or --k8s (started by srun, kubectl)")
       ->group("");
   sub->add_option("--node", opts->node, "Internal (--node-local): the node (pod) to report as")
+      ->group("");
+  sub->add_flag("--end-window", opts->end_window,
+                "Internal: end the window of the node-local watch of --node (watch --k8s)")
       ->group("");
   sub->add_option("--exclude-step", opts->exclude_steps,
                   "Internal (--node-local): leave out this step of the job")

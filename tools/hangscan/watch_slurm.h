@@ -45,4 +45,9 @@ struct WatchK8sTarget {
 int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest request,
                   const WatchSlurmOutput& output);
 
+// `watch --end-window --node POD`, run in a pod through kubectl exec by the front end of
+// `watch --k8s`: SIGUSR1 to the node-local watches of POD running this hangscan (as srun
+// forwards it on a Slurm node); each ends its window and still reports. 0 when one was told.
+int end_node_windows(const std::string& node);
+
 }  // namespace hangscan::cli
