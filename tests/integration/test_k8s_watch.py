@@ -9,6 +9,8 @@ with ptrace (the pods have pid namespaces of their own); the merged verdict must
 exactly and show the other ranks' Python frames at their lines. A third pod of another
 selector is Running but has no container "trainer": its exec fails with kubectl's message,
 a partial result (exit 1) with that reason. --html writes the page of the merged window.
+Also: SIGINT ends every pod's window, --stall fires across the pods (a fourth pod whose one rank
+sleeps), and --debug-image runs the watches in ephemeral containers (the stand-in's `debug`).
 
 Needs podman, runc and mmdebstrap and root, like test_k8s.py; skipped with the reason
 otherwise. Every container and the image are removed at the end; no BPF is loaded.
@@ -78,7 +80,8 @@ def pods():
         (workdir / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": items}))
         env = dict(pm.env, HS_K8S_PODS=str(workdir / "pods.json"),
-                   PATH=f"{STANDIN}:{os.environ['PATH']}")
+                   PATH=f"{STANDIN}:{os.environ['PATH']}", HS_TEST_IMAGE=pm.image,
+                   HS_K8S_DEBUG_VOLUMES=f"{lib.build_dir()}:/hs-debug:ro")
         yield env, pids
     finally:
         pm.containers.reverse()
@@ -234,3 +237,20 @@ def test_sigint_ends_every_pod_s_window_and_each_still_reports(pods):
         (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
     assert doc["suspects"] == [ODD]
     lib.wait_for(lambda: not node_watches(), 20, "the pods' watches to end")
+
+
+def test_watch_from_ephemeral_containers(pods):
+    """--debug-image: the watch runs in an ephemeral container of the image (hangscan at
+    /hs-debug there) in each trainer's pid namespace (kubectl debug --target); none is left."""
+    env, pids = pods
+    names = ["podman", "ps", "-a", "--format", "{{.Names}}"]
+    before = subprocess.run(names, env=env, capture_output=True, text=True, check=True).stdout
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--match", "py_k8s_watch_rank",
+                            "--debug-image", env["HS_TEST_IMAGE"], "--agent-path",
+                            "/hs-debug/hangscan", "--for", "3", "--json"], env=env, timeout=90)
+    assert run.rc == 0, run.describe()
+    assert [(p["rank"], p["node"], p["pid"]) for p in run.doc["processes"]] == [
+        (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
+    assert run.doc["suspects"] == [ODD]
+    after = subprocess.run(names, env=env, capture_output=True, text=True, check=True).stdout
+    assert after == before
