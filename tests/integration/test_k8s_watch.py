@@ -158,6 +158,12 @@ def test_watch_k8s_flags_are_checked(pods):
     assert run.rc == 64, run.describe()
     assert run.stderr.splitlines()[0] == \
         "hangscan: watch --k8s needs --agent-path: where hangscan is inside the pods"
+    run = lib.run_hangscan(["watch", "--match", "x", "--for", "1", "--agent-path", "/a/hangscan"],
+                           env=env)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: --namespace, --container, --agent-path and --debug-image go with --k8s",
+        "hint: see 'hangscan watch --help'"]
 
 
 def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_path):

@@ -55,8 +55,9 @@ struct WatchCmdOptions {
   WatchK8sTarget k8s;                      // --k8s: every pod of the selector (watch_slurm.h)
 };
 
-// The node-local part of `watch --slurm-job`: prints the agent's begin line and picks this
-// node's processes of the job (as `hangscan agent` does). nullopt: go on watching `o.pids`;
+// The node-local part of `watch --slurm-job` (or `--k8s`: the pod's processes of --match):
+// prints the agent's begin line and picks this node's processes of the job (as `hangscan
+// agent` does). nullopt: go on watching `o.pids`;
 // else the exit code (nothing to watch here: an empty report was already sent).
 std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node) {
   if (!write_stdout(frame_begin(node))) return kExitNothing;
@@ -212,12 +213,20 @@ int run_watch(const WatchCmdOptions& given) {
     print_error("--job-logs goes with --slurm-job ID --stall", "see 'hangscan watch --help'");
     return kExitUsage;
   }
-  if ((!given.slurm_job.empty() || !given.k8s.selector.empty()) && !given.node_local)
+  const WatchK8sTarget& k = given.k8s;
+  if (k.selector.empty() && !(k.name_space.empty() && k.container.empty() && k.agent_path.empty() &&
+                              k.debug_image.empty())) {
+    print_error("--namespace, --container, --agent-path and --debug-image go with --k8s",
+                "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
+  if ((!given.slurm_job.empty() || !k.selector.empty()) && !given.node_local)
     return run_watch_slurm_front(given);
   WatchCmdOptions o = given;
   // Blocked from the start, so a stop during start-up ends the window at once instead of
   // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
-  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it), or
+  // in a pod through `watch --end-window`, which sends it.
   StopSignals stop(o.node_local ? SIGUSR1 : 0);
   const std::string node = o.node_local ? default_agent_node(o.node, true) : std::string();
   if (o.node_local) {
