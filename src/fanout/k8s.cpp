@@ -123,8 +123,9 @@ std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
                              "--profile=general", "--attach=true", "--quiet"});
     if (!o.debug_container.empty()) argv.push_back("--container=" + o.debug_container);
   }
-  argv.insert(argv.end(), {"--", o.agent_path, "agent", "--match", o.match, "--timeout-ms",
-                           std::to_string(agent_timeout.count()), "--node", pod.name});
+  argv.insert(argv.end(),
+              {"--", o.agent_path, o.agent_subcommand, "--match", o.match, "--timeout-ms",
+               std::to_string(agent_timeout.count()), "--node", pod.name});
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
   return argv;
 }
@@ -148,6 +149,47 @@ std::vector<std::string> k8s_remove_argv(const K8sOptions& o, const K8sPod& pod)
   return argv;
 }
 
+std::vector<std::string> k8s_end_watch_argv(const K8sOptions& o, const K8sPod& pod) {
+  std::vector<std::string> argv{o.kubectl, "exec"};
+  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
+  argv.insert(argv.end(), {pod.name, "-c", pod.container, "--", o.agent_path, "watch",
+                           "--end-window", "--node", pod.name});
+  return argv;
+}
+
+LaunchPlan k8s_launch_plan(const std::vector<K8sPod>& pods, const std::string& selector) {
+  LaunchPlan plan;
+  for (const auto& p : pods) plan.nodes.push_back(p.name);
+  plan.description =
+      fmt::format("{} pod{} of '{}'", pods.size(), pods.size() == 1 ? "" : "s", selector);
+  return plan;
+}
+
+Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& o) {
+  std::vector<std::string> argv{o.kubectl, "get", "pods", "-o", "json", "-l", o.selector};
+  if (!o.name_space.empty()) argv.insert(argv.end(), {"-n", o.name_space});
+  CommandSpec spec;
+  spec.argv = argv;
+  spec.max_stdout = std::size_t{64} << 20;
+  auto r = run_command(spec, Deadline::after(o.timeout));
+  if (!r) return r.error().with_context("kubectl");
+  if (!r->succeeded()) {
+    auto lines = output_lines(r->err);
+    std::string last = lines.empty() ? std::string("no message") : std::string(lines.back());
+    return Error(Errc::not_found, fmt::format("{} failed: {}", describe_argv(argv), last), 0,
+                 "check that kubectl reaches the cluster (kubectl get pods) and that you may "
+                 "list pods in the namespace (-n)");
+  }
+  auto pods = parse_pod_list(r->out, o.container);
+  if (!pods) return pods.error();
+  if (pods->empty()) {
+    return Error(Errc::usage, fmt::format("no pods match the selector '{}'", o.selector), 0,
+                 "list the job's labels with kubectl get pods --show-labels, e.g. "
+                 "job-name=NAME or training.kubeflow.org/job-name=NAME");
+  }
+  return pods;
+}
+
 namespace {
 
 // Why a pod was not asked, or "" when it can be.
@@ -163,34 +205,10 @@ class K8sLauncher : public Launcher {
   explicit K8sLauncher(K8sOptions options) : options_(std::move(options)) {}
 
   Result<LaunchPlan> plan() override {
-    std::vector<std::string> argv{options_.kubectl, "get", "pods",           "-o",
-                                  "json",           "-l",  options_.selector};
-    if (!options_.name_space.empty()) argv.insert(argv.end(), {"-n", options_.name_space});
-    CommandSpec spec;
-    spec.argv = argv;
-    spec.max_stdout = std::size_t{64} << 20;
-    auto r = run_command(spec, Deadline::after(options_.timeout));
-    if (!r) return r.error().with_context("kubectl");
-    if (!r->succeeded()) {
-      auto lines = output_lines(r->err);
-      std::string last = lines.empty() ? std::string("no message") : std::string(lines.back());
-      return Error(Errc::not_found, fmt::format("{} failed: {}", describe_argv(argv), last), 0,
-                   "check that kubectl reaches the cluster (kubectl get pods) and that you may "
-                   "list pods in the namespace (-n)");
-    }
-    auto pods = parse_pod_list(r->out, options_.container);
+    auto pods = list_k8s_pods(options_);
     if (!pods) return pods.error();
-    if (pods->empty()) {
-      return Error(Errc::usage, fmt::format("no pods match the selector '{}'", options_.selector),
-                   0,
-                   "list the job's labels with kubectl get pods --show-labels, e.g. "
-                   "job-name=NAME or training.kubeflow.org/job-name=NAME");
-    }
     pods_ = std::move(*pods);
-    LaunchPlan plan;
-    for (const auto& p : pods_) plan.nodes.push_back(p.name);
-    plan.description = fmt::format("{} pods of '{}'", pods_.size(), options_.selector);
-    return plan;
+    return k8s_launch_plan(pods_, options_.selector);
   }
 
   AgentAnswers run_agents(const std::vector<std::string>& nodes,

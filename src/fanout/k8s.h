@@ -27,11 +27,12 @@
 namespace hangscan {
 
 struct K8sOptions {
-  std::string selector;    // label selector, e.g. job-name=train-42
-  std::string name_space;  // -n; "" = kubectl's current namespace
-  std::string container;   // -c; "" = the pod's default container
-  std::string match;       // --match REGEX for the agent
-  std::string agent_path;  // hangscan inside the pods
+  std::string selector;                    // label selector, e.g. job-name=train-42
+  std::string name_space;                  // -n; "" = kubectl's current namespace
+  std::string container;                   // -c; "" = the pod's default container
+  std::string match;                       // --match REGEX for the agent
+  std::string agent_path;                  // hangscan inside the pods
+  std::string agent_subcommand = "agent";  // `watch` runs its node-local recorder instead
   // When set, the image has no hangscan: this local `make dist` tree (hangscan-VERSION/) is
   // copied to `copy_dest` in each pod first (kubectl cp: needs tar in the image), agent_path is
   // inside it, and it is removed again after the agent (kubectl exec rm -rf).
@@ -79,6 +80,17 @@ std::vector<std::string> k8s_debug_log_argv(const K8sOptions& options, const K8s
 // The kubectl argvs that copy the dist tree into `pod` and remove it again (copy_dir set).
 std::vector<std::string> k8s_copy_argv(const K8sOptions& options, const K8sPod& pod);
 std::vector<std::string> k8s_remove_argv(const K8sOptions& options, const K8sPod& pod);
+
+// The kubectl argv that ends the window of the node-local `watch` running in `pod` (through
+// `watch --end-window`: SIGUSR1 to it, as srun forwards it on a Slurm node).
+std::vector<std::string> k8s_end_watch_argv(const K8sOptions& options, const K8sPod& pod);
+
+// The pods of the selector (kubectl get pods -o json -l SELECTOR), parsed. Errors: kubectl
+// failed (its last line), not a pod list, no pod matches (Errc::usage).
+Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& options);
+
+// The plan of a round on `pods`: their names as the nodes, "N pods of 'SELECTOR'".
+LaunchPlan k8s_launch_plan(const std::vector<K8sPod>& pods, const std::string& selector);
 
 // The Launcher of `k8s`: plan() lists the pods (the nodes are pod names), run_agents() execs
 // the agent in the running ones; the others are unreachable with their phase as the reason.

@@ -1,18 +1,22 @@
-// `hangscan watch --slurm-job ID` as a library call: one long-lived node-local `watch` per node
-// of the job (srun --overlap, as `hangscan --slurm-job` runs its agents), their documents read
-// and merged (watch/cluster_watch.h), and across the nodes the one Watchdog (watchdog.h).
+// `hangscan watch --slurm-job ID` and `watch --k8s SELECTOR` as library calls: one long-lived
+// node-local `watch` per node of the job (srun --overlap; kubectl exec in each pod), their
+// documents read and merged (watch/cluster_watch.h), and across the nodes the one Watchdog
+// (watchdog.h).
 //
 // Why in the library: the CLI maps flags to a request and prints what the hooks say; the
-// fan-out, the window's end (SIGUSR1 to srun, which forwards it to its tasks), the judging of
-// the nodes' verdicts and the bundle are the same for every front end.
+// fan-out, the window's end, the judging of the nodes' verdicts and the bundle are the same for
+// every front end. Only how the watches reach the nodes differs: a NodeWatchFanout.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "fanout/slurm.h"
+#include "fanout/launcher.h"
 #include "group/analysis.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
@@ -21,8 +25,6 @@
 namespace hangscan {
 
 struct ClusterWatchRequest {
-  std::string job_id;
-  std::string agent_path;  // hangscan on the nodes (absolute)
   double seconds = 10;
   int rate = 19;
   int wait_ms = 10;
@@ -36,14 +38,44 @@ struct ClusterWatchRequest {
 struct ClusterWatchHooks {
   int stop_fd = -1;                    // readable when a stop signal arrived (poll)
   std::function<bool()> stop_pending;  // consumes it
-  std::function<void(const SlurmJob&)> started;
+  std::function<void(const LaunchPlan&)> started;
   std::function<void(const JobSnapshot&, Analysis&)> annotate_bundle;   // --logs
   std::function<void(const std::string&, const std::string&)> stalled;  // reason, bundle dir
 };
 
+// How the node-local watches of one job reach its nodes, and how their windows end early.
+// Why: the session above is the same for Slurm and Kubernetes; a scheduler is this interface.
+class NodeWatchFanout {
+ public:
+  virtual ~NodeWatchFanout() = default;
+  // The job's nodes, resolved once; `job_id` names the job in the merged report. Errors when
+  // the job cannot be watched at all (unknown, pending, no pods).
+  virtual Result<LaunchPlan> plan() = 0;
+  // The launcher whose run_agents() runs `hangscan watch --node-local` with `node_args` on each
+  // node, its deadline `window_s` plus the start-up and the report's way back.
+  virtual std::unique_ptr<Launcher> watches(double window_s,
+                                            const std::vector<std::string>& node_args) const = 0;
+  // Ends the window of every watch still running (each still reports); repeated about once a
+  // second while they run.
+  virtual void end_windows() const = 0;
+  // The launcher of the bundle's capture round (`hangscan agent` on every node).
+  virtual std::unique_ptr<Launcher> capture() const = 0;
+  // The hint when no node reported: how to look at the job.
+  virtual std::string check_hint() const = 0;
+};
+
+// A node-local watch's deadline for a window of `window_s`: the window, the recorder's start-up
+// and the report's way back (the node ends its window 5 s before it).
+std::chrono::milliseconds node_watch_timeout(double window_s);
+
+// Slurm: one srun --overlap step of `hangscan watch --node-local --slurm-job ID`; SIGUSR1 to
+// srun (which forwards it to its tasks) ends the windows. `agent_path`: hangscan on the nodes.
+std::unique_ptr<NodeWatchFanout> make_slurm_node_watches(const std::string& job_id,
+                                                         const std::string& agent_path);
+
 // The merged window of every node (merge_node_watches, with the run's diagnostics): `json`
 // and its words (cluster_watch_text).
-Result<WatchDocument> run_cluster_watch(const ClusterWatchRequest& request,
+Result<WatchDocument> run_cluster_watch(NodeWatchFanout& fanout, const ClusterWatchRequest& request,
                                         const ClusterWatchHooks& hooks);
 
 // How the watchdog across the nodes ended.
@@ -55,7 +87,8 @@ enum class ClusterWatchdogEnd { stopped, once, every_rank_ended };
 // `hangscan --slurm-job --native`) with the nodes' merged timeline. Then it watches again.
 // Error: the job cannot be resolved, no node reported (the nodes' reasons in the message), a
 // bundle could not be written.
-Result<ClusterWatchdogEnd> run_cluster_watchdog(const ClusterWatchRequest& request,
+Result<ClusterWatchdogEnd> run_cluster_watchdog(NodeWatchFanout& fanout,
+                                                const ClusterWatchRequest& request,
                                                 const ClusterWatchHooks& hooks);
 
 }  // namespace hangscan

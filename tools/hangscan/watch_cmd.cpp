@@ -50,15 +50,20 @@ struct WatchCmdOptions {
   bool node_local = false;                 // --node-local: one node's part of --slurm-job
   std::vector<std::string> exclude_steps;  // node-local: the front end's own step
   long long timeout_ms = 0;                // node-local: the front end's deadline for this node
+  std::string node;                        // node-local: the node (pod) to report as
+  bool end_window = false;                 // --end-window: end the node-local watch of --node
+  WatchK8sTarget k8s;                      // --k8s: every pod of the selector (watch_slurm.h)
 };
 
-// The node-local part of `watch --slurm-job`: prints the agent's begin line and picks this
-// node's processes of the job (as `hangscan agent` does). nullopt: go on watching `o.pids`;
+// The node-local part of `watch --slurm-job` (or `--k8s`: the pod's processes of --match):
+// prints the agent's begin line and picks this node's processes of the job (as `hangscan
+// agent` does). nullopt: go on watching `o.pids`;
 // else the exit code (nothing to watch here: an empty report was already sent).
 std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node) {
   if (!write_stdout(frame_begin(node))) return kExitNothing;
   AgentOptions a;
   a.job_id = o.slurm_job;
+  a.match = o.slurm_job.empty() ? o.match : std::string();
   a.node = node;
   a.exclude_steps = o.exclude_steps;
   std::vector<Diagnostic> diags;
@@ -69,6 +74,7 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
     return kExitNothing;
   }
   for (const auto& dp : *procs) o.pids.push_back(dp.pid);
+  o.match.clear();  // the ones found now: a new match would be ourselves or a later process
   // The report must reach the front end before its deadline for this node.
   if (o.timeout_ms > 0)
     o.seconds = std::max(0.1, std::min(o.seconds, (o.timeout_ms - 5000) / 1000.0));
@@ -128,11 +134,14 @@ WatchSessionRequest session_request(const WatchCmdOptions& o) {
 
 // The front end of --slurm-job: its flags checked and mapped.
 int run_watch_slurm_front(const WatchCmdOptions& o) {
-  if (!o.pids.empty() || !o.match.empty() || o.ptrace || o.gcore.requested()) {
+  const bool k8s = !o.k8s.selector.empty();
+  if (!o.pids.empty() || (!k8s && !o.match.empty()) || o.ptrace || o.gcore.requested() ||
+      (k8s && !o.slurm_job.empty())) {
     print_error(
-        "--slurm-job takes the job's ranks on every node; --pid, --match, --ptrace and --gcore "
-        "do not go with it",
-        "for cores of a Slurm job's ranks, run 'hangscan --slurm-job ID --gcore'");
+        "--slurm-job and --k8s take the job's ranks on every node; --pid, --ptrace, --gcore, "
+        "--match (but with --k8s) and both at once do not go with them",
+        "for cores of a job's ranks, run 'hangscan --slurm-job ID --gcore' or 'hangscan k8s "
+        "SELECTOR --gcore'");
     return kExitUsage;
   }
   if (o.stall > 0 && o.output_dir.empty()) {
@@ -141,15 +150,20 @@ int run_watch_slurm_front(const WatchCmdOptions& o) {
     return kExitUsage;
   }
   if (o.stall > 0 && !output_dir_usable(o.output_dir)) return kExitUsage;
-  ClusterWatchRequest r{.job_id = o.slurm_job,
-                        .seconds = o.seconds,
+  ClusterWatchRequest r{.seconds = o.seconds,
                         .rate = o.rate,
                         .wait_ms = o.wait_ms,
                         .stall = o.stall,
                         .log_file = o.log_file,
                         .output_dir = o.output_dir,
                         .once = o.once};
-  return run_watch_slurm(r, {o.json ? "json" : o.format, o.html_file, o.logs, o.job_logs});
+  WatchSlurmOutput out{o.json ? "json" : o.format, o.html_file, o.logs, o.job_logs, ""};
+  if (!o.k8s.selector.empty()) {
+    WatchK8sTarget k = o.k8s;
+    k.match = o.match;
+    return run_watch_k8s(k, r, out);
+  }
+  return run_watch_slurm(o.slurm_job, r, out);
 }
 
 // The checks of the flags of a watch on this machine; nullopt when they go together.
@@ -182,6 +196,13 @@ std::optional<int> check_local_flags(const WatchCmdOptions& o) {
 }
 
 int run_watch(const WatchCmdOptions& given) {
+  if (given.end_window) {
+    if (given.node.empty() || !validate_host_name(given.node)) {
+      print_error("--end-window needs --node POD", "it is run by 'watch --k8s' in each pod");
+      return kExitUsage;
+    }
+    return end_node_windows(given.node);
+  }
   // --html and --format are a window's: the watchdog's bundles hold their own pages.
   if ((!given.html_file.empty() || given.format != "text") && given.stall > 0) {
     print_error("--html and --format write the report of one window; not with --stall",
@@ -192,17 +213,28 @@ int run_watch(const WatchCmdOptions& given) {
     print_error("--job-logs goes with --slurm-job ID --stall", "see 'hangscan watch --help'");
     return kExitUsage;
   }
-  if (!given.slurm_job.empty() && !given.node_local) return run_watch_slurm_front(given);
+  const WatchK8sTarget& k = given.k8s;
+  if (k.selector.empty() && !(k.name_space.empty() && k.container.empty() && k.agent_path.empty() &&
+                              k.debug_image.empty())) {
+    print_error("--namespace, --container, --agent-path and --debug-image go with --k8s",
+                "see 'hangscan watch --help'");
+    return kExitUsage;
+  }
+  if ((!given.slurm_job.empty() || !k.selector.empty()) && !given.node_local)
+    return run_watch_slurm_front(given);
   WatchCmdOptions o = given;
   // Blocked from the start, so a stop during start-up ends the window at once instead of
   // killing us. Node-local: the front end ends the window through srun, which forwards SIGUSR1
-  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it).
+  // to its tasks (SIGTERM or SIGINT to srun would cancel the step, and the reports with it), or
+  // in a pod through `watch --end-window`, which sends it.
   StopSignals stop(o.node_local ? SIGUSR1 : 0);
-  const std::string node = o.node_local ? default_agent_node("", true) : std::string();
+  const std::string node = o.node_local ? default_agent_node(o.node, true) : std::string();
   if (o.node_local) {
-    if (o.slurm_job.empty() || !validate_host_name(node)) {
-      print_error("--node-local needs --slurm-job ID and a valid SLURMD_NODENAME",
-                  "it is started by 'watch --slurm-job'");
+    if ((o.slurm_job.empty() && o.match.empty()) || !validate_host_name(node)) {
+      print_error(
+          "--node-local needs --slurm-job ID or --match REGEX, and a valid --node or "
+          "SLURMD_NODENAME",
+          "it is started by 'watch --slurm-job' and 'watch --k8s'");
       return kExitUsage;
     }
     if (auto rc = start_node_local(o, node)) return *rc;
@@ -277,8 +309,23 @@ void add_watch_command(CLI::App& app, Action& action) {
                 "Sample with ptrace (the fallback when eBPF is not allowed)");
   sub->add_option("--slurm-job", opts->slurm_job,
                   "Every rank of this Slurm job, on every node (one srun step)");
+  sub->add_option("--k8s", opts->k8s.selector,
+                  "Every rank (--match) in every pod of this label selector, through kubectl "
+                  "(docs/kubernetes.md)");
+  sub->add_option("-n,--namespace", opts->k8s.name_space,
+                  "--k8s: the pods' namespace (default: kubectl's current one)");
+  sub->add_option("--container", opts->k8s.container,
+                  "--k8s: the container to watch in (default: the pod's default container)");
+  sub->add_option("--agent-path", opts->k8s.agent_path, "--k8s: where hangscan is in the pods");
+  sub->add_option("--debug-image", opts->k8s.debug_image,
+                  "--k8s: watch from an ephemeral container of IMAGE (kubectl debug --target)");
   sub->add_flag("--node-local", opts->node_local,
-                "Internal: one node's part of --slurm-job (started by srun)")
+                "Internal: one node's part of --slurm-job or --k8s (started by srun, kubectl)")
+      ->group("");
+  sub->add_option("--node", opts->node, "Internal (--node-local): the node (pod) to report as")
+      ->group("");
+  sub->add_flag("--end-window", opts->end_window,
+                "Internal: end the window of the node-local watch of --node (watch --k8s)")
       ->group("");
   sub->add_option("--exclude-step", opts->exclude_steps,
                   "Internal (--node-local): leave out this step of the job")

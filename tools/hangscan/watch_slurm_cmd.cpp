@@ -1,5 +1,5 @@
-// `hangscan watch --slurm-job ID`: the request to the library (watchdog/cluster_session.h) and
-// what it says, printed. See watch_slurm.h.
+// `hangscan watch --slurm-job ID` (and the printing of every cluster watch): the request to
+// the library (watchdog/cluster_session.h) and what it says, printed. See watch_slurm.h.
 #include <fmt/core.h>
 
 #include <cstdio>
@@ -35,17 +35,31 @@ int write_window(const WatchDocument& merged, const WatchSlurmOutput& out) {
 
 }  // namespace
 
-int run_watch_slurm(ClusterWatchRequest r, const WatchSlurmOutput& out) {
-  auto agent = resolve_agent_path("");
-  if (!agent) return job_error(agent.error());
-  r.agent_path = *agent;
+int run_watch_nodes(NodeWatchFanout& fanout, ClusterWatchRequest r, const WatchSlurmOutput& out,
+                    ClusterWatchHooks hooks) {
   auto g = group_options(OutputOptions{});
   if (g) r.group = *g;
   StopSignals stop;  // before the threads: they inherit the block, the signals come to us
-  ClusterWatchHooks hooks;
   hooks.stop_fd = stop.fd();
   hooks.stop_pending = [&stop] { return stop.pending(); };
-  hooks.started = [&r](const SlurmJob& job) {
+  if (r.stall <= 0) {
+    auto merged = run_cluster_watch(fanout, r, hooks);
+    return merged ? write_window(*merged, out) : job_error(merged.error());
+  }
+  hooks.stalled = print_stall;
+  auto end = run_cluster_watchdog(fanout, r, hooks);
+  if (!end) return job_error(end.error());
+  if (*end == ClusterWatchdogEnd::every_rank_ended)
+    fmt::print(stderr, "hangscan: every rank of {} ended; the watchdog stops\n", out.job_name);
+  return kExitComplete;
+}
+
+int run_watch_slurm(const std::string& job_id, ClusterWatchRequest r, const WatchSlurmOutput& out) {
+  auto agent = resolve_agent_path("");
+  if (!agent) return job_error(agent.error());
+  auto fanout = make_slurm_node_watches(job_id, *agent);
+  ClusterWatchHooks hooks;
+  hooks.started = [&r](const LaunchPlan& job) {
     std::string nodes =
         fmt::format("{} node{}", job.nodes.size(), job.nodes.size() == 1 ? "" : "s");
     if (r.stall > 0) {
@@ -53,32 +67,25 @@ int run_watch_slurm(ClusterWatchRequest r, const WatchSlurmOutput& out) {
           stderr,
           "hangscan: watchdog on job {} ({}: {}): fires when no rank on any node made "
           "progress for {} s{}\n",
-          job.id, nodes, job.nodelist, r.stall,
+          job.job_id, nodes, job.description, r.stall,
           r.log_file.empty() ? "" : fmt::format(" or {} was not written for as long", r.log_file));
     } else {
       fmt::print(stderr,
                  "hangscan: watching job {} on {} ({}) for {} s; SIGINT ends every node's "
                  "window and reports\n",
-                 job.id, nodes, job.nodelist, r.seconds);
+                 job.job_id, nodes, job.description, r.seconds);
     }
     std::fflush(stderr);
   };
-  if (r.stall <= 0) {
-    auto merged = run_cluster_watch(r, hooks);
-    return merged ? write_window(*merged, out) : job_error(merged.error());
-  }
-  hooks.annotate_bundle = [&out, &r](const JobSnapshot& job, Analysis& analysis) {
+  hooks.annotate_bundle = [&out, job_id](const JobSnapshot& job, Analysis& analysis) {
     // Each rank's last line; --job-logs: the job's own output files, read as its user.
     std::vector<LogText> texts;
-    if (out.job_logs) texts = slurm_job_output_logs(r.job_id);
+    if (out.job_logs) texts = slurm_job_output_logs(job_id);
     if (!out.logs.empty() || !texts.empty()) join_job_logs(job, analysis, out.logs, texts);
   };
-  hooks.stalled = print_stall;
-  auto end = run_cluster_watchdog(r, hooks);
-  if (!end) return job_error(end.error());
-  if (*end == ClusterWatchdogEnd::every_rank_ended)
-    fmt::print(stderr, "hangscan: every rank of job {} ended; the watchdog stops\n", r.job_id);
-  return kExitComplete;
+  WatchSlurmOutput named = out;
+  named.job_name = "job " + job_id;
+  return run_watch_nodes(*fanout, std::move(r), named, std::move(hooks));
 }
 
 }  // namespace hangscan::cli

@@ -147,5 +147,25 @@ TEST(K8s, PodLogArgv) {
                                       "--", "tail", "-c", "67108864", "--", "/logs/-n.log"}));
 }
 
+// watch --k8s: the node-local watch in the pod, and the exec that ends its window.
+TEST(K8s, WatchAndEndWindowArgv) {
+  K8sOptions o;
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.agent_subcommand = "watch";
+  o.match = "train.py";
+  o.agent_args = {"--node-local", "--for", "30", "--ptrace"};
+  K8sPod pod{"train-1", "", "trainer", "Running", false, 1, 0};
+  EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(55000)),
+            (std::vector<std::string>{"kubectl", "exec", "train-1", "-c", "trainer", "--",
+                                      "/opt/hangscan/bin/hangscan", "watch", "--match", "train.py",
+                                      "--timeout-ms", "55000", "--node", "train-1", "--node-local",
+                                      "--for", "30", "--ptrace"}));
+  EXPECT_EQ(k8s_end_watch_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "exec", "train-1", "-c", "trainer", "--",
+                                      "/opt/hangscan/bin/hangscan", "watch", "--end-window",
+                                      "--node", "train-1"}));
+  EXPECT_EQ(k8s_launch_plan({pod}, "job-name=x").description, "1 pod of 'job-name=x'");
+}
+
 }  // namespace
 }  // namespace hangscan

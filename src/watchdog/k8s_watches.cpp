@@ -1,0 +1,101 @@
+#include "watchdog/k8s_watches.h"
+
+#include <fmt/core.h>
+
+#include <thread>
+#include <utility>
+
+#include "fanout/runner.h"
+#include "util/deadline.h"
+
+namespace hangscan {
+
+namespace {
+
+// A launcher whose agents get `extra` after the round's own arguments (the in-pod watches'
+// --ptrace).
+class WithArgs : public Launcher {
+ public:
+  WithArgs(std::unique_ptr<Launcher> inner, std::vector<std::string> extra)
+      : inner_(std::move(inner)), extra_(std::move(extra)) {}
+  Result<LaunchPlan> plan() override { return inner_->plan(); }
+  AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                          const std::vector<std::string>& agent_args,
+                          const AnswerWatch& watch) const override {
+    std::vector<std::string> args = agent_args;
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    return inner_->run_agents(nodes, args, watch);
+  }
+
+ private:
+  std::unique_ptr<Launcher> inner_;
+  std::vector<std::string> extra_;
+};
+
+class K8sNodeWatches : public NodeWatchFanout {
+ public:
+  explicit K8sNodeWatches(K8sOptions options) : options_(std::move(options)) {}
+
+  // The pods, once: a pod started later is not in this window (it is a pod of the next run).
+  Result<LaunchPlan> plan() override {
+    auto pods = list_k8s_pods(options_);
+    if (!pods) return pods.error();
+    pods_ = std::move(*pods);
+    LaunchPlan plan = k8s_launch_plan(pods_, options_.selector);
+    plan.job_id = options_.selector;
+    return plan;
+  }
+
+  std::unique_ptr<Launcher> watches(double window_s,
+                                    const std::vector<std::string>& node_args) const override {
+    (void)node_args;  // run_agents() gets them
+    K8sOptions o = options_;
+    o.agent_subcommand = "watch";
+    o.timeout = node_watch_timeout(window_s);
+    return std::make_unique<WithArgs>(planned(std::move(o)), std::vector<std::string>{"--ptrace"});
+  }
+
+  // kubectl exec passes no signal into the pod: a second exec in each running pod tells its
+  // watch (`watch --end-window`), all pods at once, each within 10 s. An ephemeral container's
+  // watch (--debug-image) is not reached: the pod's own container may have no hangscan.
+  void end_windows() const override {
+    if (!options_.debug_image.empty()) return;
+    std::vector<std::thread> threads;
+    const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+    for (const auto& pod : pods_) {
+      if (pod.phase != "Running" || pod.terminating) continue;
+      threads.emplace_back([this, &pod, deadline] {
+        CommandSpec spec;
+        spec.argv = k8s_end_watch_argv(options_, pod);
+        (void)run_command(spec, deadline);  // a pod whose watch ended already has none to end
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+  std::unique_ptr<Launcher> capture() const override { return planned(options_); }
+
+  std::string check_hint() const override {
+    return "list the pods with 'kubectl get pods -l SELECTOR' and look at one with 'kubectl "
+           "describe pod NAME'";
+  }
+
+ private:
+  // A k8s launcher that knows the pods (run_agents asks only pods its plan() listed).
+  static std::unique_ptr<Launcher> planned(K8sOptions o) {
+    auto launcher = make_k8s_launcher(std::move(o));
+    (void)launcher->plan();  // a failure here leaves every pod "not a pod of the job"
+    return launcher;
+  }
+
+  K8sOptions options_;
+  std::vector<K8sPod> pods_;  // plan()'s
+};
+
+}  // namespace
+
+std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options) {
+  return std::make_unique<K8sNodeWatches>(std::move(options));
+}
+
+}  // namespace hangscan

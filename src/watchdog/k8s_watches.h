@@ -1,0 +1,21 @@
+// `hangscan watch --k8s SELECTOR`: the node-local watches in every pod of a Kubernetes job.
+//
+// Why: a pod is a node of the merged watch as a Slurm node is (cluster_session.h); only how the
+// watches get there differs: `kubectl exec` (or the ephemeral container of --debug-image) runs
+// `hangscan watch --node-local --match REGEX --node POD --ptrace` in each, through the k8s
+// Launcher (fanout/k8s.h). The ptrace sampler, because a pod has a pid namespace of its own
+// and the eBPF recorder keys on the host's pids, which the pod does not see.
+#pragma once
+
+#include <memory>
+
+#include "fanout/k8s.h"
+#include "watchdog/cluster_session.h"
+
+namespace hangscan {
+
+// `options`: the pods, the container, --match and where hangscan is in the pods, as for
+// `hangscan k8s`; its timeout is the bundle capture's (each window has its own deadline).
+std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options);
+
+}  // namespace hangscan

@@ -1,0 +1,123 @@
+// `hangscan watch --k8s SELECTOR`: the flags mapped to the k8s node watches
+// (watchdog/k8s_watches.h) and what they say, printed by the cluster watch's printer
+// (watch_slurm.h).
+#include <fmt/core.h>
+#include <boost/process/search_path.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "cli.h"
+#include "fanout_cli.h"
+#include "output.h"
+#include "proc/proc_files.h"
+#include "util/escape.h"
+#include "util/parse_number.h"
+#include "watch_slurm.h"
+#include "watchdog/k8s_watches.h"
+
+namespace hangscan::cli {
+
+namespace {
+
+// The k8s launcher's options of `target`; nullopt (said on stderr) when they cannot be used.
+std::optional<K8sOptions> k8s_options(const WatchK8sTarget& target) {
+  if (boost::process::search_path("kubectl").empty()) {
+    print_error("'kubectl' is not installed here (not found on PATH)",
+                "run hangscan where kubectl reaches the cluster (kubectl get pods works)");
+    return std::nullopt;
+  }
+  if (target.agent_path.empty()) {
+    // The watches run inside the pods: hangscan's path there, not this binary's.
+    print_error("watch --k8s needs --agent-path: where hangscan is inside the pods",
+                "put the tarball of 'make dist' into the image or a shared volume and pass "
+                "e.g. --agent-path /opt/hangscan/bin/hangscan (docs/kubernetes.md)");
+    return std::nullopt;
+  }
+  auto agent = resolve_agent_path(target.agent_path);
+  if (!agent) {
+    print_error(agent.error());
+    return std::nullopt;
+  }
+  return K8sOptions{.selector = target.selector,
+                    .name_space = target.name_space,
+                    .container = target.container,
+                    .match = target.match,
+                    .agent_path = *agent,
+                    .debug_image = target.debug_image};
+}
+
+// Whether `pid` runs `self` as the node-local watch of `node` with its stop signals blocked
+// (a SIGUSR1 sooner would end it without its report: the front end asks again a second later).
+bool is_node_watch_of(int pid, const std::string& self, const std::string& node) {
+  const std::string dir = fmt::format("/proc/{}", pid);
+  if (self.empty() || read_link(dir + "/exe").value_or("") != self) return false;
+  auto cmdline = read_text_file(dir + "/cmdline", 1 << 16);
+  auto status = read_text_file(dir + "/status", 1 << 16);
+  if (!cmdline || !status) return false;
+  auto argv = split_nul(*cmdline);
+  bool local = std::find(argv.begin(), argv.end(), "--node-local") != argv.end();
+  auto at = std::find(argv.begin(), argv.end(), "--node");
+  if (!local || at == argv.end() || at + 1 == argv.end() || *(at + 1) != node) return false;
+  auto blk = status->find("\nSigBlk:");
+  if (blk == std::string::npos) return false;
+  std::string_view rest = std::string_view(*status).substr(blk + 8);
+  auto mask = parse_int<std::uint64_t>(trim_space(rest.substr(0, rest.find('\n'))), 16);
+  return mask && (*mask & (std::uint64_t{1} << (SIGUSR1 - 1))) != 0;
+}
+
+}  // namespace
+
+int end_node_windows(const std::string& node) {
+  const std::string self = read_link("/proc/self/exe").value_or("");
+  int told = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    auto pid = parse_int<int>(e.path().filename().string());
+    if (!pid || *pid == ::getpid() || !is_node_watch_of(*pid, self, node)) continue;
+    if (::kill(*pid, SIGUSR1) == 0) ++told;
+  }
+  return told > 0 ? kExitComplete : kExitPartial;
+}
+
+int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest r,
+                  const WatchSlurmOutput& out) {
+  if (target.match.empty()) {
+    print_error("watch --k8s needs --match REGEX: the ranks' command line in every pod",
+                "e.g. hangscan watch --k8s job-name=train-42 --match train.py --agent-path PATH");
+    return kExitUsage;
+  }
+  auto k = k8s_options(target);
+  if (!k) return target.agent_path.empty() ? kExitUsage : kExitNothing;
+  auto fanout = make_k8s_node_watches(std::move(*k));
+  ClusterWatchHooks hooks;
+  hooks.started = [&r](const LaunchPlan& plan) {
+    if (r.stall > 0) {
+      fmt::print(stderr,
+                 "hangscan: watchdog on {}: fires when no rank in any pod made progress for {} "
+                 "s{}\n",
+                 escape_for_text(plan.description), r.stall,
+                 r.log_file.empty() ? ""
+                                    : fmt::format(" or {} was not written for as long",
+                                                  escape_for_text(r.log_file)));
+    } else {
+      fmt::print(stderr,
+                 "hangscan: watching {} for {} s (ptrace samples in each pod); SIGINT ends "
+                 "every pod's window and reports\n",
+                 escape_for_text(plan.description), r.seconds);
+    }
+    std::fflush(stderr);
+  };
+  hooks.annotate_bundle = [&out](const JobSnapshot& job, Analysis& analysis) {
+    if (!out.logs.empty()) join_job_logs(job, analysis, out.logs);
+  };
+  WatchSlurmOutput named = out;
+  named.job_name = "the pods of '" + target.selector + "'";
+  return run_watch_nodes(*fanout, std::move(r), named, std::move(hooks));
+}
+
+}  // namespace hangscan::cli
