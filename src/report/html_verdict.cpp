@@ -1,0 +1,156 @@
+// The HTML page's verdict: lines tied to findings, findings tied to nodes of the page's tree.
+#include "report/html_verdict.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "group/finding.h"
+#include "group/stack_key.h"
+#include "group/wait_spread.h"
+
+namespace hangscan {
+
+using nlohmann::json;
+
+namespace {
+
+// The words of each finding list (one sentence per finding, same order) and, after the
+// suspects' own, the lines the logs added. The one place this writer reads the sentences, so
+// that moving the words elsewhere changes only this function.
+struct VerdictWords {
+  const std::vector<std::string>& suspects;
+  const std::vector<std::string>& waits;
+  const std::vector<std::string>& deadlocks;
+};
+
+VerdictWords verdict_words(const Analysis& a) {
+  return {a.suspect_reasons, a.wait_chains, a.deadlocks};
+}
+
+// Trie nodes as the page names them: [group, depth] on the first group whose key path holds the
+// node (the page's tree is drawn from the groups' key paths, so that pair finds it there).
+class PageNodes {
+ public:
+  explicit PageNodes(const Analysis& a) : a_(a) {
+    paths_.reserve(a.groups.size());
+    for (std::size_t g = 0; g < a.groups.size(); ++g) {
+      paths_.push_back(a.trie.path_to(a.groups[g].node));
+      for (std::size_t d = 0; d < paths_[g].size(); ++d) at_.try_emplace(paths_[g][d], g, d + 1);
+    }
+  }
+
+  json ref(std::size_t node) const {
+    auto it = at_.find(node);
+    if (it == at_.end()) return nullptr;
+    return json::array({it->second.first, it->second.second});
+  }
+
+  // The groups of `members` (ascending, each once; members not grouped have none).
+  std::set<std::size_t> groups_of(const std::vector<std::size_t>& members) const {
+    std::set<std::size_t> out;
+    for (std::size_t m : members) {
+      if (m < a_.group_of.size() && a_.group_of[m] != Analysis::kNoGroup)
+        out.insert(a_.group_of[m]);
+    }
+    return out;
+  }
+
+  // The trie nodes `r` names: its node, or on the key path of each group of `members` the
+  // deepest node whose frame is r's frame as the grouping compares frames.
+  void resolve(const FrameRef& r, const std::set<std::size_t>& groups,
+               std::vector<std::size_t>& out) const {
+    if (!r.frame) {
+      if (r.node != FrameRef::kNoNode && r.node != StackTrie::kRoot) out.push_back(r.node);
+      return;
+    }
+    for (std::size_t g : groups) {
+      const std::vector<std::size_t>& path = paths_[g];
+      auto hit = std::find_if(path.rbegin(), path.rend(), [&](std::size_t n) {
+        return same_key_frame(a_.trie.node(n).frame, *r.frame, a_.trie.granularity());
+      });
+      if (hit != path.rend()) out.push_back(*hit);
+    }
+  }
+
+  // Where a finding's members are: the nodes of its frames, else the ends of their groups.
+  json nodes_of(const Finding& f) const {
+    std::set<std::size_t> groups = groups_of(f.members);
+    std::vector<std::size_t> nodes;
+    for (const FrameRef& r : f.frames) resolve(r, groups, nodes);
+    if (f.frames.empty()) {
+      for (std::size_t g : groups) nodes.push_back(a_.groups[g].node);
+    }
+    json out = json::array();
+    std::set<std::size_t> seen;
+    for (std::size_t n : nodes) {
+      json page = ref(n);
+      if (seen.insert(n).second && !page.is_null()) out.push_back(std::move(page));
+    }
+    return out;
+  }
+
+  json place_of(const Finding& f) const {
+    std::vector<std::size_t> nodes;
+    resolve(f.place, groups_of(f.others), nodes);
+    return nodes.empty() ? json(nullptr) : ref(nodes.front());
+  }
+
+ private:
+  const Analysis& a_;
+  std::vector<std::vector<std::size_t>> paths_;
+  std::unordered_map<std::size_t, std::pair<std::size_t, std::size_t>> at_;
+};
+
+json line(std::string text, const char* cls) { return {{"text", std::move(text)}, {"class", cls}}; }
+
+}  // namespace
+
+void add_page_nodes(json& findings, const Analysis& a) {
+  PageNodes pages(a);
+  std::size_t i = 0;
+  for (const auto* list : {&a.findings, &a.wait_findings, &a.deadlock_findings}) {
+    for (const Finding& f : *list) {
+      if (i >= findings.size()) return;
+      findings[i]["nodes"] = pages.nodes_of(f);
+      findings[i]["place_node"] = pages.place_of(f);
+      ++i;
+    }
+  }
+}
+
+json verdict_lines(const JobSnapshot& job, const Analysis& a) {
+  VerdictWords words = verdict_words(a);
+  json out = json::array();
+  for (std::size_t i = 0; i < words.suspects.size(); ++i) {
+    const std::string& r = words.suspects[i];
+    out.push_back(line("SUSPECT " + r, r.starts_with("logs: ") ? "suspect from-logs" : "suspect"));
+    if (i < a.findings.size()) out.back()["finding"] = i;
+  }
+  for (const std::string& n : a.notes) out.push_back(line("note: " + n, "note"));
+  for (std::size_t g = 0; g < a.groups.size(); ++g) {
+    const Group& grp = a.groups[g];
+    if (!grp.wait) continue;
+    out.push_back(line("timing: " + wait_sentence(job, grp, *grp.wait), "timing"));
+    out.back()["group"] = g;
+    out.back()["members"] = grp.members;
+  }
+  std::size_t first = a.findings.size();
+  for (std::size_t i = 0; i < words.waits.size(); ++i) {
+    out.push_back(line("waits: " + words.waits[i], "waits"));
+    if (i < a.wait_findings.size()) out.back()["finding"] = first + i;
+  }
+  first += a.wait_findings.size();
+  for (std::size_t i = 0; i < words.deadlocks.size(); ++i) {
+    out.push_back(line("deadlock: " + words.deadlocks[i], "deadlock"));
+    if (i < a.deadlock_findings.size()) out.back()["finding"] = first + i;
+  }
+  if (words.suspects.empty() && a.notes.empty() && a.grouped.size() < 2 && !a.grouped.empty())
+    out.push_back(line("note: only one process grouped", "note"));
+  return out;
+}
+
+}  // namespace hangscan
