@@ -28,7 +28,8 @@ def test_ring_job_verdict_lines_open_the_tree_and_pick_the_members(targets, tmp_
     doc = page_data(html.read_text())
     assert [v["text"] for v in doc["verdict"]] == summary(text.stdout)
     line = hs.hs_line("ring_allreduce.py", "odd")
-    assert doc["wait_chains"] == [f"ranks 1 -> 0 -> 3 wait on rank 2, which sleeps (ring_allreduce.py:{line})"]
+    assert [v["text"] for v in doc["verdict"] if v["class"] == "waits"] == [
+        f"waits: ranks 1 -> 0 -> 3 wait on rank 2, which sleeps (ring_allreduce.py:{line})"]
     suspect = doc["findings"][0]
     assert suspect["kind"] == "divergence" and suspect["ranks"] == [2]
     rank_of = {i: p.get("rank") for i, p in enumerate(doc["processes"])}

@@ -128,16 +128,28 @@ function renderVerdict() {
 // (process indexes) and, for a wait chain, the root everyone waits on.
 let picked = null;
 
+// A finding's list of process indexes: as is, or {"groups", "more"} (whole groups' members and
+// the rest, report/html_verdict.h), put back in ascending order.
+function processList(x) {
+  if (Array.isArray(x)) return x;
+  const all = x.groups.flatMap((g) => groups[g].members || []).concat(x.more);
+  return all.sort((a, b) => a - b);
+}
+
 function pickOf(v) {
   const f = v.finding !== undefined ? data.findings[v.finding] : null;
-  if (!f) return { nodes: [[v.group, groups[v.group].frames.length]], place: null, members: v.members || [] };
+  if (!f) {
+    const g = groups[v.group];
+    return { nodes: [[v.group, g.frames.length]], place: null, members: g.members || [] };
+  }
   const chain = f.kind === "wait_chain";
-  return { nodes: f.nodes || [], place: f.place_node || null, members: f.members || [],
-    root: chain ? f.others[0] : undefined, hop: chain && f.figures.chain ? " -> " : ", " };
+  return { nodes: f.nodes || [], place: f.place_node || null, members: processList(f.members || []),
+    root: chain ? processList(f.others)[0] : undefined, hop: chain && f.figures.chain ? " -> " : ", " };
 }
 
 function pick(v, scroll) {
   picked = pickOf(v);
+  picked.memberSet = new Set(picked.members);
   markTree(scroll);
   renderPicked();
   applySearch();  // the process table, the picked members first
@@ -328,7 +340,7 @@ function pickedClass(p) {
   if (!picked) return "";
   const i = processIndex.get(p);
   if (i === picked.root) return " picked root";
-  return picked.members.includes(i) ? " picked" : "";
+  return picked.memberSet.has(i) ? " picked" : "";
 }
 
 function renderProcesses(matches) {
