@@ -2,6 +2,8 @@
 text report's line, made from the findings as data; clicking it opens the tree at the finding's
 nodes, marks them and picks its members (a wait chain's root apart), in headless Chromium."""
 
+from pathlib import Path
+
 import browser
 import hs_testlib as hs
 from test_html_report import artifacts, page_data, targets, visible_texts  # noqa: F401  (targets: fixture)
@@ -62,5 +64,39 @@ def test_ring_job_verdict_lines_open_the_tree_and_pick_the_members(targets, tmp_
         found = visible_texts(page, "#tree .node.found .ranks")
         assert found == ["[0-1,3]"], found
         page.screenshot(artifacts() / "ring_allreduce_wait_chain.png")
+    assert set(b.requests) <= {html.as_uri()}, b.requests
+    assert b.console_errors == []
+
+
+def test_golden_page_links_a_death_a_fan_in_and_keeps_marks_through_the_library_toggle(tmp_path):
+    """The writers' golden page (tests/unit/report/golden_test.cpp's 8-rank job: rank 7 odd, rank
+    6 killed by the OOM killer and never captured, ranks 0-4 waiting on rank 5): no process
+    needed."""
+    browser.chromium()
+    html = Path(hs.source_dir()) / "tests" / "unit" / "fixtures" / "golden" / "report.html"
+    with browser.Browser(tmp_path) as b:
+        page = b.open(html.as_uri())
+        links = visible_texts(page, "#verdict li .line.link")
+        assert [line.split(" ")[0] for line in links] == ["SUSPECT", "SUSPECT", "timing:", "waits:"]
+        # The death: no process of rank 6, the place where its peers wait marked apart.
+        page.eval("document.querySelectorAll('#verdict li.suspect .line.link')[1].click()")
+        assert visible_texts(page, "#tree .node.found") == []
+        assert visible_texts(page, "#tree .node.found-place .fn") == ["all_reduce (distributed_c10d.py:1541)"]
+        assert visible_texts(page, "#tree .node.found-place .ranks") == ["[0-5]"]
+        assert visible_texts(page, "#verdict .picked") == ["ranks [6]: no process captured"]
+        # The divergence stays marked when library frames are hidden (its frames are not).
+        page.eval("document.querySelector('#verdict li.suspect .line.link').click()")
+        assert visible_texts(page, "#tree .node.found .fn") == ["worker (hang_gloo.py)", "time.sleep"]
+        page.eval("const h = document.getElementById('hide-library'); h.checked = true;"
+                  "h.dispatchEvent(new Event('change'))")
+        assert visible_texts(page, "#tree .node.found .fn") == ["worker (hang_gloo.py)", "time.sleep"]
+        assert visible_texts(page, "#tree .node.found .ranks") == ["[0-5,7]", "[7]"]
+        # A fan-in: the members in order, the root apart; the groups' end is a libc frame, hidden:
+        # its nearest shown ancestor is marked.
+        page.eval("document.querySelector('#verdict li.waits .line.link').click()")
+        assert visible_texts(page, "#verdict .picked") == [
+            "ranks [0-4]: rank 0, rank 1, rank 2, rank 3, rank 4 wait on rank 5"]
+        assert visible_texts(page, "#tree .node.found .fn") == ["all_reduce (distributed_c10d.py:1541)"]
+        assert visible_texts(page, "#processes tr.picked.root button") == ["rank 5"]
     assert set(b.requests) <= {html.as_uri()}, b.requests
     assert b.console_errors == []

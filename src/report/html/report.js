@@ -144,6 +144,7 @@ function pickOf(v) {
   }
   const chain = f.kind === "wait_chain";
   return { nodes: f.nodes || [], place: f.place_node || null, members: processList(f.members || []),
+    ranks: f.ranks || [],
     root: chain ? processList(f.others)[0] : undefined, hop: chain && f.figures.chain ? " -> " : ", " };
 }
 
@@ -195,7 +196,11 @@ function renderPicked() {
   box.textContent = "";
   const ms = picked.members.map((i) => processes[i]).filter(Boolean);
   const root = picked.root !== undefined ? processes[picked.root] : undefined;
-  if (!ms.length && !root) return;
+  if (!ms.length && !root) {  // a death or missing ranks with no process captured
+    if (picked.ranks && picked.ranks.length)
+      box.appendChild(el("span", "muted", `ranks [${ranges(picked.ranks)}]: no process captured`));
+    return;
+  }
   const ranks = ms.map((p) => p.rank).filter((r) => r !== null && r !== undefined);
   const set = ranks.length === ms.length && ms.length ? `ranks [${ranges(ranks)}]` : `${ms.length} processes`;
   box.appendChild(el("span", "muted", `${set}: `));
