@@ -2,6 +2,7 @@
 #include "report/html_verdict.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -35,7 +36,7 @@ VerdictWords verdict_words(const Analysis& a) {
 // node (the page's tree is drawn from the groups' key paths, so that pair finds it there).
 class PageNodes {
  public:
-  explicit PageNodes(const Analysis& a) : a_(a) {
+  PageNodes(const JobSnapshot& job, const Analysis& a) : job_(job), a_(a) {
     paths_.reserve(a.groups.size());
     for (std::size_t g = 0; g < a.groups.size(); ++g) {
       paths_.push_back(a.trie.path_to(a.groups[g].node));
@@ -59,30 +60,52 @@ class PageNodes {
     return out;
   }
 
-  // The trie nodes `r` names: its node, or on the key path of each group of `members` the
-  // deepest node whose frame is r's frame as the grouping compares frames.
-  void resolve(const FrameRef& r, const std::set<std::size_t>& groups,
+  // How deep `f` is in a key stack of `p` (1: outermost), 0 when it is in none: a finding's
+  // frame is a member's own (group/finding.h), so its place is exact even in a recursion.
+  std::size_t key_depth(const ProcessSnapshot& p, const Frame* f) const {
+    std::less<const Frame*> before;
+    for (const ThreadSnapshot& t : p.threads) {
+      FrameRange r = key_frames(t, a_.options.top_n);
+      if (!before(f, r.begin) && before(f, r.end)) return static_cast<std::size_t>(r.end - f);
+    }
+    return 0;
+  }
+
+  // The trie nodes `r` names: its node; or, for a member's own frame, the node at its depth on
+  // the key path of the member's group; for the groups of `members` where that is not the
+  // frame (another selected thread's), the deepest node with the frame as the grouping
+  // compares frames.
+  void resolve(const FrameRef& r, const std::vector<std::size_t>& members,
                std::vector<std::size_t>& out) const {
     if (!r.frame) {
       if (r.node != FrameRef::kNoNode && r.node != StackTrie::kRoot) out.push_back(r.node);
       return;
     }
+    auto same = [&](std::size_t n) {
+      return same_key_frame(a_.trie.node(n).frame, *r.frame, a_.trie.granularity());
+    };
+    std::set<std::size_t> groups = groups_of(members);
+    for (std::size_t m : members) {
+      std::size_t d = key_depth(job_.processes[m], r.frame);
+      auto g = groups.find(d ? a_.group_of[m] : Analysis::kNoGroup);
+      if (g == groups.end() || d > paths_[*g].size() || !same(paths_[*g][d - 1])) continue;
+      out.push_back(paths_[*g][d - 1]);
+      groups.erase(g);
+      if (groups.empty()) return;
+    }
     for (std::size_t g : groups) {
       const std::vector<std::size_t>& path = paths_[g];
-      auto hit = std::find_if(path.rbegin(), path.rend(), [&](std::size_t n) {
-        return same_key_frame(a_.trie.node(n).frame, *r.frame, a_.trie.granularity());
-      });
+      auto hit = std::find_if(path.rbegin(), path.rend(), same);
       if (hit != path.rend()) out.push_back(*hit);
     }
   }
 
   // Where a finding's members are: the nodes of its frames, else the ends of their groups.
   json nodes_of(const Finding& f) const {
-    std::set<std::size_t> groups = groups_of(f.members);
     std::vector<std::size_t> nodes;
-    for (const FrameRef& r : f.frames) resolve(r, groups, nodes);
+    for (const FrameRef& r : f.frames) resolve(r, f.members, nodes);
     if (f.frames.empty()) {
-      for (std::size_t g : groups) nodes.push_back(a_.groups[g].node);
+      for (std::size_t g : groups_of(f.members)) nodes.push_back(a_.groups[g].node);
     }
     json out = json::array();
     std::set<std::size_t> seen;
@@ -95,11 +118,12 @@ class PageNodes {
 
   json place_of(const Finding& f) const {
     std::vector<std::size_t> nodes;
-    resolve(f.place, groups_of(f.others), nodes);
+    resolve(f.place, f.others, nodes);
     return nodes.empty() ? json(nullptr) : ref(nodes.front());
   }
 
  private:
+  const JobSnapshot& job_;
   const Analysis& a_;
   std::vector<std::vector<std::size_t>> paths_;
   std::unordered_map<std::size_t, std::pair<std::size_t, std::size_t>> at_;
@@ -131,8 +155,8 @@ json line(std::string text, const char* cls) { return {{"text", std::move(text)}
 
 }  // namespace
 
-void add_page_findings(json& findings, const Analysis& a) {
-  PageNodes pages(a);
+void add_page_findings(json& findings, const JobSnapshot& job, const Analysis& a) {
+  PageNodes pages(job, a);
   std::size_t i = 0;
   for (const auto* list : {&a.findings, &a.wait_findings, &a.deadlock_findings}) {
     for (const Finding& f : *list) {

@@ -19,7 +19,7 @@ namespace hangscan {
 // (outermost first), which names one node of the tree the page draws from "groups". A long
 // unordered "members" or "others" becomes {"groups": [...], "more": [...]}: the members of
 // whole groups (the page's groups[].members) and the rest.
-void add_page_findings(nlohmann::json& findings, const Analysis& a);
+void add_page_findings(nlohmann::json& findings, const JobSnapshot& job, const Analysis& a);
 
 // The verdict's lines in the text report's order, each {"text", "class"} and, when it has one,
 // "finding" (an index into "findings") or, for a timing line, "group" (an index into "groups").

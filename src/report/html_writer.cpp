@@ -166,7 +166,7 @@ std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
   doc["thread_shapes"] = thread_shapes.take();
   doc["frames"] = stacks.take_frames();
   doc["stacks"] = stacks.take_stacks();
-  if (doc["findings"].is_array()) add_page_findings(doc["findings"], analysis);
+  if (doc["findings"].is_array()) add_page_findings(doc["findings"], job, analysis);
   for (std::size_t g = 0; g < analysis.groups.size() && g < doc["groups"].size(); ++g)
     doc["groups"][g]["members"] = analysis.groups[g].members;
   // The verdict's lines hold the sentences (once): SUSPECT, note, timing, waits, deadlock.

@@ -113,7 +113,8 @@ TEST(HtmlData, ScriptCannotBeClosedFromTheData) {
 // The verdict (report/html_verdict.h): each line is the text report's line, tied to its
 // finding, and each finding names the nodes of the page's tree where its members are.
 
-// Four ranks in main -> step -> all_reduce; rank 2 in main -> step -> load -> recv. Ranks 0, 1
+// Four ranks in main -> step -> all_reduce; rank 2 in main -> step -> load -> step -> recv (a
+// recursion: the frame where it parted is the outer step, not the deeper one). Ranks 0, 1
 // and 3 wait on their right neighbour, rank 3 on rank 2: a chain 0 -> 1 -> 3 ending at rank 2.
 JobSnapshot ring_job() {
   JobSnapshot job;
@@ -130,7 +131,8 @@ JobSnapshot ring_job() {
     t.state = 'S';
     t.is_main = true;
     std::vector<Frame> frames = {py("all_reduce", 30), py("step", 20), py("main", 3)};
-    if (r == 2) frames = {py("recv", 40), py("load", 21), py("step", 20), py("main", 3)};
+    if (r == 2)
+      frames = {py("recv", 40), py("step", 22), py("load", 21), py("step", 20), py("main", 3)};
     t.frames = stacks.intern(FrameStack(std::move(frames)));
     if (r != 2) {
       WaitEdge e;
@@ -166,15 +168,15 @@ TEST(HtmlVerdict, LinesAreTheTextReportsTiedToTheirFindings) {
   ASSERT_EQ(texts.size(), 2u);
   EXPECT_EQ(texts[0],
             "SUSPECT rank 2 is not in all_reduce with ranks 0-1,3: it is in step (train.py:20) -> "
-            "load (train.py:21) -> recv (train.py:40)");
+            "load (train.py:21) -> ... -> recv (train.py:40)");
   EXPECT_EQ(texts[1],
             "waits: ranks 0 -> 1 -> 3 wait on rank 2, which waits on nothing hangscan can follow "
             "(train.py:40)");
   const json& suspect = doc["findings"][doc["verdict"][0]["finding"].get<std::size_t>()];
   EXPECT_EQ(suspect["kind"], "divergence");
   EXPECT_EQ(suspect["members"], json::array({2}));
-  // Group 0 is rank 2's (smallest first): main, step, load, recv; group 1 the others'.
-  EXPECT_EQ(suspect["nodes"], json::parse("[[0, 2], [0, 3], [0, 4]]"));
+  // Group 0 is rank 2's (smallest first): main, step, load, step, recv; group 1 the others'.
+  EXPECT_EQ(suspect["nodes"], json::parse("[[0, 2], [0, 3], [0, 5]]"));
   EXPECT_EQ(suspect["place_node"], json::parse("[1, 3]"));
   const json& chain = doc["findings"][doc["verdict"][1]["finding"].get<std::size_t>()];
   EXPECT_EQ(chain["kind"], "wait_chain");
