@@ -100,3 +100,27 @@ def test_golden_page_links_a_death_a_fan_in_and_keeps_marks_through_the_library_
         assert visible_texts(page, "#processes tr.picked.root button") == ["rank 5"]
     assert set(b.requests) <= {html.as_uri()}, b.requests
     assert b.console_errors == []
+
+
+def test_deadlock_line_picks_its_process(targets, tmp_path):
+    """tests/programs/py_rlock_cycle.py: threads "post" and "audit" of one process hold one RLock
+    each and wait for the other's (test_waits_python_locks.py)."""
+    browser.chromium()
+    target = targets.start([PY, hs.program_source("py_rlock_cycle.py"), hs.READY, str(tmp_path / "fh.txt")])
+    html = tmp_path / "report.html"
+    text = hs.run_hangscan(["dump", "--pid", str(target.pid), "--html", str(html)], parse_json=False)
+    assert text.rc == 0, text.describe()
+    doc = page_data(html.read_text())
+    [line] = [v["text"] for v in doc["verdict"] if v["class"] == "deadlock"]
+    # A plain dump says its deadlock under the process's title: the same line.
+    assert line.startswith("deadlock: thread ") and line in text.stdout.splitlines(), (line, text.stdout)
+    [proc] = doc["processes"]
+    with browser.Browser(tmp_path) as b:
+        page = b.open(html.as_uri())
+        assert visible_texts(page, "#verdict li.deadlock .line.link") == [line]
+        page.eval("document.querySelector('#verdict li.deadlock .line.link').click()")
+        assert visible_texts(page, "#verdict .picked") == [f"1 process: {proc['host']}:{target.pid}"]
+        assert visible_texts(page, "#tree .node.found .ranks") == ["[1 process]"]
+        assert visible_texts(page, "#processes tr.picked button") == [f"{proc['host']}:{target.pid}"]
+    assert set(b.requests) <= {html.as_uri()}, b.requests
+    assert b.console_errors == []

@@ -142,10 +142,13 @@ function pickOf(v) {
     const g = groups[v.group];
     return { nodes: [[v.group, g.frames.length]], place: null, members: g.members || [] };
   }
-  const chain = f.kind === "wait_chain";
-  return { nodes: f.nodes || [], place: f.place_node || null, members: processList(f.members || []),
-    ranks: f.ranks || [],
-    root: chain ? processList(f.others)[0] : undefined, hop: chain && f.figures.chain ? " -> " : ", " };
+  // A chain's and a deadlock's members are in their order (a deadlock's once per step of its
+  // cycle: the same process again for threads of one process).
+  const chain = f.kind === "wait_chain", cycle = f.kind === "deadlock";
+  return { nodes: f.nodes || [], place: f.place_node || null, ranks: f.ranks || [],
+    members: [...new Set(processList(f.members || []))],
+    root: chain ? processList(f.others)[0] : undefined,
+    hop: (chain && f.figures.chain) || cycle ? " -> " : ", " };
 }
 
 function pick(v, scroll) {
@@ -202,7 +205,8 @@ function renderPicked() {
     return;
   }
   const ranks = ms.map((p) => p.rank).filter((r) => r !== null && r !== undefined);
-  const set = ranks.length === ms.length && ms.length ? `ranks [${ranges(ranks)}]` : `${ms.length} processes`;
+  const set = ranks.length === ms.length && ms.length ? `ranks [${ranges(ranks)}]`
+    : `${ms.length} process${ms.length === 1 ? "" : "es"}`;
   box.appendChild(el("span", "muted", `${set}: `));
   const link = (p, cls) => {
     const b = el("button", cls, memberName(p));
