@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/html_assets.h"
+#include "report/html_verdict.h"
 #include "report/json_writer.h"
 #include "util/hash_mix.h"
 #include "util/stack_table.h"
@@ -165,6 +166,12 @@ std::string html_page_data(const JobSnapshot& job, const Analysis& analysis) {
   doc["thread_shapes"] = thread_shapes.take();
   doc["frames"] = stacks.take_frames();
   doc["stacks"] = stacks.take_stacks();
+  if (doc["findings"].is_array()) add_page_findings(doc["findings"], job, analysis);
+  for (std::size_t g = 0; g < analysis.groups.size() && g < doc["groups"].size(); ++g)
+    doc["groups"][g]["members"] = analysis.groups[g].members;
+  // The verdict's lines hold the sentences (once): SUSPECT, note, timing, waits, deadlock.
+  doc["verdict"] = verdict_lines(job, analysis);
+  for (const char* k : {"suspect_reasons", "notes", "wait_chains", "deadlocks"}) doc.erase(k);
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -29,7 +29,9 @@ std::string html_page(std::string_view data, HtmlView view);
 // The page's data: the hangscan/1 document (json_writer.h) with every stack an index into
 // "stacks" (lists of indexes into "frames"), each thread [tid, shape, blocked_s, cpu_ticks]
 // with the rest in "thread_shapes", and each process a row of "process_columns" (its shape in
-// "process_shapes", its threads, then what differs between ranks).
+// "process_shapes", its threads, then what differs between ranks); each group with its members
+// (process indexes); the verdict's lines tied to the findings (report/html_verdict.h) instead
+// of the sentence lists.
 std::string html_page_data(const JobSnapshot& job, const Analysis& analysis);
 
 // `json` made safe inside <script type="application/json">: "<" becomes "\u003c" (so no

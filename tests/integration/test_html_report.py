@@ -84,7 +84,8 @@ def test_ring_job_report_shows_the_verdict_the_suspects_path_and_its_frames(targ
     with browser.Browser(tmp_path) as b:
         page = b.open(html.as_uri())
         verdict = page.eval("document.getElementById('verdict').innerText").splitlines()
-        assert f"SUSPECT {doc['suspect_reasons'][0]}" in verdict
+        assert doc["verdict"][0]["text"].startswith("SUSPECT rank 2 is not in all_reduce with ranks 0-1,3: ")
+        assert doc["verdict"][0]["text"] in verdict
         # The odd rank's path is open and marked down to where it diverges.
         marked = visible_texts(page, "#tree .node.suspect-path .fn")
         inner = python[0]
@@ -189,6 +190,18 @@ def test_hundred_ranks_page_is_small_and_complete(tmp_path):
         assert page.eval("document.title") == "hangscan: 100 processes, 3 groups"
         assert page.eval("document.querySelectorAll('#processes tr.proc').length") == 100
         assert visible_texts(page, "#tree .mark") == ["<- suspect", "<- suspect"]
+        # Verdict lines link to the tree: rank 7's frames marked (where it parted, the first
+        # frame after, its deepest), the majority's place apart; a timing line its group's end.
+        page.eval("document.querySelector('#verdict li.suspect .line.link').click()")
+        assert visible_texts(page, "#tree .node.found .fn") == [
+            "step_23 (layer_2.py:33)", "odd1_24 (layer_101.py:44)", "odd1_29 (layer_101.py:49)"]
+        assert visible_texts(page, "#tree .node.found .ranks") == ["[0-99]", "[7]", "[7]"]
+        assert visible_texts(page, "#tree .node.found-place .fn") == ["step_29 (layer_1.py:39)"]
+        assert visible_texts(page, "#verdict .picked") == ["ranks [7]: rank 7"]
+        page.eval("document.querySelector('#verdict li.timing .line.link').click()")
+        assert visible_texts(page, "#tree .node.found .fn") == ["step_29 (layer_1.py:39)"]
+        assert visible_texts(page, "#tree .node.found .ranks") == ["[0-6,8-56,58-99]"]
+        assert len(visible_texts(page, "#processes tr.picked")) == 98
         page.eval("const s = document.getElementById('search'); s.value = 'odd2_';"
                   "s.dispatchEvent(new Event('input'))")
         assert visible_texts(page, "#processes tr.proc button") == ["rank 57"]

@@ -77,14 +77,23 @@ function processByPid(host, pid) {
 
 // ---- the verdict -------------------------------------------------------------------------
 
+// Each line is the text report's, from the page's "verdict" (report/html_verdict.h); a line
+// with a finding, or a timing line, is a link: clicking it opens the tree at its nodes and
+// picks its members.
 function renderVerdict() {
   const box = document.getElementById("verdict");
   const list = el("ul", "verdict");
-  // The logs' own findings (--logs) are sentences of the verdict that begin "logs: ".
-  for (const r of data.suspect_reasons || [])
-    list.appendChild(el("li", r.startsWith("logs: ") ? "suspect from-logs" : "suspect", "SUSPECT " + r));
-  for (const w of data.wait_chains || []) list.appendChild(el("li", "", "waits: " + w));
-  for (const n of data.notes || []) list.appendChild(el("li", "note", "note: " + n));
+  for (const v of data.verdict || []) {
+    const li = el("li", v.class);
+    const text = el("div", "line", v.text);
+    li.appendChild(text);
+    if (v.finding !== undefined || v.group !== undefined) {
+      text.classList.add("link");
+      text.title = "show in the tree";
+      text.addEventListener("click", () => pick(v, true));
+    }
+    list.appendChild(li);
+  }
   for (const u of data.unreachable || []) list.appendChild(el("li", "note", `unreachable: ${u.host} (${u.reason})`));
   // A rank whose log was read but whose process was not captured (dead, or elsewhere): its
   // last words are all the page has of it.
@@ -109,6 +118,109 @@ function renderVerdict() {
   if (members.children.length) {
     box.appendChild(el("span", "muted", "suspects: "));
     box.appendChild(members);
+  }
+  box.appendChild(el("div", "picked"));
+}
+
+// ---- a verdict line picked: its nodes in the tree, its members --------------------------
+
+// What the picked line names: tree nodes ([group, depth]), where the others are, members
+// (process indexes) and, for a wait chain, the root everyone waits on.
+let picked = null;
+
+// A finding's list of process indexes: as is, or {"groups", "more"} (whole groups' members and
+// the rest, report/html_verdict.h), put back in ascending order.
+function processList(x) {
+  if (Array.isArray(x)) return x;
+  const all = x.groups.flatMap((g) => groups[g].members || []).concat(x.more);
+  return all.sort((a, b) => a - b);
+}
+
+function pickOf(v) {
+  const f = v.finding !== undefined ? data.findings[v.finding] : null;
+  if (!f) {
+    const g = groups[v.group];
+    return { nodes: [[v.group, g.frames.length]], place: null, members: g.members || [] };
+  }
+  // A chain's and a deadlock's members are in their order (a deadlock's once per step of its
+  // cycle: the same process again for threads of one process).
+  const chain = f.kind === "wait_chain", cycle = f.kind === "deadlock";
+  return { nodes: f.nodes || [], place: f.place_node || null, ranks: f.ranks || [],
+    members: [...new Set(processList(f.members || []))],
+    root: chain ? processList(f.others)[0] : undefined,
+    hop: (chain && f.figures.chain) || cycle ? " -> " : ", " };
+}
+
+function pick(v, scroll) {
+  picked = pickOf(v);
+  picked.memberSet = new Set(picked.members);
+  markTree(scroll);
+  renderPicked();
+  applySearch();  // the process table, the picked members first
+}
+
+// The tree node a [group, depth] names: the group's key path (outermost first) cut to depth
+// frames, without the hidden library frames (then its nearest shown ancestor).
+function nodeAt(g, depth) {
+  const hide = document.getElementById("hide-library").checked;
+  let node = treeRoot;
+  for (const f of [...groups[g].frames].reverse().slice(0, depth)) {
+    if (hide && isLibrary(f)) continue;
+    node = node.children.get(frameText(f));
+    if (!node) return null;
+  }
+  return node === treeRoot ? null : node;
+}
+
+// Marks the picked line's nodes ("found") and the others' place ("found-place"), each path opened.
+function markTree(scroll) {
+  for (const row of document.querySelectorAll("#tree .node.found, #tree .node.found-place"))
+    row.classList.remove("found", "found-place");
+  if (!picked) return;
+  const mark = (ref, cls) => {
+    const node = ref ? nodeAt(ref[0], ref[1]) : null;
+    if (!node) return null;
+    node.row.classList.add(cls);
+    for (let li = node.li.parentElement; li && li.id !== "tree"; li = li.parentElement)
+      if (li.tagName === "LI") li.classList.remove("collapsed");
+    return node.row;
+  };
+  mark(picked.place, "found-place");
+  const rows = picked.nodes.map((ref) => mark(ref, "found")).filter(Boolean);
+  if (scroll && rows.length) rows[rows.length - 1].scrollIntoView({ block: "center" });
+}
+
+// Under the verdict: the picked line's members and their rank set, each a link to its page (at
+// most PICKED_LINKS of them); a wait chain's root last.
+const PICKED_LINKS = 50;
+
+function renderPicked() {
+  const box = document.querySelector("#verdict .picked");
+  box.textContent = "";
+  const ms = picked.members.map((i) => processes[i]).filter(Boolean);
+  const root = picked.root !== undefined ? processes[picked.root] : undefined;
+  if (!ms.length && !root) {  // a death or missing ranks with no process captured
+    if (picked.ranks && picked.ranks.length)
+      box.appendChild(el("span", "muted", `ranks [${ranges(picked.ranks)}]: no process captured`));
+    return;
+  }
+  const ranks = ms.map((p) => p.rank).filter((r) => r !== null && r !== undefined);
+  const set = ranks.length === ms.length && ms.length ? `ranks [${ranges(ranks)}]`
+    : `${ms.length} process${ms.length === 1 ? "" : "es"}`;
+  box.appendChild(el("span", "muted", `${set}: `));
+  const link = (p, cls) => {
+    const b = el("button", cls, memberName(p));
+    b.addEventListener("click", () => showProcess(p));
+    box.appendChild(b);
+  };
+  ms.slice(0, PICKED_LINKS).forEach((p, i) => {
+    if (i) box.appendChild(el("span", "muted", picked.hop || ", "));
+    link(p, "hop");
+  });
+  if (ms.length > PICKED_LINKS) box.appendChild(el("span", "muted", ` and ${ms.length - PICKED_LINKS} more`));
+  if (root) {
+    box.appendChild(el("span", "muted", " wait on "));
+    link(root, "hop root");
   }
 }
 
@@ -162,6 +274,7 @@ function nodeLabel(node) {
 
 function renderNode(node, parentUl) {
   const li = el("li");
+  node.li = li;
   const suspect = [...node.groups].some((gi) => groups[gi].suspect);
   const row = el("div", "node" + (suspect ? " suspect-path" : ""));
   const toggle = el("span", "toggle", node.children.size ? "▾" : " ");
@@ -175,6 +288,7 @@ function renderNode(node, parentUl) {
   row.appendChild(el("span", "fn", frameText(node.frame)));
   if (suspect && node.groups.size === 1 && node.end) row.appendChild(el("span", "mark", "<- suspect"));
   row.dataset.search = frameText(node.frame).toLowerCase();
+  node.row = row;
   li.appendChild(row);
   const ul = el("ul");
   for (const child of node.children.values()) renderNode(child, ul);
@@ -186,13 +300,17 @@ function renderNode(node, parentUl) {
   parentUl.appendChild(li);
 }
 
+let treeRoot = null;  // the tree drawn last (buildTrie), each node with its li and row
+
 function renderTree() {
   const box = document.getElementById("tree");
   box.textContent = "";
   const hide = document.getElementById("hide-library").checked;
   const ul = el("ul");
-  for (const child of buildTrie(hide).children.values()) renderNode(child, ul);
+  treeRoot = buildTrie(hide);
+  for (const child of treeRoot.children.values()) renderNode(child, ul);
   box.appendChild(ul);
+  markTree(false);
   applySearch();
 }
 
@@ -216,7 +334,23 @@ function processText(p) {
 const TABLE_ROWS = 200;
 const suspectKeys = new Set((data.suspect_members || []).map((m) => `${m.host}:${m.pid}`));
 const isSuspect = (p) => suspectKeys.has(`${p.host}:${p.pid}`);
-const tableOrder = processes.filter(isSuspect).concat(processes.filter((p) => !isSuspect(p)));
+const suspectOrder = processes.filter(isSuspect).concat(processes.filter((p) => !isSuspect(p)));
+const processIndex = new Map(processes.map((p, i) => [p, i]));
+
+// The picked line's members first (its root, then the others), then suspects first.
+function tableOrder() {
+  if (!picked) return suspectOrder;
+  const first = [...new Set([picked.root, ...picked.members])].map((i) => processes[i]).filter(Boolean);
+  const firstSet = new Set(first);
+  return first.concat(suspectOrder.filter((p) => !firstSet.has(p)));
+}
+
+function pickedClass(p) {
+  if (!picked) return "";
+  const i = processIndex.get(p);
+  if (i === picked.root) return " picked root";
+  return picked.memberSet.has(i) ? " picked" : "";
+}
 
 function renderProcesses(matches) {
   const table = document.getElementById("processes");
@@ -225,9 +359,10 @@ function renderProcesses(matches) {
   const columns = ["member", "pid", "host", "state", "role"].concat(lastLogs.size ? ["last log"] : []);
   for (const h of columns) head.appendChild(el("th", "", h));
   table.appendChild(head);
-  const shown = tableOrder.filter(matches).slice(0, TABLE_ROWS + 1);
+  const order = tableOrder();
+  const shown = order.filter(matches).slice(0, TABLE_ROWS + 1);
   for (const p of shown.slice(0, TABLE_ROWS)) {
-    const tr = el("tr", "proc" + (isSuspect(p) ? " suspect" : ""));
+    const tr = el("tr", "proc" + (isSuspect(p) ? " suspect" : "") + pickedClass(p));
     const name = el("button", "member", memberName(p));
     name.addEventListener("click", () => showProcess(p));
     const td = el("td");
@@ -246,7 +381,7 @@ function renderProcesses(matches) {
     table.appendChild(tr);
   }
   if (shown.length > TABLE_ROWS) {
-    const more = tableOrder.filter(matches).length - TABLE_ROWS;
+    const more = order.filter(matches).length - TABLE_ROWS;
     const tr = el("tr", "more");
     const td = el("td", "muted", `and ${more} more: search to narrow`);
     td.colSpan = columns.length;

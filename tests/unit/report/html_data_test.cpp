@@ -1,10 +1,14 @@
-// The HTML page's data (report/html_writer.h): what ranks share is stored once, and nothing of
-// a process, a thread or a frame is lost on the way.
+// The HTML page's data (report/html_writer.h): what ranks share is stored once, nothing of a
+// process, a thread or a frame is lost on the way, and the verdict is the text report's, tied to
+// the findings.
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "report/html_writer.h"
+#include "report/report_writers.h"
 #include "util/stack_table.h"
 
 namespace hangscan {
@@ -104,6 +108,81 @@ TEST(HtmlData, GrowsWithDistinctStacksNotRanks) {
 
 TEST(HtmlData, ScriptCannotBeClosedFromTheData) {
   EXPECT_EQ(json_for_script(R"({"f":"</script><!--"})"), R"({"f":"\u003c/script>\u003c!--"})");
+}
+
+// The verdict (report/html_verdict.h): each line is the text report's line, tied to its
+// finding, and each finding names the nodes of the page's tree where its members are.
+
+// Four ranks in main -> step -> all_reduce; rank 2 in main -> step -> load -> step -> recv (a
+// recursion: the frame where it parted is the outer step, not the deeper one). Ranks 0, 1
+// and 3 wait on their right neighbour, rank 3 on rank 2: a chain 0 -> 1 -> 3 ending at rank 2.
+JobSnapshot ring_job() {
+  JobSnapshot job;
+  StackTable stacks;
+  for (int r = 0; r < 4; ++r) {
+    ProcessSnapshot p;
+    p.host = "n1";
+    p.pid = 100 + r;
+    p.rank = r;
+    p.role = "rank";
+    p.state = 'S';
+    ThreadSnapshot t;
+    t.tid = p.pid;
+    t.state = 'S';
+    t.is_main = true;
+    std::vector<Frame> frames = {py("all_reduce", 30), py("step", 20), py("main", 3)};
+    if (r == 2)
+      frames = {py("recv", 40), py("step", 22), py("load", 21), py("step", 20), py("main", 3)};
+    t.frames = stacks.intern(FrameStack(std::move(frames)));
+    if (r != 2) {
+      WaitEdge e;
+      e.host = "n1";
+      e.rank = r == 0 ? 1 : r == 1 ? 3 : 2;
+      e.pid = 100 + *e.rank;
+      e.via = "pipe:[7]";
+      t.waits_on.push_back(e);
+    }
+    p.threads.push_back(std::move(t));
+    job.processes.push_back(std::move(p));
+  }
+  return job;
+}
+
+// The text report's verdict: the lines after its title, up to the first empty one.
+std::vector<std::string> text_verdict(const JobSnapshot& job, const Analysis& a) {
+  std::istringstream text(find_report_writer("text")->render(job, a, RenderOptions{}));
+  std::vector<std::string> out;
+  std::string line;
+  std::getline(text, line);
+  while (std::getline(text, line) && !line.empty()) out.push_back(line);
+  return out;
+}
+
+TEST(HtmlVerdict, LinesAreTheTextReportsTiedToTheirFindings) {
+  JobSnapshot job = ring_job();
+  Analysis a = analyze(job, GroupOptions{});
+  json doc = json::parse(html_page_data(job, a));
+  std::vector<std::string> texts;
+  for (const json& v : doc["verdict"]) texts.push_back(v["text"]);
+  EXPECT_EQ(texts, text_verdict(job, a));
+  ASSERT_EQ(texts.size(), 2u);
+  EXPECT_EQ(texts[0],
+            "SUSPECT rank 2 is not in all_reduce with ranks 0-1,3: it is in step (train.py:20) -> "
+            "load (train.py:21) -> ... -> recv (train.py:40)");
+  EXPECT_EQ(texts[1],
+            "waits: ranks 0 -> 1 -> 3 wait on rank 2, which waits on nothing hangscan can follow "
+            "(train.py:40)");
+  const json& suspect = doc["findings"][doc["verdict"][0]["finding"].get<std::size_t>()];
+  EXPECT_EQ(suspect["kind"], "divergence");
+  EXPECT_EQ(suspect["members"], json::array({2}));
+  // Group 0 is rank 2's (smallest first): main, step, load, step, recv; group 1 the others'.
+  EXPECT_EQ(suspect["nodes"], json::parse("[[0, 2], [0, 3], [0, 5]]"));
+  EXPECT_EQ(suspect["place_node"], json::parse("[1, 3]"));
+  const json& chain = doc["findings"][doc["verdict"][1]["finding"].get<std::size_t>()];
+  EXPECT_EQ(chain["kind"], "wait_chain");
+  EXPECT_EQ(chain["members"], json::array({0, 1, 3}));
+  EXPECT_EQ(chain["others"], json::array({2}));
+  EXPECT_EQ(chain["nodes"], json::parse("[[1, 3]]"));  // no frames: where its members' group ends
 }
 
 }  // namespace
