@@ -44,15 +44,16 @@ void living_majority(const JobSnapshot& job, const Analysis& a, Finding& f) {
 
 }  // namespace
 
+std::string clock_words(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
 std::string death_words(const Death& d) {
   std::string s;
-  std::string when;
-  if (d.at) {
-    std::time_t t = static_cast<std::time_t>(*d.at);
-    std::tm tm{};
-    localtime_r(&t, &tm);
-    when = fmt::format(" at {:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-  }
+  std::string when = d.at ? " at " + clock_words(*d.at) : std::string();
   if (d.how == "oom-kill") {
     s = "was killed by the kernel OOM killer" + when;
     std::vector<std::string> facts;

@@ -67,6 +67,13 @@ struct Finding {
   std::string wchan;             // bad_state D: where in the kernel
   std::optional<Death> death;    // death: what the node found (host filled in)
   std::optional<int> zombie_of;  // death: the parent that has not reaped the zombie
+  // death: the launcher ending the others, as its log says ("torchrun", "SIGTERM", the line's
+  // time if printed, "torchrun.err:12"); set by logs (--logs), so "wait for it" is not said.
+  struct Stop {
+    std::string by, signal, source;
+    std::optional<double> at;
+  };
+  std::optional<Stop> stopped;
   std::optional<std::size_t> owner;  // pool_straggler: the owner's process index, if captured
   int owner_pid = 0;                 // pool_straggler: the owner's pid
   std::size_t idle = 0;              // pool_straggler: idle siblings

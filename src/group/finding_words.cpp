@@ -92,6 +92,12 @@ std::string death(const JobSnapshot& job, const StackTrie& trie, const Finding& 
   }
   if (f.others.empty()) return s;
   bool plural = f.others.size() > 1;
+  if (f.stopped)  // the launcher's log says it is ending them: they no longer wait
+    return s + fmt::format("; {} is stopping {} ({}{}, {}), {} in {}", f.stopped->by,
+                           describe_members(job, f.others), f.stopped->signal,
+                           f.stopped->at ? " at " + clock_words(*f.stopped->at) : "",
+                           f.stopped->source, plural ? "which are" : "which is",
+                           label(trie, f.place));
   return s +
          fmt::format("; {} {} in {}", describe_members(job, f.others),
                      f.flag ? (plural ? "wait for it" : "waits for it") : is_are(f.others.size()),

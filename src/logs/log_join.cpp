@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "group/finding_words.h"
 #include "group/stack_key.h"
 #include "logs/log_patterns.h"
 
@@ -93,6 +94,34 @@ void ranks_from_capture(LogSet& logs, const JobSnapshot& job) {
     }
     if (holders == 1) e.rank = rank;
   }
+}
+
+void mark_launcher_stops(const LogSet& logs, const JobSnapshot& job, Analysis& a) {
+  bool marked = false;
+  for (Finding& f : a.findings) {
+    if (f.kind != FindingKind::death || f.others.empty()) continue;
+    const LogEvent* first = nullptr;
+    bool all = true;
+    for (std::size_t m : f.others) {
+      std::optional<int> rank = job.processes[m].rank;
+      auto stop = std::find_if(logs.events.begin(), logs.events.end(), [&](const LogEvent& e) {
+        return e.kind == LogKind::torchrun_stop && rank && e.rank == rank;
+      });
+      if (stop == logs.events.end()) {
+        all = false;
+        break;
+      }
+      bool timed = first && stop->time && first->time;
+      if (!first || (timed ? *stop->time < *first->time : &*stop < first)) first = &*stop;
+    }
+    if (!all || !first) continue;
+    std::string_view path = logs.files[first->file].path;
+    path.remove_prefix(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+    f.stopped =
+        Finding::Stop{"torchrun", first->op, fmt::format("{}:{}", path, first->line), first->time};
+    marked = true;
+  }
+  if (marked) put_finding_words(job, a);
 }
 
 std::string main_frame_place(const ProcessSnapshot& p) {

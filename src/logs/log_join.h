@@ -29,6 +29,12 @@ std::vector<RankLastLog> join_logs(const LogSet& logs, const JobSnapshot& job);
 // event's host when it names one.
 void ranks_from_capture(LogSet& logs, const JobSnapshot& job);
 
+// A death's living others whom the launcher's log says it is ending (torchrun's "Sending
+// process PID closing signal SIGTERM" for each of them, ranked by ranks_from_capture) are
+// marked so (Finding::stopped) and the sentences made again. Why: after one rank died torchrun
+// ends the others; saying they "wait for it" would be false.
+void mark_launcher_stops(const LogSet& logs, const JobSnapshot& job, Analysis& a);
+
 // "load_batch (data.py:88)": a process's main thread, its innermost Python frame with a line,
 // else its innermost frame with a line, else its innermost function; "" without threads.
 std::string main_frame_place(const ProcessSnapshot& p);

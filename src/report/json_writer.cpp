@@ -306,7 +306,13 @@ json job_to_json(const JobSnapshot& job, const Analysis* analysis, StackInterner
   for (const Diagnostic& d : job.diagnostics) diags.push_back(diagnostic_to_json(d));
   doc["diagnostics"] = std::move(diags);
   json deaths = json::array();
-  for (const Death& d : job.deaths) deaths.push_back(death_json(d));
+  for (const Death& d : job.deaths) {
+    deaths.push_back(death_json(d));
+    if (!analysis || d.rank) continue;
+    for (const Finding& f : analysis->findings) {  // the rank the analysis linked it to
+      if (f.rank && f.kind == FindingKind::death && f.death == d) deaths.back()["rank"] = *f.rank;
+    }
+  }
   doc["deaths"] = std::move(deaths);
   return doc;
 }

@@ -12,6 +12,7 @@ a minute (Slurm's limits are whole minutes): its batch output is a fixture from 
 read in tests/unit/logs/log_test.cpp (LogRealSlurm), as is an OOM run's.
 """
 
+import contextlib
 import grp
 import json
 import os
@@ -129,14 +130,21 @@ def test_logs_names_a_real_step_oom_killed_in_its_cgroup(cgroup_cluster, tmp_pat
     assert f"died: rank 0: srun: Out Of Memory (slurm-{job_id}.out:{3 - oom_at})\n" in text, text
 
 
-def test_slurm_job_logs_reads_the_jobs_own_output_as_its_user(cluster):
-    # Everything in the batch output, each line labelled by srun --label ("3: ..."), found
-    # through scontrol's StdOut and read with the job's user's rights.
+@contextlib.contextmanager
+def ring_job_logs(cluster, srun_args):
+    """The ring job with `srun SRUN_ARGS`, and `--slurm-job J --job-logs --json` run on it."""
     with RingJob(cluster, nodes=3, per_node=2, odd=ODD, program="slurm_log_ring.py",
-                 srun_args="--label") as job:
+                 srun_args=srun_args) as job:
         run = hs.run_hangscan(["--slurm-job", job.job_id, "--job-logs", "--json", "--timeout", "60"],
                               env=cluster.env, timeout=120)
         assert run.rc == 0, run.describe()
+        yield job, run
+
+
+def test_slurm_job_logs_reads_the_jobs_own_output_as_its_user(cluster):
+    # Everything in the batch output, each line labelled by srun --label ("3: ..."), found
+    # through scontrol's StdOut and read with the job's user's rights.
+    with ring_job_logs(cluster, "--label") as (job, run):
         doc = run.doc
         assert doc["suspects"] == [ODD]
         last = {e["rank"]: e for e in doc["last_logs"]}
@@ -249,24 +257,47 @@ def test_watchdog_of_a_slurm_job_with_job_logs_puts_the_batch_outputs_lines_in_i
         hs.wait_for(lambda: not node_local_watches(job.job_id), 30, "the node-local watches to end")
 
 
-def test_job_logs_of_a_job_started_by_srun_says_there_is_no_output_file(cluster, tmp_path):
-    # A job started by srun (no batch script) has no StdOut in scontrol (its tasks wrote
-    # through srun, or to srun -o files that scontrol does not show): said on stderr, with the hint.
-    srun = subprocess.Popen(["srun", "-J", "hs-srun-job", "-N1", "-n1", "-o", str(tmp_path / "out-%t.log"), "sleep", "300"],
+def test_job_logs_finds_every_tasks_file_the_steps_srun_names(cluster):
+    # The batch script runs `srun --output out-%2t.log -e err-%j.%s-%n-%N-%t.log ...` (relative
+    # names, in the job's directory): scontrol shows no StdOut for a step, so the names come from
+    # the step's srun (scontrol's SrunHost:Pid, its /proc command line and working directory),
+    # expanded for each of the 6 tasks; every file is found (no "--logs: PATH: not found" line),
+    # and each rank's last line is its own file's.
+    with ring_job_logs(cluster, "--output out-%2t.log -e err-%j.%s-%n-%N-%t.log") as (job, run):
+        assert "--logs" not in run.stderr, run.describe()
+        host = socket.gethostname().split(".")[0]
+        assert sorted(p.name for p in job.dir.glob("err-*")) == [
+            f"err-{job.job_id}.0-{r // 2}-{host}-{r}.log" for r in range(WORLD)]
+        doc = run.doc
+        assert doc["suspects"] == [ODD]
+        assert [(e["rank"], e["file"], e["line"], e["text"]) for e in doc["last_logs"]] == [
+            (r, f"{job.dir}/out-{r:02}.log", 2, f"rank {r}: " + (
+                "saving checkpoint to /ckpt/step-42" if r == ODD else "step 42 all_reduce"))
+            for r in range(WORLD)]
+        [reason] = doc["suspect_reasons"]
+        assert '; last log: "rank 3: saving checkpoint to /ckpt/step-42" (out-03.log:2, ' in reason, reason
+
+
+def test_job_logs_of_a_job_started_by_srun_reads_its_srun_o_file(cluster, tmp_path):
+    # A job started by srun (no batch script) has no StdOut in scontrol; its task wrote to
+    # srun -o's file, named on the srun's command line (SrunHost:Pid of its step).
+    srun = subprocess.Popen(["srun", "-J", "hs-srun-job", "-N1", "-n1", "-o", str(tmp_path / "out-%t.log"),
+                             "sh", "-c", "echo 'rank 0: started'; exec sleep 300"],
                             env=cluster.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     job_id = ""
     try:
         end = time.monotonic() + 30
-        while not job_id:
+        while not job_id or not ((tmp_path / "out-0.log").exists() and (tmp_path / "out-0.log").stat().st_size):
             assert time.monotonic() < end and srun.poll() is None, "srun's job did not start"
             job_id = cluster.run(["squeue", "-h", "-t", "RUNNING", "-n", "hs-srun-job",
                                   "-o", "%i"]).stdout.strip()
             time.sleep(0.1)
         run = hs.run_hangscan(["--slurm-job", job_id, "--job-logs", "--json", "--timeout", "30"],
                               env=cluster.env, timeout=120)
-        assert (f"hangscan: --job-logs: job {job_id} has no StdOut or StdErr file (not a batch job)\n"
-                "hint: name the files its srun wrote (srun -o) with --logs\n") in run.stderr, run.describe()
+        assert "--job-logs" not in run.stderr and "--logs" not in run.stderr, run.describe()
+        assert [(e["rank"], e["file"], e["line"], e["text"]) for e in run.doc["last_logs"]] == [
+            (0, str(tmp_path / "out-0.log"), 1, "rank 0: started")], run.describe()
     finally:
         if job_id:
             cluster.run(["scancel", job_id], check=False)

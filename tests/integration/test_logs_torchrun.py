@@ -4,8 +4,10 @@ A single-node torchrun (gloo, CPU, 3 ranks; Debian's torch 1.13), the whole job 
 cgroup this test makes and removes: rank 2 grows past the limit and the kernel's OOM killer ends
 it; torchrun reaps it and stops the others with SIGTERM, which they answer by saving a checkpoint
 (tests/programs/torchrun_oom.py), so the job is captured between the death and torchrun's SIGKILL
-30 s later. The oracles: the kernel log's own record of the kill, and the line the rank wrote
-last (its stdout.log under torchrun's --log_dir).
+30 s later. The verdict says torchrun is stopping them (its own log's lines), not that they wait
+for the dead rank, and the kernel's death record carries the rank it was linked to. The oracles:
+the kernel log's own record of the kill, and the line the rank wrote last (its stdout.log under
+torchrun's --log_dir).
 """
 
 import os
@@ -61,6 +63,7 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
         # The death, from the kernel's own record.
         [death] = doc["deaths"]
         assert death["pid"] == pids[OOM] and death["how"] == "oom-kill", death
+        assert death["rank"] == OOM, death  # linked to the missing rank, as the text says
         assert death["cgroup"] == cg.rel and death["limit_bytes"] == limit, death
         assert death["rss_bytes"] == rss_of_kill_line(kill), (death, kill)
         assert doc["missing_ranks"] == [OOM] and doc["suspects"] == [OOM]
@@ -75,6 +78,7 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
                 stop = ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process "
                         f"{pids[r]} closing signal SIGTERM")
                 want[r] = (job.stderr_path, 1 + err.index(stop), "torchrun_stop", stop, checkpoint)
+        first_stop = min(want[r][1] for r in range(WORLD) if r != OOM)
         assert {e["rank"]: (e["file"], e["line"], e["kind"], e["text"], e["where"])
                 for e in doc["last_logs"]} == want, doc["last_logs"]
         age = round(next(e for e in doc["last_logs"] if e["rank"] == OOM)["before_capture_s"])
@@ -82,7 +86,8 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
         assert re.fullmatch(
             rf"rank {OOM} \(pid {pids[OOM]}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
             rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, "
-            rf"rss {round(death['rss_bytes'] / (1 << 20))} MiB\); ranks 0-1 wait for it in "
+            rf"rss {round(death['rss_bytes'] / (1 << 20))} MiB\); torchrun is stopping ranks 0-1 "
+            rf"\(SIGTERM, {re.escape(os.path.basename(job.stderr_path))}:{first_stop}\), which are in "
             rf"{re.escape(checkpoint)}; last log: \"rank {OOM}: step 7: loading shard {OOM}\" "
             rf"\(stdout.log:1, {age} s before the dump\)", reason), reason
         for t in targets.targets:

@@ -32,15 +32,32 @@ struct TaskPlace {
   unsigned task = 0;        // %t: the task's rank in the step
   unsigned node_index = 0;  // %n: the node's index among the step's nodes
   std::string host;         // %N: the node's short host name (slurmd's, not the node's name)
+  // %j, %s, %u, %x (and %J, "job.step"): empty leaves them as written (scontrol already
+  // expanded the job's own in StdOut; srun's -o names them unexpanded).
+  std::string job_id, step_id, user, job_name;
 };
 
 // Why: Slurm's stepd names a per-task output file by expanding %t, %n and %N (with an optional
-// zero-padding width, "%3t") and "%%"; a name holding a backslash is not expanded (Slurm's
-// "\\"). Other patterns are left as they are (scontrol already expanded the job's own).
+// zero-padding width, "%3t"), the job's %j, %s, %u, %x and "%%"; a name holding a backslash is
+// not expanded (Slurm's "\\"). Other patterns are left as they are.
 std::string expand_task_pattern(std::string_view pattern, const TaskPlace& place);
+
+// What an srun command line (/proc/PID/cmdline) names for its tasks' files, before its command:
+// -o/--output, -e/--error and -D/--chdir in getopt's spellings ("-o F", "-oF", "-lo F",
+// "--output=F", "--output F"); empty when not given.
+// Why: a step's per-task files are named only on its srun's command line (scontrol and sacct
+// of Slurm 22.05 show no StdOut for a step).
+struct SrunFiles {
+  std::string output, error, chdir;
+};
+SrunFiles parse_srun_files(const std::vector<std::string>& argv);
 
 // The job's StdOut and StdErr read as its user (bounded); a file that could not be read is a
 // LogText with its error. Empty (and the reason printed) when scontrol does not answer.
+// Also every running step's per-task files its srun names (-o/-e, or SLURM_STDOUTMODE and
+// SLURM_STDERRMODE in its environment), expanded for each task of the step, when that srun
+// runs on this host (`scontrol show step`'s SrunHost:Pid): its command line and environment
+// read as the job's user could, relative names resolved in its working directory.
 std::vector<LogText> slurm_job_output_logs(const std::string& job_id);
 
 }  // namespace hangscan::cli
