@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "corewrite/core_plan.h"
-#include "corewrite/proc_facts.h"
+#include "proc/proc_facts.h"
 #include "proc/container_info.h"
 #include "proc/proc_files.h"
 #include "util/hints.h"

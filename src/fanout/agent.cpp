@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "corewrite/core_writer.h"
 #include "corewrite/member_core.h"
 #include "discovery/discovery.h"
 #include "fanout/coredumps.h"
@@ -46,9 +47,7 @@ std::string default_agent_node(const std::string& explicit_node, bool slurm_mode
   if (slurm_mode) {
     if (const char* n = std::getenv("SLURMD_NODENAME"); n != nullptr && *n != '\0') return n;
   }
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) return "localhost";
-  std::string h(host);
+  std::string h = local_host_name();
   return h.substr(0, h.find('.'));
 }
 

@@ -19,9 +19,10 @@
 #include "cli.h"
 #include "corewrite/core_plan.h"
 #include "corewrite/core_writer.h"
-#include "corewrite/proc_facts.h"
+#include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/escape.h"
+#include "util/parse_number.h"
 
 namespace hangscan::cli {
 
