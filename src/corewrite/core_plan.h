@@ -14,19 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "proc/proc_facts.h"  // MappingFacts
 #include "target/target.h"
 
 namespace hangscan {
-
-// What /proc/PID/smaps (and a look at the first bytes) says about one mapping.
-struct MappingFacts {
-  bool known = false;       // smaps was readable for this mapping
-  bool dontdump = false;    // VmFlags "dd": madvise(MADV_DONTDUMP)
-  bool io = false;          // VmFlags "io" or "pf": device memory, never read it
-  bool hugetlb = false;     // VmFlags "ht"
-  bool anon_pages = false;  // "Anonymous:" > 0: a private file mapping that was written
-  bool elf_magic = false;   // the mapping starts with "\x7fELF" (file offset 0)
-};
 
 struct PlanInput {
   std::vector<Mapping> mappings;    // /proc/PID/maps order (sorted by address)

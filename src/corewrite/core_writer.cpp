@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,10 +20,10 @@
 
 #include "corewrite/core_plan.h"
 #include "corewrite/elf_core_writer.h"
-#include "corewrite/proc_facts.h"
 #include "corewrite/read_recorder.h"
 #include "discovery/discovery.h"
 #include "discovery/environ_memory.h"
+#include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "python/python_reader.h"
 #include "target/exec_watch.h"
@@ -289,6 +290,12 @@ Result<std::string> write_core(int pid, const CoreWriteOptions& opts) {
   auto r = write_core_detailed(pid, opts);
   if (!r) return std::move(r).error();
   return r->path;
+}
+
+std::string local_host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == 0) return "localhost";
+  return buf;
 }
 
 }  // namespace hangscan

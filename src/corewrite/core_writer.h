@@ -43,6 +43,9 @@ struct CoreWriteResult {
   std::vector<std::string> warnings;  // threads without registers, over the cap ...
 };
 
+// This machine's host name ("localhost" when it has none), for core file names.
+std::string local_host_name();
+
 // "core.<host>.<pid>", or "core.<host>.rank<rank>.<pid>" when the rank is known.
 std::string core_file_name(const std::string& host, std::optional<int> rank, int pid);
 

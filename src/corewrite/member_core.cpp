@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "corewrite/core_writer.h"
-#include "corewrite/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/hints.h"
 

@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "corewrite/core_plan.h"
-#include "corewrite/proc_facts.h"
 #include "proc/container_info.h"
+#include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/hints.h"
 #include "util/parse_number.h"

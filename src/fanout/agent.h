@@ -3,11 +3,7 @@
 // Why: captures must run where the ranks run (ptrace does not cross machines), and the front
 // end needs one small document per node. The agent finds the job's processes on its own node,
 // captures them, and returns one JobSnapshot that the CLI writes in the agent wire format.
-// Slurm mode keys on the Slurm node name (SLURMD_NODENAME), never on the machine's hostname:
-// several slurmd may share a host (multiple-slurmd, containers, this project's test cluster),
-// and then every task of every "node" is visible here, so a task belongs to this node only
-// when its own environment says so. Steps that are hangscan's own (the agent step, and the
-// step the front end runs in when started inside the allocation) are left out by step id.
+// Slurm mode finds the job's tasks by their environments (discovery/slurm_tasks.h).
 // With --gcore the agent runs a second time, on fewer nodes, to write cores of processes the
 // front end chose (fanout/core_round.h); it checks each pid against the same selection.
 #pragma once
@@ -21,36 +17,13 @@
 #include "capture/capture.h"
 #include "corewrite/member_core.h"  // pid_reused()
 #include "discovery/discovery.h"
+#include "discovery/slurm_tasks.h"  // find_slurm_tasks()
 #include "fanout/core_round.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
 #include "util/deadline.h"
 
 namespace hangscan {
-
-// How a process's environment relates to a Slurm job on a node.
-enum class SlurmTaskMatch {
-  other,     // another job, another node, or no Slurm environment
-  task,      // a task of a job step on this node (ranks and their children)
-  batch,     // the batch step (the job script and the srun it runs): no SLURM_STEP_ID
-  excluded,  // a step of hangscan's own
-};
-
-SlurmTaskMatch classify_slurm_environment(const std::vector<std::string>& env,
-                                          const std::string& job_id, const std::string& node,
-                                          const std::vector<std::string>& exclude_steps);
-
-struct SlurmTasks {
-  std::vector<int> pids;     // tasks, ascending; the batch step only when no task exists
-  std::size_t batch = 0;     // batch-step processes seen
-  std::size_t excluded = 0;  // processes of hangscan's own steps
-};
-
-// Scans `proc_root` for the job's processes on `node`. Processes running the same executable
-// as `self_pid` (other hangscan instances) are left out.
-SlurmTasks find_slurm_tasks(const std::string& job_id, const std::string& node,
-                            const std::vector<std::string>& exclude_steps,
-                            const std::string& proc_root = "/proc", int self_pid = 0);
 
 struct AgentOptions {
   std::string job_id;                      // --slurm-job; "" in --match mode

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <charconv>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -55,5 +56,9 @@ std::optional<T> take_int(std::string_view& text, int base = 10) {
 
 // The whole of `text` (trimmed) as a finite double ("nan", "inf", "1e999" are nullopt).
 std::optional<double> parse_finite_double(std::string_view text);
+
+// A size in bytes: "2048K", "256M", "1G", "1.5G", "2GiB", "4096". nullopt for anything else.
+// Why here: --gcore-max-size and the agent's copy of it are numbers from outside too.
+std::optional<std::uint64_t> parse_size(std::string_view text);
 
 }  // namespace hangscan

@@ -22,6 +22,16 @@ namespace hangscan::cli {
 
 namespace {
 
+// The end of `dump`: the report, then (--gcore) the cores; returns the exit code.
+int finish_local_report(const JobSnapshot& job, const OutputOptions& output,
+                        const GcoreDumpOptions& o) {
+  auto analysis = analyze_job(job, output);
+  if (!analysis || !write_report(job, *analysis, output)) return kExitNothing;
+  int rc = exit_code_for(job);
+  if (o.requested() && !write_job_cores(job, *analysis, o)) rc = std::max(rc, kExitPartial);
+  return rc;
+}
+
 struct DumpOptions {
   std::vector<int> pids;
   bool no_bpf = false;  // --no-bpf: stop every thread with ptrace (no quiet path)

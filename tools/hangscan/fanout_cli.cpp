@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "fanout/cluster_files.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
 #include "proc/proc_files.h"
@@ -22,42 +23,21 @@ namespace hangscan::cli {
 
 namespace {
 
-bool write_file(const OutputDir& dir, const std::string& name, std::string text) {
-  if (!text.empty() && text.back() != '\n') text += '\n';
-  auto st = dir.write_file(name, text);
-  if (!st) print_error(st.error());
-  return st.ok();
-}
-
-// --output DIR: one text file per node (like srun's trace-%N.out) and the merged report (text,
-// the HTML page, and the chosen format), each replaced whole or left as it was
-// (util/safe_output.h).
+// --output DIR: the files fanout/cluster_files.h lists, each replaced whole or left as it was
+// (util/safe_output.h); false when one could not be written (said on stderr).
 bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
                       const Analysis& analysis, const FanoutCliOptions& o, const OutputDir& dir) {
   auto groups = group_options(o.output);
   if (!groups) return false;
-  OutputOptions text = o.output;
-  text.json = false;
-  text.format = "text";
+  RenderOptions text = render_options(o.output);
   text.color = false;
   bool ok = true;
-  for (const auto& [node, snap] : result.nodes) {
-    Analysis a = analyze(snap, *groups);
-    ok &= write_file(dir, node + ".txt", render_report(snap, a, text));
-  }
-  for (const auto& u : result.unreachable) {
-    ok &= write_file(dir, u.host + ".txt",
-                     fmt::format("node {} unreachable: {}\n", u.host, u.reason));
-  }
-  const Analysis& a = analysis;
-  ok &= write_file(dir, "report.txt", render_report(merged, a, text));
-  OutputOptions html = text;
-  html.format = "html";
-  ok &= write_file(dir, "report.html", render_report(merged, a, html));
-  const std::string ext = report_extension(o.output);
-  if (!ext.empty() && ext != "txt" && ext != "html") {
-    ok &= write_file(dir, "report." + ext, render_report(merged, a, o.output));
-  }
+  cluster_output_files(result, merged, analysis, *groups, text, chosen_writer(o.output),
+                       render_options(o.output), [&](const OutputFile& f) {
+                         auto st = dir.write_file(f.name, f.text);
+                         if (!st) print_error(st.error());
+                         ok &= st.ok();
+                       });
   return ok;
 }
 

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/core.h>
 
@@ -18,14 +17,12 @@
 #include <string>
 
 #include "cli.h"
-#include "corewrite/core_pick.h"
 #include "corewrite/core_plan.h"
 #include "corewrite/core_writer.h"
-#include "corewrite/member_core.h"
-#include "corewrite/proc_facts.h"
-#include "group/analysis.h"
+#include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/escape.h"
+#include "util/parse_number.h"
 
 namespace hangscan::cli {
 
@@ -149,12 +146,17 @@ Result<std::uint64_t> parse_size_option(const std::string& text, const std::stri
   return *v;
 }
 
-Status check_gcore_options(const GcoreDumpOptions& o) {
-  if (!o.requested()) return Ok{};
+Result<JobCoresRequest> gcore_request(const GcoreDumpOptions& o) {
   auto max = parse_size_option(o.max_size, "--gcore-max-size");
   if (!max) return max.error();
   if (o.dir.empty())
     return Error(Errc::usage, "--gcore-dir is empty", 0, "give a directory for the cores");
+  return JobCoresRequest{o.mode, o.dir, *max};
+}
+
+Status check_gcore_options(const GcoreDumpOptions& o) {
+  if (!o.requested()) return Ok{};
+  if (auto r = gcore_request(o); !r) return r.error();
   return Ok{};
 }
 
@@ -164,17 +166,6 @@ namespace {
 std::string core_subject(const CoreOutcome& c, const std::string& role) {
   if (c.rank) return fmt::format("rank {} on {} (pid {}, {})", *c.rank, c.node, c.pid, role);
   return fmt::format("pid {} on {} ({})", c.pid, c.node, role);
-}
-
-// --gcore-dir as the agents must see it: they run in other working directories (srun: the
-// same path on the node; ssh: the home directory).
-std::string absolute_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(dir, ec);
-  if (ec) return dir;
-  p = p.lexically_normal();
-  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();  // "/x/" -> "/x"
-  return p.string();
 }
 
 // One line per core on stderr, the same for every mode; false when no core was written.
@@ -190,72 +181,52 @@ bool report_core(const CoreOutcome& c, const std::string& role) {
   return true;
 }
 
-}  // namespace
-
-bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o) {
-  auto picked = pick_cores(analysis, o.mode, job.processes.size());
-  auto max = parse_size_option(o.max_size, "--gcore-max-size");
-  if (!picked || !max) {
-    print_error(!max ? max.error() : picked.error());
-    return false;
-  }
-  auto outcomes = write_local_cores(job, *picked, o.dir, *max);
+// One line per core; true when every one was written.
+bool report_cores(const JobCores& cores) {
   bool ok = true;
-  for (std::size_t k = 0; k < outcomes.size(); ++k)
-    ok &= report_core(outcomes[k], picked->roles[k]);
+  for (std::size_t k = 0; k < cores.outcomes.size(); ++k)
+    ok &= report_core(cores.outcomes[k], cores.roles[k]);
   return ok;
 }
 
-int finish_local_report(const JobSnapshot& job, const OutputOptions& output,
-                        const GcoreDumpOptions& o) {
-  auto analysis = analyze_job(job, output);
-  if (!analysis || !write_report(job, *analysis, output)) return kExitNothing;
-  int rc = exit_code_for(job);
-  if (o.requested() && !write_job_cores(job, *analysis, o)) rc = std::max(rc, kExitPartial);
-  return rc;
+}  // namespace
+
+bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o) {
+  auto request = gcore_request(o);
+  auto cores = request ? hangscan::write_job_cores(job, analysis, *request)
+                       : Result<JobCores>(request.error());
+  if (!cores) {
+    print_error(cores.error());
+    return false;
+  }
+  return report_cores(*cores);
 }
 
 int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged,
                          const Analysis& analysis, const FanoutCliOptions& fanout,
                          const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
   if (!o.requested() || rc == kExitNothing) return rc;
-  auto picked = pick_cores(analysis, o.mode, merged.processes.size());
-  if (!picked) {
-    print_error(picked.error());
+  auto request = gcore_request(o);
+  auto cores = request ? run_cluster_cores(result, merged, analysis, *request, run_round)
+                       : Result<JobCores>(request.error());
+  if (!cores) {
+    print_error(cores.error());
     return std::max(rc, kExitPartial);
   }
-  if (picked->members.empty()) {
+  if (cores->outcomes.empty()) {
     print_error("--gcore: no process to write a core of");
     return rc;
   }
-  std::vector<CoreRequest> requests;
-  std::vector<std::string> hosts;  // per request, the node as the fan-out asked it
-  std::vector<std::string> nodes;  // the nodes of the core round, in the order asked
-  for (std::size_t i : picked->members) {
-    const ProcessSnapshot& p = merged.processes[i];
-    auto named = result.agent_nodes.find(p.host);
-    requests.push_back(CoreRequest{named != result.agent_nodes.end() ? named->second : p.host,
-                                   p.pid, p.rank, p.start_ticks});
-    hosts.push_back(p.host);
-  }
-  for (const auto& n : result.requested) {
-    if (std::find(hosts.begin(), hosts.end(), n) != hosts.end()) nodes.push_back(n);
-  }
-  std::string dir = absolute_dir(o.dir);
-  AgentAnswers answers = run_round(nodes, core_round_agent_args(requests, dir, o.max_size));
   if (fanout.verbose) {
-    for (const auto& line : answers.log)
+    for (const auto& line : cores->log)
       fmt::print(stderr, "hangscan: cores: {}\n", escape_for_text(line));
   }
-  auto outcomes = pair_core_outcomes(requests, hosts, answers);
-  std::size_t written = 0;
-  for (std::size_t k = 0; k < outcomes.size(); ++k)
-    written += report_core(outcomes[k], picked->roles[k]) ? 1 : 0;
-  for (const auto& d : answers.diagnostics) print_error(d.message, d.hint);
-  fmt::print(stderr, "hangscan: {} of {} cores written in {} on {} node(s), {:.1f} s\n", written,
-             outcomes.size(), dir, nodes.size(),
-             std::chrono::duration<double>(answers.elapsed).count());
-  return written == outcomes.size() ? rc : std::max(rc, kExitPartial);
+  bool all = report_cores(*cores);
+  for (const auto& d : cores->diagnostics) print_error(d.message, d.hint);
+  fmt::print(stderr, "hangscan: {} of {} cores written in {} on {} node(s), {:.1f} s\n",
+             cores->written(), cores->outcomes.size(), cores->dir, cores->nodes,
+             std::chrono::duration<double>(cores->elapsed).count());
+  return all ? rc : std::max(rc, kExitPartial);
 }
 
 void add_gcore_command(CLI::App& app, Action& action) {

@@ -82,9 +82,6 @@ Result<GroupOptions> group_options(const OutputOptions& o) {
   return g;
 }
 
-namespace {
-
-// --json is --format json.
 ReportWriter chosen_writer(const OutputOptions& o) {
   auto w = find_report_writer(o.json ? "json" : o.format);
   return w ? *w : *find_report_writer("text");  // --format is checked against the registry
@@ -97,6 +94,8 @@ RenderOptions render_options(const OutputOptions& o) {
   r.width = o.width;
   return r;
 }
+
+namespace {
 
 // Pipes `rendered` through the writer's filter program (Graphviz for svg) to stdout; a missing
 // program is a clear error, not an empty file.
@@ -120,16 +119,6 @@ bool write_filtered(const ReportWriter& w, const std::string& rendered) {
 
 }  // namespace
 
-std::string render_report(const JobSnapshot& job, const Analysis& analysis,
-                          const OutputOptions& o) {
-  return chosen_writer(o).render(job, analysis, render_options(o));
-}
-
-std::string report_extension(const OutputOptions& o) {
-  ReportWriter w = chosen_writer(o);
-  return w.filter.empty() ? w.extension : std::string();
-}
-
 Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
   auto g = group_options(o);
   if (!g) {
@@ -149,7 +138,7 @@ bool write_report(const JobSnapshot& job, const Analysis& analysis, const Output
   } else {
     OutputOptions shown = o;
     shown.width = stdout_terminal_width();
-    std::string text = render_report(job, analysis, shown);
+    std::string text = w.render(job, analysis, render_options(shown));
     if (!text.empty() && text.back() != '\n') text += '\n';
     ok = write_stdout(text);
   }

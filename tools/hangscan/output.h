@@ -12,6 +12,7 @@
 #include "group/analysis.h"
 #include "hangscan/model.h"
 #include "logs/log_reader.h"
+#include "report/report_writers.h"
 
 namespace hangscan::cli {
 
@@ -72,11 +73,10 @@ bool write_stdout(const std::string& text);
 // that writes to it fail), so that no file hangscan opens becomes its stdout.
 void reserve_standard_fds();
 
-// The report as a string in the chosen format (for --output DIR files).
-std::string render_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o);
-// The file extension of the chosen format for --output DIR's report.EXT; "" for a format
-// that is piped through another program (svg).
-std::string report_extension(const OutputOptions& o);
+// The writer of the chosen format (--json is --format json) and the render options of the
+// flags, for --output DIR's files (fanout/cluster_files.h).
+ReportWriter chosen_writer(const OutputOptions& o);
+RenderOptions render_options(const OutputOptions& o);
 
 // Exit code for a finished run: 2 nothing captured, 1 something missing, 0 complete.
 int exit_code_for(const JobSnapshot& job);

@@ -2,7 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "corewrite/core_plan.h"
-#include "corewrite/proc_facts.h"
+#include "proc/proc_facts.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 namespace {

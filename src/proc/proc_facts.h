@@ -1,8 +1,9 @@
-// The /proc facts a core writer and `hangscan doctor` need beyond what src/proc parses:
+// The /proc facts a core writer (corewrite/) and `hangscan doctor` need beyond proc_files.h:
 // smaps flags, coredump_filter, resource limits, session ids, signal masks, RSS.
 //
-// Why here: each parser takes text so it is unit-tested on fixtures; the readers treat an
-// unreadable file as "unknown" (nullopt / empty), never as fatal.
+// Why here: they are /proc parsers like the others in src/proc (the core writer held them);
+// each takes text so it is unit-tested on fixtures; the readers treat an unreadable file as
+// "unknown" (nullopt / empty), never as fatal.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,17 @@
 #include <string_view>
 #include <vector>
 
-#include "corewrite/core_plan.h"
-
 namespace hangscan {
+
+// What /proc/PID/smaps (and a look at the first bytes) says about one mapping.
+struct MappingFacts {
+  bool known = false;       // smaps was readable for this mapping
+  bool dontdump = false;    // VmFlags "dd": madvise(MADV_DONTDUMP)
+  bool io = false;          // VmFlags "io" or "pf": device memory, never read it
+  bool hugetlb = false;     // VmFlags "ht"
+  bool anon_pages = false;  // "Anonymous:" > 0: a private file mapping that was written
+  bool elf_magic = false;   // the mapping starts with "\x7fELF" (file offset 0)
+};
 
 // /proc/PID/smaps: facts per mapping start address.
 std::map<std::uint64_t, MappingFacts> parse_smaps(std::string_view text);
@@ -42,11 +51,5 @@ std::optional<std::string> status_field(std::string_view status_text, std::strin
 
 // A hex field of a status file ("SigBlk"), 0 when absent.
 std::uint64_t status_hex(std::string_view status_text, std::string_view key);
-
-// "2048K", "256M", "1G", "1.5G", "4096" -> bytes. nullopt for anything else.
-std::optional<std::uint64_t> parse_size(std::string_view text);
-
-// The process's host name for core file names.
-std::string local_host_name();
 
 }  // namespace hangscan

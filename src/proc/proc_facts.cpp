@@ -1,11 +1,6 @@
-#include "corewrite/proc_facts.h"
-
-#include <unistd.h>
+#include "proc/proc_facts.h"
 
 #include <cctype>
-#include <climits>
-#include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "util/parse_number.h"
@@ -118,35 +113,6 @@ std::optional<std::string> status_field(std::string_view status_text, std::strin
 std::uint64_t status_hex(std::string_view status_text, std::string_view key) {
   auto v = status_field(status_text, key);
   return v ? parse_int<std::uint64_t>(*v, 16).value_or(0) : 0;
-}
-
-std::optional<std::uint64_t> parse_size(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  std::string s(text);
-  std::uint64_t mult = 1;
-  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
-  if (last == 'B' && s.size() > 1) {  // "256MB" / "256MiB"
-    s.pop_back();
-    if (s.size() > 1 && (s.back() == 'i' || s.back() == 'I')) s.pop_back();
-    last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
-  }
-  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-    mult = last == 'K'   ? 1ull << 10
-           : last == 'M' ? 1ull << 20
-           : last == 'G' ? 1ull << 30
-                         : 1ull << 40;
-    s.pop_back();
-  }
-  if (s.empty()) return std::nullopt;
-  auto v = parse_finite_double(s);
-  if (!v || *v < 0 || *v * static_cast<double>(mult) > 1e19) return std::nullopt;
-  return static_cast<std::uint64_t>(std::llround(*v * static_cast<double>(mult)));
-}
-
-std::string local_host_name() {
-  char buf[HOST_NAME_MAX + 1] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == 0) return "localhost";
-  return buf;
 }
 
 }  // namespace hangscan
