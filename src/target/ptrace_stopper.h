@@ -16,7 +16,8 @@
 // hangscan stopped by Ctrl-Z would hold every thread of the target stopped until continued.
 // An exec by a thread of the target kills the others; a SeizeReaper reaps our exited tracees
 // while a seize waits on that exec (otherwise both would wait forever), and an exec seen while
-// stopping fails the freeze with exec_error(), one seen later makes executed() true.
+// stopping fails the freeze with exec_error(), one seen later makes executed() true. A tracee
+// that an exec killed while stopped is reaped by release(): the exec waits for it.
 #pragma once
 
 #include <sched.h>
@@ -75,6 +76,8 @@ class PtraceStopper : public Freeze {
   bool killed_or_vanished();
   Status seize_refused(int err);
   void read_registers();
+  static bool detach(const Tracee& t);
+  void let_go(Tracee& t, const Deadline& grace);
   void raise_priority();
   void restore_priority();
 
