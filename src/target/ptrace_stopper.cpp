@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -336,6 +337,7 @@ std::int64_t PtraceStopper::release() {
   // meanwhile. If a stop never comes, the kernel detaches when hangscan exits.
   Deadline grace = Deadline::after(kReleaseGrace);
   for (auto& t : tracees_) let_go(t, grace);
+  let_go_new_leader(grace);
   restore_priority();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
@@ -359,6 +361,22 @@ void PtraceStopper::let_go(Tracee& t, const Deadline& grace) {
     }
     if (!poll_tracee(t)) short_nap();
   }
+}
+
+// A tracee that execs takes the leader's tid: its own tid vanished for us (ECHILD) while the
+// kernel reports it to us as the leader, which stops there (its interrupt was pending) and
+// would stay stopped, never detached, for as long as hangscan lived.
+void PtraceStopper::let_go_new_leader(const Deadline& grace) {
+  bool vanished = std::any_of(tracees_.begin(), tracees_.end(),
+                              [](const Tracee& t) { return t.gone && t.exit_code == 0; });
+  bool known = std::any_of(tracees_.begin(), tracees_.end(),
+                           [this](const Tracee& t) { return t.tid == pid_ && !t.gone; });
+  if (!vanished || known) return;
+  auto status = read_status(pid_);
+  if (!status || status->tracer_pid != getpid()) return;
+  Tracee leader;
+  leader.tid = pid_;
+  let_go(leader, grace);
 }
 
 // The lowest real-time priority is above every normal process: on a node whose CPUs are busy

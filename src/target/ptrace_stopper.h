@@ -78,6 +78,7 @@ class PtraceStopper : public Freeze {
   void read_registers();
   static bool detach(const Tracee& t);
   void let_go(Tracee& t, const Deadline& grace);
+  void let_go_new_leader(const Deadline& grace);
   void raise_priority();
   void restore_priority();
 
