@@ -137,8 +137,10 @@ class ExecKid {
     setpgid(pid_, pid_);
     close(go_[0]);
     close(tids[1]);
-    for (int& tid : tid_) {
-      if (read(tids[0], &tid, sizeof tid) != sizeof tid) tid = -1;
+    for (int i = 0; i < 2; ++i) {  // {which, tid} from each thread, in any order
+      int said[2] = {-1, -1};
+      if (read(tids[0], said, sizeof said) == sizeof said && (said[0] == 0 || said[0] == 1))
+        tid_[said[0]] = said[1];
     }
     close(tids[0]);
   }
@@ -177,17 +179,18 @@ class ExecKid {
   }
 
  private:
+  void say_tid(int which) const {
+    int said[2] = {which, static_cast<int>(syscall(SYS_gettid))};
+    (void)!write(tid_pipe_, said, sizeof said);  // one write under PIPE_BUF: atomic
+  }
   static void* stays(void* self) {
     auto* k = static_cast<ExecKid*>(self);
-    int tid = static_cast<int>(syscall(SYS_gettid));
-    (void)!write(k->tid_pipe_, &tid, sizeof tid);
+    k->say_tid(0);
     for (;;) pause();
   }
   static void* execs(void* self) {
     auto* k = static_cast<ExecKid*>(self);
-    usleep(10'000);  // after "stays" has written its tid
-    int tid = static_cast<int>(syscall(SYS_gettid));
-    (void)!write(k->tid_pipe_, &tid, sizeof tid);
+    k->say_tid(1);
     char c = 0;
     if (read(k->go_[0], &c, 1) == 1) execl("/bin/true", "true", nullptr);
     _exit(3);
