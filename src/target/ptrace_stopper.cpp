@@ -343,9 +343,10 @@ std::int64_t PtraceStopper::release() {
   return pause_us_;
 }
 
-bool PtraceStopper::detach(const Tracee& t) {
-  return ptrace(PTRACE_DETACH, t.tid, nullptr,
-                reinterpret_cast<void*>(static_cast<long>(t.pending_signal))) == 0;
+bool PtraceStopper::detach(Tracee& t) {
+  t.detached = ptrace(PTRACE_DETACH, t.tid, nullptr,
+                      reinterpret_cast<void*>(static_cast<long>(t.pending_signal))) == 0;
+  return t.detached;
 }
 
 // A tracee that has not stopped yet is detached once it stops; one that was killed is reaped
@@ -354,7 +355,7 @@ bool PtraceStopper::detach(const Tracee& t) {
 // a zombie, it held the target in its exec, and hangscan's next PTRACE_SEIZE of it (the quiet
 // dump's next attempt) waited for that mutex, both for as long as hangscan lived.
 void PtraceStopper::let_go(Tracee& t, const Deadline& grace) {
-  while (!t.gone && !grace.expired()) {
+  while (!t.gone && !t.detached && !grace.expired()) {
     if (t.stopped) {
       if (detach(t)) return;
       t.stopped = false;

@@ -59,6 +59,7 @@ class PtraceStopper : public Freeze {
     int tid = 0;
     bool stopped = false;
     bool gone = false;
+    bool detached = false;         // by release()
     bool uninterruptible = false;  // seen in D state while its stop was awaited
     int pending_signal = 0;        // signal-delivery-stop: re-inject on detach
     int exit_code = 0;             // when gone: CLD_EXITED / CLD_KILLED / CLD_DUMPED, 0 unknown
@@ -76,7 +77,7 @@ class PtraceStopper : public Freeze {
   bool killed_or_vanished();
   Status seize_refused(int err);
   void read_registers();
-  static bool detach(const Tracee& t);
+  static bool detach(Tracee& t);
   void let_go(Tracee& t, const Deadline& grace);
   void let_go_new_leader(const Deadline& grace);
   void raise_priority();
