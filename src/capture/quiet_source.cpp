@@ -6,8 +6,17 @@
 #include <array>
 
 #include "capture/bpf_snapshot.h"
+#include "util/hints.h"
 
 namespace hangscan {
+
+namespace {
+
+// A load takes 1-5 ms (tens under load): one still under way after this is not waited for
+// further, and the captures stop every thread with ptrace instead (every wait has a deadline).
+constexpr auto kLoadWait = std::chrono::seconds(2);
+
+}  // namespace
 
 std::span<const QuietSourceEntry> quiet_sources() {
   // One line per source.
@@ -52,6 +61,12 @@ Result<std::unique_ptr<QuietSource>> QuietSession::open(int pid, std::vector<std
     std::lock_guard lock(mu_);
     if (!loaded_) {
       auto asked = std::chrono::steady_clock::now();
+      if (loading_.wait_for(kLoadWait) != std::future_status::ready) {
+        // The future is joined when the session goes; its result is never used.
+        loaded_.emplace(Error(Errc::timeout, "quiet source: still loading after 2 s", 0,
+                              hints::quiet_dump_off()));
+        return loaded_->error();
+      }
       loaded_.emplace(loading_.get());
       auto ms = [](auto d) {
         return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;

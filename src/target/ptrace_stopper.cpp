@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -325,28 +326,58 @@ void PtraceStopper::read_registers() {
 std::int64_t PtraceStopper::release() {
   if (released_) return pause_us_;
   released_ = true;
-  auto detach = [](const Tracee& t) {
-    ptrace(PTRACE_DETACH, t.tid, nullptr,
-           reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
-  };
-  for (const auto& t : tracees_) {
-    if (!t.gone && t.stopped) detach(t);
+  for (auto& t : tracees_) {
+    // A failed detach: the thread was killed since it stopped (an exec kills every other
+    // thread), and is reaped below.
+    if (!t.gone && t.stopped && !detach(t)) t.stopped = false;
   }
   pause_us_ = monotonic_us() - first_stop_us_;
   // Threads whose interrupt is still pending get one shared grace period to stop, so they can
-  // be detached cleanly; the others run meanwhile. If a stop never comes, the kernel detaches
-  // when hangscan exits.
+  // be detached cleanly, and killed ones to exit, so they can be reaped; the others run
+  // meanwhile. If a stop never comes, the kernel detaches when hangscan exits.
   Deadline grace = Deadline::after(kReleaseGrace);
-  for (auto& t : tracees_) {
-    if (t.gone || t.stopped) continue;
-    while (!t.stopped && !t.gone && !grace.expired()) {
-      if (!poll_tracee(t)) short_nap();
-    }
-    if (t.stopped) detach(t);
-  }
+  for (auto& t : tracees_) let_go(t, grace);
+  let_go_new_leader(grace);
   restore_priority();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
+}
+
+bool PtraceStopper::detach(Tracee& t) {
+  t.detached = ptrace(PTRACE_DETACH, t.tid, nullptr,
+                      reinterpret_cast<void*>(static_cast<long>(t.pending_signal))) == 0;
+  return t.detached;
+}
+
+// A tracee that has not stopped yet is detached once it stops; one that was killed is reaped
+// once it exits. Why reap: an exec waits (holding the process's cred_guard_mutex) until every
+// thread it killed is released, and a killed tracee is released only by its tracer's wait. Left
+// a zombie, it held the target in its exec, and hangscan's next PTRACE_SEIZE of it (the quiet
+// dump's next attempt) waited for that mutex, both for as long as hangscan lived.
+void PtraceStopper::let_go(Tracee& t, const Deadline& grace) {
+  while (!t.gone && !t.detached && !grace.expired()) {
+    if (t.stopped) {
+      if (detach(t)) return;
+      t.stopped = false;
+    }
+    if (!poll_tracee(t)) short_nap();
+  }
+}
+
+// A tracee that execs takes the leader's tid: its own tid vanished for us (ECHILD) while the
+// kernel reports it to us as the leader, which stops there (its interrupt was pending) and
+// would stay stopped, never detached, for as long as hangscan lived.
+void PtraceStopper::let_go_new_leader(const Deadline& grace) {
+  bool vanished = std::any_of(tracees_.begin(), tracees_.end(),
+                              [](const Tracee& t) { return t.gone && t.exit_code == 0; });
+  bool known = std::any_of(tracees_.begin(), tracees_.end(),
+                           [this](const Tracee& t) { return t.tid == pid_ && !t.gone; });
+  if (!vanished || known) return;
+  auto status = read_status(pid_);
+  if (!status || status->tracer_pid != getpid()) return;
+  Tracee leader;
+  leader.tid = pid_;
+  let_go(leader, grace);
 }
 
 // The lowest real-time priority is above every normal process: on a node whose CPUs are busy

@@ -16,7 +16,8 @@
 // hangscan stopped by Ctrl-Z would hold every thread of the target stopped until continued.
 // An exec by a thread of the target kills the others; a SeizeReaper reaps our exited tracees
 // while a seize waits on that exec (otherwise both would wait forever), and an exec seen while
-// stopping fails the freeze with exec_error(), one seen later makes executed() true.
+// stopping fails the freeze with exec_error(), one seen later makes executed() true. A tracee
+// that an exec killed while stopped is reaped by release(): the exec waits for it.
 #pragma once
 
 #include <sched.h>
@@ -58,6 +59,7 @@ class PtraceStopper : public Freeze {
     int tid = 0;
     bool stopped = false;
     bool gone = false;
+    bool detached = false;         // by release()
     bool uninterruptible = false;  // seen in D state while its stop was awaited
     int pending_signal = 0;        // signal-delivery-stop: re-inject on detach
     int exit_code = 0;             // when gone: CLD_EXITED / CLD_KILLED / CLD_DUMPED, 0 unknown
@@ -75,6 +77,9 @@ class PtraceStopper : public Freeze {
   bool killed_or_vanished();
   Status seize_refused(int err);
   void read_registers();
+  static bool detach(Tracee& t);
+  void let_go(Tracee& t, const Deadline& grace);
+  void let_go_new_leader(const Deadline& grace);
   void raise_priority();
   void restore_priority();
 

@@ -1,11 +1,14 @@
-// PtraceStopper on real child processes: a death while stopped is seen (death()), and a thread in
-// uninterruptible sleep is neither attached nor waited for.
+// PtraceStopper on real child processes: a death while stopped is seen (death()), a thread in
+// uninterruptible sleep is neither attached nor waited for, and an exec by a thread left alone
+// while others are stopped completes once they are released.
 #include "target/ptrace_stopper.h"
 
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <pthread.h>
 
 #include <chrono>
 #include <thread>
@@ -109,6 +112,116 @@ TEST(PtraceStopper, ThreadInUninterruptibleSleepIsGivenUpAtOnce) {
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->tracer_pid, 0);
   EXPECT_TRUE(kid.reaches('D'));
+}
+
+// A forked child of three threads: main (pause), "stays" (blocked in read: the one to stop) and
+// "execs" (blocked in read on `go`, then execve of /bin/true: the kernel kills the other two and
+// waits until each is released). Killed and reaped when the test ends.
+class ExecKid {
+ public:
+  ExecKid() {
+    int tids[2];
+    if (pipe(go_) != 0 || pipe(tids) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      alarm(60);
+      close(go_[1]);
+      close(tids[0]);
+      tid_pipe_ = tids[1];
+      pthread_t t;
+      pthread_create(&t, nullptr, &ExecKid::stays, this);
+      pthread_create(&t, nullptr, &ExecKid::execs, this);
+      for (;;) pause();
+    }
+    setpgid(pid_, pid_);
+    close(go_[0]);
+    close(tids[1]);
+    for (int i = 0; i < 2; ++i) {  // {which, tid} from each thread, in any order
+      int said[2] = {-1, -1};
+      if (read(tids[0], said, sizeof said) == sizeof said && (said[0] == 0 || said[0] == 1))
+        tid_[said[0]] = said[1];
+    }
+    close(tids[0]);
+  }
+  ~ExecKid() {
+    close(go_[1]);
+    kill(-pid_, SIGKILL);
+    for (int tid : tid_) waitpid(tid, nullptr, __WALL | WNOHANG);  // a tracee left to us
+    waitpid(pid_, nullptr, 0);
+  }
+  ExecKid(const ExecKid&) = delete;
+  ExecKid& operator=(const ExecKid&) = delete;
+  int pid() const { return pid_; }
+  int staying_tid() const { return tid_[0]; }
+  int execing_tid() const { return tid_[1]; }
+  bool start_exec() const { return write(go_[1], "x", 1) == 1; }
+
+  // Waits (deadline 10 s) until thread `tid` is in `state`.
+  bool thread_reaches(int tid, char state) const {
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < end) {
+      auto st = read_stat(pid_, tid);
+      if (st && st->state == state) return true;
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  }
+  // Waits until the child, now /bin/true, has exited (true) or `within` passed (false).
+  bool exits_within(std::chrono::milliseconds within) {
+    auto end = std::chrono::steady_clock::now() + within;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) return WIFEXITED(status);
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  }
+
+ private:
+  void say_tid(int which) const {
+    int said[2] = {which, static_cast<int>(syscall(SYS_gettid))};
+    (void)!write(tid_pipe_, said, sizeof said);  // one write under PIPE_BUF: atomic
+  }
+  static void* stays(void* self) {
+    auto* k = static_cast<ExecKid*>(self);
+    k->say_tid(0);
+    for (;;) pause();
+  }
+  static void* execs(void* self) {
+    auto* k = static_cast<ExecKid*>(self);
+    k->say_tid(1);
+    char c = 0;
+    if (read(k->go_[0], &c, 1) == 1) execl("/bin/true", "true", nullptr);
+    _exit(3);
+  }
+  int pid_ = -1;
+  int go_[2] = {-1, -1};
+  int tid_pipe_ = -1;
+  int tid_[2] = {-1, -1};
+};
+
+// The quiet dump stops only the threads that run and leaves the sleeping ones alone; one of
+// those may exec while the others are stopped. The exec kills the stopped tracees, and the kernel
+// completes it only once their tracer has reaped them: release() must, or the target hangs in its
+// exec (and hangscan's next PTRACE_SEIZE of it with it) for as long as hangscan lives.
+TEST(PtraceStopper, ExecByAThreadLeftAloneCompletesAfterRelease) {
+  ExecKid kid;
+  ASSERT_GT(kid.execing_tid(), 0);
+  ASSERT_TRUE(kid.thread_reaches(kid.execing_tid(), 'S'));
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'S'));
+  auto s =
+      PtraceStopper::stop_all(kid.pid(), Deadline::after(3000ms), {kid.pid(), kid.execing_tid()});
+  ASSERT_TRUE(s.ok()) << s.error().what();
+  ASSERT_EQ((*s)->threads().size(), 1u);
+  EXPECT_EQ((*s)->threads()[0].tid, kid.staying_tid());
+  ASSERT_TRUE(kid.start_exec());
+  // The exec has killed the stopped thread: a zombie only its tracer releases.
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'Z'));
+  auto t0 = std::chrono::steady_clock::now();
+  (*s)->release();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  EXPECT_TRUE(kid.exits_within(3000ms)) << "the exec did not complete after release";
 }
 
 }  // namespace
