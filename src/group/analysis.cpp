@@ -115,8 +115,8 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
                                [](const ProcessSnapshot& p) { return p.role == "rank"; });
   ThreadSelector selector(opts);
   if (!selector.regex_ok()) {
-    a.notes.push_back(
-        fmt::format("thread regex \"{}\" is invalid: no thread selected", opts.thread_regex));
+    a.note_findings.push_back(
+        Finding{.kind = FindingKind::invalid_thread_regex, .value = opts.thread_regex});
   }
 
   // Key of each member: the trie nodes its selected threads end on (sorted for multi-thread

@@ -54,7 +54,8 @@ struct Analysis {
   std::vector<std::size_t> suspect_members;  // process indexes, sorted (ranked or not)
   std::vector<std::size_t> grouped;          // process indexes that were grouped, ascending
   std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
-  std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
+  std::vector<Finding> note_findings;        // verdicts that name no suspect, as data
+  std::vector<std::string> notes;            // note_findings in words, same order
   std::vector<Finding> wait_findings;        // who waits on whom (group/wait_graph.h), evidence
   std::vector<std::string> wait_chains;      // wait_findings in words, same order
   std::vector<Finding> deadlock_findings;    // cycles of waits (group/deadlock.h), as data

@@ -223,6 +223,57 @@ std::string wait_chain(const JobSnapshot& job, const Finding& f) {
                      f.members.size() == 1 ? "s" : "", member_name(root), root_words(root));
 }
 
+// "rank 3 has an incomplete stack (unwinding stopped after poll in libc.so.6); not named ...".
+std::string incomplete(const JobSnapshot& job, const Finding& f) {
+  const Frame* last = f.frames.empty() ? nullptr : f.frames.front().frame;
+  std::string where = last ? short_frame_label(*last) : std::string("no frame");
+  if (last && !last->module.empty())
+    where += " in " + last->module.substr(last->module.rfind('/') + 1);
+  bool plural = f.members.size() > 1;
+  return fmt::format("{} {} an incomplete stack (unwinding stopped after {}); not named {}",
+                     who(job, f), plural ? "have" : "has", where,
+                     plural ? "suspects for it" : "a suspect for it");
+}
+
+// "no clear majority: below run, ranks 0-1 are in a and ranks 2-3 are in b; no suspect named".
+std::string no_majority(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
+  constexpr std::size_t kShown = 4;
+  std::size_t node = parting_node(f);
+  std::string list;
+  for (std::size_t i = 0; i < f.parts.size() && i < kShown; ++i) {
+    const std::vector<std::size_t>& members = f.parts[i];
+    std::string where = f.frames[i].node == node
+                            ? fmt::format("{} (stack ends)", trie.node(node).frame.function)
+                            : trie.node(f.frames[i].node).frame.function;
+    list += fmt::format("{}{} {} in {}", i ? (i + 1 == f.parts.size() ? " and " : ", ") : "",
+                        describe_members(job, members), is_are(members.size()), where);
+  }
+  if (f.count > kShown) list += fmt::format(", and {} more branches", f.count - kShown);
+  std::string below = node == StackTrie::kRoot
+                          ? std::string()
+                          : fmt::format("below {}, ", trie.node(node).frame.function);
+  return fmt::format("no clear majority: {}{}; no suspect named", below, list);
+}
+
+// The words of a note: a verdict that names no suspect.
+std::string note(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
+  switch (f.kind) {
+    case FindingKind::incomplete_stack:
+      return incomplete(job, f);
+    case FindingKind::same_stack:
+      return fmt::format("all {} {} have the same stack", f.count, f.flag ? "ranks" : "processes");
+    case FindingKind::no_majority:
+      return no_majority(job, trie, f);
+    case FindingKind::implausible_world_size:
+      return fmt::format("world size {} is implausible; missing ranks not listed", f.world_size);
+    case FindingKind::locals_hint:
+      return "--locals can tell them apart: ranks on the same line may be in different "
+             "iterations of a loop";
+    default:
+      return fmt::format("thread regex \"{}\" is invalid: no thread selected", f.value);
+  }
+}
+
 }  // namespace
 
 std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
@@ -248,6 +299,8 @@ std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, cons
                          describe_members(job, f.members));
     case FindingKind::deadlock:
       return deadlock_sentence(job, deadlock_of(f));
+    default:  // the notes (FindingKind::incomplete_stack and after)
+      return note(job, trie, f);
   }
   return {};
 }
@@ -264,6 +317,7 @@ void put_finding_words(const JobSnapshot& job, Analysis& a) {
   a.suspect_reasons = finding_sentences(job, a.trie, a.findings);
   a.wait_chains = finding_sentences(job, a.trie, a.wait_findings);
   a.deadlocks = finding_sentences(job, a.trie, a.deadlock_findings);
+  a.notes = finding_sentences(job, a.trie, a.note_findings);
 }
 
 }  // namespace hangscan

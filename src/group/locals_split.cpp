@@ -154,9 +154,7 @@ void apply_locals_split(const JobSnapshot& job, Analysis& a) {
   ThreadSelector selector(a.options);
   if (!any_locals(job, a.grouped, selector)) {
     if (has_python_stack(job, a.grouped, selector))
-      a.notes.push_back(
-          "--locals can tell them apart: ranks on the same line may be in different "
-          "iterations of a loop");
+      a.note_findings.push_back(Finding{.kind = FindingKind::locals_hint});
     return;
   }
   auto split = split_by_locals(job, a.grouped, a.options);
