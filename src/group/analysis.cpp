@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "group/deadlock.h"
-#include "group/finding_words.h"
 #include "group/locals_split.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
@@ -190,7 +189,6 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   a.wait_findings = pool_wait_findings(job, a);
   for (Finding& w : wait_chain_findings(job)) a.wait_findings.push_back(std::move(w));
   for (const Deadlock& d : find_deadlocks(job)) a.deadlock_findings.push_back(deadlock_finding(d));
-  put_finding_words(job, a);  // the words, made apart from the rules (group/finding_words.h)
   return a;
 }
 

@@ -3,7 +3,7 @@
 // Why: a sentence is one rendering of a finding; a machine-readable verdict (JSON), an HTML view
 // or a later rule must not re-derive who and where from prose. The rules (suspects.cpp,
 // death_findings.cpp, roles.cpp, locals_split.cpp, wait_graph.cpp) fill these; the words are
-// made in one place apart from them (group/finding_words.h) and the writers take them from there.
+// made apart from them, at the writers' edge (report/finding_words.h).
 #pragma once
 
 #include <cstddef>

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "group/finding_words.h"
 #include "group/rank_set.h"
 
 namespace hangscan {
@@ -143,10 +142,6 @@ std::vector<Finding> locals_split_findings(const LocalsSplit& s) {
     out.push_back(std::move(f));
   }
   return out;
-}
-
-std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s) {
-  return finding_sentences(job, StackTrie(), locals_split_findings(s));
 }
 
 void apply_locals_split(const JobSnapshot& job, Analysis& a) {

@@ -238,7 +238,7 @@ TEST(JsonWriter, NotesAreFindingsToo) {
   EXPECT_EQ(kinds, json::parse(R"([["same_stack",{"count":2,"ranked":true}],
                                    ["implausible_world_size",{"world_size":2000000000}],
                                    ["locals_hint",{}]])"));
-  EXPECT_EQ(same.notes.size(), 3u);
+  EXPECT_EQ(same_doc["notes"].size(), 3u);
 }
 
 TEST(JsonReader, RoundTripsTheOutputDocument) {
