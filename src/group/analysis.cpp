@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "group/deadlock.h"
-#include "group/finding_words.h"
 #include "group/locals_split.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
@@ -115,8 +114,8 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
                                [](const ProcessSnapshot& p) { return p.role == "rank"; });
   ThreadSelector selector(opts);
   if (!selector.regex_ok()) {
-    a.notes.push_back(
-        fmt::format("thread regex \"{}\" is invalid: no thread selected", opts.thread_regex));
+    a.note_findings.push_back(
+        Finding{.kind = FindingKind::invalid_thread_regex, .value = opts.thread_regex});
   }
 
   // Key of each member: the trie nodes its selected threads end on (sorted for multi-thread
@@ -190,7 +189,6 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts) {
   a.wait_findings = pool_wait_findings(job, a);
   for (Finding& w : wait_chain_findings(job)) a.wait_findings.push_back(std::move(w));
   for (const Deadlock& d : find_deadlocks(job)) a.deadlock_findings.push_back(deadlock_finding(d));
-  put_finding_words(job, a);  // the words, made apart from the rules (group/finding_words.h)
   return a;
 }
 

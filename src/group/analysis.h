@@ -43,24 +43,24 @@ struct Group {
   std::optional<WaitSpread> wait;       // since when the members wait (all blocked, >= 2)
 };
 
+// What analyze() found, as data: no sentences (the writers make them, report/finding_words.h).
 struct Analysis {
   GroupOptions options;
-  std::vector<Group> groups;      // smallest first, ties by lowest rank / pid
-  std::vector<int> suspects;      // ranks, sorted (includes missing ranks)
-  std::vector<Finding> findings;  // the suspect rules' findings, as data
-  std::vector<std::string>
-      suspect_reasons;             // findings in words (group/finding_words.h), same order
-  std::vector<int> missing_ranks;  // by world size, sorted
+  std::vector<Group> groups;                 // smallest first, ties by lowest rank / pid
+  std::vector<int> suspects;                 // ranks, sorted (includes missing ranks)
+  std::vector<Finding> findings;             // the suspect rules' findings
+  std::vector<int> missing_ranks;            // by world size, sorted
   std::vector<std::size_t> suspect_members;  // process indexes, sorted (ranked or not)
   std::vector<std::size_t> grouped;          // process indexes that were grouped, ascending
   std::vector<std::size_t> group_of;         // per process: index into groups, or kNoGroup
-  std::vector<std::string> notes;            // verdicts that name nobody ("no clear majority ...")
+  std::vector<Finding> note_findings;        // verdicts that name no suspect
   std::vector<Finding> wait_findings;        // who waits on whom (group/wait_graph.h), evidence
-  std::vector<std::string> wait_chains;      // wait_findings in words, same order
-  std::vector<Finding> deadlock_findings;    // cycles of waits (group/deadlock.h), as data
-  std::vector<std::string> deadlocks;        // deadlock_findings in words, one sentence each
+  std::vector<Finding> deadlock_findings;    // cycles of waits (group/deadlock.h)
   std::optional<int> world_size;             // expected or largest world_size seen
   std::vector<RankLastLog> last_logs;        // with --logs: one per rank with a log, by rank
+  // With --logs: the logs' own verdict, in the words of the logs module (logs/log_writers.h),
+  // which reads the job's logs after analyze().
+  std::vector<std::string> log_verdict;
   StackTrie trie;
 
   static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);

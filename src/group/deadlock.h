@@ -41,8 +41,8 @@ std::vector<Deadlock> find_deadlocks(const JobSnapshot& job);
 Finding deadlock_finding(const Deadlock& d);
 Deadlock deadlock_of(const Finding& f);
 
-// The sentence for one cycle (group/finding_words.h makes the deadlock findings' words with it;
-// analysis keeps them beside the wait chains, docs/output-schema.md "deadlocks").
+// The sentence for one cycle (report/finding_words.h makes the deadlock findings' words with it,
+// docs/output-schema.md "deadlocks").
 std::string deadlock_sentence(const JobSnapshot& job, const Deadlock& d);
 
 // "4712 (audit, bank.cpp:20)": a thread's id, its name and where it is (its innermost Python

@@ -21,7 +21,7 @@ struct DeathFindings {
   std::set<int> ranks;            // missing ranks explained (no "is missing" sentence)
 };
 
-// Adds one sentence per death to a.suspect_reasons and the dead members to `flagged`.
+// Adds one finding per death to a.findings and the dead members to `flagged`.
 // a.missing_ranks must be known.
 DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
                              std::vector<std::size_t>& flagged);

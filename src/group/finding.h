@@ -3,7 +3,7 @@
 // Why: a sentence is one rendering of a finding; a machine-readable verdict (JSON), an HTML view
 // or a later rule must not re-derive who and where from prose. The rules (suspects.cpp,
 // death_findings.cpp, roles.cpp, locals_split.cpp, wait_graph.cpp) fill these; the words are
-// made in one place apart from them (group/finding_words.h) and the writers take them from there.
+// made apart from them, at the writers' edge (report/finding_words.h).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,13 @@ enum class FindingKind {
   wait_chain,      // processes that wait (a chain or a fan-in) on one that waits on none of them
   wait_cycle,      // processes that wait on each other and on nothing outside
   deadlock,        // a cycle of wait edges: threads of one process, or processes through a child
+  // Notes: verdicts that name no suspect (Analysis::note_findings).
+  incomplete_stack,        // members whose stack stopped unwinding early: not named for it
+  same_stack,              // every grouped member has the same stack
+  no_majority,             // no branch below a frame holds a clear majority: no suspect named
+  implausible_world_size,  // a world size too large to list the missing ranks of
+  locals_hint,             // one Python stack for all, no locals read: --locals may split them
+  invalid_thread_regex,    // --thread-regex does not compile: no thread selected
 };
 
 // A frame a finding points at: a member's own frame in the JobSnapshot, or a node of the
@@ -79,7 +86,12 @@ struct Finding {
   std::size_t idle = 0;              // pool_straggler: idle siblings
   std::size_t busy = 0;              // pool_straggler: other busy siblings
   int world_size = 0;                // missing_ranks
-  std::string local, value, majority_value;  // locals_split: name and the two values
+  std::string local, value, majority_value;  // locals_split: name and the two values;
+                                             // invalid_thread_regex: `value` is the regex
+  std::size_t count = 0;  // same_stack: the grouped members; no_majority: the branches
+  // no_majority: each branch's members (sorted), frames[i] its frame (the node they part below
+  // again when the branch's stacks end there); place: that node, empty for the root.
+  std::vector<std::vector<std::size_t>> parts;
   // deadlock: members[i] (thread tids[i]) waits on members[i + 1] by via[i], the last on the
   // first; flag: processes (a wait for a child in the cycle) rather than threads of one process.
   std::vector<int> tids;
@@ -88,10 +100,16 @@ struct Finding {
   static constexpr std::size_t kNoGap = static_cast<std::size_t>(-1);
 };
 
+// The trie node a no_majority finding's branches part below (its place; the root when empty).
+inline std::size_t parting_node(const Finding& f) {
+  return f.place.node == FrameRef::kNoNode ? StackTrie::kRoot : f.place.node;
+}
+
 // Frames of a divergence: [the frame where the members parted (when not at the root)], the first
 // frame after it, and the deepest Python frame below (gap_before marks frames left out); none
 // when the members have no stack. Of a pool straggler or pool wait: the user's frame and, when
 // it called into a library, the innermost frame. Of a locals split: the frame holding the local.
+// Of an incomplete stack: the frame where unwinding stopped (none when it has no frame).
 
 // The name of a FindingKind in documents ("divergence", "bad_state", ...).
 inline const char* finding_kind_name(FindingKind k) {
@@ -116,6 +134,18 @@ inline const char* finding_kind_name(FindingKind k) {
       return "wait_cycle";
     case FindingKind::deadlock:
       return "deadlock";
+    case FindingKind::incomplete_stack:
+      return "incomplete_stack";
+    case FindingKind::same_stack:
+      return "same_stack";
+    case FindingKind::no_majority:
+      return "no_majority";
+    case FindingKind::implausible_world_size:
+      return "implausible_world_size";
+    case FindingKind::locals_hint:
+      return "locals_hint";
+    case FindingKind::invalid_thread_regex:
+      return "invalid_thread_regex";
   }
   return "divergence";
 }

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "group/finding_words.h"
 #include "group/rank_set.h"
 
 namespace hangscan {
@@ -145,18 +144,12 @@ std::vector<Finding> locals_split_findings(const LocalsSplit& s) {
   return out;
 }
 
-std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s) {
-  return finding_sentences(job, StackTrie(), locals_split_findings(s));
-}
-
 void apply_locals_split(const JobSnapshot& job, Analysis& a) {
   if (a.groups.size() != 1 || a.grouped.size() < 2) return;
   ThreadSelector selector(a.options);
   if (!any_locals(job, a.grouped, selector)) {
     if (has_python_stack(job, a.grouped, selector))
-      a.notes.push_back(
-          "--locals can tell them apart: ranks on the same line may be in different "
-          "iterations of a loop");
+      a.note_findings.push_back(Finding{.kind = FindingKind::locals_hint});
     return;
   }
   auto split = split_by_locals(job, a.grouped, a.options);

@@ -3,7 +3,7 @@
 // Why: a rank that skipped a sync runs a step ahead and then blocks on the same line as the
 // others; every stack is equal, so grouping names nobody. With --locals the innermost user
 // frames' scalar locals (a step counter) still differ, and the minority value names the rank.
-// The rule returns data (split_by_locals); its sentences are made apart (locals_split_sentences),
+// The rule returns data (split_by_locals); its sentences are made apart (report/finding_words.h),
 // as the other suspect rules word theirs; analyze() calls apply_locals_split() once.
 #pragma once
 
@@ -46,10 +46,6 @@ std::optional<LocalsSplit> split_by_locals(const JobSnapshot& job,
 
 // One locals_split finding per minority value (members: the minority, others: the majority).
 std::vector<Finding> locals_split_findings(const LocalsSplit& s);
-
-// The same in words (group/finding_words.h): "rank 2 is at step=11 in all_reduce (train.py:41);
-// ranks 0-1,3 are at step=10".
-std::vector<std::string> locals_split_sentences(const JobSnapshot& job, const LocalsSplit& s);
 
 // analyze()'s hook, after the other suspect rules: when every grouped member has the same
 // stack, names the minority of a locals split as suspects (with --locals), or notes that

@@ -6,8 +6,6 @@
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "group/death_findings.h"
 #include "group/rank_set.h"
 #include "group/roles.h"
@@ -78,8 +76,8 @@ class MajorityFinder {
       node = majority->node;
     }
     if (a_.groups.size() == 1 && a_.grouped.size() >= 2) {
-      a_.notes.push_back(fmt::format("all {} {} have the same stack", a_.grouped.size(),
-                                     all_ranked() ? "ranks" : "processes"));
+      a_.note_findings.push_back(Finding{
+          .kind = FindingKind::same_stack, .flag = all_ranked(), .count = a_.grouped.size()});
     }
   }
 
@@ -134,16 +132,10 @@ class MajorityFinder {
   void note_incomplete(const Group& g) {
     const ProcessSnapshot& p = job_.processes[g.members.front()];
     const ThreadSnapshot& t = p.threads[selector_.select(p).front()];
-    std::string last =
-        t.frames.empty() ? std::string("no frame") : short_frame_label(t.frames.back());
-    if (!t.frames.empty() && !t.frames.back().module.empty()) {
-      const std::string& module = t.frames.back().module;
-      last += " in " + module.substr(module.rfind('/') + 1);
-    }
-    bool plural = g.members.size() > 1;
-    a_.notes.push_back(fmt::format(
-        "{} {} an incomplete stack (unwinding stopped after {}); not named {}", who(g.members),
-        plural ? "have" : "has", last, plural ? "suspects for it" : "a suspect for it"));
+    Finding f{.kind = FindingKind::incomplete_stack, .members = g.members};
+    if (!t.frames.empty()) f.frames.push_back(FrameRef{.frame = &t.frames.back()});
+    f.hosts = hosts_of(g.members);
+    a_.note_findings.push_back(std::move(f));
   }
 
   bool all_running(const Group& g) const {
@@ -231,16 +223,6 @@ class MajorityFinder {
     return {hosts.begin(), hosts.end()};
   }
 
-  // A note's words for members (notes stay sentences made here).
-  std::string who(const std::vector<std::size_t>& members) const {
-    std::string out = describe_members(job_, members);
-    std::vector<std::string> hosts = hosts_of(members);
-    if (hosts.empty()) return out;
-    std::string list;
-    for (const std::string& h : hosts) list += (list.empty() ? "" : ",") + h;
-    return out + " on " + list;
-  }
-
   void flag(std::size_t gi, std::size_t node, const Part& part, const Part& majority,
             const std::vector<std::size_t>& with) {
     Group& g = a_.groups[gi];
@@ -254,22 +236,14 @@ class MajorityFinder {
   }
 
   void note_no_majority(std::size_t node, const std::vector<Part>& parts) {
-    constexpr std::size_t kShown = 4;
-    std::string list;
-    for (std::size_t i = 0; i < parts.size() && i < kShown; ++i) {
-      const Part& p = parts[i];
-      std::vector<std::size_t> members = members_of(p);
-      std::string where = p.ending ? fmt::format("{} (stack ends)", trie_.node(node).frame.function)
-                                   : trie_.node(p.node).frame.function;
-      list +=
-          fmt::format("{}{} {} in {}", i ? (i + 1 == parts.size() ? " and " : ", ") : "",
-                      describe_members(job_, members), members.size() > 1 ? "are" : "is", where);
+    Finding f{.kind = FindingKind::no_majority,
+              .place = node == StackTrie::kRoot ? FrameRef{} : FrameRef{.node = node}};
+    f.count = parts.size();
+    for (const Part& p : parts) {
+      f.parts.push_back(members_of(p));
+      f.frames.push_back(FrameRef{.node = p.ending ? node : p.node});
     }
-    if (parts.size() > kShown) list += fmt::format(", and {} more branches", parts.size() - kShown);
-    std::string below = node == StackTrie::kRoot
-                            ? std::string()
-                            : fmt::format("below {}, ", trie_.node(node).frame.function);
-    a_.notes.push_back(fmt::format("no clear majority: {}{}; no suspect named", below, list));
+    a_.note_findings.push_back(std::move(f));
   }
 
   const JobSnapshot& job_;
@@ -323,7 +297,8 @@ void missing_ranks(const JobSnapshot& job, Analysis& a) {
   a.world_size = ws;
   if (!ws || *ws <= 0) return;
   if (*ws > kMaxWorldSize) {
-    a.notes.push_back(fmt::format("world size {} is implausible; missing ranks not listed", *ws));
+    a.note_findings.push_back(
+        Finding{.kind = FindingKind::implausible_world_size, .world_size = *ws});
     return;
   }
   std::sort(present.begin(), present.end());

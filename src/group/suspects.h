@@ -9,7 +9,7 @@
 
 namespace hangscan {
 
-// Fills a.suspects, a.suspect_reasons, a.missing_ranks, a.suspect_members, a.notes,
+// Fills a.suspects, a.findings, a.missing_ranks, a.suspect_members, a.note_findings,
 // a.world_size and Group::suspect. a.groups, a.trie and a.grouped must be final.
 void find_suspects(const JobSnapshot& job, Analysis& a);
 

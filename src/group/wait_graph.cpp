@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "group/analysis.h"
-#include "group/finding_words.h"
 #include "group/stack_key.h"
 
 namespace hangscan {
@@ -179,10 +178,6 @@ std::vector<Finding> wait_chain_findings(const JobSnapshot& job) {
   if (!cycle.empty())
     findings.push_back(Finding{.kind = FindingKind::wait_cycle, .members = cycle});
   return findings;
-}
-
-std::vector<std::string> wait_chain_sentences(const JobSnapshot& job) {
-  return finding_sentences(job, StackTrie(), wait_chain_findings(job));
 }
 
 }  // namespace hangscan

@@ -54,10 +54,4 @@ std::vector<ProcessWait> process_waits(const JobSnapshot& job);
 // wait_cycle for the processes whose waits reach no such process.
 std::vector<Finding> wait_chain_findings(const JobSnapshot& job);
 
-// The same in words (group/finding_words.h). One sentence per process that others wait on and that
-// waits on no process of the job: "ranks 2 -> 1 -> 0 wait on rank 3, which waits on a pipe
-// (job.py:11)" (a chain), "ranks 0-1,3 wait on rank 2, which sleeps (job.py:33)" (a fan-in), and
-// "ranks 0-3 wait on each other in a cycle" for waits that reach no such process.
-std::vector<std::string> wait_chain_sentences(const JobSnapshot& job);
-
 }  // namespace hangscan

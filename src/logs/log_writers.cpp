@@ -134,56 +134,16 @@ std::vector<std::string> suspect_sentences(const LogSet& logs, const LogFindings
   return out;
 }
 
-// "rank 2 " at the start of a capture's sentence: the one rank it is about.
-std::optional<int> sentence_rank(const std::string& s) {
-  if (s.rfind("rank ", 0) != 0) return std::nullopt;
-  std::size_t end = s.find(' ', 5);
-  if (end == std::string::npos) return std::nullopt;
-  return parse_int_in<int>(std::string_view(s).substr(5, end - 5), 0, 1 << 24);
-}
-
-std::string age_words(const RankLastLog& l) {
-  if (!l.before_capture_s) return "";
-  double s = *l.before_capture_s;
-  if (s < 0) return fmt::format(", {:.0f} s after the dump", -s);
-  return fmt::format(", {:.0f} s before the dump", s);
-}
-
 }  // namespace
 
 std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindings& f) {
   return suspect_sentences(logs, f, visible, nullptr);
 }
 
-std::string last_log_words(const RankLastLog& l) {
-  std::string_view path(l.file);
-  std::size_t slash = path.rfind('/');
-  std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
-  return fmt::format("last log: \"{}\" ({}:{}{})", l.text, name, l.line, age_words(l));
-}
-
 void add_log_sentences(const LogSet& logs, const LogFindings& f, Analysis& a) {
-  std::map<int, const RankLastLog*> last;
   std::map<int, std::string> where;
-  for (const RankLastLog& l : a.last_logs) {
-    last[l.rank] = &l;
-    where[l.rank] = l.where;
-  }
-  std::set<int> said;
-  for (std::string& reason : a.suspect_reasons) {
-    auto r = sentence_rank(reason);
-    if (!r || !last.count(*r)) continue;
-    reason += "; " + last_log_words(*last[*r]);
-    said.insert(*r);
-  }
-  for (int r : a.suspects) {
-    if (!last.count(r) || said.count(r)) continue;
-    const RankLastLog& l = *last[r];
-    a.suspect_reasons.push_back(fmt::format("rank {}'s {}{}", r, last_log_words(l),
-                                            l.where.empty() ? "" : "; it is in " + l.where));
-  }
-  for (std::string& s : suspect_sentences(logs, f, as_is, &where))
-    a.suspect_reasons.push_back("logs: " + s);
+  for (const RankLastLog& l : a.last_logs) where[l.rank] = l.where;
+  a.log_verdict = suspect_sentences(logs, f, as_is, &where);
 }
 
 std::string render_logs_text(const LogSet& logs, const LogFindings& f, std::size_t max_events) {

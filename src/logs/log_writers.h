@@ -16,13 +16,10 @@ namespace hangscan {
 // One sentence per suspect finding ("rank 5 never enqueued collective 1042 of PG 0 (...)").
 std::vector<std::string> log_suspect_reasons(const LogSet& logs, const LogFindings& findings);
 
-// "last log: "LINE" (FILE:N, 12 s before the dump)": a rank's last words (log_join.h).
-std::string last_log_words(const RankLastLog& l);
-
-// The logs in a capture's verdict (`--logs`): a SUSPECT sentence about one rank gets that rank's
-// last log line; a suspect rank without such a sentence gets one with its line and its frame;
-// the logs' own findings follow as "logs: ..." sentences, a finding about one rank saying where
-// its stack stands ("; it is in load_batch (data.py:88)"). Needs a.last_logs (join_logs()).
+// The logs' own verdict in a capture's (`--logs`): a.log_verdict, one sentence per finding of
+// the logs, a finding about one rank saying where its stack stands ("; it is in load_batch
+// (data.py:88)"). Needs a.last_logs (join_logs()). The writers show them as "logs: ..." after
+// the capture's sentences, which get the ranks' last log lines (report/finding_words.h).
 // Words as they are: the capture's writers escape them.
 void add_log_sentences(const LogSet& logs, const LogFindings& findings, Analysis& a);
 

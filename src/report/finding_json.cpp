@@ -39,6 +39,29 @@ json death_figures(const Finding& f) {
   return out;
 }
 
+// A note's figures: what it counts or names.
+json note_figures(const Finding& f) {
+  switch (f.kind) {
+    case FindingKind::incomplete_stack: {
+      const Frame* last = f.frames.empty() ? nullptr : f.frames.front().frame;
+      return {{"module", last && !last->module.empty() ? json(last->module) : json(nullptr)}};
+    }
+    case FindingKind::same_stack:
+      return {{"count", f.count}, {"ranked", f.flag}};
+    case FindingKind::no_majority: {
+      json ends = json::array();
+      for (const FrameRef& r : f.frames) ends.push_back(r.node == parting_node(f));
+      return {{"branches", f.count}, {"parts", f.parts}, {"ends", std::move(ends)}};
+    }
+    case FindingKind::implausible_world_size:
+      return {{"world_size", f.world_size}};
+    case FindingKind::invalid_thread_regex:
+      return {{"regex", f.value}};
+    default:
+      return json::object();
+  }
+}
+
 // What a kind counts or names beyond members and frames.
 json figures(const Finding& f) {
   switch (f.kind) {
@@ -69,6 +92,8 @@ json figures(const Finding& f) {
     case FindingKind::pool_wait:
     case FindingKind::wait_cycle:
       break;
+    default:  // the notes (FindingKind::incomplete_stack and after)
+      return note_figures(f);
   }
   return json::object();
 }
@@ -89,6 +114,7 @@ json findings_to_json(const JobSnapshot& job, const Analysis& a) {
   for (const Finding& f : a.findings) out.push_back(finding_json(job, a.trie, f));
   for (const Finding& f : a.wait_findings) out.push_back(finding_json(job, a.trie, f));
   for (const Finding& f : a.deadlock_findings) out.push_back(finding_json(job, a.trie, f));
+  for (const Finding& f : a.note_findings) out.push_back(finding_json(job, a.trie, f));
   return out;
 }
 

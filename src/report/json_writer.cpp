@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "report/finding_json.h"
+#include "report/finding_words.h"
 
 namespace hangscan {
 
@@ -73,8 +74,9 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
                       {"wait", std::move(wait)}});
   }
   doc["groups"] = std::move(groups);
+  VerdictWords words = verdict_words(job, *a);  // the sentences (report/finding_words.h)
   doc["suspects"] = a->suspects;
-  doc["suspect_reasons"] = a->suspect_reasons;
+  doc["suspect_reasons"] = std::move(words.suspect_reasons);
   json members = json::array();
   for (std::size_t m : a->suspect_members) {
     const ProcessSnapshot& p = job.processes[m];
@@ -82,11 +84,11 @@ void add_analysis(json& doc, const JobSnapshot& job, const Analysis* a, StackInt
   }
   doc["suspect_members"] = std::move(members);
   doc["missing_ranks"] = a->missing_ranks;
-  doc["notes"] = a->notes;
-  doc["wait_chains"] = a->wait_chains;
+  doc["notes"] = std::move(words.notes);
+  doc["wait_chains"] = std::move(words.wait_chains);
   doc["findings"] = findings_to_json(job, *a);  // the same as data (report/finding_json.h)
-  if (!a->deadlocks.empty()) doc["deadlocks"] = a->deadlocks;  // only when found: older documents
-  if (!a->last_logs.empty()) {                                 // only with --logs
+  if (!words.deadlocks.empty()) doc["deadlocks"] = std::move(words.deadlocks);  // only when found
+  if (!a->last_logs.empty()) {                                                  // only with --logs
     json logs = json::array();
     for (const RankLastLog& l : a->last_logs) {
       logs.push_back({{"rank", l.rank},

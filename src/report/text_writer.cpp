@@ -12,6 +12,7 @@
 #include "group/rank_set.h"
 #include "group/stack_key.h"
 #include "group/wait_spread.h"
+#include "report/finding_words.h"
 #include "report/source_marker.h"
 #include "util/escape.h"
 
@@ -87,7 +88,7 @@ std::string memory_words(const Boxed<MemoryUsage>& m) {
 class TextWriter {
  public:
   TextWriter(const JobSnapshot& job, const Analysis* a, const TextOptions& o)
-      : job_(job), a_(a), o_(o) {}
+      : job_(job), a_(a), o_(o), words_(a ? verdict_words(job, *a) : VerdictWords{}) {}
 
   std::string run() {
     bool single = job_.processes.size() == 1 && !job_.processes[0].rank;
@@ -134,16 +135,16 @@ class TextWriter {
     if (!job_.job_id.empty()) s += fmt::format(" (job {})", job_.job_id);
     line(kBold, s);
     if (!a_) return;
-    for (const std::string& r : a_->suspect_reasons)
+    for (const std::string& r : words_.suspect_reasons)
       out_ += paint(kRed, "SUSPECT") + " " + escape_for_text(r) + "\n";
-    for (const std::string& n : a_->notes)
+    for (const std::string& n : words_.notes)
       out_ += paint(kYellow, "note") + ": " + escape_for_text(n) + "\n";
     for (const Group& g : a_->groups) {
       if (g.wait) line("timing: " + wait_sentence(job_, g, *g.wait));
     }
-    for (const std::string& w : a_->wait_chains) line("waits: " + w);
-    for (const std::string& d : a_->deadlocks) line("deadlock: " + d);
-    if (a_->suspect_reasons.empty() && a_->notes.empty() && a_->grouped.size() < 2 &&
+    for (const std::string& w : words_.wait_chains) line("waits: " + w);
+    for (const std::string& d : words_.deadlocks) line("deadlock: " + d);
+    if (words_.suspect_reasons.empty() && words_.notes.empty() && a_->grouped.size() < 2 &&
         !a_->grouped.empty()) {
       out_ += "note: only one process grouped\n";
     }
@@ -343,7 +344,7 @@ class TextWriter {
       if (!facts.empty()) line(facts);
       // A plain dump has no summary: a deadlock is said right under the process's title.
       if (a_) {
-        for (const std::string& d : a_->deadlocks) line("deadlock: " + d);
+        for (const std::string& d : words_.deadlocks) line("deadlock: " + d);
       }
     } else {
       out_ += "\n";
@@ -496,6 +497,7 @@ class TextWriter {
   const JobSnapshot& job_;
   const Analysis* a_;
   const TextOptions& o_;
+  VerdictWords words_;  // the verdict's sentences (report/finding_words.h)
   std::string out_;
 };
 

@@ -1,5 +1,7 @@
 #include "watch/watch_format.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "group/roles.h"
@@ -78,6 +80,30 @@ std::string wait_line(const WaitView& w) {
 
 }  // namespace
 
+std::string timeline_sentence(const TimelineEntry& t) {
+  const EventRecord& e = t.event;
+  std::string who =
+      t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
+  switch (e.kind) {
+    case EventRecord::Kind::exit:
+      return fmt::format("{} {}", who, describe_exit_code(e.exit_code));
+    case EventRecord::Kind::signal: {
+      const char* name = sigabbrev_np(e.signal);
+      std::string sig = name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal);
+      if (e.sender_pid == 0)
+        return fmt::format(
+            "{} was sent {} from an interrupt (a timer or a device: no task sent it)", who, sig);
+      return fmt::format("{} was sent {} by pid {} ({}){}", who, sig, e.sender_pid, e.sender_comm,
+                         e.si_code == 0x80 ? ", from the kernel" : "");
+    }
+    case EventRecord::Kind::oom:
+      return fmt::format("{} was chosen by the OOM killer", who);
+    case EventRecord::Kind::exec:
+      return fmt::format("{} replaced its program: exec {}", who, e.path);
+  }
+  return who;
+}
+
 std::string watch_text(const WatchReport& r) {
   std::string out = fmt::format(
       "watched {} process{} for {:.1f} s ({} recorder, {} Hz samples, waits >= {} ms)\n",
@@ -104,7 +130,7 @@ std::string watch_text(const WatchReport& r) {
   }
   if (!r.timeline.empty()) out += "\ntimeline:\n";
   for (const auto& t : r.timeline)
-    out += fmt::format("  +{:.3f} s  {}\n", t.t_s, escape_for_text(t.text));
+    out += fmt::format("  +{:.3f} s  {}\n", t.t_s, escape_for_text(timeline_sentence(t)));
   out += fmt::format("\nrecorder: {} events, {} lost{}", r.counters.events, r.counters.lost,
                      r.counters.lost ? " (the ring buffer was full: lower --rate)" : "");
   if (r.recorder == "ptrace")
@@ -168,7 +194,7 @@ nlohmann::json watch_json(const WatchReport& r) {
   j["timeline"] = nlohmann::json::array();
   for (const auto& t : r.timeline) {
     const EventRecord& e = t.event;
-    nlohmann::json tj{{"t_s", t.t_s}, {"pid", e.pid}, {"text", t.text}};
+    nlohmann::json tj{{"t_s", t.t_s}, {"pid", e.pid}, {"text", timeline_sentence(t)}};
     tj["rank"] = t.rank ? nlohmann::json(*t.rank) : nlohmann::json(nullptr);
     switch (e.kind) {
       case EventRecord::Kind::exit:

@@ -12,6 +12,9 @@
 
 namespace hangscan {
 
+// "rank 2 (pid 4711) was sent SIGTERM by pid 4700 (torchrun)": one event of the timeline.
+std::string timeline_sentence(const TimelineEntry& t);
+
 std::string watch_text(const WatchReport& r);
 nlohmann::json watch_json(const WatchReport& r);
 // The page (report/html_writer.h, HtmlView::watch) with watch_json's document embedded: a

@@ -10,6 +10,7 @@
 #include "group/rank_set.h"
 #include "group/roles.h"
 #include "group/stack_key.h"
+#include "report/finding_words.h"
 #include "util/escape.h"
 
 namespace hangscan {
@@ -141,7 +142,7 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
   }
   WatchVerdict v;
   Analysis a = analyze(job, GroupOptions{});
-  if (a.grouped.size() < 2 && a.suspect_reasons.empty()) return v;  // a pool: one straggler
+  if (a.grouped.size() < 2 && a.findings.empty()) return v;  // a pool: one straggler
   for (const Group& g : a.groups) {
     WatchGroup wg;
     wg.ranks = g.ranks;
@@ -152,13 +153,18 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
     v.groups.push_back(std::move(wg));
   }
   v.suspects = a.suspects;
-  v.suspect_reasons = a.suspect_reasons;
-  v.notes = a.wait_chains;  // an owner that waits for its straggler
-  for (std::string n : a.notes) {
+  VerdictWords words = verdict_words(job, a);  // report/finding_words.h
+  v.suspect_reasons = std::move(words.suspect_reasons);
+  v.notes = std::move(words.wait_chains);  // an owner that waits for its straggler
+  for (std::size_t i = 0; i < a.note_findings.size(); ++i) {
+    const Finding& f = a.note_findings[i];
     // The verdict's words are a snapshot's; here the key is a behaviour, not a stack.
-    constexpr std::string_view kSame = "have the same stack";
-    if (n.ends_with(kSame)) n = n.substr(0, n.size() - kSame.size()) + "did the same in the window";
-    v.notes.push_back(std::move(n));
+    if (f.kind == FindingKind::same_stack) {
+      v.notes.push_back(fmt::format("all {} {} did the same in the window", f.count,
+                                    f.flag ? "ranks" : "processes"));
+    } else {
+      v.notes.push_back(std::move(words.notes[i]));
+    }
   }
   return v;
 }

@@ -51,11 +51,12 @@ struct Behaviour {
   char state = '?';           // 'S' stuck, 'R' active, 'X' ended
 };
 
+// An event of the window, as data: its words are made by the writers (timeline_sentence(),
+// watch/watch_format.h).
 struct TimelineEntry {
   double t_s = 0;  // seconds from the window's start
   EventRecord event;
   std::optional<int> rank;  // of event.pid
-  std::string text;         // one sentence
 };
 
 struct ProcessWatch {

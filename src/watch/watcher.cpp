@@ -371,37 +371,12 @@ void Watcher::fold(Recording& batch) {
     t.t_s = since_start(e.ts_ns);
     auto pit = procs_.find(e.pid);
     if (pit != procs_.end()) t.rank = pit->second.discovered.rank;
-    std::string who =
-        t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
-    switch (e.kind) {
-      case EventRecord::Kind::exit:
-        t.text = fmt::format("{} {}", who, describe_exit_code(e.exit_code));
-        if (pit != procs_.end()) {
-          pit->second.exit = describe_exit_code(e.exit_code);
-          pit->second.gone = true;
-          recorder_->unwatch(e.pid);
-          stacks_.forget(e.pid);
-          cpu_.forget(e.pid);
-        }
-        break;
-      case EventRecord::Kind::signal: {
-        const char* name = sigabbrev_np(e.signal);
-        std::string sig = name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal);
-        t.text = e.sender_pid == 0
-                     ? fmt::format(
-                           "{} was sent {} from an interrupt (a timer or a device: no task "
-                           "sent it)",
-                           who, sig)
-                     : fmt::format("{} was sent {} by pid {} ({}){}", who, sig, e.sender_pid,
-                                   e.sender_comm, e.si_code == 0x80 ? ", from the kernel" : "");
-        break;
-      }
-      case EventRecord::Kind::oom:
-        t.text = fmt::format("{} was chosen by the OOM killer", who);
-        break;
-      case EventRecord::Kind::exec:
-        t.text = fmt::format("{} replaced its program: exec {}", who, e.path);
-        break;
+    if (e.kind == EventRecord::Kind::exit && pit != procs_.end()) {
+      pit->second.exit = describe_exit_code(e.exit_code);
+      pit->second.gone = true;
+      recorder_->unwatch(e.pid);
+      stacks_.forget(e.pid);
+      cpu_.forget(e.pid);
     }
     t.event = std::move(e);
     timeline_.push_back(std::move(t));

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "group/analysis.h"
+#include "report/finding_words.h"
 #include "report/graph_writers.h"
 #include "report/text_writer.h"
 
@@ -136,7 +137,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.width = width;
     std::string text = write_text(job, &a, o);
     check_controls(text);
-    if (lines_starting_with(text, "SUSPECT") != a.suspect_reasons.size()) std::abort();
+    if (lines_starting_with(text, "SUSPECT") != verdict_words(job, a).suspect_reasons.size())
+      std::abort();
   }
   std::string folded = write_folded(job, GroupOptions{});
   check_controls(folded);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/finding_words.h"
+
 #include <algorithm>
 
 #include "job_builder.h"
@@ -55,12 +57,12 @@ TEST(Analyze, NamesTheRankThatSkippedAllReduce) {
   EXPECT_EQ(a.groups[1].frames[1].line, std::nullopt);  // 19 vs 20 at function granularity
   EXPECT_EQ(a.suspects, (std::vector<int>{2}));
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{2}));
-  ASSERT_EQ(a.suspect_reasons.size(), 1u);
-  EXPECT_EQ(a.suspect_reasons[0],
+  ASSERT_EQ(verdict_words(job, a).suspect_reasons.size(), 1u);
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons[0],
             "rank 2 is not in all_reduce with ranks 0-1,3: it is in worker (hang_gloo.py:19) -> "
             "time.sleep");
   EXPECT_TRUE(a.missing_ranks.empty());
-  EXPECT_TRUE(a.notes.empty());
+  EXPECT_TRUE(verdict_words(job, a).notes.empty());
   EXPECT_EQ(a.grouped, (std::vector<std::size_t>{0, 1, 2, 3}));
   EXPECT_EQ(a.group_of[4], Analysis::kNoGroup);
   EXPECT_EQ(a.group_of[2], 0u);
@@ -83,12 +85,12 @@ TEST(Analyze, IncompleteStackIsNotASuspectForWhereItStarts) {
   job.processes[3].threads[0].incomplete = true;
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.suspects, (std::vector<int>{2}));
-  ASSERT_EQ(a.suspect_reasons.size(), 1u);
-  EXPECT_EQ(a.suspect_reasons[0],
+  ASSERT_EQ(verdict_words(job, a).suspect_reasons.size(), 1u);
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons[0],
             "rank 2 is not in all_reduce with ranks 0-1: it is in worker (hang_gloo.py:19) -> "
             "time.sleep");
   EXPECT_EQ(
-      a.notes,
+      verdict_words(job, a).notes,
       (std::vector<std::string>{
           "rank 3 has an incomplete stack (unwinding stopped after ?? in libmpich.so.12); not "
           "named a suspect for it"}));
@@ -151,10 +153,10 @@ TEST(Analyze, NoClearMajorityNamesNobody) {
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.groups.size(), 2u);
   EXPECT_TRUE(a.suspects.empty());
-  EXPECT_TRUE(a.suspect_reasons.empty());
-  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_TRUE(verdict_words(job, a).suspect_reasons.empty());
+  ASSERT_EQ(verdict_words(job, a).notes.size(), 1u);
   EXPECT_EQ(
-      a.notes[0],
+      verdict_words(job, a).notes[0],
       "no clear majority: below worker, ranks 0-1 are in all_reduce and ranks 2-3 are in barrier; "
       "no suspect named");
   EXPECT_FALSE(a.groups[0].suspect);
@@ -169,9 +171,9 @@ TEST(Analyze, EveryoneDistinctNamesNobody) {
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.groups.size(), 3u);
   EXPECT_TRUE(a.suspects.empty());
-  ASSERT_EQ(a.notes.size(), 1u);
+  ASSERT_EQ(verdict_words(job, a).notes.size(), 1u);
   EXPECT_EQ(
-      a.notes[0],
+      verdict_words(job, a).notes[0],
       "no clear majority: rank 0 is in f0, rank 1 is in f1 and rank 2 is in f2; no suspect named");
 }
 
@@ -182,10 +184,11 @@ TEST(Analyze, AllTheSameIsSaidPlainly) {
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.groups.size(), 1u);
   EXPECT_TRUE(a.suspects.empty());
-  EXPECT_EQ(a.notes, (std::vector<std::string>{
-                         "all 4 ranks have the same stack",
-                         "--locals can tell them apart: ranks on the same line may be in "
-                         "different iterations of a loop"}));
+  EXPECT_EQ(
+      verdict_words(job, a).notes,
+      (std::vector<std::string>{"all 4 ranks have the same stack",
+                                "--locals can tell them apart: ranks on the same line may be in "
+                                "different iterations of a loop"}));
   EXPECT_EQ(a.world_size, 4);
 }
 
@@ -197,21 +200,22 @@ TEST(Analyze, MissingRanksByWorldSize) {
   EXPECT_EQ(a.missing_ranks, (std::vector<int>{2, 4, 5}));
   EXPECT_EQ(a.suspects, (std::vector<int>{2, 4, 5}));
   EXPECT_TRUE(a.suspect_members.empty());
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{"ranks 2,4-5 are missing: the world size is 6 but no process "
                                       "with ranks 2,4-5 was found"}));
   job.expected_world_size = 4;  // an explicit expectation wins over the environment
   Analysis b = analyze(job, GroupOptions{});
   EXPECT_EQ(b.missing_ranks, (std::vector<int>{2}));
-  EXPECT_EQ(b.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, b).suspect_reasons,
             (std::vector<std::string>{
                 "rank 2 is missing: the world size is 4 but no process with rank 2 was found"}));
   job.expected_world_size = 2000000000;
   Analysis c = analyze(job, GroupOptions{});
   EXPECT_TRUE(c.missing_ranks.empty());
-  EXPECT_NE(std::find(c.notes.begin(), c.notes.end(),
+  std::vector<std::string> c_notes = verdict_words(job, c).notes;
+  EXPECT_NE(std::find(c_notes.begin(), c_notes.end(),
                       "world size 2000000000 is implausible; missing ranks not listed"),
-            c.notes.end());
+            c_notes.end());
 }
 
 TEST(Analyze, BadProcessStatesAreSuspects) {
@@ -225,7 +229,7 @@ TEST(Analyze, BadProcessStatesAreSuspects) {
   Analysis a = analyze(job, GroupOptions{});
   // rank 3 (no stack) is also a minority of one against four ranks in all_reduce.
   EXPECT_EQ(a.suspects, (std::vector<int>{1, 3, 4}));
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{
                 "rank 3 is not in all_reduce with ranks 0-2,4: it has no stack",
                 "rank 1 is in uninterruptible sleep (state D) in nfs_wait_bit_killable",
@@ -244,7 +248,7 @@ TEST(Analyze, ProcessesWithoutRankAreNamedByHostAndPid) {
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_TRUE(a.suspects.empty());  // no ranks to list
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{2}));
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{
                 "process n1:12 is not in all_reduce with processes n1:10,n1:11: it is in "
                 "worker (hang_gloo.py:19) -> time.sleep"}));
@@ -261,7 +265,7 @@ TEST(Analyze, MultiHostSentenceNamesTheNode) {
   EXPECT_EQ(a.suspects, (std::vector<int>{4}));
   EXPECT_EQ(a.groups[0].hosts, (std::vector<std::string>{"n3"}));
   EXPECT_EQ(a.groups[1].hosts, (std::vector<std::string>{"n1", "n2", "n3"}));
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{
                 "rank 4 on n3 is not in all_reduce with ranks 0-3,5: it is in worker "
                 "(hang_gloo.py:19) -> time.sleep"}));
@@ -283,7 +287,7 @@ TEST(Analyze, DeeperMinorityFlaggedOnlyWhenBlocked) {
       rank_process(6, 106, {py("sleep", "/t/train.py", 9), py("<module>", "/t/train.py", 1)}));
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.suspects, (std::vector<int>{5, 6}));
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{"rank 6 is not in train with ranks 0-5: it is in <module> "
                                       "(train.py:1) -> sleep (train.py:9)",
                                       "rank 5 is not in all_reduce with ranks 0-3: it is in train "
@@ -312,7 +316,7 @@ TEST(Analyze, GranularityAndTopN) {
   Analysis l = analyze(job, by_line);
   ASSERT_EQ(l.groups.size(), 2u);
   EXPECT_EQ(l.groups[0].ranks, (std::vector<int>{1}));
-  EXPECT_EQ(l.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, l).suspect_reasons,
             (std::vector<std::string>{
                 "rank 1 is not in main with ranks 0,2: it is in main (app.c:11) -> ... -> poll"}));
   GroupOptions by_pc;
@@ -377,7 +381,8 @@ TEST(Analyze, ThreadSelections) {
   EXPECT_EQ(validate_group_options(bad).error().code, Errc::usage);
   EXPECT_TRUE(validate_group_options(GroupOptions{}).ok());
   Analysis b = analyze(job, bad);
-  EXPECT_EQ(b.notes.front(), "thread regex \"([\" is invalid: no thread selected");
+  EXPECT_EQ(verdict_words(job, b).notes.front(),
+            "thread regex \"([\" is invalid: no thread selected");
 }
 
 TEST(Analyze, FallsBackToAllProcessesWhenNoRanks) {
@@ -389,7 +394,7 @@ TEST(Analyze, FallsBackToAllProcessesWhenNoRanks) {
   job.processes.push_back(p);
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.grouped, (std::vector<std::size_t>{0}));
-  EXPECT_TRUE(a.notes.empty());
+  EXPECT_TRUE(verdict_words(job, a).notes.empty());
   EXPECT_EQ(member_name(job.processes[0]), "pid 7");
   EXPECT_EQ(describe_members(job, {0}), "pid 7");
 }

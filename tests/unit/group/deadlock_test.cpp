@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/finding_words.h"
+
 #include "group/analysis.h"
 #include "job_builder.h"
 
@@ -75,7 +77,7 @@ TEST(Deadlock, AnalysisKeepsTheCycleAsAFinding) {
   EXPECT_EQ(f.tids, (std::vector<int>{4711, 4712}));
   ASSERT_EQ(f.via.size(), 2u);
   EXPECT_EQ(f.via[0], &job.processes[0].threads[2].waits_on[0]);
-  EXPECT_EQ(a.deadlocks,
+  EXPECT_EQ(verdict_words(job, a).deadlocks,
             (std::vector<std::string>{
                 "thread 4711 (transfer, bank.cpp:14) waits for a mutex held by "
                 "thread 4712 (audit, bank.cpp:20), which waits for one held by 4711"}));

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "group/analysis.h"
-#include "group/finding_words.h"
 #include "job_builder.h"
+#include "report/finding_words.h"
 
 namespace hangscan {
 namespace {
@@ -41,7 +41,7 @@ TEST(Findings, DivergenceNamesMembersMajorityAndFrames) {
   EXPECT_EQ(place->line, 1541);
   EXPECT_TRUE(f.hosts.empty());
   EXPECT_TRUE(a.wait_findings.empty());
-  EXPECT_EQ(finding_sentence(job, a.trie, f), a.suspect_reasons[0]);
+  EXPECT_EQ(finding_sentence(job, a.trie, f), verdict_words(job, a).suspect_reasons[0]);
 }
 
 TEST(Findings, HostsOnlyWhenTheJobSpansSeveral) {
@@ -49,7 +49,7 @@ TEST(Findings, HostsOnlyWhenTheJobSpansSeveral) {
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].hosts, (std::vector<std::string>{"n2"}));
-  EXPECT_EQ(a.suspect_reasons[0],
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons[0],
             "rank 2 on n2 is not in all_reduce with ranks 0-1,3: it is in worker "
             "(hang_gloo.py:19) -> time.sleep");
 }
@@ -70,7 +70,7 @@ TEST(Findings, BadStateAndMissingRanksCarryTheirFigures) {
   EXPECT_TRUE(a.findings[1].members.empty());
   EXPECT_EQ(a.findings[1].ranks, (std::vector<int>{3, 4}));
   EXPECT_EQ(a.findings[1].world_size, 5);
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             (std::vector<std::string>{
                 "rank 2 is in uninterruptible sleep (state D) in nfs_wait_bit_killable",
                 "ranks 3-4 are missing: the world size is 5 but no process with ranks 3-4 was "
@@ -85,7 +85,8 @@ TEST(Findings, NoStackIsADivergenceWithoutFrames) {
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].kind, FindingKind::divergence);
   EXPECT_TRUE(a.findings[0].frames.empty());
-  EXPECT_EQ(a.suspect_reasons[0], "rank 2 is not in all_reduce with ranks 0-1,3: it has no stack");
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons[0],
+            "rank 2 is not in all_reduce with ranks 0-1,3: it has no stack");
 }
 
 }  // namespace

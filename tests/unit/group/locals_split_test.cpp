@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/finding_words.h"
+
 #include "job_builder.h"
 
 namespace hangscan {
@@ -28,12 +30,14 @@ TEST(LocalsSplit, TheRankAStepAheadIsNamed) {
   JobSnapshot job = step_loop({"10", "10", "11", "10"});
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.groups.size(), 1u);
-  EXPECT_EQ(a.suspect_reasons, (std::vector<std::string>{
-                                   "rank 2 is at step=11 in all_reduce (train.py:41); ranks 0-1,3 "
-                                   "are at step=10"}));
+  EXPECT_EQ(
+      verdict_words(job, a).suspect_reasons,
+      (std::vector<std::string>{"rank 2 is at step=11 in all_reduce (train.py:41); ranks 0-1,3 "
+                                "are at step=10"}));
   EXPECT_EQ(a.suspects, (std::vector<int>{2}));
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{2}));
-  EXPECT_EQ(a.notes, (std::vector<std::string>{"all 4 ranks have the same stack"}));
+  EXPECT_EQ(verdict_words(job, a).notes,
+            (std::vector<std::string>{"all 4 ranks have the same stack"}));
 }
 
 TEST(LocalsSplit, DataNamesTheLocalTheValuesAndTheMembers) {
@@ -53,7 +57,7 @@ TEST(LocalsSplit, DataNamesTheLocalTheValuesAndTheMembers) {
   EXPECT_EQ(s->minority[0].members, (std::vector<std::size_t>{0}));
   EXPECT_EQ(s->minority[1].value, "'init'");
   EXPECT_EQ(s->minority[1].frame.line, 41);
-  EXPECT_EQ(locals_split_sentences(job, *s).back(),
+  EXPECT_EQ(finding_sentences(job, StackTrie(), locals_split_findings(*s)).back(),
             "rank 4 is at phase='init' in all_reduce (train.py:41); ranks 1-3 are at "
             "phase='train'");
 }
@@ -69,9 +73,11 @@ TEST(LocalsSplit, NoMajorityOrNoScalarNamesNobody) {
       step_loop({"<Tensor at 0x1>", "<Tensor at 0x1>", "<Tensor at 0x2>", "<Tensor at 0x1>"}),
       {0, 1, 2, 3}, GroupOptions{}));
   // Equal locals: nothing to name, and no note either (--locals was given).
-  Analysis a = analyze(step_loop({"7", "7", "7"}), GroupOptions{});
+  JobSnapshot job = step_loop({"7", "7", "7"});
+  Analysis a = analyze(job, GroupOptions{});
   EXPECT_TRUE(a.suspects.empty());
-  EXPECT_EQ(a.notes, (std::vector<std::string>{"all 3 ranks have the same stack"}));
+  EXPECT_EQ(verdict_words(job, a).notes,
+            (std::vector<std::string>{"all 3 ranks have the same stack"}));
 }
 
 TEST(LocalsSplit, LibraryFramesAreNotUserFrames) {
@@ -87,15 +93,15 @@ TEST(LocalsSplit, WithoutLocalsTheNoteSaysLocalsCanTell) {
   JobSnapshot job;
   for (int r = 0; r < 4; ++r) job.processes.push_back(rank_process(r, 100 + r, in_all_reduce()));
   Analysis a = analyze(job, GroupOptions{});
-  ASSERT_EQ(a.notes.size(), 2u);
-  EXPECT_EQ(a.notes[1],
+  ASSERT_EQ(verdict_words(job, a).notes.size(), 2u);
+  EXPECT_EQ(verdict_words(job, a).notes[1],
             "--locals can tell them apart: ranks on the same line may be in different iterations "
             "of a loop");
   JobSnapshot native_only;  // --locals reads Python locals only: no note for native stacks
   for (int r = 0; r < 3; ++r)
     native_only.processes.push_back(
         rank_process(r, 100 + r, {native("PMPI_Barrier", "/lib/libmpi.so", 0x90)}));
-  EXPECT_EQ(analyze(native_only, GroupOptions{}).notes.size(), 1u);
+  EXPECT_EQ(verdict_words(native_only, analyze(native_only, GroupOptions{})).notes.size(), 1u);
 }
 
 }  // namespace

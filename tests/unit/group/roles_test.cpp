@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/finding_words.h"
+
 #include "group/analysis.h"
 #include "job_builder.h"
 
@@ -62,16 +64,16 @@ TEST(PoolRoles, TheWorkerInTheTaskIsTheOnlySuspectAndItsOwnerWaitsForIt) {
   JobSnapshot job = pool_job();
   mark_idle_workers(job);
   Analysis a = analyze(job, GroupOptions{});
-  EXPECT_EQ(a.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons,
             std::vector<std::string>{
                 "n1:102, a worker of n1:100, is in work (pool_hang.py:29) -> time.sleep while 3 "
                 "other workers are idle"});
   EXPECT_EQ(a.suspect_members, std::vector<std::size_t>{2});
-  EXPECT_EQ(a.wait_chains,
+  EXPECT_EQ(verdict_words(job, a).wait_chains,
             std::vector<std::string>{
                 "n1:100 waits for its worker process n1:102, in work (pool_hang.py:29) -> "
                 "time.sleep"});
-  EXPECT_TRUE(a.notes.empty());
+  EXPECT_TRUE(verdict_words(job, a).notes.empty());
   EXPECT_EQ(a.grouped, std::vector<std::size_t>{2});
 }
 
@@ -88,12 +90,12 @@ TEST(PoolRoles, AProducerBesideItsDeadConsumer) {
   job.processes.push_back(consumer);
   mark_idle_workers(job);
   Analysis a = analyze(job, GroupOptions{});
-  ASSERT_EQ(a.suspect_reasons.size(), 2u);
-  EXPECT_EQ(a.suspect_reasons[0],
+  ASSERT_EQ(verdict_words(job, a).suspect_reasons.size(), 2u);
+  EXPECT_EQ(verdict_words(job, a).suspect_reasons[0],
             "n1:105, a worker of n1:100, is in produce (q.py:40) -> Queue.put (queues.py:94) "
             "while n1:106, another worker, is dead");
   EXPECT_EQ(a.suspect_members, (std::vector<std::size_t>{1, 2}));
-  EXPECT_TRUE(a.notes.empty());
+  EXPECT_TRUE(verdict_words(job, a).notes.empty());
 }
 
 TEST(PoolRoles, AnOnlyWorkerIsTheStoryOnlyWhenItsOwnerWaitsForIt) {
@@ -103,12 +105,12 @@ TEST(PoolRoles, AnOnlyWorkerIsTheStoryOnlyWhenItsOwnerWaitsForIt) {
   job.processes[0].threads[0].frames = {py("Popen.poll", kLib + "popen_fork.py", 27),
                                         py("main", "/t/pool_hang.py", 64)};
   Analysis joined = analyze(job, GroupOptions{});
-  EXPECT_EQ(joined.suspect_reasons,
+  EXPECT_EQ(verdict_words(job, joined).suspect_reasons,
             std::vector<std::string>{
                 "n1:102, the only worker of n1:100, is in work (pool_hang.py:29) -> time.sleep"});
   // An owner busy in its own code is not waiting for its worker: nobody is named for it.
   job.processes[0].threads[0].frames = {py("serve", "/t/pool_hang.py", 70)};
-  EXPECT_TRUE(analyze(job, GroupOptions{}).suspect_reasons.empty());
+  EXPECT_TRUE(verdict_words(job, analyze(job, GroupOptions{})).suspect_reasons.empty());
 }
 
 TEST(PoolRoles, LibraryAndUserFrames) {
@@ -155,8 +157,9 @@ TEST(PoolRoles, ForkserverWorkersBelongToTheForkserversParent) {
                                              "rank"}));
   Analysis a = analyze(job, GroupOptions{});
   EXPECT_EQ(a.suspect_members, std::vector<std::size_t>{2});
-  EXPECT_EQ(a.wait_chains, std::vector<std::string>{"n1:100 waits for its worker process n1:102, "
-                                                    "in work (pool_hang.py:29) -> time.sleep"});
+  EXPECT_EQ(verdict_words(job, a).wait_chains,
+            std::vector<std::string>{"n1:100 waits for its worker process n1:102, "
+                                     "in work (pool_hang.py:29) -> time.sleep"});
 }
 
 }  // namespace

@@ -5,12 +5,18 @@
 
 #include "group/analysis.h"
 #include "job_builder.h"
+#include "report/finding_words.h"
 
 namespace hangscan {
 namespace {
 
 using testing::py;
 using testing::rank_process;
+
+// The wait chains in words, as the writers show them.
+std::vector<std::string> sentences(const JobSnapshot& job) {
+  return finding_sentences(job, StackTrie(), wait_chain_findings(job));
+}
 
 WaitEdge edge(std::string host, int pid, std::string via) {
   return {std::move(host), pid, std::nullopt, std::move(via)};
@@ -39,7 +45,7 @@ JobSnapshot token_ring() {
 
 TEST(WaitGraph, AChainIsToldInOrderWithItsRoot) {
   JobSnapshot job = token_ring();
-  EXPECT_EQ(wait_chain_sentences(job),
+  EXPECT_EQ(sentences(job),
             std::vector<std::string>{
                 "ranks 2 -> 1 -> 0 -> 4 wait on rank 3, which waits on a pipe written by pid 99 "
                 "(tcp_ring.py:36)"});
@@ -66,7 +72,7 @@ TEST(WaitGraph, AFanInNamesTheMembersAndTheSleeper) {
   loop.waits_on = {edge("n1", 100, "tcp"), edge("n1", 101, "tcp"), edge("n1", 103, "tcp")};
   sleeper.threads.push_back(loop);
   job.processes.push_back(std::move(sleeper));
-  EXPECT_EQ(wait_chain_sentences(job),
+  EXPECT_EQ(sentences(job),
             std::vector<std::string>{"ranks 0-1,3 wait on rank 2, which sleeps (tcp_ring.py:33)"});
 }
 
@@ -74,7 +80,7 @@ TEST(WaitGraph, ACycleIsSaidAsSuch) {
   JobSnapshot job;
   job.processes.push_back(ring_rank(0, 100, "recvfrom", {edge("n1", 101, "tcp")}, 1));
   job.processes.push_back(ring_rank(1, 101, "recvfrom", {edge("n1", 100, "tcp")}, 1));
-  EXPECT_EQ(wait_chain_sentences(job),
+  EXPECT_EQ(sentences(job),
             std::vector<std::string>{
                 "ranks 0-1 wait on each other in a cycle (none of them waits outside it)"});
 }
@@ -89,14 +95,14 @@ TEST(WaitGraph, TcpEdgesToAnotherNodeAreCompletedFromItsConnections) {
   link_wait_edges(job);
   const WaitEdge& e = job.processes[0].threads[0].waits_on[0];
   EXPECT_EQ(e, (WaitEdge{"n2", 100, 1, "tcp 10.0.0.1:40312 -> 10.0.0.2:29502"}));
-  EXPECT_EQ(wait_chain_sentences(job),
+  EXPECT_EQ(sentences(job),
             std::vector<std::string>{"rank 0 waits on rank 1, which sleeps (tcp_ring.py:7)"});
 }
 
 TEST(WaitGraph, NoEdgesNoSentence) {
   JobSnapshot job;
   job.processes.push_back(ring_rank(0, 100, "futex", {}, 1));
-  EXPECT_TRUE(wait_chain_sentences(job).empty());
+  EXPECT_TRUE(sentences(job).empty());
 }
 
 }  // namespace

@@ -208,6 +208,39 @@ TEST(JsonWriter, FindingsAreDataBesideTheSentences) {
   EXPECT_FALSE(json::parse(write_agent_json(job)).contains("findings"));
 }
 
+TEST(JsonWriter, NotesAreFindingsToo) {
+  JobSnapshot job;
+  std::vector<Frame> barrier = in_all_reduce();
+  barrier[0].function = "barrier";
+  for (int r = 0; r < 4; ++r)
+    job.processes.push_back(rank_process(r, 100 + r, r < 2 ? in_all_reduce() : barrier));
+  Analysis a = analyze(job, GroupOptions{});
+  json doc = json::parse(write_json(job, &a));
+  EXPECT_EQ(doc["notes"],
+            json::parse(R"(["no clear majority: below worker, ranks 0-1 are in )"
+                        R"(all_reduce and ranks 2-3 are in barrier; no suspect named"])"));
+  const std::string c10d = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py";
+  EXPECT_EQ(doc["findings"], json::parse(R"([
+    {"kind":"no_majority","members":[],"others":[],"ranks":[],"hosts":[],
+     "frames":[{"function":"all_reduce","file":")" +
+                                         c10d + R"(","line":1541},
+               {"function":"barrier","file":")" +
+                                         c10d + R"(","line":1541}],
+     "place":{"function":"worker","file":"/tmp/hang_gloo.py","line":20},
+     "figures":{"branches":2,"parts":[[0,1],[2,3]],"ends":[false,false]}}])"));
+  // One stack for all, Python frames and no locals read, and a world size too large to list.
+  job.processes.resize(2);
+  job.expected_world_size = 2000000000;
+  Analysis same = analyze(job, GroupOptions{});
+  json kinds = json::array();
+  json same_doc = json::parse(write_json(job, &same));
+  for (const json& f : same_doc["findings"]) kinds.push_back({f["kind"], f["figures"]});
+  EXPECT_EQ(kinds, json::parse(R"([["same_stack",{"count":2,"ranked":true}],
+                                   ["implausible_world_size",{"world_size":2000000000}],
+                                   ["locals_hint",{}]])"));
+  EXPECT_EQ(same_doc["notes"].size(), 3u);
+}
+
 TEST(JsonReader, RoundTripsTheOutputDocument) {
   JobSnapshot job = rich_job();
   std::string text = write_json(job, nullptr);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "../group/job_builder.h"
+#include "report/finding_words.h"
 #include "report/graph_writers.h"
 #include "report/text_writer.h"
 
@@ -114,7 +115,7 @@ TEST(TextWriter, TreeMarksSmallestBranchesAndElidesLongRuns) {
 └─[5] (stack ends here)  <- smallest
 )");
   EXPECT_EQ(
-      a.notes,
+      verdict_words(job, a).notes,
       (std::vector<std::string>{
           "no clear majority: below f9, ranks 0-1 are in poll, ranks 2-3 are in "
           "read, rank 4 is in nanosleep and rank 5 is in f9 (stack ends); no suspect named"}));

@@ -1,7 +1,11 @@
-// One sentence per finding: the words of the suspect rules, the pool rules and the wait chains.
-#include "group/finding_words.h"
+// One sentence per finding: the words of the suspect rules, the pool rules, the wait chains,
+// the deadlocks and the notes; with --logs, the ranks' last log lines beside them.
+#include "report/finding_words.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -11,6 +15,7 @@
 #include "group/rank_set.h"
 #include "group/stack_key.h"
 #include "group/wait_graph.h"
+#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -229,6 +234,57 @@ std::string wait_chain(const JobSnapshot& job, const Finding& f) {
                      f.members.size() == 1 ? "s" : "", member_name(root), root_words(root));
 }
 
+// "rank 3 has an incomplete stack (unwinding stopped after poll in libc.so.6); not named ...".
+std::string incomplete(const JobSnapshot& job, const Finding& f) {
+  const Frame* last = f.frames.empty() ? nullptr : f.frames.front().frame;
+  std::string where = last ? short_frame_label(*last) : std::string("no frame");
+  if (last && !last->module.empty())
+    where += " in " + last->module.substr(last->module.rfind('/') + 1);
+  bool plural = f.members.size() > 1;
+  return fmt::format("{} {} an incomplete stack (unwinding stopped after {}); not named {}",
+                     who(job, f), plural ? "have" : "has", where,
+                     plural ? "suspects for it" : "a suspect for it");
+}
+
+// "no clear majority: below run, ranks 0-1 are in a and ranks 2-3 are in b; no suspect named".
+std::string no_majority(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
+  constexpr std::size_t kShown = 4;
+  std::size_t node = parting_node(f);
+  std::string list;
+  for (std::size_t i = 0; i < f.parts.size() && i < kShown; ++i) {
+    const std::vector<std::size_t>& members = f.parts[i];
+    std::string where = f.frames[i].node == node
+                            ? fmt::format("{} (stack ends)", trie.node(node).frame.function)
+                            : trie.node(f.frames[i].node).frame.function;
+    list += fmt::format("{}{} {} in {}", i ? (i + 1 == f.parts.size() ? " and " : ", ") : "",
+                        describe_members(job, members), is_are(members.size()), where);
+  }
+  if (f.count > kShown) list += fmt::format(", and {} more branches", f.count - kShown);
+  std::string below = node == StackTrie::kRoot
+                          ? std::string()
+                          : fmt::format("below {}, ", trie.node(node).frame.function);
+  return fmt::format("no clear majority: {}{}; no suspect named", below, list);
+}
+
+// The words of a note: a verdict that names no suspect.
+std::string note(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
+  switch (f.kind) {
+    case FindingKind::incomplete_stack:
+      return incomplete(job, f);
+    case FindingKind::same_stack:
+      return fmt::format("all {} {} have the same stack", f.count, f.flag ? "ranks" : "processes");
+    case FindingKind::no_majority:
+      return no_majority(job, trie, f);
+    case FindingKind::implausible_world_size:
+      return fmt::format("world size {} is implausible; missing ranks not listed", f.world_size);
+    case FindingKind::locals_hint:
+      return "--locals can tell them apart: ranks on the same line may be in different "
+             "iterations of a loop";
+    default:
+      return fmt::format("thread regex \"{}\" is invalid: no thread selected", f.value);
+  }
+}
+
 }  // namespace
 
 std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, const Finding& f) {
@@ -254,6 +310,8 @@ std::string finding_sentence(const JobSnapshot& job, const StackTrie& trie, cons
                          describe_members(job, f.members));
     case FindingKind::deadlock:
       return deadlock_sentence(job, deadlock_of(f));
+    default:  // the notes (FindingKind::incomplete_stack and after)
+      return note(job, trie, f);
   }
   return {};
 }
@@ -266,10 +324,68 @@ std::vector<std::string> finding_sentences(const JobSnapshot& job, const StackTr
   return out;
 }
 
-void put_finding_words(const JobSnapshot& job, Analysis& a) {
-  a.suspect_reasons = finding_sentences(job, a.trie, a.findings);
-  a.wait_chains = finding_sentences(job, a.trie, a.wait_findings);
-  a.deadlocks = finding_sentences(job, a.trie, a.deadlock_findings);
+namespace {
+
+// "rank 2 " at the start of a sentence: the one rank it is about.
+std::optional<int> sentence_rank(const std::string& s) {
+  if (s.rfind("rank ", 0) != 0) return std::nullopt;
+  std::size_t end = s.find(' ', 5);
+  if (end == std::string::npos) return std::nullopt;
+  return parse_int_in<int>(std::string_view(s).substr(5, end - 5), 0, 1 << 24);
+}
+
+std::string age_words(const RankLastLog& l) {
+  if (!l.before_capture_s) return "";
+  double s = *l.before_capture_s;
+  if (s < 0) return fmt::format(", {:.0f} s after the dump", -s);
+  return fmt::format(", {:.0f} s before the dump", s);
+}
+
+const RankLastLog* last_log_of(const Analysis& a, int rank) {
+  for (const RankLastLog& l : a.last_logs) {
+    if (l.rank == rank) return &l;
+  }
+  return nullptr;
+}
+
+// A sentence about one rank with a last log gets it ("...; last log: ..."); `said` the rank.
+std::string with_last_log(const Analysis& a, std::string s, std::set<int>* said) {
+  auto r = sentence_rank(s);
+  const RankLastLog* l = r ? last_log_of(a, *r) : nullptr;
+  if (!l) return s;
+  if (said) said->insert(*r);
+  return s + "; " + last_log_words(*l);
+}
+
+}  // namespace
+
+std::string last_log_words(const RankLastLog& l) {
+  std::string_view path(l.file);
+  std::size_t slash = path.rfind('/');
+  std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  return fmt::format("last log: \"{}\" ({}:{}{})", l.text, name, l.line, age_words(l));
+}
+
+std::string suspect_words(const JobSnapshot& job, const Analysis& a, std::size_t i) {
+  return with_last_log(a, finding_sentence(job, a.trie, a.findings[i]), nullptr);
+}
+
+VerdictWords verdict_words(const JobSnapshot& job, const Analysis& a) {
+  VerdictWords w;
+  std::set<int> said;
+  for (const Finding& f : a.findings)
+    w.suspect_reasons.push_back(with_last_log(a, finding_sentence(job, a.trie, f), &said));
+  for (int r : a.suspects) {
+    const RankLastLog* l = last_log_of(a, r);
+    if (!l || said.count(r)) continue;
+    w.suspect_reasons.push_back(fmt::format("rank {}'s {}{}", r, last_log_words(*l),
+                                            l->where.empty() ? "" : "; it is in " + l->where));
+  }
+  for (const std::string& s : a.log_verdict) w.suspect_reasons.push_back("logs: " + s);
+  w.notes = finding_sentences(job, a.trie, a.note_findings);
+  w.wait_chains = finding_sentences(job, a.trie, a.wait_findings);
+  w.deadlocks = finding_sentences(job, a.trie, a.deadlock_findings);
+  return w;
 }
 
 }  // namespace hangscan
