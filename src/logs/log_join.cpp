@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 
-#include "group/finding_words.h"
 #include "group/stack_key.h"
 #include "logs/log_patterns.h"
 
@@ -97,7 +96,6 @@ void ranks_from_capture(LogSet& logs, const JobSnapshot& job) {
 }
 
 void mark_launcher_stops(const LogSet& logs, const JobSnapshot& job, Analysis& a) {
-  bool marked = false;
   for (Finding& f : a.findings) {
     if (f.kind != FindingKind::death || f.others.empty()) continue;
     const LogEvent* first = nullptr;
@@ -119,9 +117,7 @@ void mark_launcher_stops(const LogSet& logs, const JobSnapshot& job, Analysis& a
     path.remove_prefix(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
     f.stopped =
         Finding::Stop{"torchrun", first->op, fmt::format("{}:{}", path, first->line), first->time};
-    marked = true;
   }
-  if (marked) put_finding_words(job, a);
 }
 
 std::string main_frame_place(const ProcessSnapshot& p) {

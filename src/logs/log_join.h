@@ -31,8 +31,8 @@ void ranks_from_capture(LogSet& logs, const JobSnapshot& job);
 
 // A death's living others whom the launcher's log says it is ending (torchrun's "Sending
 // process PID closing signal SIGTERM" for each of them, ranked by ranks_from_capture) are
-// marked so (Finding::stopped) and the sentences made again. Why: after one rank died torchrun
-// ends the others; saying they "wait for it" would be false.
+// marked so (Finding::stopped; the writers make the sentences from it). Why: after one rank died
+// torchrun ends the others; saying they "wait for it" would be false.
 void mark_launcher_stops(const LogSet& logs, const JobSnapshot& job, Analysis& a);
 
 // "load_batch (data.py:88)": a process's main thread, its innermost Python frame with a line,

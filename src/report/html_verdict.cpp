@@ -12,25 +12,13 @@
 #include "group/finding.h"
 #include "group/stack_key.h"
 #include "group/wait_spread.h"
+#include "report/finding_words.h"
 
 namespace hangscan {
 
 using nlohmann::json;
 
 namespace {
-
-// The words of each finding list (one sentence per finding, same order) and, after the
-// suspects' own, the lines the logs added. The one place this writer reads the sentences, so
-// that moving the words elsewhere changes only this function.
-struct VerdictWords {
-  const std::vector<std::string>& suspects;
-  const std::vector<std::string>& waits;
-  const std::vector<std::string>& deadlocks;
-};
-
-VerdictWords verdict_words(const Analysis& a) {
-  return {a.suspect_reasons, a.wait_chains, a.deadlocks};
-}
 
 // Trie nodes as the page names them: [group, depth] on the first group whose key path holds the
 // node (the page's tree is drawn from the groups' key paths, so that pair finds it there).
@@ -173,14 +161,15 @@ void add_page_findings(json& findings, const JobSnapshot& job, const Analysis& a
 }
 
 json verdict_lines(const JobSnapshot& job, const Analysis& a) {
-  VerdictWords words = verdict_words(a);
+  // The sentences, each list in its findings' order (report/finding_words.h).
+  VerdictWords words = verdict_words(job, a);
   json out = json::array();
-  for (std::size_t i = 0; i < words.suspects.size(); ++i) {
-    const std::string& r = words.suspects[i];
+  for (std::size_t i = 0; i < words.suspect_reasons.size(); ++i) {
+    const std::string& r = words.suspect_reasons[i];
     out.push_back(line("SUSPECT " + r, r.starts_with("logs: ") ? "suspect from-logs" : "suspect"));
     if (i < a.findings.size()) out.back()["finding"] = i;
   }
-  for (const std::string& n : a.notes) out.push_back(line("note: " + n, "note"));
+  for (const std::string& n : words.notes) out.push_back(line("note: " + n, "note"));
   for (std::size_t g = 0; g < a.groups.size(); ++g) {
     const Group& grp = a.groups[g];
     if (!grp.wait) continue;
@@ -188,8 +177,8 @@ json verdict_lines(const JobSnapshot& job, const Analysis& a) {
     out.back()["group"] = g;
   }
   std::size_t first = a.findings.size();
-  for (std::size_t i = 0; i < words.waits.size(); ++i) {
-    out.push_back(line("waits: " + words.waits[i], "waits"));
+  for (std::size_t i = 0; i < words.wait_chains.size(); ++i) {
+    out.push_back(line("waits: " + words.wait_chains[i], "waits"));
     if (i < a.wait_findings.size()) out.back()["finding"] = first + i;
   }
   first += a.wait_findings.size();
@@ -197,7 +186,8 @@ json verdict_lines(const JobSnapshot& job, const Analysis& a) {
     out.push_back(line("deadlock: " + words.deadlocks[i], "deadlock"));
     if (i < a.deadlock_findings.size()) out.back()["finding"] = first + i;
   }
-  if (words.suspects.empty() && a.notes.empty() && a.grouped.size() < 2 && !a.grouped.empty())
+  if (words.suspect_reasons.empty() && words.notes.empty() && a.grouped.size() < 2 &&
+      !a.grouped.empty())
     out.push_back(line("note: only one process grouped", "note"));
   return out;
 }
