@@ -247,7 +247,12 @@ def test_watch_from_ephemeral_containers(pods):
     /hs-debug there) in each trainer's pid namespace (kubectl debug --target); none is left."""
     env, pids = pods
     names = ["podman", "ps", "-a", "--format", "{{.Names}}"]
-    before = subprocess.run(names, env=env, capture_output=True, text=True, check=True).stdout
+
+    def ours():  # this file's containers only: test_k8s.py's pods may come and go beside it
+        out = subprocess.run(names, env=env, capture_output=True, text=True, check=True).stdout
+        return sorted(n for n in out.split() if n.startswith("hs-k8sw-"))
+
+    before = ours()
     run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--match", "py_k8s_watch_rank",
                             "--debug-image", env["HS_TEST_IMAGE"], "--agent-path",
                             "/hs-debug/hangscan", "--for", "3", "--json"], env=env, timeout=90)
@@ -255,5 +260,4 @@ def test_watch_from_ephemeral_containers(pods):
     assert [(p["rank"], p["node"], p["pid"]) for p in run.doc["processes"]] == [
         (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
     assert run.doc["suspects"] == [ODD]
-    after = subprocess.run(names, env=env, capture_output=True, text=True, check=True).stdout
-    assert after == before
+    assert ours() == before

@@ -30,10 +30,10 @@ def start_ranks(targets, logs):
 def test_dump_with_logs_puts_the_suspects_last_line_beside_its_stack(targets, tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
+    started = time.time()  # before the ranks write their lines (dated 30 s before that moment)
     pids = start_ranks(targets, logs)
     batch, peers = hs.hs_line("log_ranks.py", "batch"), hs.hs_line("log_ranks.py", "peers")
     args = [a for p in pids for a in ("--pid", str(p))] + ["--logs", str(logs)]
-    started = time.time()
     run = hs.run_hangscan(["dump", *args, "--json"])
     assert run.rc == 0, run.describe()
     doc = run.doc
