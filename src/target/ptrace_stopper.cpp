@@ -111,7 +111,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     s->wait_for_stops(deadline);
   }
   s->absorb_reaped();
-  s->reaper_.reset();  // no more seizes
+  s->reaper_->stop();  // no more seizes; joined after the release, outside the pause
   if (s->executed()) {
     s->release();
     return exec_error(pid);
@@ -345,6 +345,7 @@ std::int64_t PtraceStopper::release() {
     if (t.stopped) detach(t);
   }
   restore_priority();
+  reaper_.reset();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
 }
