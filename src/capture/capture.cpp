@@ -19,6 +19,11 @@ ProcessSnapshot capture_process(Target& target, const CaptureOptions& options,
                                 SymbolCache& symbols) {
   ProcessCopy copy;
   auto failure = failure_of([&] { copy = acquire_process(target, options); });
+  if (!failure && options.released) {
+    std::vector<const ThreadSnapshot*> described;
+    for (const ThreadCopy& t : copy.threads) described.push_back(&t.described);
+    (void)failure_of([&] { options.released(copy.pid, described); });
+  }
   if (!failure) return finish_process(std::move(copy), target, options, symbols);
   // The freeze (RAII) has already let the target go. Keep what describes the process.
   ProcessSnapshot snap;

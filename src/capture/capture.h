@@ -46,6 +46,11 @@ struct CaptureOptions {
   // Called while the target is stopped, after the copies. Tests only: they kill the target
   // there to check that a death during the capture is reported.
   std::function<void()> while_frozen;
+  // Called once the target runs again, before its stacks are unwound, with its threads as
+  // described before the stop (state, system call and arguments). Why: the run starts work
+  // that needs only these (the node-wide fd scan behind pipe waits, proc/node_fds.h) on a
+  // helper thread, so that it overlaps the unwinding instead of following it.
+  std::function<void(int pid, const std::vector<const ThreadSnapshot*>& threads)> released;
 };
 
 // With options.quiet (and not --nonblocking), starts loading the quiet source now, on a helper

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "crash/crash_explainer.h"
 #include "discovery/environ_memory.h"
@@ -34,8 +36,20 @@ void lap(const JobOptions& o, PhaseClock::Phase phase) {
   if (o.clock != nullptr) o.clock->lap(phase);
 }
 
+// Starts the node-wide fd scan once a released process waits on a pipe whose other end it holds
+// itself (proc/node_fds.h): the scan then overlaps the unwinding of this process and the
+// capture of the others. Other waits that need the node (rare) scan it when resolved.
+void start_scan_on_pipe_waits(CaptureOptions& copt, NodeFdScan* scan) {
+  if (scan == nullptr) return;
+  copt.released = [scan](int pid, const std::vector<const ThreadSnapshot*>& threads) {
+    if (!scan->started() && waits_on_own_pipe(pid, threads)) scan->start();
+  };
+}
+
 // One live process: open (unless open already), capture, rank from the environment it sees now.
-ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& symbols) {
+// `scan` (may be null): the sample's node-wide fd scan, started here when a wait needs it.
+ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& symbols,
+                             NodeFdScan* scan) {
   const DiscoveredProcess& dp = m.process;
   if (o.deadline.expired()) {
     return unopened_snapshot(
@@ -57,6 +71,7 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
     CaptureOptions copt = o.capture;
     copt.freeze_timeout = std::min(copt.freeze_timeout,
                                    std::max(o.deadline.remaining(), std::chrono::milliseconds(1)));
+    start_scan_on_pipe_waits(copt, scan);
     snap = capture_process(*target, copt, symbols);
     apply_rank_info(snap, dp.environment.empty() ? read_environment(*target) : dp.environment, &dp);
     if (auto c = read_container_info(dp.pid)) snap.container = std::move(*c);
@@ -104,14 +119,14 @@ void capture_core(const JobMember& m, const JobOptions& o, SymbolCache& symbols,
   }
 }
 
-JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o,
-                         SymbolCache& symbols) {
+JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols,
+                         NodeFdScan* scan) {
   JobSnapshot job;
   for (auto& m : members) {
     if (m.is_core()) {
       capture_core(m, o, symbols, job);
     } else {
-      job.processes.push_back(capture_live(m, o, symbols));
+      job.processes.push_back(capture_live(m, o, symbols, scan));
     }
   }
   return job;
@@ -133,9 +148,12 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
                     std::vector<Diagnostic> found) {
   const int count = std::max(1, o.samples);
   std::vector<JobSnapshot> samples;
+  // The waits are resolved on the last sample: the node's fd tables are read during it.
+  std::unique_ptr<NodeFdScan> scan;
   for (int i = 0; i < count; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
-    samples.push_back(capture_once(members, o, symbols));
+    if (o.resolve_waits) scan = std::make_unique<NodeFdScan>();
+    samples.push_back(capture_once(members, o, symbols, scan.get()));
   }
   // Progress reads every sample, the last included: computed before the last is moved out.
   std::vector<ProcessProgress> progress;
@@ -157,7 +175,7 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
   }
   if (o.remember_since) carry_since_state(job, count);
   if (o.resolve_waits) {
-    resolve_socket_waits(job, o.host);
+    resolve_socket_waits(job, o.host, scan.get());
     resolve_blocking_waits(job, o.host);
   }
   mark_started_workers(job);

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "proc/node_fds.h"
 #include "proc/proc_files.h"
 #include "proc/sockets.h"
 #include "util/parse_number.h"
@@ -26,7 +27,6 @@ namespace {
 constexpr std::size_t kMaxFdsPerWait = 4096;  // poll/select sets read at most
 constexpr std::size_t kMaxEdgesPerThread = 64;
 constexpr std::size_t kMaxConnections = 4096;  // tcp_connections per process
-constexpr std::size_t kMaxNodeFds = 1u << 21;  // fds scanned on the whole node
 
 std::vector<int> numeric_entries(const std::string& dir) {
   std::vector<int> out;
@@ -45,47 +45,48 @@ bool read_memory(int pid, std::uint64_t addr, void* out, std::size_t size) {
   return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
-struct Holder {
-  int pid = 0;
-  int fd = 0;
-};
-
 // The node's fd tables and socket tables, read once and only as far as needed.
 class NodeView {
  public:
-  explicit NodeView(const JobSnapshot& job) {
+  NodeView(const JobSnapshot& job, NodeFdScan* scan) : scan_(scan) {
     for (const ProcessSnapshot& p : job.processes) {
       if (p.death || p.threads.empty() || p.core) continue;
       job_pids_.insert(p.pid);
-      scan_fds(p.pid, true);
+      scan_fd_table(p.pid, fds_, &links_[p.pid]);
     }
   }
 
   // Processes holding `link` ("socket:[12]"): the job's first, then the whole node's (always
   // the whole node's when `whole_node`: a claim that nobody else holds it needs every table).
-  const std::vector<Holder>& holders(const std::string& link, bool whole_node = false) {
-    auto it = holders_.find(link);
-    if ((it != holders_.end() && !whole_node) || node_scanned_)
-      return it != holders_.end() ? it->second : none_;
+  // The whole node's come from the run's scan when it made one (node_fds.h), else are read now.
+  const std::vector<FdHolder>& holders(const std::string& link, bool whole_node = false) {
+    auto it = fds_.holders.find(link);
+    if ((it != fds_.holders.end() && !whole_node) || node_scanned_)
+      return it != fds_.holders.end() ? it->second : none_;
     node_scanned_ = true;
-    for (int pid : numeric_entries("/proc")) {
-      if (!job_pids_.count(pid)) scan_fds(pid, false);
+    if (const NodeFds* node = scan_ != nullptr ? scan_->take() : nullptr) {
+      add_others(*node);
+    } else {
+      for (int pid : numeric_entries("/proc")) {
+        if (!job_pids_.count(pid)) scan_fd_table(pid, fds_);
+      }
     }
-    it = holders_.find(link);
-    return it != holders_.end() ? it->second : none_;
+    it = fds_.holders.find(link);
+    return it != fds_.holders.end() ? it->second : none_;
   }
 
-  const std::map<int, std::string>& fds_of(int pid) { return fds_[pid]; }
+  const std::map<int, std::string>& fds_of(int pid) { return links_[pid]; }
 
   // Why a claim that nobody else holds an end is not proven: some process's fd table could not
   // be read (another user namespace's init refuses even root) or the scan hit its limit.
   // Empty when every table was read.
   std::string unseen_besides(int waiter) const {
-    std::size_t n = unreadable_.size() - unreadable_.count(waiter);
+    std::size_t n = fds_.unreadable.size() - fds_.unreadable.count(waiter);
     std::string why;
     if (n > 0)
       why = fmt::format("; the fds of {} other process{} could not be read", n, n == 1 ? "" : "es");
-    if (scanned_ >= kMaxNodeFds) why += fmt::format("; the scan stopped at {} fds", kMaxNodeFds);
+    if (fds_.scanned >= NodeFds::kMaxFds || limited_)
+      why += fmt::format("; the scan stopped at {} fds", NodeFds::kMaxFds);
     return why;
   }
 
@@ -114,42 +115,29 @@ class NodeView {
   }
 
  private:
-  // The pipes and sockets `pid` holds; with `keep`, its whole fd table (the job's processes:
-  // their waits are resolved from it). Links are read relative to the open fd directory.
-  void scan_fds(int pid, bool keep) {
-    DIR* d = ::opendir(fmt::format("/proc/{}/fd", pid).c_str());
-    if (!d) {
-      if (errno == EACCES || errno == EPERM) unreadable_.insert(pid);
-      return;
-    }
-    auto* mine = keep ? &fds_[pid] : nullptr;
-    while (dirent* e = ::readdir(d)) {
-      auto fd = parse_int<int>(e->d_name);
-      if (!fd) continue;
-      if (scanned_ >= kMaxNodeFds) break;
-      ++scanned_;
-      errno = 0;
-      auto link = read_link_at(::dirfd(d), e->d_name);
-      if (!link && (errno == EACCES || errno == EPERM)) unreadable_.insert(pid);
-      if (!link) continue;
-      if (link->compare(0, 8, "socket:[") == 0 || link->compare(0, 6, "pipe:[") == 0) {
-        holders_[*link].push_back({pid, *fd});
+  // The processes of the node scan that are not the job's (the job's were read above).
+  void add_others(const NodeFds& node) {
+    for (const auto& [link, holders] : node.holders) {
+      for (const FdHolder& h : holders) {
+        if (!job_pids_.count(h.pid)) fds_.holders[link].push_back(h);
       }
-      if (mine != nullptr) (*mine)[*fd] = std::move(*link);
     }
-    ::closedir(d);
+    for (int pid : node.unreadable) {
+      if (!job_pids_.count(pid)) fds_.unreadable.insert(pid);
+    }
+    limited_ = node.scanned >= NodeFds::kMaxFds;
   }
 
+  NodeFdScan* scan_;
   std::set<int> job_pids_;
-  std::set<int> unreadable_;  // pids whose fd table or a link of it was refused
-  std::map<std::string, std::vector<Holder>> holders_;
-  std::map<int, std::map<int, std::string>> fds_;
+  NodeFds fds_;  // the job's processes, then (node_scanned_) every other one
+  std::map<int, std::map<int, std::string>> links_;
   std::map<std::string, std::map<std::uint64_t, TcpSocket>> tcp_;
   std::map<std::uint64_t, UnixSocket> unix_;
-  std::vector<Holder> none_;
+  std::vector<FdHolder> none_;
   bool unix_read_ = false;
   bool node_scanned_ = false;
-  std::size_t scanned_ = 0;
+  bool limited_ = false;  // the node scan stopped at its limit
 };
 
 const std::set<std::string>& single_fd_calls() {
@@ -202,10 +190,51 @@ std::vector<int> awaited_fds(int pid, const ThreadSnapshot& t) {
   return fds;
 }
 
+// Whether `pid`'s `fd` is the end of a pipe that a thread waiting the `writing` way does not
+// use: the read end of a writer, the write end of a reader (or both: O_RDWR).
+bool other_end(int pid, int fd, bool writing) {
+  auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", pid, fd), 4096);
+  auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
+  if (!flags) return false;
+  unsigned mode = *flags & O_ACCMODE;
+  return mode == O_RDWR || mode == (writing ? O_RDONLY : O_WRONLY);
+}
+
+}  // namespace
+
+bool waits_on_own_pipe(int pid, const std::vector<const ThreadSnapshot*>& threads) {
+  constexpr std::size_t kMaxLooks = 256;       // fds looked at; beyond: "may", which only costs
+  std::map<std::string, std::set<int>> pipes;  // awaited pipe -> the fds awaited on it
+  std::set<int> seen;
+  for (const ThreadSnapshot* t : threads) {
+    for (int fd : awaited_fds(pid, *t)) {
+      if (!seen.insert(fd).second) continue;
+      if (seen.size() > kMaxLooks) return true;
+      auto link = read_link(fmt::format("/proc/{}/fd/{}", pid, fd));
+      if (link && classify_fd_link(*link).kind == FdTarget::Kind::pipe) pipes[*link].insert(fd);
+    }
+  }
+  if (pipes.empty()) return false;
+  // Another fd of the process on an awaited pipe: most likely its other end (a dup of the same
+  // end only starts the scan for nothing; no fdinfo is read here).
+  NodeFds own;
+  scan_fd_table(pid, own);
+  for (const auto& [link, awaited] : pipes) {
+    auto it = own.holders.find(link);
+    if (it == own.holders.end()) continue;
+    for (const FdHolder& h : it->second) {
+      if (!awaited.count(h.fd)) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
 class WaitResolver {
  public:
-  WaitResolver(JobSnapshot& job, std::string host)
-      : job_(job), host_(std::move(host)), node_(job) {}
+  WaitResolver(JobSnapshot& job, std::string host, NodeFdScan* scan)
+      : job_(job), host_(std::move(host)), node_(job, scan) {}
 
   void run() {
     for (ProcessSnapshot& p : job_.processes) {
@@ -252,7 +281,7 @@ class WaitResolver {
   void to_holders(std::vector<WaitEdge>& out, const std::string& link, int self,
                   const std::string& via) {
     std::set<int> pids, own_fds;
-    for (const Holder& h : node_.holders(link)) {
+    for (const FdHolder& h : node_.holders(link)) {
       if (h.pid != self) pids.insert(h.pid);
       if (h.pid == self) own_fds.insert(h.fd);
     }
@@ -314,14 +343,10 @@ class WaitResolver {
 
   // Which of `holders` hold the end of a pipe the waiter `pid` does not use: itself (`self`) or
   // other processes.
-  static void other_ends(const std::vector<Holder>& holders, int pid, bool writing,
+  static void other_ends(const std::vector<FdHolder>& holders, int pid, bool writing,
                          std::set<int>& others, bool& self) {
-    for (const Holder& h : holders) {
-      auto info = read_text_file(fmt::format("/proc/{}/fdinfo/{}", h.pid, h.fd), 4096);
-      auto flags = info ? parse_fdinfo_flags(*info) : std::nullopt;
-      if (!flags) continue;
-      unsigned mode = *flags & O_ACCMODE;
-      if (mode != O_RDWR && mode != (writing ? O_RDONLY : O_WRONLY)) continue;
+    for (const FdHolder& h : holders) {
+      if (!other_end(h.pid, h.fd, writing)) continue;
       if (h.pid == pid) {
         self = true;
       } else {
@@ -411,7 +436,7 @@ class WaitResolver {
 
 }  // namespace
 
-void resolve_socket_waits(JobSnapshot& job, const std::string& host) {
+void resolve_socket_waits(JobSnapshot& job, const std::string& host, NodeFdScan* scan) {
   std::string h = host;
   if (h.empty()) {
     for (const ProcessSnapshot& p : job.processes) {
@@ -421,7 +446,7 @@ void resolve_socket_waits(JobSnapshot& job, const std::string& host) {
       }
     }
   }
-  WaitResolver(job, h).run();
+  WaitResolver(job, h, scan).run();
 }
 
 }  // namespace hangscan

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hangscan/model.h"
+#include "proc/node_fds.h"
 
 namespace hangscan {
 
@@ -24,6 +26,16 @@ namespace hangscan {
 // client): only its listening sockets are listed. Reads /proc/PID/fd, fdinfo, net/tcp,
 // net/tcp6, the thread's poll set or fd sets (process_vm_readv), and unix peers through netlink
 // sock_diag (hangscan's network namespace).
-void resolve_socket_waits(JobSnapshot& job, const std::string& host);
+// `scan` (may be null): the run's node-wide fd scan (node_fds.h), taken when a claim needs the
+// whole node; without one (or one never started) the node is read here, when needed.
+void resolve_socket_waits(JobSnapshot& job, const std::string& host, NodeFdScan* scan = nullptr);
+
+// Whether a thread of `pid` blocks on a pipe (its call's fds, as resolve_socket_waits reads
+// them) of which `pid` holds another fd too (most likely the other end). Why: that is the wait
+// whose answer needs every fd table of the node ("only this process holds its write end" or who
+// else does); the run starts the node-wide scan (node_fds.h) for it as soon as the process runs
+// again. True also when too many fds were to be looked at (starting the scan costs time, never
+// exactness).
+bool waits_on_own_pipe(int pid, const std::vector<const ThreadSnapshot*>& threads);
 
 }  // namespace hangscan

@@ -112,7 +112,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     s->wait_for_stops(deadline);
   }
   s->absorb_reaped();
-  s->reaper_.reset();  // no more seizes
+  s->reaper_->stop();  // no more seizes; joined after the release, outside the pause
   if (s->executed()) {
     s->release();
     return exec_error(pid);
@@ -339,6 +339,7 @@ std::int64_t PtraceStopper::release() {
   for (auto& t : tracees_) let_go(t, grace);
   let_go_new_leader(grace);
   restore_priority();
+  reaper_.reset();
   if (mask_saved_) pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   return pause_us_;
 }

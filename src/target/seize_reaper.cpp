@@ -26,12 +26,16 @@ SeizeReaper::SeizeReaper() {
 }
 
 SeizeReaper::~SeizeReaper() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SeizeReaper::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 std::int64_t SeizeReaper::now_us() {

@@ -319,6 +319,8 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
     ap.add_argument("--only", action="append", default=[],
                     help="run only scenarios whose name contains this (repeatable)")
+    ap.add_argument("--exact", action="store_true",
+                    help="--only names whole scenario names (\"50 threads\" without the Python one)")
     ap.add_argument("--baseline", help="another hangscan binary to time side by side (before/after)")
     ap.add_argument("--hangscan-only", action="store_true",
                     help="time only hangscan (and --baseline): a before/after run without the others")
@@ -335,7 +337,8 @@ def main() -> int:
     failed = False
     with hs.TargetPool() as pool:
         for scenario in default_scenarios():
-            named = any(o in scenario.name for o in args.only)
+            named = any(o == scenario.name if args.exact else o in scenario.name
+                        for o in args.only)
             if (args.only or scenario.opt_in) and not named:
                 continue
             if args.hangscan_only:

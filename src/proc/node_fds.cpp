@@ -1,0 +1,71 @@
+#include "proc/node_fds.h"
+
+#include <dirent.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "proc/proc_files.h"
+#include "util/parse_number.h"
+
+namespace hangscan {
+
+void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links) {
+  DIR* d = ::opendir(fmt::format("/proc/{}/fd", pid).c_str());
+  if (!d) {
+    if (errno == EACCES || errno == EPERM) into.unreadable.insert(pid);
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    auto fd = parse_int<int>(e->d_name);
+    if (!fd) continue;
+    if (into.scanned >= NodeFds::kMaxFds) break;
+    ++into.scanned;
+    errno = 0;
+    auto link = read_link_at(::dirfd(d), e->d_name);
+    if (!link && (errno == EACCES || errno == EPERM)) into.unreadable.insert(pid);
+    if (!link) continue;
+    if (link->compare(0, 8, "socket:[") == 0 || link->compare(0, 6, "pipe:[") == 0) {
+      into.holders[*link].push_back({pid, *fd});
+    }
+    if (links != nullptr) (*links)[*fd] = std::move(*link);
+  }
+  ::closedir(d);
+}
+
+NodeFds scan_node_fds(const std::atomic<bool>* cancel) {
+  NodeFds out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) break;
+    if (auto pid = parse_int<int>(e->d_name)) scan_fd_table(*pid, out);
+  }
+  ::closedir(d);
+  return out;
+}
+
+NodeFdScan::~NodeFdScan() {
+  cancel_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void NodeFdScan::start() {
+  if (started()) return;
+  try {
+    thread_ = std::thread([this] { fds_ = scan_node_fds(&cancel_); });
+  } catch (const std::system_error&) {  // no thread: the resolution scans by itself
+  }
+}
+
+const NodeFds* NodeFdScan::take() {
+  if (thread_.joinable()) {
+    thread_.join();
+    taken_ = true;
+  }
+  return taken_ ? &fds_ : nullptr;
+}
+
+}  // namespace hangscan

@@ -1,0 +1,71 @@
+// The pipes and sockets every process of the node holds: the fd tables behind a claim that
+// nobody else holds an end, read on a helper thread while the capture goes on.
+//
+// Why: a pipe wait whose other end only the waiter holds ("only this process holds its write
+// end", the Popen deadlock) is a claim about every fd table of the node: the kernel keeps no
+// count of a pipe end's holders that /proc shows (a pipe's fdinfo has pos, flags, mnt_id and
+// ino only), so every /proc/PID/fd is read, link by link. That is hundreds of directories and
+// thousands of links on a busy node, several milliseconds of a 40 ms dump. The tables are not
+// needed before the waits are resolved, after every stack is unwound: the run starts the scan
+// as soon as a captured process is seen waiting on a pipe (and is running again), and the
+// resolution takes its result. Nothing is guessed: the result is the same scan, made during
+// the same dump, and a run that never asked for it scans as before.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hangscan {
+
+struct FdHolder {
+  int pid = 0;
+  int fd = 0;
+};
+
+// What fd tables showed: holders of each pipe and socket by link ("pipe:[12]", "socket:[9]").
+struct NodeFds {
+  static constexpr std::size_t kMaxFds = 1u << 21;  // fds scanned on the whole node
+  std::map<std::string, std::vector<FdHolder>> holders;
+  std::set<int> unreadable;  // pids whose fd table or a link of it was refused
+  std::size_t scanned = 0;   // links read (the scan stops at kMaxFds)
+};
+
+// Adds the pipes and sockets of `pid`'s fd table to `into`; with `links`, every link of it by
+// fd (the job's processes: their waits are resolved from it). Links are read relative to the
+// open fd directory.
+void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links = nullptr);
+
+// Every process's fd table (the numeric entries of /proc), as scan_fd_table reads them.
+// `cancel` (may be null) is looked at between processes.
+NodeFds scan_node_fds(const std::atomic<bool>* cancel = nullptr);
+
+// One scan of the whole node on a helper thread, started at most once. Why a class: the run
+// starts it where it learns it will be needed and the wait resolution joins it; a scan never
+// taken is cancelled and joined when this goes.
+class NodeFdScan {
+ public:
+  NodeFdScan() = default;
+  ~NodeFdScan();
+  NodeFdScan(const NodeFdScan&) = delete;
+  NodeFdScan& operator=(const NodeFdScan&) = delete;
+
+  // Starts the scan (once; later calls do nothing). Without a thread to be had it does not
+  // start, and the resolution scans by itself.
+  void start();
+  bool started() const { return thread_.joinable() || taken_; }
+  // Waits for the scan and hands its result over (once); null when it was never started.
+  const NodeFds* take();
+
+ private:
+  std::atomic<bool> cancel_{false};
+  NodeFds fds_;
+  std::thread thread_;
+  bool taken_ = false;
+};
+
+}  // namespace hangscan
