@@ -1,6 +1,8 @@
 #include "capture/bpf_snapshot.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -45,6 +47,26 @@ Registers registers_of_pt_regs(const hs_regs& i, std::uint64_t fs_base) {
   o.ss = i.ss;
   o.fs_base = fs_base;
   return r;
+}
+
+Status check_bpf_pid_namespace() {
+  constexpr ino_t kInitPidNs = 0xEFFFFFFCU;  // PROC_PID_INIT_INO: the host's pid namespace
+  constexpr long kNsfsMagic = 0x6e736673;    // NSFS_MAGIC: the file system of namespace files
+  struct stat st {};
+  struct statfs fs {};
+  if (::stat("/proc/self/ns/pid", &st) != 0 || ::statfs("/proc/self/ns/pid", &fs) != 0) {
+    int err = errno;
+    return Error(Errc::unsupported,
+                 fmt::format("cannot tell which pid namespace hangscan runs in "
+                             "(/proc/self/ns/pid: {}): BPF is off",
+                             std::strerror(err)),
+                 err, hints::bpf_pid_namespace());
+  }
+  if (static_cast<long>(fs.f_type) == kNsfsMagic && st.st_ino == kInitPidNs) return Ok{};
+  return Error(Errc::unsupported,
+               "hangscan runs in a pid namespace of its own (a container's) and BPF knows "
+               "processes by their host pids: BPF is off",
+               0, hints::bpf_pid_namespace());
 }
 
 #ifndef HANGSCAN_HAVE_BPF
@@ -192,6 +214,7 @@ class BpfSnapshotLoader : public QuietLoader {
 }  // namespace
 
 Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot() {
+  if (auto ns = check_bpf_pid_namespace(); !ns) return std::move(ns).error();
   snapshot* skel = hs_snapshot_load();
   if (skel == nullptr) return snapshot_error("cannot load the program", errno);
   auto loaded = std::make_shared<LoadedSnapshot>(skel);

@@ -22,6 +22,12 @@ namespace hangscan {
 // privilege, a kernel without the iterator or BTF). Each open(pid) attaches its own iterator.
 Result<std::shared_ptr<QuietLoader>> load_bpf_snapshot();
 
+// Whether BPF knows processes by the pids hangscan knows them by. Why: BPF programs see a task's
+// pids in the host's (initial) pid namespace, hangscan those of its own; in a container with its
+// own pid namespace a pid hangscan gives names another task (or none) to BPF, and a wrong pid is
+// a wrong frame. The eBPF recorder and the snapshot are off there; the error says why.
+Status check_bpf_pid_namespace();
+
 // A thread's registers as the kernel keeps them (struct pt_regs, copied by BPF) in ptrace's
 // layout (user_regs_struct), with the thread's fs_base. Why shared: the recorder's samples
 // (watch) and the snapshot copy the same struct.

@@ -61,4 +61,10 @@ const char* quiet_dump_off() {
          "with a hangscan built with eBPF; 'hangscan doctor' says which is missing";
 }
 
+const char* bpf_pid_namespace() {
+  return "for the eBPF recorder and the quiet dump run hangscan in the host's pid namespace: "
+         "on the host, or in a container started with --pid=host (docker, podman; Kubernetes: "
+         "hostPID: true); meanwhile watch samples with ptrace and dump stops threads with ptrace";
+}
+
 }  // namespace hangscan::hints

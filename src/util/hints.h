@@ -37,5 +37,8 @@ const char* own_pid();
 const char* container_ptrace();
 // The quiet dump (BPF snapshot of blocked threads) is off: what turns it on.
 const char* quiet_dump_off();
+// hangscan runs in a pid namespace that is not the host's: BPF (the eBPF recorder, the quiet
+// dump) is off there; where it works again.
+const char* bpf_pid_namespace();
 
 }  // namespace hangscan::hints

@@ -2,9 +2,10 @@
 //
 // Why: eBPF needs four things this binary cannot take for granted: the recorder built in,
 // the kernel's BTF (/sys/kernel/btf/vmlinux, for CO-RE), CAP_BPF + CAP_PERFMON (or root), and
-// no kernel lockdown in confidentiality mode. `doctor` reports it and `watch` says the same
-// line when it falls back to ptrace; the last check loads the recorder, so the answer is the
-// kernel's own.
+// no kernel lockdown in confidentiality mode; and the host's pid namespace (the programs know
+// tasks by host pids: Recorder::start refuses elsewhere). `doctor` reports it and `watch` says
+// the same line when it falls back to ptrace; the last check loads the recorder, so the answer
+// is the kernel's own.
 #pragma once
 
 #include <string>

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/bpf_snapshot.h"
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
 #include "util/job_control.h"
@@ -488,6 +489,8 @@ class BpfRecorder : public Recorder {
 }  // namespace
 
 Result<std::unique_ptr<Recorder>> Recorder::start(const RecorderOptions& options) {
+  // The programs know tasks by host pids: in a pid namespace of its own, hangscan's are others.
+  if (auto ns = check_bpf_pid_namespace(); !ns) return std::move(ns).error();
   // libbpf's own messages (the verifier's log) only on request: HANGSCAN_BPF_LOG=1.
   const char* log = std::getenv("HANGSCAN_BPF_LOG");
   if (log == nullptr || std::string(log) != "1")

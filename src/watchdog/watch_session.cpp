@@ -9,6 +9,7 @@
 
 #include "discovery/discovery.h"
 #include "jobs/job_loop.h"
+#include "util/diagnostic.h"
 #include "watch/cluster_watch.h"
 #include "watch/ptrace_recorder.h"
 #include "watch/watch_format.h"
@@ -40,9 +41,11 @@ ProgressView progress_view(const Watcher& w, double stall_s) {
   return {idle >= stall_s, idle, newest_s};
 }
 
-// The recorder: eBPF unless asked for ptrace or eBPF will not start (said through `warning`).
+// The recorder: eBPF unless asked for ptrace or eBPF will not start (said through `warning`
+// and, for the report, in `diags`).
 std::unique_ptr<Recorder> start_recorder(const WatchSessionRequest& r, RecorderOptions& options,
-                                         const WatchSessionHooks& hooks) {
+                                         const WatchSessionHooks& hooks,
+                                         std::vector<Diagnostic>& diags) {
   if (!r.ptrace) {
     auto rec = Recorder::start(options);
     if (rec) return std::move(*rec);
@@ -52,6 +55,7 @@ std::unique_ptr<Recorder> start_recorder(const WatchSessionRequest& r, RecorderO
         "its time, counted in the report; no waits, signals or exits)",
         kPtraceFallbackHz);
     if (hooks.warning) hooks.warning(e);
+    diags.push_back(make_diagnostic(Diagnostic::Severity::warning, e.what(), e.hint));
   }
   options.sample_hz = kPtraceFallbackHz;
   return nullptr;
@@ -94,10 +98,10 @@ Result<WatchSessionResult> run_watch_session(const WatchSessionRequest& r,
   WatchOptions wopt = r.watch;
   wopt.recorder.data_progress = r.stall > 0;
   WatchSessionResult out;
-  std::unique_ptr<Recorder> recorder = start_recorder(r, wopt.recorder, hooks);
+  std::vector<Diagnostic> diags;
+  std::unique_ptr<Recorder> recorder = start_recorder(r, wopt.recorder, hooks, diags);
   out.fallback = recorder == nullptr;
   if (out.fallback) recorder = make_ptrace_recorder(wopt.recorder);
-  std::vector<Diagnostic> diags;
   auto watcher = Watcher::start(wopt, std::move(recorder), diags);
   if (!watcher) return std::move(watcher).error();
   Watcher& w = **watcher;
