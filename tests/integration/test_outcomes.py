@@ -71,6 +71,9 @@ def kill_while_stopped(hangscan, target):
     os.kill(hangscan.pid, signal.SIGCONT)
 
 
+OVER = object()  # kill_during_core_write: the writer ended before the test could stop it
+
+
 def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
     """Waits until the writer's hidden .partial core holds min_bytes, stops the writer, checks
     that nothing has a core's name yet, kills the target and lets the writer go on. Returns
@@ -78,6 +81,8 @@ def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
     writer stopped (the target released, the core published or about to be): on a loaded
     machine this test can see the file only near its end. Then nothing was killed."""
     def grown():
+        if hangscan.poll() is not None:
+            return OVER  # ended before the test saw min_bytes: the race was lost (or it failed)
         for name in os.listdir(d):
             if ".partial-" in name:
                 try:
@@ -88,11 +93,13 @@ def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
         return None
     try:
         partial = hs.wait_for(grown, 240, "the core writer to write %d bytes" % min_bytes, interval=0.001)
-        os.kill(hangscan.pid, signal.SIGSTOP)
-        hs.wait_for(lambda: hs.process_state(hangscan.pid) == "T", 30, "hangscan to stop")
+        if partial is not OVER:
+            os.kill(hangscan.pid, signal.SIGSTOP)
+            hs.wait_for(lambda: hs.process_state(hangscan.pid) == "T", 30, "hangscan to stop")
         names = os.listdir(d)
-        if partial not in names or not hs.stopped_threads(target.pid):
-            os.kill(hangscan.pid, signal.SIGCONT)  # the race was lost: the write was over
+        if partial is OVER or partial not in names or not hs.stopped_threads(target.pid):
+            if partial is not OVER:
+                os.kill(hangscan.pid, signal.SIGCONT)  # the race was lost: the write was over
             rc, out, err = finish(hangscan)
             assert rc == 0, (rc, err)
             for n in os.listdir(d):
@@ -102,7 +109,8 @@ def kill_during_core_write(hangscan, target, d, min_bytes=64 << 20):
         kill_while_stopped(hangscan, target)
         return True
     except BaseException:
-        os.killpg(hangscan.pid, signal.SIGKILL)
+        if hangscan.poll() is None:
+            os.killpg(hangscan.pid, signal.SIGKILL)
         raise
 
 
