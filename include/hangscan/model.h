@@ -317,6 +317,11 @@ const ThreadSnapshot* main_thread(const ProcessSnapshot& p);
 // The main thread, or the first thread when the main one was not captured (a stack to compare
 // is better than none); nullptr only for a process without threads.
 const ThreadSnapshot* main_or_first_thread(const ProcessSnapshot& p);
+// The captured thread with this tid; nullptr when it was not captured.
+const ThreadSnapshot* thread_by_tid(const ProcessSnapshot& p, int tid);
+// A thread's Python frames, innermost first (its native frames left out): what the analyses
+// that speak of "where the Python code is" compare.
+std::vector<const Frame*> python_frames(const ThreadSnapshot& t);
 
 // A node that was asked but gave nothing usable (multi-node modes).
 struct UnreachableNode {

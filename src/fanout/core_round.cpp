@@ -35,14 +35,13 @@ Error bad(const std::string& what) {
 
 // One entry of "cores", read with the bounds every untrusted document gets (BoundedFields).
 CoreOutcome read_outcome(const BoundedFields& f, const json& v, const JsonPath& path) {
-  constexpr int kMaxInt = std::numeric_limits<int>::max();
   constexpr long long kMaxLong = std::numeric_limits<long long>::max();
   const json& o = f.object(v, path);
   CoreOutcome c;
   c.node = f.str(o, "node", path);
   if (!validate_host_name(c.node)) fail(at(path, "node"), "not a host name");
-  c.pid = f.req_int(o, "pid", path, 1, kMaxInt);
-  c.rank = f.opt_int(o, "rank", path, 0, kMaxInt);
+  c.pid = f.req_int(o, "pid", path, 1, kIntMax);
+  c.rank = f.opt_int(o, "rank", path, 0, kIntMax);
   c.path = f.str(o, "path", path);
   c.error = f.str(o, "error", path);
   c.hint = f.str(o, "hint", path);

@@ -18,7 +18,7 @@ bool is_name_char(char c) {
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 constexpr const char* kHostHint =
     "name hosts as Slurm and pdsh print them, e.g. -w 'n[1-3],gpu7': letters, digits, '.', '-' "
@@ -197,7 +197,7 @@ Result<std::vector<std::string>> parse_hostlist(std::string_view text, std::size
     if (depth < 0) return usage(fmt::format("unbalanced ']' in host list '{}'", shown(text)));
     if (end && depth > 0)
       return usage(fmt::format("unbalanced '[' in host list '{}'", shown(text)));
-    if (depth == 0 && (c == ',' || is_space(c))) {
+    if (depth == 0 && (c == ',' || is_whitespace(c))) {
       std::string_view item = text.substr(start, i - start);
       start = i + 1;
       if (item.empty()) continue;
@@ -210,12 +210,12 @@ Result<std::vector<std::string>> parse_hostlist(std::string_view text, std::size
 
 std::string compress_hostlist(const std::vector<std::string>& hosts) {
   // Key: prefix and padding width (0 = natural numbers); value: the numbers.
-  struct Group {
+  struct Numbered {
     std::string prefix;
     int width = 0;
     std::vector<long> numbers;
   };
-  std::vector<Group> groups;
+  std::vector<Numbered> numbered;
   std::map<std::pair<std::string, int>, std::size_t> index;
   std::vector<std::string> plain;                   // names without a trailing number, in order
   std::vector<std::pair<bool, std::size_t>> order;  // (is_group, index) by first appearance
@@ -235,11 +235,11 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     auto key = std::make_pair(h.substr(0, d), width);
     auto it = index.find(key);
     if (it == index.end()) {
-      it = index.emplace(key, groups.size()).first;
-      order.emplace_back(true, groups.size());
-      groups.push_back(Group{key.first, width, {}});
+      it = index.emplace(key, numbered.size()).first;
+      order.emplace_back(true, numbered.size());
+      numbered.push_back(Numbered{key.first, width, {}});
     }
-    groups[it->second].numbers.push_back(parse_int<long>(h.substr(d)).value_or(0));
+    numbered[it->second].numbers.push_back(parse_int<long>(h.substr(d)).value_or(0));
   }
   std::string out;
   for (auto [is_group, i] : order) {
@@ -248,7 +248,7 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
       out += plain[i];
       continue;
     }
-    Group& g = groups[i];
+    Numbered& g = numbered[i];
     std::sort(g.numbers.begin(), g.numbers.end());
     g.numbers.erase(std::unique(g.numbers.begin(), g.numbers.end()), g.numbers.end());
     if (g.numbers.size() == 1) {
@@ -283,9 +283,9 @@ Result<std::vector<HostEntry>> parse_hostfile(std::string_view text, std::size_t
     if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     std::vector<std::string_view> words;
     for (std::size_t i = 0; i < line.size();) {
-      while (i < line.size() && is_space(line[i])) ++i;
+      while (i < line.size() && is_whitespace(line[i])) ++i;
       std::size_t j = i;
-      while (j < line.size() && !is_space(line[j])) ++j;
+      while (j < line.size() && !is_whitespace(line[j])) ++j;
       if (j > i) words.push_back(line.substr(i, j - i));
       i = j;
     }

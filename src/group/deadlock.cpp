@@ -48,13 +48,6 @@ std::string where_thread(const ThreadSnapshot& t) {
   return fallback ? fmt::format("{}:{}", base_name(*fallback->file), *fallback->line) : "";
 }
 
-const ThreadSnapshot* thread_of(const ProcessSnapshot& p, int tid) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.tid == tid) return &t;
-  }
-  return nullptr;
-}
-
 bool is_own_thread_edge(const ProcessSnapshot& p, const WaitEdge& e) {
   return e.tid && e.pid && *e.pid == p.pid && e.host == p.host;
 }
@@ -167,7 +160,7 @@ std::string process_label(const JobSnapshot& job, const Deadlock::Member& m, boo
   const ProcessSnapshot& p = job.processes[m.process];
   if (again) return member_name(p);
   const ThreadSnapshot* main = main_thread(p);
-  const ThreadSnapshot* t = thread_of(p, m.tid);
+  const ThreadSnapshot* t = thread_by_tid(p, m.tid);
   std::string at = t ? where_thread(*t) : "";
   std::string name = main ? main->name : "";
   if (!name.empty() && !at.empty()) name += ", ";
@@ -182,7 +175,7 @@ std::string process_step(const JobSnapshot& job, const Deadlock& d, std::size_t 
   if (starts_with(via, "child ")) return fmt::format("waits for its child {} to exit", target);
   if (starts_with(via, "pipe:[")) {
     const ProcessSnapshot& from = job.processes[d.members[k].process];
-    bool writing = writes(thread_of(from, d.members[k].tid));
+    bool writing = writes(thread_by_tid(from, d.members[k].tid));
     return fmt::format("waits for {} to {} {}", target, writing ? "read" : "write to", via);
   }
   return fmt::format("waits on {} via {}", target, via);
@@ -206,7 +199,7 @@ std::string thread_step(const ProcessSnapshot& p, const Deadlock& d, std::size_t
 }  // namespace
 
 std::string thread_label(const ProcessSnapshot& p, int tid) {
-  const ThreadSnapshot* t = thread_of(p, tid);
+  const ThreadSnapshot* t = thread_by_tid(p, tid);
   if (!t) return std::to_string(tid);
   std::string name = t->python_name.value_or(t->name);
   std::string at = where_thread(*t);

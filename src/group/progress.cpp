@@ -12,14 +12,6 @@ namespace hangscan {
 
 namespace {
 
-std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
-  std::vector<const Frame*> out;
-  for (const Frame& f : t.frames) {
-    if (f.kind == FrameKind::python) out.push_back(&f);
-  }
-  return out;
-}
-
 // Locals are not compared: a loop spinning on one line changes its counters at every sample,
 // and --locals must not make it "progressing" where the same run without them is "spinning".
 bool same_python(const Frame& a, const Frame& b) {
@@ -54,13 +46,6 @@ std::uint64_t ticks_of(const ProcessSnapshot& p, int tid) {
   return 0;
 }
 
-const ThreadSnapshot* thread_of(const ProcessSnapshot& p, int tid) {
-  for (const ThreadSnapshot& t : p.threads) {
-    if (t.tid == tid) return &t;
-  }
-  return nullptr;
-}
-
 using Appearances = std::vector<std::pair<std::size_t, const ProcessSnapshot*>>;
 
 // Threads blocked at one place through every appearance, with no CPU time used in between
@@ -74,13 +59,13 @@ void carried_blocked(const Appearances& apps, ProcessProgress& pr) {
     if (!t0.blocked_s) continue;
     bool still = true;
     for (std::size_t i = 1; i < apps.size() && still; ++i) {
-      const ThreadSnapshot* t = thread_of(*apps[i].second, t0.tid);
+      const ThreadSnapshot* t = thread_by_tid(*apps[i].second, t0.tid);
       // Our own stop and resume may be charged one clock tick each.
       still = t && t->blocked_s && t->cpu_ticks <= t0.cpu_ticks + i && same_place(t0, *t);
     }
     if (!still) continue;
     out.emplace_back(t0.tid, *t0.blocked_s + (*last.captured_at - *first.captured_at));
-    const ThreadSnapshot* now = thread_of(last, t0.tid);
+    const ThreadSnapshot* now = thread_by_tid(last, t0.tid);
     if (now->syscall == "restart_syscall" && t0.syscall && *t0.syscall != "restart_syscall")
       pr.restarted.push_back({t0.tid, *t0.syscall, t0.syscall_args});
   }

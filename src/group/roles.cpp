@@ -67,15 +67,7 @@ bool worker_start(const Frame& f) {
   });
 }
 
-std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
-  std::vector<const Frame*> out;
-  for (const Frame& f : t.frames) {
-    if (f.kind == FrameKind::python) out.push_back(&f);
-  }
-  return out;
-}
-
-bool dead(const ProcessSnapshot& p) {
+bool has_died(const ProcessSnapshot& p) {
   return p.death.has_value() || p.state == 'Z' || p.state == 'X' || main_state(p) == 'Z';
 }
 
@@ -155,7 +147,7 @@ std::map<std::pair<std::string, int>, Pool> pools_of(const JobSnapshot& job) {
     pool.host = host;
     pool.helpers = pool.helpers || helper;
     const ThreadSnapshot* m = main_thread(p);
-    if (dead(p)) pool.dead.push_back(i);
+    if (has_died(p)) pool.dead.push_back(i);
     else if (p.role == kIdleRole || (helper && m && in_idle_worker_loop(*m)))
       pool.idle.push_back(i);
     else pool.busy.push_back(i);
@@ -304,7 +296,7 @@ std::vector<Finding> pool_wait_findings(const JobSnapshot& job, const Analysis& 
   for (const auto& [key, pool] : pools_of(job)) {
     if (!pool.owner) continue;
     const ProcessSnapshot& owner = job.processes[*pool.owner];
-    if (dead(owner) || main_state(owner) == 'R') continue;
+    if (has_died(owner) || main_state(owner) == 'R') continue;
     std::vector<std::size_t> waited = stragglers_of(job, pool);
     std::erase_if(waited, [&a, helpers = pool.helpers](std::size_t m) {
       return !helpers && !a.is_suspect(m);  // a copy: clang 14 cannot capture a binding

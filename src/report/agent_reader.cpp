@@ -1,6 +1,7 @@
 // The fast agent reader: top level, processes and threads from the cursor, with the checks of
 // SnapshotFields (which stays the reference: any doubt declines to it).
 #include "report/agent_reader.h"
+#include "util/parse_number.h"
 
 #include <array>
 #include <cstdint>
@@ -18,9 +19,6 @@ namespace hangscan {
 namespace {
 
 using Kind = JsonCursor::Kind;
-constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr std::int64_t kMinInt = std::numeric_limits<int>::min();
-constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 
 // The position of `key` in `names`, or -1 (a member the reference reader ignores too).
 template <std::size_t N>
@@ -188,7 +186,7 @@ JobSnapshot AgentReader::read(SharedStacks& shared) {
         out_.job_id = text();
         break;
       case 2:
-        out_.expected_world_size = static_cast<int>(c_.integer(0, kMaxInt));
+        out_.expected_world_size = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 3:
         processes = true;
@@ -234,23 +232,23 @@ void AgentReader::process() {
         p.host = text();
         break;
       case 1:
-        p.pid = static_cast<int>(c_.integer(0, kMaxInt));
+        p.pid = static_cast<int>(c_.integer(0, kIntMax));
         has_pid = true;
         break;
       case 2:
-        p.ppid = static_cast<int>(c_.integer(0, kMaxInt));
+        p.ppid = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 3:
-        p.start_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        p.start_ticks = static_cast<std::uint64_t>(c_.integer(0, kInt64Max));
         break;
       case 4:
-        p.rank = static_cast<int>(c_.integer(0, kMaxInt));
+        p.rank = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 5:
-        p.world_size = static_cast<int>(c_.integer(0, kMaxInt));
+        p.world_size = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 6:
-        p.local_rank = static_cast<int>(c_.integer(0, kMaxInt));
+        p.local_rank = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 7:
         p.launcher = text();
@@ -286,7 +284,7 @@ void AgentReader::process() {
         p.tcp_connections = string_list();
         break;
       case 18:
-        p.pause_us = c_.integer(0, kMaxInt64);
+        p.pause_us = c_.integer(0, kInt64Max);
         break;
       case 19:
         p.python = python();
@@ -318,7 +316,7 @@ void AgentReader::thread(ProcessSnapshot& p) {
   for (int k; (k = m.next(c_, kThreadKeys)) >= 0;) {
     switch (k) {
       case 0:
-        t.tid = static_cast<int>(c_.integer(0, kMaxInt));
+        t.tid = static_cast<int>(c_.integer(0, kIntMax));
         has_tid = true;
         break;
       case 1:
@@ -358,7 +356,7 @@ void AgentReader::thread(ProcessSnapshot& p) {
         t.incomplete = flag();
         break;
       case 13:
-        t.cpu_ticks = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        t.cpu_ticks = static_cast<std::uint64_t>(c_.integer(0, kInt64Max));
         break;
       case 14:
       case 15:
@@ -389,7 +387,7 @@ void AgentReader::thread(ProcessSnapshot& p) {
 void AgentReader::stack_ref(std::uint32_t field) {
   const auto process = static_cast<std::uint32_t>(out_.processes.size() - 1);
   const auto thread = static_cast<std::uint32_t>(out_.processes.back().threads.size() - 1);
-  const auto stack = static_cast<std::uint32_t>(c_.integer(0, kMaxInt));
+  const auto stack = static_cast<std::uint32_t>(c_.integer(0, kIntMax));
   // Fields are resolved in the reference reader's order: frames, native, kernel per thread.
   auto it = refs_.end();
   while (it != refs_.begin() && (it - 1)->process == process && (it - 1)->thread == thread &&
@@ -408,7 +406,7 @@ MemoryUsage AgentReader::memory() {
       mu.cgroup = text();
       continue;
     }
-    const auto v = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+    const auto v = static_cast<std::uint64_t>(c_.integer(0, kInt64Max));
     (k == 0   ? mu.rss_bytes
      : k == 1 ? mu.peak_rss_bytes
      : k == 3 ? mu.cgroup_usage_bytes
@@ -482,10 +480,10 @@ Death AgentReader::death() {
         d.cgroup = text();
         break;
       case 7:
-        d.limit_bytes = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        d.limit_bytes = static_cast<std::uint64_t>(c_.integer(0, kInt64Max));
         break;
       case 8:
-        d.rss_bytes = static_cast<std::uint64_t>(c_.integer(0, kMaxInt64));
+        d.rss_bytes = static_cast<std::uint64_t>(c_.integer(0, kInt64Max));
         break;
       case 9:
         d.detail = text();
@@ -497,7 +495,7 @@ Death AgentReader::death() {
         d.evidence = string_list();
         break;
       case 12:
-        d.pid = static_cast<int>(c_.integer(0, kMaxInt));
+        d.pid = static_cast<int>(c_.integer(0, kIntMax));
         break;
       case 13:
         d.comm = text();
@@ -506,7 +504,7 @@ Death AgentReader::death() {
         d.host = text();
         break;
       case 15:
-        d.rank = static_cast<int>(c_.integer(0, kMaxInt));
+        d.rank = static_cast<int>(c_.integer(0, kIntMax));
         break;
       default: {
         object();
@@ -544,10 +542,10 @@ std::vector<Diagnostic> AgentReader::diagnostics() {
           d.host = text();
           break;
         case 4:
-          d.pid = static_cast<int>(c_.integer(kMinInt, kMaxInt));
+          d.pid = static_cast<int>(c_.integer(kIntMin, kIntMax));
           break;
         default:
-          d.tid = static_cast<int>(c_.integer(kMinInt, kMaxInt));
+          d.tid = static_cast<int>(c_.integer(kIntMin, kIntMax));
           break;
       }
     }
@@ -567,16 +565,16 @@ std::vector<WaitEdge> AgentReader::waits_on() {
           e.host = text();
           break;
         case 1:
-          e.pid = static_cast<int>(c_.integer(0, kMaxInt));
+          e.pid = static_cast<int>(c_.integer(0, kIntMax));
           break;
         case 2:
-          e.rank = static_cast<int>(c_.integer(0, kMaxInt));
+          e.rank = static_cast<int>(c_.integer(0, kIntMax));
           break;
         case 3:
           e.via = text();
           break;
         default:
-          e.tid = static_cast<int>(c_.integer(0, kMaxInt));
+          e.tid = static_cast<int>(c_.integer(0, kIntMax));
           break;
       }
     }

@@ -1,5 +1,6 @@
 // The agent tables read from a cursor, checked, and resolved into run-wide stacks.
 #include "report/agent_tables.h"
+#include "util/parse_number.h"
 
 #include <limits>
 #include <optional>
@@ -7,8 +8,6 @@
 namespace hangscan {
 
 namespace {
-constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr std::int64_t kMinInt = std::numeric_limits<int>::min();
 constexpr std::size_t kFrameSlots = 13;
 // Slots holding string indexes: function, file, module, build_id, source.
 constexpr std::uint16_t kStringSlots = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 7 | 1u << 12;
@@ -55,9 +54,9 @@ void AgentTables::read_frame(JsonCursor& c, RawFrame& f) {
     } else if (i == 0) {
       f.slot[0] = static_cast<std::uint64_t>(c.integer(0, 3));
     } else if (i == 3) {
-      f.slot[3] = static_cast<std::uint64_t>(c.integer(kMinInt, kMaxInt));
+      f.slot[3] = static_cast<std::uint64_t>(c.integer(kIntMin, kIntMax));
     } else if (i >= 9 && i <= 11) {
-      f.slot[i] = static_cast<std::uint64_t>(c.integer(0, kMaxInt));
+      f.slot[i] = static_cast<std::uint64_t>(c.integer(0, kIntMax));
     } else {  // string indexes, pc, offset
       f.slot[i] = c.unsigned_int();
     }

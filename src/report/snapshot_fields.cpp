@@ -1,5 +1,6 @@
 // Model pieces of hangscan documents: every value type-, range- and size-checked.
 #include "report/snapshot_fields.h"
+#include "util/parse_number.h"
 
 #include <limits>
 
@@ -10,9 +11,6 @@ namespace hangscan {
 using json = nlohmann::json;
 
 namespace {
-constexpr int kMaxInt = std::numeric_limits<int>::max();
-constexpr int kMinInt = std::numeric_limits<int>::min();
-constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 constexpr const char* kStackKeys[] = {"frames", "native_frames", "kernel_frames"};
 }  // namespace
 
@@ -31,10 +29,10 @@ Death SnapshotFields::death(const json& v, const JsonPath& path) const {
   d.detail = str(o, "detail", path);
   d.core = str(o, "core", path);
   d.evidence = strings(o, "evidence", path);
-  d.pid = opt_int(o, "pid", path, 0, kMaxInt);
+  d.pid = opt_int(o, "pid", path, 0, kIntMax);
   d.comm = str(o, "comm", path);
   d.host = str(o, "host", path);
-  d.rank = opt_int(o, "rank", path, 0, kMaxInt);
+  d.rank = opt_int(o, "rank", path, 0, kIntMax);
   if (const json* s = member(o, "slurm")) {
     const JsonPath sp = at(path, "slurm");
     const json& so = object(*s, sp);
@@ -53,9 +51,9 @@ std::vector<WaitEdge> SnapshotFields::waits_on(const json& obj, const JsonPath& 
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const JsonPath ep = at(list, i);
     const json& eo = object(arr[i], ep);
-    out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kMaxInt),
-                   opt_int(eo, "rank", ep, 0, kMaxInt), str(eo, "via", ep),
-                   opt_int(eo, "tid", ep, 0, kMaxInt)});
+    out.push_back({str(eo, "host", ep), opt_int(eo, "pid", ep, 0, kIntMax),
+                   opt_int(eo, "rank", ep, 0, kIntMax), str(eo, "via", ep),
+                   opt_int(eo, "tid", ep, 0, kIntMax)});
   }
   return out;
 }
@@ -86,7 +84,7 @@ Frame SnapshotFields::frame(const json& v, const JsonPath& path) const {
   else fail(at(path, "kind"), fmt::format("unknown frame kind \"{}\"", kind.substr(0, 32)));
   f.function = str(o, "function", path);
   f.file = opt_str(o, "file", path);
-  f.line = opt_int(o, "line", path, kMinInt, kMaxInt);
+  f.line = opt_int(o, "line", path, kIntMin, kIntMax);
   f.module = str(o, "module", path);
   f.pc = hex(o, "pc", path);
   f.offset = hex(o, "offset", path);
@@ -98,9 +96,9 @@ Frame SnapshotFields::frame(const json& v, const JsonPath& path) const {
     const json& l = object(locals[i], p);
     f.locals.push_back({str(l, "name", p), str(l, "value", p)});
   }
-  f.column = opt_int(o, "column", path, 0, kMaxInt);
-  f.end_line = opt_int(o, "end_line", path, 0, kMaxInt);
-  f.end_column = opt_int(o, "end_column", path, 0, kMaxInt);
+  f.column = opt_int(o, "column", path, 0, kIntMax);
+  f.end_line = opt_int(o, "end_line", path, 0, kIntMax);
+  f.end_column = opt_int(o, "end_column", path, 0, kIntMax);
   f.source = opt_str(o, "source", path);
   return f;
 }
@@ -129,7 +127,7 @@ FrameStack SnapshotFields::stack(const json& obj, int field, const JsonPath& pat
   const json* v = member(obj, key);
   if (!v) return {};
   const JsonPath p = at(path, key);
-  if (mode_ == Mode::agent && v->is_array()) int_value(*v, p, 0, kMaxInt);  // fails
+  if (mode_ == Mode::agent && v->is_array()) int_value(*v, p, 0, kIntMax);  // fails
   if (mode_ == Mode::plain || v->is_array()) {
     if (v->is_array() && !inline_stack_) inline_stack_ = p.render();
     return frame_list(*v, p);
@@ -154,8 +152,8 @@ std::vector<Diagnostic> SnapshotFields::diagnostics(const json& obj, const JsonP
     diag.message = str(d, "message", p);
     diag.hint = str(d, "hint", p);
     diag.host = str(d, "host", p);
-    diag.pid = opt_int(d, "pid", p, kMinInt, kMaxInt);
-    diag.tid = opt_int(d, "tid", p, kMinInt, kMaxInt);
+    diag.pid = opt_int(d, "pid", p, kIntMin, kIntMax);
+    diag.tid = opt_int(d, "tid", p, kIntMin, kIntMax);
     out.push_back(std::move(diag));
   }
   return out;
@@ -164,7 +162,7 @@ std::vector<Diagnostic> SnapshotFields::diagnostics(const json& obj, const JsonP
 ThreadSnapshot SnapshotFields::thread(const json& v, const JsonPath& path, std::size_t index) {
   const json& o = object(v, path);
   ThreadSnapshot t;
-  t.tid = req_int(o, "tid", path, 0, kMaxInt);
+  t.tid = req_int(o, "tid", path, 0, kIntMax);
   t.name = str(o, "name", path);
   t.state = state(o, "state", path);
   t.wchan = opt_str(o, "wchan", path);
@@ -178,7 +176,7 @@ ThreadSnapshot SnapshotFields::thread(const json& v, const JsonPath& path, std::
   t.crashed = boolean(o, "crashed", path);
   t.incomplete = boolean(o, "incomplete", path);
   t.cpu_ticks =
-      static_cast<std::uint64_t>(opt_int64(o, "cpu_ticks", path, 0, kMaxInt64).value_or(0));
+      static_cast<std::uint64_t>(opt_int64(o, "cpu_ticks", path, 0, kInt64Max).value_or(0));
   t.frames = stack(o, 0, path, index);
   t.native_frames = stack(o, 1, path, index);
   t.kernel_frames = stack(o, 2, path, index);
@@ -198,13 +196,13 @@ ProcessSnapshot SnapshotFields::process(const json& v, std::size_t index) {
   const json& o = object(v, path);
   ProcessSnapshot p;
   p.host = str(o, "host", path);
-  p.pid = req_int(o, "pid", path, 0, kMaxInt);
-  p.ppid = opt_int(o, "ppid", path, 0, kMaxInt).value_or(0);
+  p.pid = req_int(o, "pid", path, 0, kIntMax);
+  p.ppid = opt_int(o, "ppid", path, 0, kIntMax).value_or(0);
   p.start_ticks =
-      static_cast<std::uint64_t>(opt_int64(o, "start_ticks", path, 0, kMaxInt64).value_or(0));
-  p.rank = opt_int(o, "rank", path, 0, kMaxInt);
-  p.world_size = opt_int(o, "world_size", path, 0, kMaxInt);
-  p.local_rank = opt_int(o, "local_rank", path, 0, kMaxInt);
+      static_cast<std::uint64_t>(opt_int64(o, "start_ticks", path, 0, kInt64Max).value_or(0));
+  p.rank = opt_int(o, "rank", path, 0, kIntMax);
+  p.world_size = opt_int(o, "world_size", path, 0, kIntMax);
+  p.local_rank = opt_int(o, "local_rank", path, 0, kIntMax);
   p.launcher = str(o, "launcher", path);
   p.role = str(o, "role", path);
   p.cmdline = strings(o, "cmdline", path);
@@ -226,7 +224,7 @@ ProcessSnapshot SnapshotFields::process(const json& v, std::size_t index) {
     p.container = ContainerInfo{str(co, "runtime", cp), str(co, "id", cp), str(co, "name", cp),
                                 str(co, "pod_uid", cp)};
   }
-  p.pause_us = opt_int64(o, "pause_us", path, 0, kMaxInt64).value_or(0);
+  p.pause_us = opt_int64(o, "pause_us", path, 0, kInt64Max).value_or(0);
   process_extras(o, path, p);
   const json& threads = array(o, "threads", path, lim_.max_threads, false);
   const JsonPath threads_path = at(path, "threads");
@@ -268,13 +266,13 @@ void SnapshotFields::process_extras(const json& o, const JsonPath& path, Process
       const JsonPath sp = at(path, "signal");
       const json& so = object(*sig, sp);
       SignalInfo si;
-      si.number = req_int(so, "number", sp, 0, kMaxInt);
+      si.number = req_int(so, "number", sp, 0, kIntMax);
       si.name = str(so, "name", sp);
       if (member(so, "address")) si.address = hex(so, "address", sp);
-      si.code = opt_int(so, "code", sp, kMinInt, kMaxInt).value_or(0);
+      si.code = opt_int(so, "code", sp, kIntMin, kIntMax).value_or(0);
       ci.signal = si;
     }
-    ci.crashed_tid = opt_int(o, "crashed_tid", path, 0, kMaxInt);
+    ci.crashed_tid = opt_int(o, "crashed_tid", path, 0, kIntMax);
     ci.annotations = strings(o, "annotations", path);
     ci.omitted = strings(o, "omitted", path);
     p.core = std::move(ci);
@@ -284,7 +282,7 @@ void SnapshotFields::process_extras(const json& o, const JsonPath& path, Process
 void SnapshotFields::top_level(const json& doc, JobSnapshot& out) {
   const JsonPath root;
   out.job_id = str(doc, "job_id", root);
-  out.expected_world_size = opt_int(doc, "expected_world_size", root, 0, kMaxInt);
+  out.expected_world_size = opt_int(doc, "expected_world_size", root, 0, kIntMax);
 }
 
 void SnapshotFields::forget_references() {
@@ -337,7 +335,7 @@ FrameView SnapshotFields::compact_frame(const RawEntry& raw, const json* values,
   };
   if (slot(1)) f.function = text(1);
   if (slot(2)) f.file = text(2);
-  if (auto* x = slot(3)) f.line = static_cast<int>(int_value(*x, at(path, 3), kMinInt, kMaxInt));
+  if (auto* x = slot(3)) f.line = static_cast<int>(int_value(*x, at(path, 3), kIntMin, kIntMax));
   if (slot(4)) f.module = text(4);
   if (auto* x = slot(5)) f.pc = unsigned_value(*x, at(path, 5));
   if (auto* x = slot(6)) f.offset = unsigned_value(*x, at(path, 6));
@@ -353,9 +351,9 @@ FrameView SnapshotFields::compact_frame(const RawEntry& raw, const json* values,
                             strings[index(l[1], strings.size(), at(lp, 1), "string")]);
     }
   }
-  if (auto* x = slot(9)) f.column = static_cast<int>(int_value(*x, at(path, 9), 0, kMaxInt));
-  if (auto* x = slot(10)) f.end_line = static_cast<int>(int_value(*x, at(path, 10), 0, kMaxInt));
-  if (auto* x = slot(11)) f.end_column = static_cast<int>(int_value(*x, at(path, 11), 0, kMaxInt));
+  if (auto* x = slot(9)) f.column = static_cast<int>(int_value(*x, at(path, 9), 0, kIntMax));
+  if (auto* x = slot(10)) f.end_line = static_cast<int>(int_value(*x, at(path, 10), 0, kIntMax));
+  if (auto* x = slot(11)) f.end_column = static_cast<int>(int_value(*x, at(path, 11), 0, kIntMax));
   if (slot(12)) f.source = text(12);
   return f;
 }
@@ -417,7 +415,7 @@ void SnapshotFields::resolve_stacks(JobSnapshot& out, const RawEntries& frames,
   auto lock = shared.hold();
   for (const StackRef& r : refs_) {
     ref_path(r, [&](const JsonPath& p) {
-      auto idx = static_cast<std::size_t>(int_value(r.value, p, 0, kMaxInt));
+      auto idx = static_cast<std::size_t>(int_value(r.value, p, 0, kIntMax));
       if (idx >= entries_.size()) fail(p, fmt::format("stack {} does not exist", idx));
       count_frames(entries_[idx].size(), p);
       if (!built[idx]) {

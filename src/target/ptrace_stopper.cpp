@@ -33,7 +33,7 @@ constexpr std::int64_t kUninterruptibleGraceUs = 20'000;
 // Threads whose interrupt is still pending at release get this long to stop and be detached.
 constexpr auto kReleaseGrace = std::chrono::milliseconds(100);
 // A leader that refused the seize gets this long to come back from an exec (docs/security.md).
-constexpr auto kExecWait = std::chrono::milliseconds(100);
+constexpr auto kReleaseExecWait = std::chrono::milliseconds(100);
 
 bool in_uninterruptible_sleep(int pid, int tid) {
   auto st = read_stat(pid, tid);
@@ -158,7 +158,7 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
 // The leader refuses the seize (EPERM) while an exec has made it a zombie, and so does one that
 // exited; after the exec it is the exec'ing thread: that is no permission problem.
 Status PtraceStopper::seize_refused(int err) {
-  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
+  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_);
   return ptrace_error(pid_, err);
 }
 
@@ -416,7 +416,7 @@ bool PtraceStopper::executed() {
       }
     }
   }
-  return killed_or_vanished() && wait_out_exec(pid_, mark_, kExecWait);
+  return killed_or_vanished() && wait_out_exec(pid_, mark_, kReleaseExecWait);
 }
 
 // Exits of stopped threads are reported to us as their tracer; a thread group leader's only

@@ -92,7 +92,7 @@ const char* string_at(const Section& s, std::uint64_t off) {
 }
 
 // One entry of a DWARF 5 directory or file table: its path and directory index.
-struct Entry {
+struct LineEntry {
   const char* path = nullptr;
   std::uint64_t dir = 0;
 };
@@ -100,9 +100,9 @@ struct Entry {
 // Reads `count` entries described by `formats` ((content type, form) pairs).
 bool read_entries(Cursor& c, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& formats,
                   std::uint64_t count, int offset_size, const Section& line_str, const Section& str,
-                  std::vector<Entry>& out) {
+                  std::vector<LineEntry>& out) {
   for (std::uint64_t i = 0; i < count && c.ok; ++i) {
-    Entry e;
+    LineEntry e;
     for (const auto& [type, form] : formats) {
       std::uint64_t value = 0;
       const char* text = nullptr;
@@ -198,8 +198,8 @@ std::optional<DwarfLines> DwarfLines::parse(Dwarf* dbg, Dwarf_Die* cudie) {
 
   Section line_str = section(elf, ".debug_line_str");
   Section str = section(elf, ".debug_str");
-  std::vector<Entry> dirs;
-  std::vector<Entry> files;
+  std::vector<LineEntry> dirs;
+  std::vector<LineEntry> files;
   for (auto* table : {&dirs, &files}) {
     std::uint64_t nformats = c.fixed(1);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> formats;

@@ -17,7 +17,6 @@ namespace hangscan {
 
 namespace {
 
-constexpr std::size_t kMaxFrames = 512;
 constexpr unsigned kDwarfSp = 7;  // rsp in the DWARF register numbering of x86-64
 
 class LibdwUnwinder : public Unwinder {
@@ -44,15 +43,15 @@ class LibdwUnwinder : public Unwinder {
       // libdw ends a walk quietly when the next return address cannot be read: that is a stack
       // cut short (a copy that ends too soon, memory gone), not its outermost frame.
       out.stop_reason = fmt::format("cannot read the stack at 0x{:x}", *unreadable_);
-    } else if (rc != 0 && out.frames.size() < kMaxFrames) {
+    } else if (rc != 0 && out.frames.size() < kMaxUnwindFrames) {
       const char* msg = dwfl_errmsg(-1);
       // Reaching a frame without CFI at the very bottom of the stack is the normal end.
       if (out.frames.empty()) {
         return Error(Errc::bad_data, fmt::format("unwind failed: {}", msg ? msg : "unknown"));
       }
       out.stop_reason = msg != nullptr ? msg : "";
-    } else if (out.frames.size() >= kMaxFrames) {
-      out.stop_reason = fmt::format("stopped after {} frames", kMaxFrames);
+    } else if (out.frames.size() >= kMaxUnwindFrames) {
+      out.stop_reason = fmt::format("stopped after {} frames", kMaxUnwindFrames);
     }
     frames_ = nullptr;
     return out;
@@ -109,7 +108,7 @@ class LibdwUnwinder : public Unwinder {
     Dwarf_Word sp = 0;
     if (dwfl_frame_reg(state, kDwarfSp, &sp) != 0) sp = 0;
     self->frames_->push_back(RawFrame{pc, activation, sp});
-    return self->frames_->size() >= kMaxFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
+    return self->frames_->size() >= kMaxUnwindFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
   }
 
   static constexpr Dwfl_Thread_Callbacks kCallbacks = {&LibdwUnwinder::next_thread,

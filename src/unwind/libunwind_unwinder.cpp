@@ -29,7 +29,6 @@ namespace hangscan {
 
 namespace {
 
-constexpr std::size_t kMaxFrames = 512;
 
 // Where a module's .eh_frame_hdr lies in the target, and the text range it covers.
 struct EhFrameHdr {
@@ -75,8 +74,8 @@ class LibunwindUnwinder : public Unwinder {
       unw_word_t sp = 0;
       if (unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0) sp = 0;
       out.frames.push_back(RawFrame{ip, exact, sp});
-      if (out.frames.size() >= kMaxFrames) {
-        out.stop_reason = fmt::format("stopped after {} frames", kMaxFrames);
+      if (out.frames.size() >= kMaxUnwindFrames) {
+        out.stop_reason = fmt::format("stopped after {} frames", kMaxUnwindFrames);
         break;
       }
       int step = unw_step(&cursor);

@@ -24,7 +24,7 @@ int binding_rank(const GElf_Sym& sym) {
 }
 
 // One table entry, read once per pass and tested against every address.
-struct Entry {
+struct SymbolEntry {
   const char* name = nullptr;
   GElf_Sym sym{};
   GElf_Addr value = 0;  // st_value adjusted into the Dwfl address space
@@ -48,7 +48,7 @@ struct Search {
 };
 
 // Whether the address lies in section `shndx` of `elf` (for size-less labels only).
-bool same_section(Search& s, const Entry& e) {
+bool same_section(Search& s, const SymbolEntry& e) {
   if (e.shndx >= SHN_LORESERVE) return e.value == s.addr;  // absolute: exact match only
   if (s.section_elf != e.elf) {
     s.section_elf = e.elf;
@@ -70,7 +70,7 @@ bool same_section(Search& s, const Entry& e) {
 // The symbol `e`, which starts at or below `s.addr` and (if sized) covers it, against what `s`
 // found so far; `min_label`: the largest end of the symbols read so far that start at or below
 // the address, `e` included (any symbol below the address hides the labels inside it).
-void consider(Search& s, const Entry& e, GElf_Addr min_label) {
+void consider(Search& s, const SymbolEntry& e, GElf_Addr min_label) {
   const GElf_Sym& sym = e.sym;
   if (s.name == nullptr || s.value < e.value || binding_rank(s.sym) < binding_rank(sym)) {
     if (sym.st_size != 0) {
@@ -94,7 +94,7 @@ void consider(Search& s, const Entry& e, GElf_Addr min_label) {
   }
 }
 
-bool usable(const Entry& e) { return usable_symbol(e.name, e.sym); }
+bool usable(const SymbolEntry& e) { return usable_symbol(e.name, e.sym); }
 
 // The largest symbol end seen so far at or below each of a pass's sorted addresses: a symbol
 // raises it for every address from its start up (a Fenwick tree of maxima: both in O(log n)).
@@ -126,7 +126,7 @@ void scan(Dwfl_Module* mod, int first, int end, std::vector<Search*>& active) {
             [](const Search* a, const Search* b) { return a->addr < b->addr; });
   EndsBelow ends(active.size());
   auto min_label = [&](std::size_t k) { return std::max(active[k]->min_label, ends.at(k)); };
-  Entry e;
+  SymbolEntry e;
   for (int i = first; i < end; ++i) {
     e.name = dwfl_module_getsym_info(mod, i, &e.sym, &e.value, &e.shndx, &e.elf, &e.bias);
     if (!usable(e)) continue;

@@ -6,6 +6,7 @@
 // memory only for addresses outside the copy, so unwinding happens after the target resumed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,10 @@
 #include "target/target.h"
 
 namespace hangscan {
+
+// The deepest stack either unwinder walks: beyond it the stack is cut and says so
+// ("stopped after N frames"); a runaway recursion must not cost unbounded time.
+constexpr std::size_t kMaxUnwindFrames = 512;
 
 struct RawFrame {
   std::uint64_t pc = 0;

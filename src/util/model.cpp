@@ -45,4 +45,19 @@ const ThreadSnapshot* main_or_first_thread(const ProcessSnapshot& p) {
   return m || p.threads.empty() ? m : &p.threads.front();
 }
 
+const ThreadSnapshot* thread_by_tid(const ProcessSnapshot& p, int tid) {
+  for (const ThreadSnapshot& t : p.threads) {
+    if (t.tid == tid) return &t;
+  }
+  return nullptr;
+}
+
+std::vector<const Frame*> python_frames(const ThreadSnapshot& t) {
+  std::vector<const Frame*> out;
+  for (const Frame& f : t.frames) {
+    if (f.kind == FrameKind::python) out.push_back(&f);
+  }
+  return out;
+}
+
 }  // namespace hangscan

@@ -9,11 +9,18 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <type_traits>
 
 namespace hangscan {
+
+// The bounds of a number field read from a document or a file (an int, a 64-bit integer): one
+// name for what the readers check against.
+inline constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+inline constexpr std::int64_t kIntMin = std::numeric_limits<int>::min();
+inline constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
 // `s` without spaces, tabs and line ends at either end: the trimming every parser of outside
 // text uses ("123\n" from a /proc file is 123; a Slurm or kernel log field loses its padding).

@@ -1,5 +1,6 @@
 // The core round of --gcore: request syntax, the answer document (and hostile versions of
 // it), pairing answers with requests, and the agent's check that a pid is still the job's.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -303,6 +304,16 @@ class Orphan {
       if (pid == 0) {
         ::close(fds[0]);
         ::close(fds[1]);
+        // A group of its own (the destructor kills the shell and its sleep together) and no
+        // inherited stdout/stderr: a sleep left holding the test's output would keep ctest
+        // waiting for its end.
+        ::setpgid(0, 0);
+        int null_fd = ::open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+          ::dup2(null_fd, 0);
+          ::dup2(null_fd, 1);
+          ::dup2(null_fd, 2);
+        }
         // Two commands, so that the shell stays (with the marker in its argv) and does not
         // exec sleep.
         ::execl("/bin/sh", "sh", "-c", "sleep 60; exit 0", marker.c_str(),
@@ -320,7 +331,7 @@ class Orphan {
     ::waitpid(mid, nullptr, 0);
   }
   ~Orphan() {
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
+    if (pid_ > 0 && ::kill(-pid_, SIGKILL) != 0) ::kill(pid_, SIGKILL);
   }
   int pid() const { return pid_; }
 

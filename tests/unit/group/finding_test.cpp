@@ -13,7 +13,7 @@ namespace {
 
 using namespace hangscan::testing;
 
-JobSnapshot gloo_job(const std::string& odd_host = "n1") {
+JobSnapshot gloo_job_odd_on(const std::string& odd_host = "n1") {
   JobSnapshot job;
   job.processes.push_back(rank_process(0, 100, in_all_reduce()));
   job.processes.push_back(rank_process(1, 101, in_all_reduce()));
@@ -23,7 +23,7 @@ JobSnapshot gloo_job(const std::string& odd_host = "n1") {
 }
 
 TEST(Findings, DivergenceNamesMembersMajorityAndFrames) {
-  JobSnapshot job = gloo_job();
+  JobSnapshot job = gloo_job_odd_on();
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.findings.size(), 1u);
   const Finding& f = a.findings[0];
@@ -45,7 +45,7 @@ TEST(Findings, DivergenceNamesMembersMajorityAndFrames) {
 }
 
 TEST(Findings, HostsOnlyWhenTheJobSpansSeveral) {
-  JobSnapshot job = gloo_job("n2");
+  JobSnapshot job = gloo_job_odd_on("n2");
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.findings.size(), 1u);
   EXPECT_EQ(a.findings[0].hosts, (std::vector<std::string>{"n2"}));
@@ -79,7 +79,7 @@ TEST(Findings, BadStateAndMissingRanksCarryTheirFigures) {
 }
 
 TEST(Findings, NoStackIsADivergenceWithoutFrames) {
-  JobSnapshot job = gloo_job();
+  JobSnapshot job = gloo_job_odd_on();
   job.processes[2].threads[0].frames.clear();
   Analysis a = analyze(job, GroupOptions{});
   ASSERT_EQ(a.findings.size(), 1u);

@@ -35,8 +35,8 @@ TEST(ReportWriters, RenderTheSameJob) {
   p.threads.push_back(t);
   job.processes.push_back(p);
   Analysis a = analyze(job, GroupOptions{});
-  std::string json = find_report_writer("json")->render(job, a, RenderOptions{});
-  EXPECT_NE(json.find("\"wait_here\""), std::string::npos) << json;
+  std::string json_text = find_report_writer("json")->render(job, a, RenderOptions{});
+  EXPECT_NE(json_text.find("\"wait_here\""), std::string::npos) << json_text;
   std::string dot = find_report_writer("dot")->render(job, a, RenderOptions{});
   EXPECT_EQ(dot, find_report_writer("svg")->render(job, a, RenderOptions{}));  // svg pipes the DOT
   EXPECT_EQ(find_report_writer("folded")->render(job, a, RenderOptions{}), "wait_here 1\n");
