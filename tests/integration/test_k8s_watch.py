@@ -202,8 +202,17 @@ def test_watch_k8s_flags_are_checked(pods):
                            env=env)
     assert run.rc == 64, run.describe()
     assert run.stderr.splitlines() == [
-        "hangscan: --namespace, --container, --agent-path and --debug-image go with --k8s",
+        "hangscan: --namespace, --container, --agent-path, --debug-image and --node-agent go "
+        "with --k8s",
         "hint: see 'hangscan watch --help'"]
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--match", "x", "--for", "1",
+                            "--agent-path", "/a/hangscan", "--node-agent", "app=a",
+                            "--debug-image", "img"], env=env)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: --node-agent and --debug-image both say where the watches run",
+        "hint: --node-agent SELECTOR when a hostPID DaemonSet runs hangscan on every node, else "
+        "--debug-image IMAGE"]
 
 
 def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_path):
