@@ -355,6 +355,11 @@ def test_dump_through_the_node_agent_finds_the_pod_by_its_cgroup(pods):
     assert doc["unreachable"] == [dict(host="np-1", **NO_AGENT)]
     odd = doc["processes"][1]
     main = next(t for t in odd["threads"] if t["tid"] == odd["pid"])
+    none = lib.run_hangscan(["k8s", "job-name=train-np", "--node-agent", "app=none",
+                             *NODE_AGENT[2:]], env=env)
+    assert none.rc == 64, none.describe()
+    assert none.stderr.splitlines()[0] == \
+        "hangscan: no pods match the node agent selector 'app=none'"
     assert python_frames(main["frames"]) == [
         ("load_checkpoint", MARKS["load_checkpoint"]), ("train", MARKS["train_odd"]),
         ("<module>", MARKS["module"])]
