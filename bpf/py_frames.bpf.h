@@ -55,11 +55,15 @@ static __always_inline __s8 py_field_s8(const __u8* b, __s32 off) {
 }
 
 /* Whether thread state `t` is the current thread's: its native id (3.11+), else its pthread_t,
- * which on x86-64 glibc is the thread's fs base. */
+ * which on x86-64 glibc is the thread's fs base. The native id is the thread's id in the
+ * process's own pid namespace, which is not task->pid for a process in a container watched by
+ * host pid (from the host, or a hostPID pod): the pthread_t is the same in every namespace. */
 static __always_inline bool py_is_current(const struct hs_py_proc* c, __u64 t, __u32 tid,
                                           __u64 fs_base) {
-  if (c->tstate_native_thread_id >= 0) return py_user_u64(t + c->tstate_native_thread_id) == tid;
-  return c->tstate_thread_id >= 0 && py_user_u64(t + c->tstate_thread_id) == fs_base;
+  if (c->tstate_native_thread_id >= 0 && py_user_u64(t + c->tstate_native_thread_id) == tid)
+    return true;
+  return c->tstate_thread_id >= 0 && fs_base != 0 &&
+         py_user_u64(t + c->tstate_thread_id) == fs_base;
 }
 
 static __always_inline void py_mark_entry(struct hs_py_stack* out, __u32 i) {

@@ -14,6 +14,7 @@
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
 #include "jobs/job_loop.h"
+#include "proc/container_info.h"
 #include "proc/proc_files.h"
 #include "proc/rank_info.h"
 #include "util/deadline.h"
@@ -38,6 +39,13 @@ bool carries_agent_command(const std::string& proc_root, int pid, const std::str
   for (const auto& a : split_nul(*text)) joined += a + " ";
   return joined.find(" agent --match ") != std::string::npos ||
          joined.find("'agent' '--match'") != std::string::npos;
+}
+
+// Whether `pid` runs in the Kubernetes pod `uid` (its cgroup path names the pod).
+bool in_pod(const std::string& proc_root, int pid, const std::string& uid) {
+  auto text = read_text_file(fmt::format("{}/{}/cgroup", proc_root, pid), 1 << 16);
+  auto c = text ? container_from_proc_cgroup(*text) : std::nullopt;
+  return c && c->pod_uid == uid;
 }
 
 }  // namespace
@@ -103,7 +111,8 @@ Result<std::vector<DiscoveredProcess>> discover_job_processes(
   if (!slurm_mode) {
     const std::string self_exe = exe_of("/proc", static_cast<int>(::getpid()));
     std::erase_if(*procs, [&](const DiscoveredProcess& dp) {
-      return carries_agent_command("/proc", dp.pid, self_exe);
+      return carries_agent_command("/proc", dp.pid, self_exe) ||
+             (!o.pod_uid.empty() && !in_pod("/proc", dp.pid, o.pod_uid));
     });
   }
   return std::move(*procs);

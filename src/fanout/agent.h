@@ -31,6 +31,9 @@ struct AgentOptions {
   std::vector<std::string> exclude_steps;  // --exclude-step, plus the agent's own step
   std::optional<double> job_start;         // --job-start: the Slurm job's start (Unix seconds)
   std::string match;                       // --match REGEX (pdsh mode)
+  // --pod-uid: only processes of this Kubernetes pod (its UID in their cgroup path): a node
+  // agent with hostPID sees every pod of its node (k8s --node-agent).
+  std::string pod_uid;
   CaptureOptions capture;
   std::chrono::milliseconds timeout{25000};  // for the whole node
 };

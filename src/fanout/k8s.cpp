@@ -77,6 +77,32 @@ bool valid_name(std::string_view name) {
   return !name.empty() && validate_host_name(name).ok() && name.front() != '-';
 }
 
+// A Kubernetes UID as the API server makes them (8-4-4-4-12 lowercase hex digits), else "".
+std::string valid_uid(const std::string& uid) {
+  if (uid.size() != 36) return {};
+  for (std::size_t i = 0; i < uid.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    const char c = uid[i];
+    if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return {};
+  }
+  return uid;
+}
+
+// `kubectl exec [-n NS] POD -c CONTAINER`: into the pod's node agent when node_agent is set,
+// into the debug container of this round when `debug` (it shares the trainer's pid namespace),
+// else into the pod's container.
+std::vector<std::string> exec_prefix(const K8sOptions& o, const K8sPod& pod, bool debug) {
+  std::vector<std::string> argv{o.kubectl, "exec"};
+  const bool agent = !o.node_agent.empty();
+  const std::string& ns = agent ? pod.agent_namespace : pod.name_space;
+  if (!ns.empty()) argv.insert(argv.end(), {"-n", ns});
+  argv.insert(argv.end(), {agent ? pod.agent_pod : pod.name, "-c",
+                           agent   ? pod.agent_container
+                           : debug ? o.debug_container
+                                   : pod.container});
+  return argv;
+}
+
 }  // namespace
 
 Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::string& container) {
@@ -97,6 +123,9 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
     pod.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
     pod.index = index_label(object_at(meta, "labels"));
     pod.restarts = restart_count(item, pod.container);
+    pod.uid = valid_uid(string_at(meta, "uid"));
+    pod.node_name = string_at(object_at(item, "spec"), "nodeName");
+    if (!valid_name(pod.node_name)) pod.node_name.clear();
     if (!valid_name(pod.name) || (!pod.name_space.empty() && !valid_name(pod.name_space)) ||
         !valid_name(pod.container))
       continue;
@@ -109,13 +138,27 @@ Result<std::vector<K8sPod>> parse_pod_list(std::string_view text, const std::str
   return pods;
 }
 
+void assign_node_agents(std::vector<K8sPod>& pods, const std::vector<K8sPod>& agents) {
+  for (auto& pod : pods) {
+    auto it = std::find_if(agents.begin(), agents.end(), [&](const K8sPod& a) {
+      return !pod.node_name.empty() && a.node_name == pod.node_name && a.phase == "Running" &&
+             !a.terminating;
+    });
+    if (it == agents.end()) continue;
+    pod.agent_pod = it->name;
+    pod.agent_namespace = it->name_space;
+    pod.agent_container = it->container;
+  }
+}
+
 std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
                                        std::chrono::milliseconds agent_timeout) {
-  std::vector<std::string> argv{o.kubectl, o.debug_image.empty() ? "exec" : "debug"};
-  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
+  std::vector<std::string> argv;
   if (o.debug_image.empty()) {
-    argv.insert(argv.end(), {pod.name, "-c", pod.container});
+    argv = exec_prefix(o, pod, false);
   } else {
+    argv = {o.kubectl, "debug"};
+    if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
     // --profile=general: CAP_SYS_PTRACE (the legacy default profile lacks it); --attach: wait
     // for the container and pass its output through (without -i kubectl debug returns at once);
     // --quiet: no "Defaulting debug container name" line.
@@ -126,6 +169,8 @@ std::vector<std::string> k8s_exec_argv(const K8sOptions& o, const K8sPod& pod,
   argv.insert(argv.end(),
               {"--", o.agent_path, o.agent_subcommand, "--match", o.match, "--timeout-ms",
                std::to_string(agent_timeout.count()), "--node", pod.name});
+  // On the node, by host pid: the job pod's processes are those in its cgroup.
+  if (!o.node_agent.empty()) argv.insert(argv.end(), {"--pod-uid", pod.uid});
   argv.insert(argv.end(), o.agent_args.begin(), o.agent_args.end());
   return argv;
 }
@@ -150,11 +195,13 @@ std::vector<std::string> k8s_remove_argv(const K8sOptions& o, const K8sPod& pod)
 }
 
 std::vector<std::string> k8s_end_watch_argv(const K8sOptions& o, const K8sPod& pod) {
-  std::vector<std::string> argv{o.kubectl, "exec"};
-  if (!pod.name_space.empty()) argv.insert(argv.end(), {"-n", pod.name_space});
-  argv.insert(argv.end(), {pod.name, "-c", pod.container, "--", o.agent_path, "watch",
-                           "--end-window", "--node", pod.name});
+  std::vector<std::string> argv = exec_prefix(o, pod, !o.debug_image.empty());
+  argv.insert(argv.end(), {"--", o.agent_path, "watch", "--end-window", "--node", pod.name});
   return argv;
+}
+
+std::string k8s_debug_container_name() {
+  return fmt::format("hangscan-{:08x}", std::random_device{}());
 }
 
 LaunchPlan k8s_launch_plan(const std::vector<K8sPod>& pods, const std::string& selector) {
@@ -165,9 +212,13 @@ LaunchPlan k8s_launch_plan(const std::vector<K8sPod>& pods, const std::string& s
   return plan;
 }
 
-Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& o) {
-  std::vector<std::string> argv{o.kubectl, "get", "pods", "-o", "json", "-l", o.selector};
-  if (!o.name_space.empty()) argv.insert(argv.end(), {"-n", o.name_space});
+namespace {
+
+// `kubectl get pods -o json -l SELECTOR [-n NS]`, parsed (an empty list is no error here).
+Result<std::vector<K8sPod>> get_pods(const K8sOptions& o, const std::string& selector,
+                                     const std::string& name_space, const std::string& container) {
+  std::vector<std::string> argv{o.kubectl, "get", "pods", "-o", "json", "-l", selector};
+  if (!name_space.empty()) argv.insert(argv.end(), {"-n", name_space});
   CommandSpec spec;
   spec.argv = argv;
   spec.max_stdout = std::size_t{64} << 20;
@@ -180,23 +231,49 @@ Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& o) {
                  "check that kubectl reaches the cluster (kubectl get pods) and that you may "
                  "list pods in the namespace (-n)");
   }
-  auto pods = parse_pod_list(r->out, o.container);
+  return parse_pod_list(r->out, container);
+}
+
+}  // namespace
+
+Result<std::vector<K8sPod>> list_k8s_pods(const K8sOptions& o) {
+  auto pods = get_pods(o, o.selector, o.name_space, o.container);
   if (!pods) return pods.error();
   if (pods->empty()) {
     return Error(Errc::usage, fmt::format("no pods match the selector '{}'", o.selector), 0,
                  "list the job's labels with kubectl get pods --show-labels, e.g. "
                  "job-name=NAME or training.kubeflow.org/job-name=NAME");
   }
+  if (o.node_agent.empty()) return pods;
+  // The agent pods' own default container: the job's --container names a container of the job.
+  auto agents = get_pods(o, o.node_agent, o.node_agent_namespace, "");
+  if (!agents) return agents.error();
+  if (agents->empty()) {
+    return Error(
+        Errc::usage,
+        fmt::format("no pods match the node agent selector '{}'{}", o.node_agent,
+                    o.node_agent_namespace.empty() ? std::string()
+                                                   : " in namespace " + o.node_agent_namespace),
+        0,
+        "list the DaemonSet's pods with kubectl get pods -A -l SELECTOR -o wide and "
+        "pass its namespace with --node-agent-namespace");
+  }
+  assign_node_agents(*pods, *agents);
   return pods;
 }
 
 namespace {
 
 // Why a pod was not asked, or "" when it can be.
-std::string not_runnable(const K8sPod& pod) {
+std::string not_runnable(const K8sOptions& o, const K8sPod& pod) {
   if (pod.terminating) return "pod is terminating";
   if (pod.phase != "Running")
     return fmt::format("pod phase {}", pod.phase.empty() ? "unknown" : pod.phase);
+  if (o.node_agent.empty()) return {};
+  if (pod.uid.empty()) return "pod has no UID (metadata.uid): its processes cannot be told apart";
+  if (pod.agent_pod.empty())
+    return fmt::format("no Running node agent pod ({}) on node {}", o.node_agent,
+                       pod.node_name.empty() ? "unknown" : pod.node_name);
   return {};
 }
 
@@ -368,8 +445,8 @@ AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
   round.agent_args = agent_args;
   // Ephemeral containers stay in the pod: each round's needs a name of its own, which the
   // fallback to its log (debug_log_in) names too.
-  if (!round.debug_image.empty())
-    round.debug_container = fmt::format("hangscan-{:08x}", std::random_device{}());
+  if (!round.debug_image.empty() && round.debug_container.empty())
+    round.debug_container = k8s_debug_container_name();
   VerdictBook book(nodes);
   std::vector<const K8sPod*> asked;
   for (const auto& n : nodes) {
@@ -377,7 +454,7 @@ AgentAnswers K8sLauncher::run_agents(const std::vector<std::string>& nodes,
         std::find_if(pods_.begin(), pods_.end(), [&](const K8sPod& p) { return p.name == n; });
     if (it == pods_.end()) {
       book.note_failure(n, "not a pod of the job");
-    } else if (auto why = not_runnable(*it); !why.empty()) {
+    } else if (auto why = not_runnable(options_, *it); !why.empty()) {
       book.note_failure(n, why);
     } else {
       asked.push_back(&*it);

@@ -52,21 +52,30 @@ class K8sNodeWatches : public NodeWatchFanout {
     K8sOptions o = options_;
     o.agent_subcommand = "watch";
     o.timeout = node_watch_timeout(window_s);
-    return std::make_unique<WithArgs>(planned(std::move(o)), std::vector<std::string>{"--ptrace"});
+    // Named here, so end_windows() can reach the watch in this round's ephemeral container.
+    if (!o.debug_image.empty()) o.debug_container = k8s_debug_container_name();
+    round_debug_container_ = o.debug_container;
+    // In a pod's own pid namespace only ptrace sees its processes; a node agent (hostPID) sees
+    // them by host pid, as the eBPF recorder does.
+    std::vector<std::string> extra;
+    if (o.node_agent.empty()) extra.push_back("--ptrace");
+    return std::make_unique<WithArgs>(planned(std::move(o)), std::move(extra));
   }
 
-  // kubectl exec passes no signal into the pod: a second exec in each running pod tells its
-  // watch (`watch --end-window`), all pods at once, each within 10 s. An ephemeral container's
-  // watch (--debug-image) is not reached: the pod's own container may have no hangscan.
+  // kubectl exec passes no signal into the pod: a second exec in each running pod (into the
+  // round's ephemeral container with --debug-image, into the pod's node agent with
+  // --node-agent) tells its watch (`watch --end-window`), all pods at once, each within 10 s.
   void end_windows() const override {
-    if (!options_.debug_image.empty()) return;
+    K8sOptions o = options_;
+    o.debug_container = round_debug_container_;
     std::vector<std::thread> threads;
     const Deadline deadline = Deadline::after(std::chrono::seconds(10));
     for (const auto& pod : pods_) {
       if (pod.phase != "Running" || pod.terminating) continue;
-      threads.emplace_back([this, &pod, deadline] {
+      if (!o.node_agent.empty() && pod.agent_pod.empty()) continue;
+      threads.emplace_back([&o, &pod, deadline] {
         CommandSpec spec;
-        spec.argv = k8s_end_watch_argv(options_, pod);
+        spec.argv = k8s_end_watch_argv(o, pod);
         (void)run_command(spec, deadline);  // a pod whose watch ended already has none to end
       });
     }
@@ -90,6 +99,8 @@ class K8sNodeWatches : public NodeWatchFanout {
 
   K8sOptions options_;
   std::vector<K8sPod> pods_;  // plan()'s
+  // The ephemeral containers' name of the last watches() (--debug-image), for end_windows().
+  mutable std::string round_debug_container_;
 };
 
 }  // namespace

@@ -4,7 +4,9 @@
 // watches get there differs: `kubectl exec` (or the ephemeral container of --debug-image) runs
 // `hangscan watch --node-local --match REGEX --node POD --ptrace` in each, through the k8s
 // Launcher (fanout/k8s.h). The ptrace sampler, because a pod has a pid namespace of its own
-// and the eBPF recorder keys on the host's pids, which the pod does not see.
+// and the eBPF recorder keys on the host's pids, which the pod does not see; with a node agent
+// (a hostPID DaemonSet, K8sOptions::node_agent) the watch runs there by host pid, eBPF where
+// it may load.
 #pragma once
 
 #include <memory>

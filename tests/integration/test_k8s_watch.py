@@ -38,9 +38,9 @@ MARKS = {tag: lib.hs_line(PROGRAM, tag) for tag in ("step", "train", "module", "
 ODD = 1
 
 
-def start_rank(pm, workdir, container, rank, run=True):
-    """Rank `rank` in `container` (a new container when `run`, else one more process in it);
-    its pid in the container."""
+def start_rank(pm, workdir, container, rank, run=True, opts=(), host=False):
+    """Rank `rank` in `container` (a new container when `run`, with `opts`, else one more
+    process in it); its pid in the container (its host pid when `host`)."""
     fifo = tc.make_fifo(workdir, f"ready-{container}-{rank}")
     cmd = ["python3", f"/hs-programs/{PROGRAM}", f"/hs-run/{fifo.name}"]
     env = ["-e", f"RANK={rank}", "-e", f"ODD_RANK={ODD}"]
@@ -48,7 +48,8 @@ def start_rank(pm, workdir, container, rank, run=True):
         pm.containers.append(container)
         pm("run", "-d", "--runtime", "runc", "--name", container, *env,
            "-v", f"{lib.program_source(PROGRAM).parent}:/hs-programs:ro",
-           "-v", f"{workdir}:/hs-run", "-v", f"{lib.build_dir()}:/hs-build:ro", pm.image, *cmd)
+           "-v", f"{workdir}:/hs-run", "-v", f"{lib.build_dir()}:/hs-build:ro", *opts, pm.image,
+           *cmd)
     else:
         pm("exec", "-d", *env, container, *cmd)
     tc.wait_ready(fifo, 30.0)
@@ -56,18 +57,55 @@ def start_rank(pm, workdir, container, rank, run=True):
         try:
             if fifo.name.encode() in (d / "cmdline").read_bytes():
                 with open(d / "status") as f:
-                    return int(next(x for x in f if x.startswith("NSpid:")).split()[-1])
+                    nspid = next(x for x in f if x.startswith("NSpid:")).split()
+                return int(nspid[1] if host else nspid[-1])
         except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
             continue
     raise AssertionError(f"rank {rank} of {container} not found")
 
 
+CGROUP_TOP = "hs-k8sw-%s"
+UIDS = ["0b1d2f3e-4a5b-4c6d-8e7f-90a1b2c3d4e5", "1c2e3a4f-5b6c-4d7e-9f80-a1b2c3d4e5f6"]
+
+
+def remove_cgroups(top):
+    """The cgroup directories podman made under the test's --cgroup-parent, in every hierarchy."""
+    for root in Path("/sys/fs/cgroup").glob(f"*/{top}"):
+        for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            d.rmdir()
+        root.rmdir()
+
+
+def node_agent_pods(pm, workdir, tag, pids):
+    """Job "train-np": pod np-0 on node-a (ranks 0-2 in one container under a kubelet-like
+    cgroup parent .../pod<UID>), np-1 on node-b, where no agent runs; the node agent of node-a
+    is a privileged container in the host's pid namespace (a hostPID DaemonSet's pod) with
+    hangscan at /hs-build. `pids` gets "np": {rank: host pid}."""
+    name, agent = f"hs-k8sw-{tag}-np", f"hs-k8sw-{tag}-agent"
+    parent = ["--cgroup-parent", f"/{CGROUP_TOP % tag}/kubepods/pod{UIDS[0]}"]
+    pids["np"] = {0: start_rank(pm, workdir, name, 0, opts=parent, host=True),
+                  1: start_rank(pm, workdir, name, 1, run=False, host=True),
+                  2: start_rank(pm, workdir, name, 2, run=False, host=True)}
+    pm.containers.append(agent)
+    pm("run", "-d", "--runtime", "runc", "--name", agent, "--pid", "host", "--privileged",
+       "-v", f"{lib.build_dir()}:/hs-build:ro", pm.image, "sleep", "3600")
+    items = [pod_item(f"np-{i}", i, "Running", name, job="train-np") for i in range(2)]
+    agent_pod = pod_item("agent-a", 0, "Running", agent, job="none")
+    agent_pod["metadata"]["labels"] = {"app": "hangscan-node"}
+    agent_pod["spec"] = {"containers": [{"name": "hangscan"}], "nodeName": "node-a"}
+    agent_pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] = "hangscan"
+    for i, item in enumerate(items):
+        item["metadata"]["uid"] = UIDS[i]
+        item["spec"]["nodeName"] = f"node-{'ab'[i]}"
+    return items + [agent_pod]
+
+
 @pytest.fixture(scope="module")
 def pods():
     pm, workdir, tarball = tc.podman_session("hs-k8sw-")
+    tag = uuid.uuid4().hex[:6]
     try:
         tc.probe_podman(pm, tarball)
-        tag = uuid.uuid4().hex[:6]
         a, b, idle = (f"hs-k8sw-{tag}-{n}" for n in ("0", "1", "idle"))
         pids = {0: start_rank(pm, workdir, a, 0), 1: start_rank(pm, workdir, a, 1, run=False),
                 2: start_rank(pm, workdir, b, 2)}
@@ -77,6 +115,7 @@ def pods():
         items = [pod_item(f"train-{i}", i, "Running", name, job=job)
                  for job in ("train-w", "train-wx") for i, name in enumerate((a, b))]
         items += [broken, pod_item("idle-0", 0, "Running", idle, job="train-idle")]
+        items += node_agent_pods(pm, workdir, tag, pids)
         (workdir / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": items}))
         env = dict(pm.env, HS_K8S_PODS=str(workdir / "pods.json"),
@@ -87,6 +126,7 @@ def pods():
         pm.containers.reverse()
         pm.close()
         shutil.rmtree(workdir, ignore_errors=True)
+        remove_cgroups(CGROUP_TOP % tag)
 
 
 def watch(env, selector, *args):
@@ -162,8 +202,17 @@ def test_watch_k8s_flags_are_checked(pods):
                            env=env)
     assert run.rc == 64, run.describe()
     assert run.stderr.splitlines() == [
-        "hangscan: --namespace, --container, --agent-path and --debug-image go with --k8s",
+        "hangscan: --namespace, --container, --agent-path, --debug-image and --node-agent go "
+        "with --k8s",
         "hint: see 'hangscan watch --help'"]
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-w", "--match", "x", "--for", "1",
+                            "--agent-path", "/a/hangscan", "--node-agent", "app=a",
+                            "--debug-image", "img"], env=env)
+    assert run.rc == 64, run.describe()
+    assert run.stderr.splitlines() == [
+        "hangscan: --node-agent and --debug-image both say where the watches run",
+        "hint: --node-agent SELECTOR when a hostPID DaemonSet runs hangscan on every node, else "
+        "--debug-image IMAGE"]
 
 
 def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_path):
@@ -212,17 +261,17 @@ def node_watches():
     return seen
 
 
-def test_sigint_ends_every_pod_s_window_and_each_still_reports(pods):
-    """kubectl exec passes no signal: the front end runs `watch --end-window --node POD` in each
-    pod, which sends SIGUSR1 to that pod's watch."""
-    env, pids = pods
-    proc = subprocess.Popen([lib.hangscan_bin(), "watch", "--k8s", "job-name=train-w", "--match",
-                             "py_k8s_watch_rank", "--agent-path", "/hs-build/hangscan", "--for",
-                             "120", "--json"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+def interrupted_watch(env, selector, watched, *args):
+    """`watch --k8s SELECTOR ... --for 120 --json` interrupted with SIGINT once the watches of
+    the pods `watched` block SIGUSR1; (exit code, its JSON, stderr, seconds from the SIGINT to
+    the end). The pods' watches must end too."""
+    proc = subprocess.Popen([lib.hangscan_bin(), "watch", "--k8s", selector, "--match",
+                             "py_k8s_watch_rank", *args, "--for", "120", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
-        lib.wait_for(lambda: all(node_watches().get(p) for p in ("train-0", "train-1")), 60,
-                     "both pods' watches to block SIGUSR1")
+        lib.wait_for(lambda: all(node_watches().get(p) for p in watched), 60,
+                     "the pods' watches to block SIGUSR1")
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
@@ -231,15 +280,23 @@ def test_sigint_ends_every_pod_s_window_and_each_still_reports(pods):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 0, err.decode()
+    lib.wait_for(lambda: not node_watches(), 20, "the pods' watches to end")
+    return proc.returncode, json.loads(out) if out else None, err.decode(), took
+
+
+def test_sigint_ends_every_pod_s_window_and_each_still_reports(pods):
+    """kubectl exec passes no signal: the front end runs `watch --end-window --node POD` in each
+    pod, which sends SIGUSR1 to that pod's watch."""
+    env, pids = pods
+    rc, doc, err, took = interrupted_watch(env, "job-name=train-w", ["train-0", "train-1"],
+                                           "--agent-path", "/hs-build/hangscan")
+    assert rc == 0, err
     assert took < 20, took
-    doc = json.loads(out)
     assert sorted(n["node"] for n in doc["nodes"]) == ["train-0", "train-1"]
     assert all(n["window_s"] < 60 for n in doc["nodes"]), doc["nodes"]
     assert [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]] == [
         (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
     assert doc["suspects"] == [ODD]
-    lib.wait_for(lambda: not node_watches(), 20, "the pods' watches to end")
 
 
 def test_watch_from_ephemeral_containers(pods):
@@ -261,3 +318,90 @@ def test_watch_from_ephemeral_containers(pods):
         (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
     assert run.doc["suspects"] == [ODD]
     assert ours() == before
+
+
+def test_sigint_ends_the_windows_in_ephemeral_containers(pods):
+    """--debug-image: the watch runs in the round's ephemeral container; SIGINT reaches it by
+    `kubectl exec POD -c hangscan-XXXXXXXX -- ... watch --end-window` (on the old code the
+    windows ran their whole --for)."""
+    env, pids = pods
+    rc, doc, err, took = interrupted_watch(env, "job-name=train-w", ["train-0", "train-1"],
+                                           "--debug-image", env["HS_TEST_IMAGE"],
+                                           "--agent-path", "/hs-debug/hangscan")
+    assert rc == 0, err
+    assert took < 20, took
+    assert all(n["window_s"] < 60 for n in doc["nodes"]), doc["nodes"]
+    assert [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]] == [
+        (0, "train-0", pids[0]), (1, "train-0", pids[1]), (2, "train-1", pids[2])]
+
+
+NODE_AGENT = ["--node-agent", "app=hangscan-node", "--match", "py_k8s_watch_rank",
+              "--agent-path", "/hs-build/hangscan"]
+NO_AGENT = {"reason": "no Running node agent pod (app=hangscan-node) on node node-b"}
+
+
+def test_dump_through_the_node_agent_finds_the_pod_by_its_cgroup(pods):
+    """`hangscan k8s --node-agent`: np-0's agent runs in the hostPID agent pod of node-a and
+    takes the processes whose cgroup names np-0's UID (by host pid); the other pods' ranks of
+    the same --match on this host are not taken; np-1's node has no agent."""
+    env, pids = pods
+    run = lib.run_hangscan(["k8s", "job-name=train-np", *NODE_AGENT, "--timeout", "60",
+                            "--json"], env=env, timeout=90)
+    assert run.rc == 1, run.describe()
+    doc = run.doc
+    assert [(p["rank"], p["host"], p["pid"]) for p in doc["processes"]] == [
+        (0, "np-0", pids["np"][0]), (1, "np-0", pids["np"][1]), (2, "np-0", pids["np"][2])]
+    assert {p["container"]["pod_uid"] for p in doc["processes"]} == {UIDS[0]}
+    assert doc["unreachable"] == [dict(host="np-1", **NO_AGENT)]
+    odd = doc["processes"][1]
+    main = next(t for t in odd["threads"] if t["tid"] == odd["pid"])
+    none = lib.run_hangscan(["k8s", "job-name=train-np", "--node-agent", "app=none",
+                             *NODE_AGENT[2:]], env=env)
+    assert none.rc == 64, none.describe()
+    assert none.stderr.splitlines()[0] == \
+        "hangscan: no pods match the node agent selector 'app=none'"
+    assert python_frames(main["frames"]) == [
+        ("load_checkpoint", MARKS["load_checkpoint"]), ("train", MARKS["train_odd"]),
+        ("<module>", MARKS["module"])]
+
+
+def test_watch_through_the_node_agent_records_with_ebpf_by_host_pid(pods):
+    """`watch --k8s --node-agent` (run under flock /tmp/hs-bpf.lock): the node-local watch in
+    the agent pod records np-0's ranks by host pid with eBPF (as root, the host's pid
+    namespace), rank 1 the one suspect, rank 0's samples in step()."""
+    env, pids = pods
+    run = lib.run_hangscan(["watch", "--k8s", "job-name=train-np", *NODE_AGENT, "--for", "3",
+                            "--json"], env=env, timeout=90)
+    assert run.rc == 1, run.describe()
+    assert run.stderr.splitlines()[0] == (
+        "hangscan: watching 2 pods of 'job-name=train-np' for 3 s (from the node agents); "
+        "SIGINT ends every pod's window and reports")
+    doc = run.doc
+    assert [(n["node"], n["recorder"], n["processes"]) for n in doc["nodes"]] == [
+        ("np-0", "ebpf", 3)]
+    assert doc["unreachable"] == [dict(node="np-1", **NO_AGENT)]
+    assert [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]] == [
+        (0, "np-0", pids["np"][0]), (1, "np-0", pids["np"][1]), (2, "np-0", pids["np"][2])]
+    assert doc["suspects"] == [ODD]
+    assert [(g["ranks"], g["suspect"]) for g in doc["groups"]] == [([1], True), ([0, 2], False)]
+    for p in doc["processes"]:
+        if p["rank"] == ODD:
+            continue
+        # eBPF samples of a process in a pid namespace of its own: its Python frames too.
+        assert p["samples"] > 0, p
+        for stack in p["top_stacks"]:
+            assert python_frames(stack["frames"])[-3:] == [
+                ("step", MARKS["step"]), ("train", MARKS["train"]), ("<module>", MARKS["module"])]
+
+
+def test_sigint_ends_the_window_in_the_node_agent(pods):
+    """SIGINT: `kubectl exec AGENT-POD -- ... watch --end-window --node np-0` in the node agent's
+    pod ends np-0's watch there, which still reports."""
+    env, pids = pods
+    rc, doc, err, took = interrupted_watch(env, "job-name=train-np", ["np-0"], *NODE_AGENT[:2],
+                                           *NODE_AGENT[4:])
+    assert rc == 1, err  # np-1's node has no agent
+    assert took < 20, took
+    assert [(n["node"], n["window_s"] < 60) for n in doc["nodes"]] == [("np-0", True)]
+    assert [(p["rank"], p["node"], p["pid"]) for p in doc["processes"]] == [
+        (0, "np-0", pids["np"][0]), (1, "np-0", pids["np"][1]), (2, "np-0", pids["np"][2])]

@@ -35,6 +35,7 @@ struct AgentCliOptions {
   std::vector<std::string> exclude_steps;
   std::optional<double> job_start;
   std::string match;
+  std::string pod_uid;
   int timeout_ms = 25000;
   bool raw = false;
   CaptureFlags capture;
@@ -84,6 +85,7 @@ int run_agent_command(const AgentCliOptions& o) {
   a.exclude_steps = o.exclude_steps;
   a.job_start = o.job_start;
   a.match = o.match;
+  a.pod_uid = o.pod_uid;
   a.capture = live_capture_options(o.capture);
   a.timeout = std::chrono::milliseconds(o.timeout_ms);
   // The node name goes into every frame line: an unusable one is reported, not framed.
@@ -116,6 +118,9 @@ void add_agent_command(CLI::App& app, Action& action) {
   sub->add_option("--job-start", opts->job_start,
                   "The Slurm job's start (Unix seconds): the window of its deaths on this node");
   sub->add_option("--match", opts->match, "Capture processes whose command line matches REGEX");
+  sub->add_option("--pod-uid", opts->pod_uid,
+                  "With --match: only processes of this Kubernetes pod (by their cgroup; "
+                  "k8s --node-agent)");
   sub->add_option("--timeout-ms", opts->timeout_ms, "Deadline for the whole node")
       ->check(whole_number("a number of milliseconds", 100, 86400000))
       ->capture_default_str();

@@ -32,7 +32,9 @@ struct K8sCliOptions {
   std::string match;
   std::string copy_agent;   // a make dist tree to copy into each pod
   std::string debug_image;  // --debug-image: the agent in an ephemeral container of this image
-  std::string pod_logs;     // --pod-logs [CONTAINER]: kubectl logs of each pod
+  std::string node_agent;   // --node-agent: the agent in the hostPID DaemonSet pod of each node
+  std::string node_agent_namespace;
+  std::string pod_logs;  // --pod-logs [CONTAINER]: kubectl logs of each pod
   CLI::Option* pod_logs_option = nullptr;
   std::vector<std::string> pod_log_files;  // --pod-log-file PATH: files inside the pods
   int parallel = 32;
@@ -69,6 +71,13 @@ bool k8s_options_valid(const K8sCliOptions& o) {
   if (!o.debug_image.empty() && !o.copy_agent.empty()) {
     print_error("--debug-image and --copy-agent both say how the agent gets into the pods",
                 "--debug-image IMAGE when an image holds hangscan, else --copy-agent DIR");
+    return false;
+  }
+  if (!o.node_agent.empty() && (!o.debug_image.empty() || !o.copy_agent.empty())) {
+    print_error(
+        "--node-agent with --debug-image or --copy-agent: the node agent's pod holds "
+        "hangscan (--agent-path there)",
+        "pass --node-agent SELECTOR --agent-path PATH-IN-THE-AGENT-POD");
     return false;
   }
   if (!o.debug_image.empty() && o.gcore.requested()) {
@@ -199,6 +208,8 @@ int run_k8s(const K8sCliOptions& o) {
   k.match = o.match;
   k.parallel = static_cast<std::size_t>(o.parallel);
   k.debug_image = o.debug_image;
+  k.node_agent = o.node_agent;
+  k.node_agent_namespace = o.node_agent_namespace;
   k.timeout = std::chrono::milliseconds(static_cast<long long>(o.common.timeout_s * 1000));
   FanoutCliOptions common = o.common;
   common.check_node = "'kubectl describe pod NAME'";
@@ -227,6 +238,11 @@ void add_k8s_command(CLI::App& app, Action& action) {
   sub->add_option("--debug-image", opts->debug_image,
                   "Run the agent (--agent-path: its path in IMAGE) in an ephemeral container of "
                   "IMAGE beside the target container: kubectl debug --target --profile=general");
+  sub->add_option("--node-agent", opts->node_agent,
+                  "Run the agent in the pods of this hostPID DaemonSet (label selector), the one "
+                  "on each pod's node, for the pod's processes by host pid (docs/kubernetes.md)");
+  sub->add_option("--node-agent-namespace", opts->node_agent_namespace,
+                  "Namespace of the --node-agent pods (default: kubectl's current one)");
   opts->pod_logs_option =
       sub->add_option("--pod-logs", opts->pod_logs,
                       "Also read each pod's log (kubectl logs [-c CONTAINER]): its rank's last "

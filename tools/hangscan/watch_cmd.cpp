@@ -51,6 +51,7 @@ struct WatchCmdOptions {
   std::vector<std::string> exclude_steps;  // node-local: the front end's own step
   long long timeout_ms = 0;                // node-local: the front end's deadline for this node
   std::string node;                        // node-local: the node (pod) to report as
+  std::string pod_uid;                     // node-local: only this pod's processes (node agent)
   bool end_window = false;                 // --end-window: end the node-local watch of --node
   WatchK8sTarget k8s;                      // --k8s: every pod of the selector (watch_slurm.h)
 };
@@ -65,6 +66,7 @@ std::optional<int> start_node_local(WatchCmdOptions& o, const std::string& node)
   a.job_id = o.slurm_job;
   a.match = o.slurm_job.empty() ? o.match : std::string();
   a.node = node;
+  a.pod_uid = o.pod_uid;
   a.exclude_steps = o.exclude_steps;
   std::vector<Diagnostic> diags;
   auto procs = discover_job_processes(a, diags);
@@ -214,10 +216,12 @@ int run_watch(const WatchCmdOptions& given) {
     return kExitUsage;
   }
   const WatchK8sTarget& k = given.k8s;
-  if (k.selector.empty() && !(k.name_space.empty() && k.container.empty() && k.agent_path.empty() &&
-                              k.debug_image.empty())) {
-    print_error("--namespace, --container, --agent-path and --debug-image go with --k8s",
-                "see 'hangscan watch --help'");
+  if (k.selector.empty() &&
+      !(k.name_space.empty() && k.container.empty() && k.agent_path.empty() &&
+        k.debug_image.empty() && k.node_agent.empty() && k.node_agent_namespace.empty())) {
+    print_error(
+        "--namespace, --container, --agent-path, --debug-image and --node-agent go with --k8s",
+        "see 'hangscan watch --help'");
     return kExitUsage;
   }
   if ((!given.slurm_job.empty() || !k.selector.empty()) && !given.node_local)
@@ -319,8 +323,16 @@ void add_watch_command(CLI::App& app, Action& action) {
   sub->add_option("--agent-path", opts->k8s.agent_path, "--k8s: where hangscan is in the pods");
   sub->add_option("--debug-image", opts->k8s.debug_image,
                   "--k8s: watch from an ephemeral container of IMAGE (kubectl debug --target)");
+  sub->add_option("--node-agent", opts->k8s.node_agent,
+                  "--k8s: watch from the pods of this hostPID DaemonSet (label selector), the one "
+                  "on each pod's node (eBPF by host pid)");
+  sub->add_option("--node-agent-namespace", opts->k8s.node_agent_namespace,
+                  "--k8s: the namespace of the --node-agent pods (default: kubectl's current one)");
   sub->add_flag("--node-local", opts->node_local,
                 "Internal: one node's part of --slurm-job or --k8s (started by srun, kubectl)")
+      ->group("");
+  sub->add_option("--pod-uid", opts->pod_uid,
+                  "Internal (--node-local): only the processes of this pod (k8s --node-agent)")
       ->group("");
   sub->add_option("--node", opts->node, "Internal (--node-local): the node (pod) to report as")
       ->group("");

@@ -48,7 +48,9 @@ std::optional<K8sOptions> k8s_options(const WatchK8sTarget& target) {
                     .container = target.container,
                     .match = target.match,
                     .agent_path = *agent,
-                    .debug_image = target.debug_image};
+                    .debug_image = target.debug_image,
+                    .node_agent = target.node_agent,
+                    .node_agent_namespace = target.node_agent_namespace};
 }
 
 // Whether `pid` runs `self` as the node-local watch of `node` with its stop signals blocked
@@ -91,11 +93,17 @@ int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest r,
                 "e.g. hangscan watch --k8s job-name=train-42 --match train.py --agent-path PATH");
     return kExitUsage;
   }
+  if (!target.node_agent.empty() && !target.debug_image.empty()) {
+    print_error("--node-agent and --debug-image both say where the watches run",
+                "--node-agent SELECTOR when a hostPID DaemonSet runs hangscan on every node, "
+                "else --debug-image IMAGE");
+    return kExitUsage;
+  }
   auto k = k8s_options(target);
   if (!k) return target.agent_path.empty() ? kExitUsage : kExitNothing;
   auto fanout = make_k8s_node_watches(std::move(*k));
   ClusterWatchHooks hooks;
-  hooks.started = [&r](const LaunchPlan& plan) {
+  hooks.started = [&r, node_agent = !target.node_agent.empty()](const LaunchPlan& plan) {
     if (r.stall > 0) {
       fmt::print(stderr,
                  "hangscan: watchdog on {}: fires when no rank in any pod made progress for {} "
@@ -106,9 +114,10 @@ int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest r,
                                                   escape_for_text(r.log_file)));
     } else {
       fmt::print(stderr,
-                 "hangscan: watching {} for {} s (ptrace samples in each pod); SIGINT ends "
-                 "every pod's window and reports\n",
-                 escape_for_text(plan.description), r.seconds);
+                 "hangscan: watching {} for {} s ({}); SIGINT ends every pod's window and "
+                 "reports\n",
+                 escape_for_text(plan.description), r.seconds,
+                 node_agent ? "from the node agents" : "ptrace samples in each pod");
     }
     std::fflush(stderr);
   };

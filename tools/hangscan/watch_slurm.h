@@ -38,6 +38,8 @@ struct WatchK8sTarget {
   std::string match;        // --match: the ranks in each pod
   std::string agent_path;   // --agent-path: hangscan inside the pods (or in --debug-image)
   std::string debug_image;  // --debug-image: the watch in an ephemeral container of IMAGE
+  std::string node_agent;   // --node-agent: the watch in the hostPID DaemonSet pod of the node
+  std::string node_agent_namespace;  // --node-agent-namespace
 };
 
 // The window (or the watchdog) across the pods of `target` (watchdog/k8s_watches.h). Returns

@@ -167,5 +167,60 @@ TEST(K8s, WatchAndEndWindowArgv) {
   EXPECT_EQ(k8s_launch_plan({pod}, "job-name=x").description, "1 pod of 'job-name=x'");
 }
 
+// --debug-image: the exec that ends the window goes into the round's ephemeral container.
+TEST(K8s, EndWindowInTheDebugContainer) {
+  K8sOptions o;
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.debug_image = "registry.example/hangscan:1";
+  o.debug_container = "hangscan-0badcafe";
+  K8sPod pod{"train-1", "ml", "trainer", "Running", false, 1, 0};
+  EXPECT_EQ(k8s_end_watch_argv(o, pod),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-1", "-c",
+                                      "hangscan-0badcafe", "--", "/opt/hangscan/bin/hangscan",
+                                      "watch", "--end-window", "--node", "train-1"}));
+}
+
+// --node-agent: the job pods' UIDs and nodes, each pod given the Running agent pod on its node.
+constexpr const char* kJob = R"({"items": [
+ {"metadata": {"name": "train-0", "namespace": "ml", "uid": "0b1d2f3e-4a5b-4c6d-8e7f-90a1b2c3d4e5"},
+  "spec": {"nodeName": "node-a", "containers": [{"name": "trainer"}]}, "status": {"phase": "Running"}},
+ {"metadata": {"name": "train-1", "namespace": "ml", "uid": "not-a-uid; rm -rf"},
+  "spec": {"nodeName": "node-b", "containers": [{"name": "trainer"}]}, "status": {"phase": "Running"}}]})";
+constexpr const char* kAgents = R"({"items": [
+ {"metadata": {"name": "agent-old", "namespace": "hs", "deletionTimestamp": "2026-11-27T15:00:00Z"},
+  "spec": {"nodeName": "node-a", "containers": [{"name": "hangscan"}]}, "status": {"phase": "Running"}},
+ {"metadata": {"name": "agent-x1", "namespace": "hs"},
+  "spec": {"nodeName": "node-a", "containers": [{"name": "hangscan"}]}, "status": {"phase": "Running"}},
+ {"metadata": {"name": "agent-x2", "namespace": "hs"},
+  "spec": {"nodeName": "node-b", "containers": [{"name": "hangscan"}]}, "status": {"phase": "Pending"}}]})";
+
+TEST(K8s, NodeAgentOnEachPodsNode) {
+  auto pods = parse_pod_list(kJob, "");
+  auto agents = parse_pod_list(kAgents, "");
+  ASSERT_TRUE(pods.ok() && agents.ok());
+  ASSERT_EQ(pods->size(), 2u);
+  EXPECT_EQ((*pods)[0].uid, "0b1d2f3e-4a5b-4c6d-8e7f-90a1b2c3d4e5");
+  EXPECT_EQ((*pods)[0].node_name, "node-a");
+  EXPECT_EQ((*pods)[1].uid, "");  // never passed on
+  assign_node_agents(*pods, *agents);
+  EXPECT_EQ((*pods)[0].agent_pod, "agent-x1");  // not the terminating one
+  EXPECT_EQ((*pods)[0].agent_namespace, "hs");
+  EXPECT_EQ((*pods)[0].agent_container, "hangscan");
+  EXPECT_EQ((*pods)[1].agent_pod, "");  // node-b's agent is Pending
+  K8sOptions o;
+  o.agent_path = "/opt/hangscan/bin/hangscan";
+  o.match = "train.py";
+  o.node_agent = "app=hangscan-node";
+  EXPECT_EQ(k8s_exec_argv(o, (*pods)[0], std::chrono::milliseconds(25000)),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "hs", "agent-x1", "-c", "hangscan",
+                                      "--", "/opt/hangscan/bin/hangscan", "agent", "--match",
+                                      "train.py", "--timeout-ms", "25000", "--node", "train-0",
+                                      "--pod-uid", "0b1d2f3e-4a5b-4c6d-8e7f-90a1b2c3d4e5"}));
+  EXPECT_EQ(k8s_end_watch_argv(o, (*pods)[0]),
+            (std::vector<std::string>{"kubectl", "exec", "-n", "hs", "agent-x1", "-c", "hangscan",
+                                      "--", "/opt/hangscan/bin/hangscan", "watch", "--end-window",
+                                      "--node", "train-0"}));
+}
+
 }  // namespace
 }  // namespace hangscan
