@@ -28,16 +28,15 @@ Result<std::string> send_core_signal(int pid, const CoreSignal& signal,
   auto limits = read_text_file(fmt::format("{}/{}/limits", proc_root, pid));
   auto limit = limits ? parse_core_limit(*limits) : std::nullopt;
   if (limit && *limit == 0) {
-    return Error(Errc::unsupported,
-                 fmt::format("pid {} has a core size limit of 0: the kernel would write no core",
-                             pid),
-                 0, fmt::format("raise it first: prlimit --pid {} --core=unlimited", pid));
+    return Error(
+        Errc::unsupported,
+        fmt::format("pid {} has a core size limit of 0: the kernel would write no core", pid), 0,
+        fmt::format("raise it first: prlimit --pid {} --core=unlimited", pid));
   }
   if (::kill(pid, signal.number) != 0) {
     int err = errno;
-    return Error(Errc::permission,
-                 fmt::format("cannot signal pid {}: {}", pid, std::strerror(err)), err,
-                 "run as the process's user or as root");
+    return Error(Errc::permission, fmt::format("cannot signal pid {}: {}", pid, std::strerror(err)),
+                 err, "run as the process's user or as root");
   }
   auto pattern = read_text_file(fmt::format("{}/sys/kernel/core_pattern", proc_root));
   std::string where = pattern ? *pattern : "?";

@@ -12,8 +12,8 @@ Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequ
   if (!plan) return plan.error();
   if (hooks.planned) hooks.planned(*plan);
   ClusterOutcome out;
-  out.run = run_cluster(launcher, *plan, capture_flag_args(request.capture), hooks.progress,
-                        hooks.note);
+  out.run =
+      run_cluster(launcher, *plan, capture_flag_args(request.capture), hooks.progress, hooks.note);
   out.plan = std::move(*plan);
   auto analysis = hooks.analyze(out.run);
   if (!analysis) return analysis.error();

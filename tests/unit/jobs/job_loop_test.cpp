@@ -2,12 +2,12 @@
 // and that a good target is captured once through the loop.
 #include "jobs/job_loop.h"
 
-#include <cstdlib>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <gtest/gtest.h>
