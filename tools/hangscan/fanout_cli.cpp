@@ -42,6 +42,22 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
   return ok;
 }
 
+// -v's plan, and the progress line and early notes when stderr is a terminal (off a terminal
+// nothing is shown, and nothing computed for it).
+ClusterHooks terminal_hooks(const FanoutCliOptions& o) {
+  ClusterHooks hooks;
+  hooks.planned = [verbose = o.verbose](const LaunchPlan& plan) {
+    if (verbose && !plan.description.empty())
+      fmt::print(stderr, "hangscan: {}\n", plan.description);
+  };
+  std::shared_ptr<TerminalProgress> tty = tty_progress();
+  if (tty->on_terminal()) {
+    hooks.progress = [tty](const NodeProgress& p) { tty->progress(p); };
+    hooks.note = [tty](const std::string& line) { tty->note(line); };
+  }
+  return hooks;
+}
+
 }  // namespace
 
 void add_fanout_options(CLI::App* app, FanoutCliOptions& o) {
@@ -147,16 +163,7 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     }
     request.cores = std::move(*cores);
   }
-  ClusterHooks hooks;
-  hooks.planned = [&o](const LaunchPlan& plan) {
-    if (o.verbose && !plan.description.empty())
-      fmt::print(stderr, "hangscan: {}\n", plan.description);
-  };
-  std::shared_ptr<TerminalProgress> tty = tty_progress();
-  if (tty->on_terminal()) {  // off a terminal nothing is shown, and nothing computed for it
-    hooks.progress = [tty](const NodeProgress& p) { tty->progress(p); };
-    hooks.note = [tty](const std::string& line) { tty->note(line); };
-  }
+  ClusterHooks hooks = terminal_hooks(o);
   bool analysis_failed = false;  // analyze_job said why on stderr
   hooks.analyze = [&o, &analysis_failed](const ClusterRun& run) {
     OutputOptions output = o.output;
