@@ -6,10 +6,13 @@ a login shell and from inside the allocation (srun --overlap), write per-node fi
 report a node whose slurmd is gone as unreachable while reporting the others (exit 1).
 With --gcore it writes exactly two cores on their own nodes (rank 0 for the majority, rank 3),
 which `hangscan core` reads as the live report did, and the ranks run on; an agent asked for
-pids that are not (or no longer) the job's on its node refuses each with a reason.
+pids that are not (or no longer) the job's on its node refuses each with a reason. The agents
+copy the sleeping ranks through BPF without a stop, as `dump` does (its test takes
+/tmp/hs-bpf.lock), and `--no-bpf` reaches them.
 The cluster is started once for the module and always stopped (every daemon by pid).
 """
 
+import fcntl
 import json
 import os
 import re
@@ -285,6 +288,48 @@ def test_agent_refuses_pids_that_are_not_the_jobs_on_its_node(cluster, job):
         assert os.listdir(d) == []
     hs.assert_runs_on(p0)
     hs.assert_runs_on(p3)
+
+
+def untouched(pids):
+    """{tid: (context-switch lines, /proc/TID/syscall)} of every thread of `pids`: what a stop
+    moves (PTRACE_INTERRUPT restarts the call and counts two switches)."""
+    out = {}
+    for pid in pids:
+        for tid in hs.tids(pid):
+            status = hs.read_text(f"/proc/{pid}/task/{tid}/status") or ""
+            out[tid] = ([line for line in status.splitlines() if "ctxt_switches" in line],
+                        hs.read_text(f"/proc/{pid}/task/{tid}/syscall"))
+    return out
+
+
+def rank_captures(run):
+    """{rank: (pause_us, {capture of each thread})} of a --slurm-job --json run."""
+    assert run.rc == 0, run.describe()
+    return {p["rank"]: (p["pause_us"], {t["capture"] for t in p["threads"]})
+            for p in run.doc["processes"] if p["role"] == "rank"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux") or
+                    not os.path.exists(os.path.join(hs.build_dir(), "bpf", "snapshot.lskel.h")),
+                    reason="the quiet path needs root, BTF and a build with eBPF")
+def test_agents_copy_blocked_ranks_without_a_stop(cluster, job):
+    # Every rank's threads sleep (recv, time.sleep): the agents copy them through BPF, as dump
+    # does, so across two cluster dumps nothing of theirs moves; --no-bpf reaches the agents.
+    env = {k: v for k, v in cluster.env.items() if k != "HANGSCAN_NO_BPF"}
+    quiet = {rank: (0, {"bpf"}) for rank in range(WORLD)}
+    with open("/tmp/hs-bpf.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the agents load BPF
+        before = untouched(job.pids.values())
+        for _ in range(2):
+            run = hs.run_hangscan(["--slurm-job", job.job_id, "--json", "--timeout", "60"], env=env)
+            assert rank_captures(run) == quiet
+        assert untouched(job.pids.values()) == before
+        run = hs.run_hangscan(["--slurm-job", job.job_id, "--json", "--timeout", "60", "--no-bpf"],
+                              env=env)
+        stopped = rank_captures(run)
+    assert sorted(stopped) == list(range(WORLD))
+    assert all(pause > 0 and captures == {"ptrace"} for pause, captures in stopped.values()), stopped
+    assert untouched(job.pids.values()) != before
 
 
 def test_stopped_slurmd_is_unreachable(cluster, job):

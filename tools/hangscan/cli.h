@@ -35,7 +35,8 @@ CLI::Validator finite_number(const std::string& what, double lo, double hi);
 std::string help_hint(const CLI::App& app, int argc, char** argv);
 
 // The capture flags, parsed once into `flags` (jobs/capture_flags.h). Live targets (dump,
-// agent, --slurm-job, pdsh): --unwinder --native --locals --nonblocking --no-python. Cores:
+// agent, --slurm-job, pdsh): --unwinder --native --locals --nonblocking --no-python --no-bpf.
+// Cores:
 // --unwinder --no-python --python-only --locals.
 enum class CaptureFlagSet { live, core };
 void add_capture_flags(CLI::App* app, CaptureFlags& flags,

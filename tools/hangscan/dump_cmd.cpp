@@ -34,7 +34,6 @@ int finish_local_report(const JobSnapshot& job, const OutputOptions& output,
 
 struct DumpOptions {
   std::vector<int> pids;
-  bool no_bpf = false;  // --no-bpf: stop every thread with ptrace (no quiet path)
   bool subprocesses = false;
   std::string match;
   CaptureFlags capture;
@@ -68,10 +67,6 @@ int run_dump(const DumpOptions& o) {
   req.match = o.match;
   req.run.capture = live_capture_options(o.capture);
   req.run.capture.freeze_timeout = std::chrono::milliseconds(o.timeout_ms);
-  // The quiet path (blocked threads copied by BPF, never stopped) unless --no-bpf or
-  // HANGSCAN_NO_BPF=1 (tests compare both paths on one machine).
-  const char* no_bpf = std::getenv("HANGSCAN_NO_BPF");
-  req.run.capture.quiet = !o.no_bpf && !(no_bpf != nullptr && *no_bpf == '1');
   req.run.samples = o.samples;
   req.run.interval_s = o.interval;
   req.run.explain_deaths = true;
@@ -121,8 +116,6 @@ void add_dump_command(CLI::App& app, Action& action) {
   sub->add_option("--match", opts->match,
                   "Processes whose command line matches REGEX (like pgrep -f)");
   add_capture_flags(sub, opts->capture);
-  sub->add_flag("--no-bpf", opts->no_bpf,
-                "Stop every thread with ptrace (no BPF copy of blocked threads)");
   sub->add_option("--samples", opts->samples, "Snapshots to take, to tell stuck from progressing")
       ->check(whole_number("a sample count", 1, 1000));
   sub->add_option("--interval", opts->interval, "Seconds between samples")

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "fanout/cluster_capture.h"
 #include "fanout/cluster_files.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
@@ -39,6 +40,22 @@ bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
                          ok &= st.ok();
                        });
   return ok;
+}
+
+// -v's plan, and the progress line and early notes when stderr is a terminal (off a terminal
+// nothing is shown, and nothing computed for it).
+ClusterHooks terminal_hooks(const FanoutCliOptions& o) {
+  ClusterHooks hooks;
+  hooks.planned = [verbose = o.verbose](const LaunchPlan& plan) {
+    if (verbose && !plan.description.empty())
+      fmt::print(stderr, "hangscan: {}\n", plan.description);
+  };
+  std::shared_ptr<TerminalProgress> tty = tty_progress();
+  if (tty->on_terminal()) {
+    hooks.progress = [tty](const NodeProgress& p) { tty->progress(p); };
+    hooks.note = [tty](const std::string& line) { tty->note(line); };
+  }
+  return hooks;
 }
 
 }  // namespace
@@ -136,34 +153,40 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     }
     output_dir.emplace(std::move(*opened));
   }
-  auto plan = launcher.plan();
-  if (!plan) {
-    print_error(plan.error());
-    return plan.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  ClusterRequest request;
+  request.capture = o.capture;
+  if (gcore.requested()) {
+    auto cores = gcore_request(gcore);
+    if (!cores) {
+      print_error(cores.error());
+      return kExitUsage;
+    }
+    request.cores = std::move(*cores);
   }
-  if (o.verbose && !plan->description.empty())
-    fmt::print(stderr, "hangscan: {}\n", plan->description);
-  std::shared_ptr<TerminalProgress> tty = tty_progress();
-  std::function<void(const NodeProgress&)> progress;
-  std::function<void(const std::string&)> note;
-  if (tty->on_terminal()) {  // off a terminal nothing is shown, and nothing computed for it
-    progress = [tty](const NodeProgress& p) { tty->progress(p); };
-    note = [tty](const std::string& line) { tty->note(line); };
+  ClusterHooks hooks = terminal_hooks(o);
+  bool analysis_failed = false;  // analyze_job said why on stderr
+  hooks.analyze = [&o, &analysis_failed](const ClusterRun& run) {
+    OutputOptions output = o.output;
+    if (o.node_logs) {
+      for (auto& text : o.node_logs(run)) output.log_texts.push_back(std::move(text));
+    }
+    auto analysis = analyze_job(run.merged, output);
+    analysis_failed = !analysis;
+    return analysis;
+  };
+  int rc = kExitNothing;
+  hooks.report = [&](const ClusterOutcome& c) {
+    rc = finish_fanout(c.run.result, c.run.merged, c.analysis, o,
+                       output_dir ? &*output_dir : nullptr);
+    return rc != kExitNothing;
+  };
+  auto outcome = run_cluster_capture(launcher, request, hooks);
+  if (!outcome) {
+    if (analysis_failed) return kExitNothing;
+    print_error(outcome.error());
+    return outcome.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }
-  ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
-  OutputOptions output = o.output;
-  if (o.node_logs) {
-    for (auto& text : o.node_logs(run)) output.log_texts.push_back(std::move(text));
-  }
-  auto analysis = analyze_job(run.merged, output);
-  if (!analysis) return kExitNothing;
-  int rc = finish_fanout(run.result, run.merged, *analysis, o, output_dir ? &*output_dir : nullptr);
-  // The core round: the same launcher and deadline, on the nodes holding a chosen process,
-  // with a fresh --timeout (writing a core takes longer than a capture), no progress line.
-  return finish_cluster_cores(rc, run.result, run.merged, *analysis, o, gcore,
-                              [&launcher](const auto& nodes, const auto& args) {
-                                return launcher.run_agents(nodes, args, {});
-                              });
+  return outcome->cores ? report_cluster_cores(rc, *outcome->cores, o.verbose) : rc;
 }
 
 }  // namespace hangscan::cli

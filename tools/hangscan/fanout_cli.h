@@ -53,9 +53,10 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
 
 struct GcoreDumpOptions;
 
-// The whole of a cluster mode after its flags: plan (-v says what), the capture round with
-// the capture flags, one analysis of the merged job, the report (finish_fanout), then the
-// --gcore core round through the same launcher. Returns the exit code.
+// A cluster mode after its flags: --output DIR opened, the flags as a ClusterRequest for
+// run_cluster_capture (fanout/cluster_capture.h: plan, capture round, one analysis, --gcore
+// core round), and what comes back written: -v's plan, the report (finish_fanout) before the
+// core round, then the cores. Returns the exit code.
 int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore);
 
 // The options every cluster mode checks before it starts anything: the grouping and --gcore

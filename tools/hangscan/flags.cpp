@@ -53,6 +53,8 @@ void add_capture_flags(CLI::App* app, CaptureFlags& f, CaptureFlagSet set) {
   app->add_flag("--nonblocking", f.nonblocking,
                 "Read Python frames without stopping the process (may be inconsistent)");
   app->add_flag("--no-python", f.no_python, "Do not read Python frames");
+  app->add_flag("--no-bpf", f.no_bpf,
+                "Stop every thread with ptrace (no BPF copy of blocked threads)");
 }
 
 std::string help_hint(const CLI::App& app, int argc, char** argv) {

@@ -2,13 +2,8 @@
 // `--signal ABRT --yes` for the kernel's own core instead. Also the --gcore hook of dump.
 #include "gcore_cmd.h"
 
-#include <signal.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include <fmt/core.h>
 
@@ -19,8 +14,7 @@
 #include "cli.h"
 #include "corewrite/core_plan.h"
 #include "corewrite/core_writer.h"
-#include "proc/proc_facts.h"
-#include "proc/proc_files.h"
+#include "corewrite/kernel_core.h"
 #include "util/escape.h"
 #include "util/parse_number.h"
 
@@ -38,14 +32,12 @@ struct GcoreOptions {
   int timeout_ms = 3000;
 };
 
-// The kernel's core instead of ours: the process ends.
+// The kernel's core instead of ours (corewrite/kernel_core.h): the process ends, so only
+// with --yes.
 int send_signal(const GcoreOptions& o) {
-  std::string name = o.signal;
-  if (name.starts_with("SIG")) name = name.substr(3);
-  int sig = name == "ABRT" ? SIGABRT : name == "QUIT" ? SIGQUIT : name == "SEGV" ? SIGSEGV : 0;
-  if (sig == 0) {
-    print_error(fmt::format("--signal {}: not a core-dumping signal hangscan sends", o.signal),
-                "use --signal ABRT (or QUIT, SEGV)");
+  auto sig = parse_core_signal(o.signal);
+  if (!sig) {
+    print_error(sig.error());
     return kExitUsage;
   }
   if (!o.yes) {
@@ -56,24 +48,13 @@ int send_signal(const GcoreOptions& o) {
                 "and the process runs on");
     return kExitUsage;
   }
-  auto limits = read_text_file(fmt::format("/proc/{}/limits", o.pid));
-  auto limit = limits ? parse_core_limit(*limits) : std::nullopt;
-  if (limit && *limit == 0) {
-    print_error(
-        fmt::format("pid {} has a core size limit of 0: the kernel would write no core", o.pid),
-        fmt::format("raise it first: prlimit --pid {} --core=unlimited", o.pid));
+  auto where = send_core_signal(o.pid, *sig);
+  if (!where) {
+    print_error(where.error());
     return kExitNothing;
   }
-  if (::kill(o.pid, sig) != 0) {
-    print_error(fmt::format("cannot signal pid {}: {}", o.pid, std::strerror(errno)),
-                "run as the process's user or as root");
-    return kExitNothing;
-  }
-  auto pattern = read_text_file("/proc/sys/kernel/core_pattern");
-  std::string where = pattern ? *pattern : "?";
-  while (!where.empty() && where.back() == '\n') where.pop_back();
-  fmt::print("sent SIG{} to pid {}; the kernel writes its core as core_pattern says: {}\n", name,
-             o.pid, where);
+  fmt::print("sent SIG{} to pid {}; the kernel writes its core as core_pattern says: {}\n",
+             sig->name, o.pid, *where);
   return kExitComplete;
 }
 
@@ -202,13 +183,7 @@ bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const Gco
   return report_cores(*cores);
 }
 
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged,
-                         const Analysis& analysis, const FanoutCliOptions& fanout,
-                         const GcoreDumpOptions& o, const CoreRoundFn& run_round) {
-  if (!o.requested() || rc == kExitNothing) return rc;
-  auto request = gcore_request(o);
-  auto cores = request ? run_cluster_cores(result, merged, analysis, *request, run_round)
-                       : Result<JobCores>(request.error());
+int report_cluster_cores(int rc, const Result<JobCores>& cores, bool verbose) {
   if (!cores) {
     print_error(cores.error());
     return std::max(rc, kExitPartial);
@@ -217,7 +192,7 @@ int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& 
     print_error("--gcore: no process to write a core of");
     return rc;
   }
-  if (fanout.verbose) {
+  if (verbose) {
     for (const auto& line : cores->log)
       fmt::print(stderr, "hangscan: cores: {}\n", escape_for_text(line));
   }

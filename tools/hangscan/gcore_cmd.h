@@ -1,6 +1,6 @@
 // The --gcore flags of `hangscan dump`, `watch`, `--slurm-job`, `pdsh` and `k8s`: the flags mapped
 // to a JobCoresRequest, and the cores the library wrote (corewrite/job_cores.h on this machine,
-// fanout/cluster_cores.h across nodes) worded, one line per core.
+// fanout/cluster_capture.h across nodes) worded, one line per core.
 //
 // Why a separate header: the dump and cluster commands own capture and report; this adds one
 // option group and one call after the report, so every mode words its cores alike.
@@ -13,9 +13,6 @@
 #include <vector>
 
 #include "corewrite/job_cores.h"
-#include "fanout/cluster_cores.h"
-#include "fanout/collector.h"
-#include "fanout_cli.h"
 #include "hangscan/model.h"
 #include "output.h"
 
@@ -46,12 +43,10 @@ Status check_gcore_options(const GcoreDumpOptions& o);
 // could not be written.
 bool write_job_cores(const JobSnapshot& job, const Analysis& analysis, const GcoreDumpOptions& o);
 
-// The end of --slurm-job and pdsh with --gcore: when something was captured (`rc` is the
-// report's exit code), the core round (run_cluster_cores), then one line per core (and per core
-// not written, with the reason). Returns the exit code: `rc`, or 1 when a core could not be
-// written.
-int finish_cluster_cores(int rc, const FanoutResult& result, const JobSnapshot& merged,
-                         const Analysis& analysis, const FanoutCliOptions& fanout,
-                         const GcoreDumpOptions& o, const CoreRoundFn& run_round);
+// The end of --slurm-job, pdsh and k8s with --gcore: one line per core of the core round
+// (run_cluster_capture ran it after the report `rc` is the exit code of), and per core not
+// written with the reason; -v adds the round's commands. Returns `rc`, or 1 when a core could
+// not be written.
+int report_cluster_cores(int rc, const Result<JobCores>& cores, bool verbose);
 
 }  // namespace hangscan::cli

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -199,6 +200,21 @@ TEST(CaptureFlags, LiveAndCoreOptions) {
   EXPECT_EQ(capture_flag_args(f),
             (std::vector<std::string>{"--unwinder", "libunwind", "--native", "--locals",
                                       "--nonblocking", "--no-python"}));
+  // --no-bpf: no quiet path here, and the agents are told so.
+  f.no_bpf = true;
+  EXPECT_FALSE(live_capture_options(f).quiet);
+  EXPECT_EQ(capture_flag_args(f).back(), "--no-bpf");
+}
+
+TEST(CaptureFlags, QuietUnlessTheEnvironmentSaysNoBpf) {
+  CaptureFlags f;
+  ::unsetenv("HANGSCAN_NO_BPF");
+  EXPECT_TRUE(live_capture_options(f).quiet);
+  EXPECT_FALSE(core_capture_options(f).quiet);
+  ::setenv("HANGSCAN_NO_BPF", "1", 1);
+  EXPECT_FALSE(live_capture_options(f).quiet);
+  EXPECT_EQ(capture_flag_args(f).back(), "--no-bpf");  // pdsh and ssh drop the environment
+  ::unsetenv("HANGSCAN_NO_BPF");
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// run_cluster_capture(): a whole cluster capture without a CLI or a cluster, through a fake
+// launcher: the capture round gets the capture flags as agent arguments (--no-bpf included), the
+// report comes before the core round, the core round runs only when asked, when the report was
+// written and when a node answered, and a launcher that cannot plan runs no agent.
+#include "fanout/cluster_capture.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../group/job_builder.h"
+#include "fanout/core_round.h"
+#include "report/agent_format.h"
+
+namespace hangscan {
+namespace {
+
+// Rank `rank` as pid `pid` on `host`, as its node's agent sends it.
+JobSnapshot rank_on(const std::string& host, int pid, int rank) {
+  JobSnapshot job;
+  job.processes.push_back(testing::rank_process(rank, pid, {}, 'S', host));
+  job.processes.back().start_ticks = 500;
+  return job;
+}
+
+// Plans n1 and n2; n1 answers with rank 0, n2 not at all. Records every round's arguments.
+class FakeLauncher : public Launcher {
+ public:
+  bool plan_fails = false;
+  mutable std::vector<std::vector<std::string>> rounds;  // agent arguments of each round
+  mutable std::vector<std::string> events;               // "capture", "cores" in order
+
+  Result<LaunchPlan> plan() override {
+    if (plan_fails) return Error(Errc::usage, "no such job");
+    return LaunchPlan{"7", 2, {"n1", "n2"}, "2 nodes"};
+  }
+  AgentAnswers run_agents(const std::vector<std::string>& nodes,
+                          const std::vector<std::string>& args,
+                          const AnswerWatch& /*watch*/) const override {
+    rounds.push_back(args);
+    AgentAnswers a;
+    a.requested = nodes;
+    if (rounds.size() == 1) {
+      events.emplace_back("capture");
+      a.documents = {{"n1", "n1", write_agent_json(rank_on("n1", 41, 0))}};
+      a.unreachable = {{"n2", "no answer within 30 s"}};
+    } else {
+      events.emplace_back("cores");
+      CoreOutcome c{.node = "n1", .pid = 41, .rank = 0, .path = "/c/core.n1.rank0.41"};
+      c.file_size = 4096;
+      a.documents = {{"n1", "n1", write_core_outcomes_json("n1", {c})}};
+    }
+    return a;
+  }
+};
+
+ClusterHooks hooks_of(FakeLauncher& l, bool report_ok) {
+  ClusterHooks h;
+  h.analyze = [](const ClusterRun& run) -> Result<Analysis> { return analyze(run.merged, {}); };
+  h.report = [&l, report_ok](const ClusterOutcome&) {
+    l.events.emplace_back("report");
+    return report_ok;
+  };
+  return h;
+}
+
+TEST(ClusterCapture, CaptureReportThenCores) {
+  FakeLauncher l;
+  ClusterRequest r;
+  r.capture.native = true;
+  r.capture.no_bpf = true;
+  r.cores = JobCoresRequest{"all", "/c", 1u << 20};
+  auto out = run_cluster_capture(l, r, hooks_of(l, true));
+  ASSERT_TRUE(out.ok()) << out.error().what();
+  EXPECT_EQ(l.events, (std::vector<std::string>{"capture", "report", "cores"}));
+  EXPECT_EQ(l.rounds[0], (std::vector<std::string>{"--unwinder", "libdw", "--native", "--no-bpf"}));
+  EXPECT_EQ(out->plan.job_id, "7");
+  ASSERT_EQ(out->run.merged.processes.size(), 1u);
+  EXPECT_EQ(out->run.merged.processes[0].host, "n1");
+  ASSERT_EQ(out->run.result.unreachable.size(), 1u);
+  EXPECT_EQ(out->run.result.unreachable[0].host, "n2");
+  ASSERT_TRUE(out->cores.has_value());
+  ASSERT_TRUE(out->cores->ok()) << out->cores->error().what();
+  ASSERT_EQ((*out->cores)->outcomes.size(), 1u);
+  EXPECT_EQ((*out->cores)->outcomes[0].path, "/c/core.n1.rank0.41");
+}
+
+TEST(ClusterCapture, NoCoreRoundWithoutReportOrRequest) {
+  FakeLauncher failed_report;
+  ClusterRequest r;
+  r.cores = JobCoresRequest{"all", "/c", 1u << 20};
+  auto out = run_cluster_capture(failed_report, r, hooks_of(failed_report, false));
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->cores.has_value());
+  EXPECT_EQ(failed_report.events, (std::vector<std::string>{"capture", "report"}));
+
+  FakeLauncher not_asked;
+  auto plain = run_cluster_capture(not_asked, ClusterRequest{}, hooks_of(not_asked, true));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->cores.has_value());
+  EXPECT_EQ(not_asked.rounds.size(), 1u);
+}
+
+TEST(ClusterCapture, APlanThatFailsRunsNoAgent) {
+  FakeLauncher l;
+  l.plan_fails = true;
+  auto out = run_cluster_capture(l, ClusterRequest{}, hooks_of(l, true));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code, Errc::usage);
+  EXPECT_TRUE(l.rounds.empty());
+}
+
+}  // namespace
+}  // namespace hangscan
