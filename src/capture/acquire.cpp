@@ -10,6 +10,7 @@
 #include "capture/quiet_source.h"
 #include "target/exec_watch.h"
 #include "target/frozen_memory.h"
+#include "util/diagnostic.h"
 #include "util/hints.h"
 
 namespace hangscan {
@@ -88,12 +89,7 @@ void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
 }
 
 void add_error(ProcessCopy& copy, const Error& e) {
-  Diagnostic d;
-  d.severity = Diagnostic::Severity::error;
-  d.message = e.what();
-  d.hint = e.hint;
-  d.pid = copy.pid;
-  copy.diagnostics.push_back(std::move(d));
+  copy.diagnostics.push_back(error_diagnostic(e, copy.pid));
 }
 
 // The threads of a copy made without a stop: their descriptions only.
