@@ -214,7 +214,10 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
   if (!freeze) return std::move(freeze).error();
-  if ((*freeze)->executed()) return exec_error(pid);  // its threads are the old program's
+  if ((*freeze)->executed()) {  // its threads are the old program's
+    (*freeze)->release();       // the exec completes once its killed tracees are reaped
+    return exec_error(pid);
+  }
   PlanInput in;
   in.max_size = opts.max_size;
   for (const auto& ft : (*freeze)->threads()) {

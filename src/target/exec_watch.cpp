@@ -71,11 +71,21 @@ bool wait_out_exec(int pid, const ExecMark& mark, std::chrono::milliseconds wait
   }
 }
 
+// The new program is named by its comm (the kernel sets it from the file name at the exec),
+// so a retry can be aimed; the name is the target's: the edge escapes it.
 Error exec_error(int pid) {
+  // The name is set late in the exec: give one under way a moment (callers have released it).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  while (exec_in_progress(pid) && std::chrono::steady_clock::now() < until) {
+    timespec nap{0, 200'000};
+    nanosleep(&nap, nullptr);
+  }
+  std::string comm = read_comm(pid, pid);
+  std::string now = comm.empty() ? std::string() : fmt::format(", now {}", comm);
   return Error(Errc::io,
-               fmt::format("pid {} executed a new program during the capture (exec): what was "
+               fmt::format("pid {} executed a new program during the capture (exec){}: what was "
                            "being copied belonged to the old one",
-                           pid),
+                           pid, now),
                0, hints::run_again_after_exec());
 }
 

@@ -92,6 +92,9 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
     if (maps_text.error().code == Errc::permission) {
       return ptrace_permission_error(pid, "", EACCES, read_ptrace_standing());
     }
+    // The same process (start time) lives on: its map vanished with the old leader of an exec.
+    if (wait_out_exec(pid, ExecMark{stat->start_time, stat->start_stack, true}, kExecWait))
+      return exec_error(pid);
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
   }
   auto target = std::make_unique<LiveTarget>(pid);

@@ -66,7 +66,8 @@ Error ptrace_error(int pid, int err) {
 PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
 
 Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
-    int pid, const Deadline& deadline, const std::vector<int>& leave_alone) {
+    int pid, const Deadline& deadline, const std::vector<int>& leave_alone,
+    const std::function<void()>& after_stops) {
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
   s->leave_alone_ = leave_alone;
   std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
@@ -83,9 +84,9 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   // PTRACE_SEIZE attaches without stopping: every thread known now is attached before the
   // clock starts, so the pause holds only the interrupts, the copies and the detaches.
   auto first = list_tasks(pid);
-  if (!first) return std::move(first).error();
+  if (!first) return s->exec_or(std::move(first).error());
   auto st = s->seize_new_threads(*first, true);
-  if (!st) return std::move(st).error();
+  if (!st) return s->exec_or(std::move(st).error());
   s->first_stop_us_ = monotonic_us();
   s->interrupt_from(0);
   s->wait_for_stops(deadline);
@@ -94,7 +95,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   // a scan finds nobody new (a stopped process cannot create threads).
   for (int scan = 1; scan < kMaxScans && !deadline.expired(); ++scan) {
     auto tids = list_tasks(pid);
-    if (!tids) return std::move(tids).error();
+    if (!tids) return s->exec_or(std::move(tids).error());
     std::vector<int> fresh;
     for (int tid : *tids) {
       bool known = std::binary_search(s->leave_alone_.begin(), s->leave_alone_.end(), tid) ||
@@ -107,7 +108,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     if (fresh.empty()) break;
     std::size_t from = s->tracees_.size();
     st = s->seize_new_threads(fresh, false);
-    if (!st) return std::move(st).error();
+    if (!st) return s->exec_or(std::move(st).error());
     s->interrupt_from(from);
     s->wait_for_stops(deadline);
   }
@@ -118,9 +119,24 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     return exec_error(pid);
   }
   s->raise_priority();
-  s->read_registers();
+  if (after_stops) after_stops();
+  // A stopped thread whose registers are gone (ESRCH) was killed since it stopped: by an exec
+  // whose exits were not reported yet (the exec waits for our release), or by a death.
+  if (!s->read_registers() && wait_out_exec(pid, s->mark_, kExecWait)) {
+    s->release();
+    return exec_error(pid);
+  }
   s->stopped_us_ = monotonic_us() - s->first_stop_us_;
   return s;
+}
+
+// /proc/PID/task or a seize said the process is gone while the process of that pid and start
+// time lives on: that was an exec passing (its old leader and thread ids vanish for a moment).
+Error PtraceStopper::exec_or(Error e) {
+  if (e.code != Errc::no_such_process) return e;
+  release();
+  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
+  return e;
 }
 
 Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first_scan) {
@@ -158,6 +174,7 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
 // The leader refuses the seize (EPERM) while an exec has made it a zombie, and so does one that
 // exited; after the exec it is the exec'ing thread: that is no permission problem.
 Status PtraceStopper::seize_refused(int err) {
+  release();  // threads seized so far and killed by the exec hold it until they are reaped
   if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
   return ptrace_error(pid_, err);
 }
@@ -292,8 +309,9 @@ bool PtraceStopper::stragglers_all_uninterruptible(std::size_t from) {
   return all;
 }
 
-void PtraceStopper::read_registers() {
+bool PtraceStopper::read_registers() {
   threads_.clear();
+  bool all_there = true;
   for (const auto& t : tracees_) {
     if (t.gone) continue;
     FrozenThread ft;
@@ -310,6 +328,7 @@ void PtraceStopper::read_registers() {
     if (ptrace(PTRACE_GETREGSET, t.tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) == 0) {
       ft.regs = regs;
     } else {
+      all_there &= errno != ESRCH;
       ft.error = fmt::format("cannot read registers: {}", std::strerror(errno));
     }
     threads_.push_back(std::move(ft));
@@ -321,6 +340,7 @@ void PtraceStopper::read_registers() {
     ft.error = kUninterruptibleNote;
     threads_.push_back(std::move(ft));
   }
+  return all_there;
 }
 
 std::int64_t PtraceStopper::release() {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "proc/proc_files.h"
@@ -221,6 +222,27 @@ TEST(PtraceStopper, ExecByAThreadLeftAloneCompletesAfterRelease) {
   auto t0 = std::chrono::steady_clock::now();
   (*s)->release();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  EXPECT_TRUE(kid.exits_within(3000ms)) << "the exec did not complete after release";
+}
+
+// An exec that kills the stopped threads after they stopped and before their registers are read
+// (their exits not yet reported): the registers are gone (ESRCH). That is the exec, named as such
+// with the new program, not a process whose threads "could not be stopped" (gcore said so).
+TEST(PtraceStopper, ExecBeforeTheRegistersAreReadIsAnExec) {
+  ExecKid kid;
+  ASSERT_GT(kid.execing_tid(), 0);
+  ASSERT_TRUE(kid.thread_reaches(kid.execing_tid(), 'S'));
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'S'));
+  bool killed = false;
+  auto s = PtraceStopper::stop_all(
+      kid.pid(), Deadline::after(3000ms), {kid.pid(), kid.execing_tid()},
+      [&] { killed = kid.start_exec() && kid.thread_reaches(kid.staying_tid(), 'Z'); });
+  ASSERT_TRUE(killed);
+  ASSERT_FALSE(s.ok()) << "registers of " << (*s)->threads().size() << " thread(s)";
+  EXPECT_EQ(s.error().what(),
+            fmt::format("pid {} executed a new program during the capture (exec), now true: what "
+                        "was being copied belonged to the old one",
+                        kid.pid()));
   EXPECT_TRUE(kid.exits_within(3000ms)) << "the exec did not complete after release";
 }
 
