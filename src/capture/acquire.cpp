@@ -183,6 +183,7 @@ ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
   std::vector<StackView> views;
   views.reserve(described.size() + 16);
   std::unique_ptr<Freeze> freeze;
+  const auto before = target.is_live() ? exec_mark(copy.pid) : std::nullopt;  // names an exec
   if (stop) {
     auto frozen = target.freeze_except(Deadline::after(options.freeze_timeout), leave_alone);
     if (!frozen) {
@@ -215,7 +216,7 @@ ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
   if (options.while_frozen) options.while_frozen();
   if (freeze && freeze->executed()) {
     freeze->release();
-    add_error(copy, exec_error(copy.pid));
+    add_error(copy, exec_error(copy.pid, before));
     return copy;
   }
   if (freeze) {

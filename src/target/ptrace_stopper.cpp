@@ -71,13 +71,6 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
   s->leave_alone_ = leave_alone;
   std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
-  // Block termination and job-control stop signals while threads are stopped; they are
-  // delivered after release (SIGSTOP cannot be blocked: docs/security.md).
-  sigset_t block;
-  sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
-    sigaddset(&block, sig);
-  if (pthread_sigmask(SIG_BLOCK, &block, &s->saved_mask_) == 0) s->mask_saved_ = true;
   if (auto mark = exec_mark(pid)) s->mark_ = *mark;
   s->reaper_ = std::make_unique<SeizeReaper>();
 
@@ -87,6 +80,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   if (!first) return s->exec_or(std::move(first).error());
   auto st = s->seize_new_threads(*first, true);
   if (!st) return s->exec_or(std::move(st).error());
+  s->block_signals();
   s->first_stop_us_ = monotonic_us();
   s->interrupt_from(0);
   s->wait_for_stops(deadline);
@@ -116,7 +110,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   s->reaper_->stop();  // no more seizes; joined after the release, outside the pause
   if (s->executed()) {
     s->release();
-    return exec_error(pid);
+    return exec_error(pid, s->mark_);
   }
   s->raise_priority();
   if (after_stops) after_stops();
@@ -124,10 +118,23 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   // whose exits were not reported yet (the exec waits for our release), or by a death.
   if (!s->read_registers() && wait_out_exec(pid, s->mark_, kExecWait)) {
     s->release();
-    return exec_error(pid);
+    return exec_error(pid, s->mark_);
   }
   s->stopped_us_ = monotonic_us() - s->first_stop_us_;
   return s;
+}
+
+// Termination and job-control stop signals are blocked while threads are stopped and delivered
+// after release (SIGSTOP cannot be blocked: docs/security.md). Not while seizing: a seize does
+// not stop a thread (a killed hangscan leaves seized threads running), and it can wait, with no
+// deadline, for an exec that another tracer holds (docs/troubleshooting.md): SIGTERM (`timeout`)
+// must still end it. A handled signal would not: the kernel restarts the seize.
+void PtraceStopper::block_signals() {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
+    sigaddset(&block, sig);
+  if (pthread_sigmask(SIG_BLOCK, &block, &saved_mask_) == 0) mask_saved_ = true;
 }
 
 // /proc/PID/task or a seize said the process is gone while the process of that pid and start
@@ -135,7 +142,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
 Error PtraceStopper::exec_or(Error e) {
   if (e.code != Errc::no_such_process) return e;
   release();
-  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
+  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_, mark_);
   return e;
 }
 
@@ -175,7 +182,7 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
 // exited; after the exec it is the exec'ing thread: that is no permission problem.
 Status PtraceStopper::seize_refused(int err) {
   release();  // threads seized so far and killed by the exec hold it until they are reaped
-  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_);
+  if (wait_out_exec(pid_, mark_, kExecWait)) return exec_error(pid_, mark_);
   return ptrace_error(pid_, err);
 }
 
