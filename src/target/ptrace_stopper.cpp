@@ -71,6 +71,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
   s->leave_alone_ = leave_alone;
   std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
+  s->block_signals({SIGTSTP, SIGTTIN, SIGTTOU});
   if (auto mark = exec_mark(pid)) s->mark_ = *mark;
   s->reaper_ = std::make_unique<SeizeReaper>();
 
@@ -80,7 +81,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   if (!first) return s->exec_or(std::move(first).error());
   auto st = s->seize_new_threads(*first, true);
   if (!st) return s->exec_or(std::move(st).error());
-  s->block_signals();
+  s->block_signals({SIGINT, SIGTERM, SIGHUP, SIGQUIT});
   s->first_stop_us_ = monotonic_us();
   s->interrupt_from(0);
   s->wait_for_stops(deadline);
@@ -124,17 +125,20 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   return s;
 }
 
-// Termination and job-control stop signals are blocked while threads are stopped and delivered
-// after release (SIGSTOP cannot be blocked: docs/security.md). Not while seizing: a seize does
-// not stop a thread (a killed hangscan leaves seized threads running), and it can wait, with no
+// Job-control stops are blocked from the first seize, termination signals from the first
+// interrupt; both are delivered after release (SIGSTOP cannot be blocked: docs/security.md).
+// A stopped hangscan would hold its tracees (a seized thread that gets a signal waits for its
+// tracer); a dead one holds nothing (the kernel detaches), and a seize can wait, with no
 // deadline, for an exec that another tracer holds (docs/troubleshooting.md): SIGTERM (`timeout`)
-// must still end it. A handled signal would not: the kernel restarts the seize.
-void PtraceStopper::block_signals() {
+// must still end it there. A handled signal would not: the kernel restarts the seize.
+void PtraceStopper::block_signals(std::initializer_list<int> signals) {
   sigset_t block;
   sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
-    sigaddset(&block, sig);
-  if (pthread_sigmask(SIG_BLOCK, &block, &saved_mask_) == 0) mask_saved_ = true;
+  for (int sig : signals) sigaddset(&block, sig);
+  sigset_t before;
+  if (pthread_sigmask(SIG_BLOCK, &block, &before) != 0 || mask_saved_) return;
+  saved_mask_ = before;
+  mask_saved_ = true;
 }
 
 // /proc/PID/task or a seize said the process is gone while the process of that pid and start

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -82,7 +83,7 @@ class PtraceStopper : public Freeze {
   Status seize_refused(int err);
   // False when a stopped thread's registers were gone (ESRCH: it was killed since it stopped).
   bool read_registers();
-  void block_signals();
+  void block_signals(std::initializer_list<int> signals);
   // `e`, or the exec error when `e` says the process is gone and an exec explains it.
   Error exec_or(Error e);
   static bool detach(Tracee& t);
