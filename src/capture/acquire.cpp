@@ -10,6 +10,7 @@
 #include "capture/quiet_source.h"
 #include "target/exec_watch.h"
 #include "target/frozen_memory.h"
+#include "util/diagnostic.h"
 #include "util/hints.h"
 
 namespace hangscan {
@@ -88,12 +89,7 @@ void copy_stacks(Target& target, std::size_t max_bytes, FreezeBuffer& buffer,
 }
 
 void add_error(ProcessCopy& copy, const Error& e) {
-  Diagnostic d;
-  d.severity = Diagnostic::Severity::error;
-  d.message = e.what();
-  d.hint = e.hint;
-  d.pid = copy.pid;
-  copy.diagnostics.push_back(std::move(d));
+  copy.diagnostics.push_back(error_diagnostic(e, copy.pid));
 }
 
 // The threads of a copy made without a stop: their descriptions only.
@@ -187,6 +183,7 @@ ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
   std::vector<StackView> views;
   views.reserve(described.size() + 16);
   std::unique_ptr<Freeze> freeze;
+  const auto before = target.is_live() ? exec_mark(copy.pid) : std::nullopt;  // names an exec
   if (stop) {
     auto frozen = target.freeze_except(Deadline::after(options.freeze_timeout), leave_alone);
     if (!frozen) {
@@ -219,7 +216,7 @@ ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
   if (options.while_frozen) options.while_frozen();
   if (freeze && freeze->executed()) {
     freeze->release();
-    add_error(copy, exec_error(copy.pid));
+    add_error(copy, exec_error(copy.pid, before));
     return copy;
   }
   if (freeze) {

@@ -212,9 +212,13 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   FileGuard file(*dir, *fd, partial);
 
   auto smaps = parse_smaps(read_or_empty(proc_path(pid, "smaps"), 1 << 28));
+  const auto before = exec_mark(pid);  // names the program of an exec during the freeze
   auto freeze = target.freeze(Deadline::after(opts.freeze_timeout));
   if (!freeze) return std::move(freeze).error();
-  if ((*freeze)->executed()) return exec_error(pid);  // its threads are the old program's
+  if ((*freeze)->executed()) {  // its threads are the old program's
+    (*freeze)->release();       // the exec completes once its killed tracees are reaped
+    return exec_error(pid, before);
+  }
   PlanInput in;
   in.max_size = opts.max_size;
   for (const auto& ft : (*freeze)->threads()) {
@@ -249,7 +253,7 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
   const std::string died = (*freeze)->death();
   res.pause_us = (*freeze)->release();
   // A core of a process that replaced its program while written mixes two programs: removed too.
-  if (executed) return exec_error(pid);
+  if (executed) return exec_error(pid, before);
   // Memory read after a death is missing: such a core would look complete to every reader
   // but hold holes where stacks should be. It never gets a core's name (the guard removes it).
   if (!died.empty()) {

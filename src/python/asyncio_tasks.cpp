@@ -46,18 +46,14 @@ std::vector<std::uint64_t> AsyncioReader::listed(std::uint64_t interp,
   return out;
 }
 
-std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_t interp,
-                                                                    std::string* why) {
+Result<TaskObjects> AsyncioReader::registered(std::uint64_t interp) {
   const PyOffsets& o = layout_.off;
   auto modules = objects_.read_word(interp + o.interp_modules);
   auto module =
       modules && *modules != 0 ? objects_.dict_get(*modules, "asyncio.tasks") : std::nullopt;
   auto md = module ? objects_.read_word(*module + o.module_dict) : std::nullopt;
-  if (!md || *md == 0) {
-    *why = "asyncio not imported";
-    return std::nullopt;
-  }
-  std::vector<std::uint64_t> out;
+  if (!md || *md == 0) return Error(Errc::not_found, "asyncio not imported");
+  TaskObjects out;
   for (std::string_view key : kRegistries) {
     auto reg = objects_.dict_get(*md, key);
     if (!reg) continue;
@@ -66,39 +62,40 @@ std::optional<std::vector<std::uint64_t>> AsyncioReader::registered(std::uint64_
     auto set = weak ? objects_.attribute(*reg, "data") : reg;
     auto items = set ? objects_.set_items(*set, kMaxTasks) : std::nullopt;
     if (!items) {
-      *why = fmt::format("asyncio.tasks.{} unreadable", key);
+      out.note = fmt::format("asyncio.tasks.{} unreadable", key);
       continue;
     }
     for (std::uint64_t item : *items) {
       // A weak reference's wr_object follows PyObject_HEAD.
       auto obj = weak ? objects_.read_word(item + layout_.off.object_head) : std::optional(item);
-      if (obj && *obj != 0) out.push_back(*obj);
+      if (obj && *obj != 0) out.objects.push_back(*obj);
     }
   }
   return out;
 }
 
-std::vector<RawAsyncioTask> AsyncioReader::read(std::uint64_t interp,
-                                                const std::vector<std::uint64_t>& tstates,
-                                                std::string* why) {
-  std::vector<RawAsyncioTask> tasks;
-  auto objs =
-      async_.task_node >= 0 ? std::optional(listed(interp, tstates)) : registered(interp, why);
-  if (!objs) return tasks;
+Result<AsyncioRead> AsyncioReader::read(std::uint64_t interp,
+                                        const std::vector<std::uint64_t>& tstates) {
+  auto objs = async_.task_node >= 0 ? Result<TaskObjects>(TaskObjects{listed(interp, tstates), {}})
+                                    : registered(interp);
+  if (!objs) return std::move(objs).error();
+  AsyncioRead out;
+  out.note = std::move(objs->note);
   std::size_t foreign = 0;
-  for (std::uint64_t obj : *objs) {
+  for (std::uint64_t obj : objs->objects) {
     if (objects_.type_name(obj).value_or("") != kTaskType) {
       ++foreign;  // a Python Task (or a subclass): its layout is not the C struct's
       continue;
     }
-    if (auto t = task(obj)) tasks.push_back(std::move(*t));
+    if (auto t = task(obj)) out.tasks.push_back(std::move(*t));
   }
-  std::sort(tasks.begin(), tasks.end(), [](const auto& a, const auto& b) {
+  std::sort(out.tasks.begin(), out.tasks.end(), [](const auto& a, const auto& b) {
     return a.name != b.name ? a.name < b.name : a.address < b.address;
   });
-  if (foreign != 0) *why = fmt::format("{} tasks not of type {} were left out", foreign, kTaskType);
-  else if (tasks.empty()) *why = "no pending asyncio task";
-  return tasks;
+  if (foreign != 0)
+    out.note = fmt::format("{} tasks not of type {} were left out", foreign, kTaskType);
+  else if (out.tasks.empty()) out.note = "no pending asyncio task";
+  return out;
 }
 
 std::optional<RawAsyncioTask> AsyncioReader::task(std::uint64_t obj) {
@@ -211,7 +208,13 @@ std::vector<AsyncioTask> PythonReader::asyncio_tasks(const RawPythonState& raw, 
   std::vector<std::uint64_t> tstates;
   for (const auto& t : raw.threads) tstates.push_back(t.tstate);
   for (std::uint64_t interp : raw.interpreters) {
-    for (auto& t : reader.read(interp, tstates, &asyncio_missing_)) {
+    auto read = reader.read(interp, tstates);
+    if (!read) {
+      asyncio_missing_ = read.error().message;
+      continue;
+    }
+    if (!read->note.empty()) asyncio_missing_ = std::move(read->note);
+    for (auto& t : read->tasks) {
       AsyncioTask task;
       task.name = std::move(t.name);
       task.address = t.address;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hangscan/result.h"
 #include "python/asyncio_layout.h"
 #include "python/layout.h"
 #include "python/objects.h"
@@ -36,6 +37,19 @@ struct RawAsyncioTask {
   std::optional<std::string> awaits_task;  // its name when it is a task
 };
 
+// What one read of an interpreter found. Why a struct and not a bare vector: a read can
+// succeed and still leave tasks out, and the reader says so beside the tasks it did read.
+struct AsyncioRead {
+  std::vector<RawAsyncioTask> tasks;
+  std::string note;  // empty, or why there is no task / which ones were left out
+};
+
+// The task objects asyncio.tasks' registries hold, before they are read.
+struct TaskObjects {
+  std::vector<std::uint64_t> objects;
+  std::string note;  // empty, or which registry could not be read
+};
+
 class AsyncioReader {
  public:
   AsyncioReader(ObjectReader& objects, const PyLayout& layout, const AsyncioLayout& async)
@@ -43,17 +57,17 @@ class AsyncioReader {
 
   // The pending C tasks asyncio registered in interpreter `interp` (asyncio.tasks' _all_tasks,
   // or _scheduled_tasks and _eager_tasks from 3.12; from 3.14 the task lists of the
-  // interpreter and of those of `tstates` that belong to it), sorted by name. Empty with `why`
-  // set when there are none or they cannot be read.
-  std::vector<RawAsyncioTask> read(std::uint64_t interp, const std::vector<std::uint64_t>& tstates,
-                                   std::string* why);
+  // interpreter and of those of `tstates` that belong to it), sorted by name, with a note when
+  // there are none or some were left out. An error when asyncio.tasks is not imported.
+  Result<AsyncioRead> read(std::uint64_t interp, const std::vector<std::uint64_t>& tstates);
 
  private:
   // 3.14+: the tasks on the linked lists headed in the interpreter and its thread states.
   std::vector<std::uint64_t> listed(std::uint64_t interp,
                                     const std::vector<std::uint64_t>& tstates);
-  // The objects of asyncio.tasks' registries, nullopt when asyncio.tasks is not imported.
-  std::optional<std::vector<std::uint64_t>> registered(std::uint64_t interp, std::string* why);
+  // The objects of asyncio.tasks' registries (a note names a registry that was unreadable);
+  // an error when asyncio.tasks is not imported.
+  Result<TaskObjects> registered(std::uint64_t interp);
   std::optional<RawAsyncioTask> task(std::uint64_t obj);
   // The coroutine chain from `coro` on, each frame where it is suspended.
   std::vector<RawCoroutine> chain(std::uint64_t coro);

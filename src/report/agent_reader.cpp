@@ -13,6 +13,7 @@
 #include "report/agent_format.h"
 #include "report/agent_tables.h"
 #include "report/json_cursor.h"
+#include "util/diagnostic.h"
 
 namespace hangscan {
 
@@ -526,10 +527,8 @@ std::vector<Diagnostic> AgentReader::diagnostics() {
     for (int k; (k = m.next(c_, kDiagnosticKeys)) >= 0;) {
       switch (k) {
         case 0: {
-          std::string_view s = text_view();
-          if (s == "info") d.severity = Diagnostic::Severity::info;
-          else if (s == "error") d.severity = Diagnostic::Severity::error;
-          else if (s != "warning" && !s.empty()) decline();
+          if (auto s = severity_named(text_view())) d.severity = *s;
+          else decline();
           break;
         }
         case 1:

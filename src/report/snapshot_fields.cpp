@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "util/diagnostic.h"
+
 namespace hangscan {
 
 using json = nlohmann::json;
@@ -145,9 +147,7 @@ std::vector<Diagnostic> SnapshotFields::diagnostics(const json& obj, const JsonP
     const json& d = object(arr[i], p);
     Diagnostic diag;
     std::string sev = str(d, "severity", p);
-    if (sev == "info") diag.severity = Diagnostic::Severity::info;
-    else if (sev == "error") diag.severity = Diagnostic::Severity::error;
-    else if (sev == "warning" || sev.empty()) diag.severity = Diagnostic::Severity::warning;
+    if (auto s = severity_named(sev)) diag.severity = *s;
     else fail(at(p, "severity"), fmt::format("unknown severity \"{}\"", sev.substr(0, 32)));
     diag.message = str(d, "message", p);
     diag.hint = str(d, "hint", p);

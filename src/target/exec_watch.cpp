@@ -24,6 +24,11 @@ std::optional<long> syscall_number(int pid, int tid) {
   return *nr;
 }
 
+void nanosleep_ms_fraction() {
+  timespec nap{0, 200'000};  // 0.2 ms
+  nanosleep(&nap, nullptr);
+}
+
 bool alive(const ProcStat& st) {
   constexpr unsigned long kPfExiting = 0x4;
   return st.state != 'Z' && st.state != 'X' && (st.flags & kPfExiting) == 0;
@@ -71,11 +76,28 @@ bool wait_out_exec(int pid, const ExecMark& mark, std::chrono::milliseconds wait
   }
 }
 
-Error exec_error(int pid) {
+// The new program is named by its comm, so a retry can be aimed; the name is the target's (the
+// edge escapes it). Only once the exec is seen complete: the kernel sets the name early in the
+// exec and the new stack start (stat's start_stack) late, so a start_stack other than `before`'s
+// (or any, after a mark of a leader dead in an exec) means the name is the new one. An exec still
+// under way (held by a tracer) is not named.
+Error exec_error(int pid, const std::optional<ExecMark>& before) {
+  std::string now;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  // A mark of a dead leader (mid-exec) has no stack start: any later one is the new program's.
+  while (before && (before->start_stack != 0 || !before->leader_alive) && now.empty()) {
+    auto st = read_stat(pid);
+    if (!st || st->start_time != before->start_time) break;
+    if (st->start_stack != 0 && st->start_stack != before->start_stack && alive(*st) &&
+        !exec_in_progress(pid))
+      now = fmt::format(", now {}", read_comm(pid, pid));
+    else if (std::chrono::steady_clock::now() >= until) break;
+    else nanosleep_ms_fraction();
+  }
   return Error(Errc::io,
-               fmt::format("pid {} executed a new program during the capture (exec): what was "
+               fmt::format("pid {} executed a new program during the capture (exec){}: what was "
                            "being copied belonged to the old one",
-                           pid),
+                           pid, now),
                0, hints::run_again_after_exec());
 }
 

@@ -40,7 +40,8 @@ bool executed_since(int pid, const ExecMark& mark);
 // zombie leader; false once the process is gone, or after `wait` when nothing changed.
 bool wait_out_exec(int pid, const ExecMark& mark, std::chrono::milliseconds wait);
 
-// "pid N executed a new program during the capture" with the hint to run hangscan again.
-Error exec_error(int pid);
+// "pid N executed a new program during the capture" with the hint to run hangscan again; with
+// ", now COMM" when the exec is seen complete since `before` (a mark taken before the capture).
+Error exec_error(int pid, const std::optional<ExecMark>& before = std::nullopt);
 
 }  // namespace hangscan

@@ -56,7 +56,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
       nanosleep(&nap, nullptr);
       stat = read_stat(pid);
     }
-    if (stat && (stat->state == 'Z' || stat->state == 'X')) return exec_error(pid);
+    if (stat && (stat->state == 'Z' || stat->state == 'X'))
+      return exec_error(pid, ExecMark{stat->start_time, 0, false});
   }
   if (!stat) {
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH,
@@ -85,24 +86,27 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
         "detach the other tracer (strace, gdb, py-spy) and try again, or use --nonblocking "
         "(Python frames read without ptrace)");
   }
+  const ExecMark before{stat->start_time, stat->start_stack, true};
   auto maps_text = read_text_file(fmt::format("/proc/{}/maps", pid));
   if (!maps_text) {
-    if (exec_in_progress(pid)) return exec_error(pid);
+    if (exec_in_progress(pid)) return exec_error(pid, before);
     if (process_exiting(pid)) return exiting_error(pid);
     if (maps_text.error().code == Errc::permission) {
       return ptrace_permission_error(pid, "", EACCES, read_ptrace_standing());
     }
+    // The same process (start time) lives on: its map vanished with the old leader of an exec.
+    if (wait_out_exec(pid, before, kExecWait)) return exec_error(pid, before);
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
   }
   auto target = std::make_unique<LiveTarget>(pid);
   auto st = target->refresh_mappings();
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
-    if (exec_in_progress(pid)) return exec_error(pid);
+    if (exec_in_progress(pid)) return exec_error(pid, before);
     // An exec that ended between the read and the check above (its old leader's map is empty,
     // and the process looks as if exiting, while the exec runs): the map is there now. A
     // refused map, or that of a process that is really exiting, stays empty.
-    if (target->refresh_mappings() && !target->mappings().empty()) return exec_error(pid);
+    if (target->refresh_mappings() && !target->mappings().empty()) return exec_error(pid, before);
     if (process_exiting(pid)) return exiting_error(pid);
     return ptrace_permission_error(pid, " (its memory map is empty to us)", EACCES,
                                    read_ptrace_standing());

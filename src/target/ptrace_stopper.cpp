@@ -66,26 +66,22 @@ Error ptrace_error(int pid, int err) {
 PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
 
 Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
-    int pid, const Deadline& deadline, const std::vector<int>& leave_alone) {
+    int pid, const Deadline& deadline, const std::vector<int>& leave_alone,
+    const std::function<void()>& after_stops) {
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
   s->leave_alone_ = leave_alone;
   std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
-  // Block termination and job-control stop signals while threads are stopped; they are
-  // delivered after release (SIGSTOP cannot be blocked: docs/security.md).
-  sigset_t block;
-  sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
-    sigaddset(&block, sig);
-  if (pthread_sigmask(SIG_BLOCK, &block, &s->saved_mask_) == 0) s->mask_saved_ = true;
+  s->block_signals({SIGTSTP, SIGTTIN, SIGTTOU});
   if (auto mark = exec_mark(pid)) s->mark_ = *mark;
   s->reaper_ = std::make_unique<SeizeReaper>();
 
   // PTRACE_SEIZE attaches without stopping: every thread known now is attached before the
   // clock starts, so the pause holds only the interrupts, the copies and the detaches.
   auto first = list_tasks(pid);
-  if (!first) return std::move(first).error();
+  if (!first) return s->exec_or(std::move(first).error());
   auto st = s->seize_new_threads(*first, true);
-  if (!st) return std::move(st).error();
+  if (!st) return s->exec_or(std::move(st).error());
+  s->block_signals({SIGINT, SIGTERM, SIGHUP, SIGQUIT});
   s->first_stop_us_ = monotonic_us();
   s->interrupt_from(0);
   s->wait_for_stops(deadline);
@@ -94,7 +90,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   // a scan finds nobody new (a stopped process cannot create threads).
   for (int scan = 1; scan < kMaxScans && !deadline.expired(); ++scan) {
     auto tids = list_tasks(pid);
-    if (!tids) return std::move(tids).error();
+    if (!tids) return s->exec_or(std::move(tids).error());
     std::vector<int> fresh;
     for (int tid : *tids) {
       bool known = std::binary_search(s->leave_alone_.begin(), s->leave_alone_.end(), tid) ||
@@ -107,7 +103,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     if (fresh.empty()) break;
     std::size_t from = s->tracees_.size();
     st = s->seize_new_threads(fresh, false);
-    if (!st) return std::move(st).error();
+    if (!st) return s->exec_or(std::move(st).error());
     s->interrupt_from(from);
     s->wait_for_stops(deadline);
   }
@@ -115,12 +111,43 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   s->reaper_->stop();  // no more seizes; joined after the release, outside the pause
   if (s->executed()) {
     s->release();
-    return exec_error(pid);
+    return exec_error(pid, s->mark_);
   }
   s->raise_priority();
-  s->read_registers();
+  if (after_stops) after_stops();
+  // A stopped thread whose registers are gone (ESRCH) was killed since it stopped: by an exec
+  // whose exits were not reported yet (the exec waits for our release), or by a death.
+  if (!s->read_registers() && wait_out_exec(pid, s->mark_, kReleaseExecWait)) {
+    s->release();
+    return exec_error(pid, s->mark_);
+  }
   s->stopped_us_ = monotonic_us() - s->first_stop_us_;
   return s;
+}
+
+// Job-control stops are blocked from the first seize, termination signals from the first
+// interrupt; both are delivered after release (SIGSTOP cannot be blocked: docs/security.md).
+// A stopped hangscan would hold its tracees (a seized thread that gets a signal waits for its
+// tracer); a dead one holds nothing (the kernel detaches), and a seize can wait, with no
+// deadline, for an exec that another tracer holds (docs/troubleshooting.md): SIGTERM (`timeout`)
+// must still end it there. A handled signal would not: the kernel restarts the seize.
+void PtraceStopper::block_signals(std::initializer_list<int> signals) {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : signals) sigaddset(&block, sig);
+  sigset_t before;
+  if (pthread_sigmask(SIG_BLOCK, &block, &before) != 0 || mask_saved_) return;
+  saved_mask_ = before;
+  mask_saved_ = true;
+}
+
+// /proc/PID/task or a seize said the process is gone while the process of that pid and start
+// time lives on: that was an exec passing (its old leader and thread ids vanish for a moment).
+Error PtraceStopper::exec_or(Error e) {
+  if (e.code != Errc::no_such_process) return e;
+  release();
+  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_, mark_);
+  return e;
 }
 
 Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first_scan) {
@@ -158,7 +185,8 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
 // The leader refuses the seize (EPERM) while an exec has made it a zombie, and so does one that
 // exited; after the exec it is the exec'ing thread: that is no permission problem.
 Status PtraceStopper::seize_refused(int err) {
-  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_);
+  release();  // threads seized so far and killed by the exec hold it until they are reaped
+  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_, mark_);
   return ptrace_error(pid_, err);
 }
 
@@ -292,8 +320,9 @@ bool PtraceStopper::stragglers_all_uninterruptible(std::size_t from) {
   return all;
 }
 
-void PtraceStopper::read_registers() {
+bool PtraceStopper::read_registers() {
   threads_.clear();
+  bool all_there = true;
   for (const auto& t : tracees_) {
     if (t.gone) continue;
     FrozenThread ft;
@@ -310,6 +339,7 @@ void PtraceStopper::read_registers() {
     if (ptrace(PTRACE_GETREGSET, t.tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) == 0) {
       ft.regs = regs;
     } else {
+      all_there &= errno != ESRCH;
       ft.error = fmt::format("cannot read registers: {}", std::strerror(errno));
     }
     threads_.push_back(std::move(ft));
@@ -321,6 +351,7 @@ void PtraceStopper::read_registers() {
     ft.error = kUninterruptibleNote;
     threads_.push_back(std::move(ft));
   }
+  return all_there;
 }
 
 std::int64_t PtraceStopper::release() {

@@ -24,6 +24,8 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -41,8 +43,11 @@ class PtraceStopper : public Freeze {
   // uninterruptible sleep) are listed with an error and no registers.
   // `leave_alone`: threads not to attach at all (the quiet path took them without a stop,
   // capture/quiet_source.h); every other thread, including any found by a re-scan, is stopped.
-  static Result<std::unique_ptr<PtraceStopper>> stop_all(int pid, const Deadline& deadline,
-                                                         const std::vector<int>& leave_alone = {});
+  // `after_stops` (tests only) runs once the threads stopped, before their registers are read:
+  // an exec landing there (its killed tracees' exits not yet reported) is made exact with it.
+  static Result<std::unique_ptr<PtraceStopper>> stop_all(
+      int pid, const Deadline& deadline, const std::vector<int>& leave_alone = {},
+      const std::function<void()>& after_stops = {});
 
   ~PtraceStopper() override;
   PtraceStopper(const PtraceStopper&) = delete;
@@ -76,7 +81,11 @@ class PtraceStopper : public Freeze {
   void absorb_reaped();
   bool killed_or_vanished();
   Status seize_refused(int err);
-  void read_registers();
+  // False when a stopped thread's registers were gone (ESRCH: it was killed since it stopped).
+  bool read_registers();
+  void block_signals(std::initializer_list<int> signals);
+  // `e`, or the exec error when `e` says the process is gone and an exec explains it.
+  Error exec_or(Error e);
   static bool detach(Tracee& t);
   void let_go(Tracee& t, const Deadline& grace);
   void let_go_new_leader(const Deadline& grace);

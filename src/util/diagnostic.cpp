@@ -16,4 +16,13 @@ Diagnostic error_diagnostic(const Error& error, std::optional<int> pid) {
   return make_diagnostic(Diagnostic::Severity::error, error.what(), error.hint, pid);
 }
 
+std::optional<Diagnostic::Severity> severity_named(std::string_view name) {
+  if (name.empty()) return Diagnostic::Severity::warning;
+  for (auto s :
+       {Diagnostic::Severity::info, Diagnostic::Severity::warning, Diagnostic::Severity::error}) {
+    if (name == severity_name(s)) return s;
+  }
+  return std::nullopt;
+}
+
 }  // namespace hangscan

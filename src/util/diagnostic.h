@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "hangscan/model.h"
 #include "hangscan/result.h"
@@ -17,5 +18,9 @@ Diagnostic make_diagnostic(Diagnostic::Severity severity, std::string message,
 
 // An error diagnostic with the error's one line (what()) and hint.
 Diagnostic error_diagnostic(const Error& error, std::optional<int> pid = std::nullopt);
+
+// The severity whose severity_name() is `name` ("" reads as warning, the default); nullopt for
+// any other word. Why: the report readers (JSON document, agent stream) each had its own.
+std::optional<Diagnostic::Severity> severity_named(std::string_view name);
 
 }  // namespace hangscan

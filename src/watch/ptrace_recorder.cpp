@@ -1,7 +1,6 @@
 #include "watch/ptrace_recorder.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -94,8 +93,7 @@ class PtraceRecorder : public Recorder {
     e.pid = e.tid = pid;
     if (auto comm = read_text_file(fmt::format("/proc/{}/comm", pid)))
       e.comm = comm->substr(0, comm->find('\n'));
-    std::error_code ec;
-    e.path = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec).string();
+    e.path = read_link(fmt::format("/proc/{}/exe", pid)).value_or("");
   }
 
   // The wait status of a process that is a zombie now (as `dump` reads it: /proc/PID/stat

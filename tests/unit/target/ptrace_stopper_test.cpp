@@ -4,6 +4,7 @@
 #include "target/ptrace_stopper.h"
 
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "proc/proc_files.h"
@@ -222,6 +224,73 @@ TEST(PtraceStopper, ExecByAThreadLeftAloneCompletesAfterRelease) {
   (*s)->release();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
   EXPECT_TRUE(kid.exits_within(3000ms)) << "the exec did not complete after release";
+}
+
+// An exec that kills the stopped threads after they stopped and before their registers are read
+// (their exits not yet reported): the registers are gone (ESRCH). That is the exec, named as such
+// with the new program, not a process whose threads "could not be stopped" (gcore said so).
+TEST(PtraceStopper, ExecBeforeTheRegistersAreReadIsAnExec) {
+  ExecKid kid;
+  ASSERT_GT(kid.execing_tid(), 0);
+  ASSERT_TRUE(kid.thread_reaches(kid.execing_tid(), 'S'));
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'S'));
+  bool killed = false;
+  auto s = PtraceStopper::stop_all(
+      kid.pid(), Deadline::after(3000ms), {kid.pid(), kid.execing_tid()},
+      [&] { killed = kid.start_exec() && kid.thread_reaches(kid.staying_tid(), 'Z'); });
+  ASSERT_TRUE(killed);
+  ASSERT_FALSE(s.ok()) << "registers of " << (*s)->threads().size() << " thread(s)";
+  // Named ("now true") only when seen complete: /bin/true may have ended by then.
+  const std::string said = s.error().what();
+  const std::string head =
+      fmt::format("pid {} executed a new program during the capture (exec)", kid.pid());
+  const std::string tail = ": what was being copied belonged to the old one";
+  EXPECT_TRUE(said == head + tail || said == head + ", now true" + tail) << said;
+  EXPECT_TRUE(kid.exits_within(3000ms)) << "the exec did not complete after release";
+}
+
+// True once process `pid`'s main thread is inside system call `nr` (deadline 10 s).
+bool reaches_syscall(int pid, long nr) {
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < end) {
+    std::string text = read_text_file(fmt::format("/proc/{}/syscall", pid)).value_or("");
+    if (text.starts_with(fmt::format("{} ", nr))) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+// A PTRACE_SEIZE waits, with no deadline, for an exec that another tracer holds (here: this
+// test traces the thread the exec killed and does not reap it). SIGTERM (`timeout`) must still
+// end hangscan then: signals are blocked only once threads are stopped, not while seizing.
+TEST(PtraceStopper, TerminationEndsASeizeThatWaitsForAnExec) {
+  ExecKid kid;
+  ASSERT_GT(kid.staying_tid(), 0);
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'S'));
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, kid.staying_tid(), nullptr, nullptr), 0);
+  ASSERT_TRUE(kid.start_exec());
+  ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'Z'));  // killed, held by us: the exec waits
+  pid_t seizer = fork();
+  if (seizer == 0) {
+    auto s = PtraceStopper::stop_all(kid.pid(), Deadline::after(3000ms));
+    _exit(s.ok() ? 0 : 1);
+  }
+  ASSERT_GT(seizer, 0);
+  EXPECT_TRUE(reaches_syscall(seizer, SYS_ptrace));
+  kill(seizer, SIGTERM);
+  int status = 0;
+  bool ended = false;
+  for (auto end = std::chrono::steady_clock::now() + 2s;
+       !ended && std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(1ms))
+    ended = waitpid(seizer, &status, WNOHANG) == seizer;
+  if (!ended) {
+    kill(seizer, SIGKILL);
+    waitpid(seizer, &status, 0);
+  }
+  EXPECT_TRUE(ended) << "SIGTERM did not end a seize waiting for the exec";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  waitpid(kid.staying_tid(), nullptr, __WALL);  // released: the exec completes
+  EXPECT_TRUE(kid.exits_within(3000ms));
 }
 
 }  // namespace
