@@ -33,7 +33,7 @@ constexpr std::int64_t kUninterruptibleGraceUs = 20'000;
 // Threads whose interrupt is still pending at release get this long to stop and be detached.
 constexpr auto kReleaseGrace = std::chrono::milliseconds(100);
 // A leader that refused the seize gets this long to come back from an exec (docs/security.md).
-constexpr auto kReleaseExecWait = std::chrono::milliseconds(100);
+constexpr auto kStopperExecWait = std::chrono::milliseconds(100);
 
 bool in_uninterruptible_sleep(int pid, int tid) {
   auto st = read_stat(pid, tid);
@@ -117,7 +117,7 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
   if (after_stops) after_stops();
   // A stopped thread whose registers are gone (ESRCH) was killed since it stopped: by an exec
   // whose exits were not reported yet (the exec waits for our release), or by a death.
-  if (!s->read_registers() && wait_out_exec(pid, s->mark_, kReleaseExecWait)) {
+  if (!s->read_registers() && wait_out_exec(pid, s->mark_, kStopperExecWait)) {
     s->release();
     return exec_error(pid, s->mark_);
   }
@@ -146,7 +146,7 @@ void PtraceStopper::block_signals(std::initializer_list<int> signals) {
 Error PtraceStopper::exec_or(Error e) {
   if (e.code != Errc::no_such_process) return e;
   release();
-  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_, mark_);
+  if (wait_out_exec(pid_, mark_, kStopperExecWait)) return exec_error(pid_, mark_);
   return e;
 }
 
@@ -186,7 +186,7 @@ Status PtraceStopper::seize_new_threads(const std::vector<int>& tids, bool first
 // exited; after the exec it is the exec'ing thread: that is no permission problem.
 Status PtraceStopper::seize_refused(int err) {
   release();  // threads seized so far and killed by the exec hold it until they are reaped
-  if (wait_out_exec(pid_, mark_, kReleaseExecWait)) return exec_error(pid_, mark_);
+  if (wait_out_exec(pid_, mark_, kStopperExecWait)) return exec_error(pid_, mark_);
   return ptrace_error(pid_, err);
 }
 
@@ -447,7 +447,7 @@ bool PtraceStopper::executed() {
       }
     }
   }
-  return killed_or_vanished() && wait_out_exec(pid_, mark_, kReleaseExecWait);
+  return killed_or_vanished() && wait_out_exec(pid_, mark_, kStopperExecWait);
 }
 
 // Exits of stopped threads are reported to us as their tracer; a thread group leader's only
