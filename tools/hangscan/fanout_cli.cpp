@@ -145,10 +145,10 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     fmt::print(stderr, "hangscan: {}\n", plan->description);
   std::shared_ptr<TerminalProgress> tty = tty_progress();
   std::function<void(const NodeProgress&)> progress;
-  std::function<void(const std::string&)> note;
+  std::function<void(const EarlyNote&)> note;
   if (tty->on_terminal()) {  // off a terminal nothing is shown, and nothing computed for it
     progress = [tty](const NodeProgress& p) { tty->progress(p); };
-    note = [tty](const std::string& line) { tty->note(line); };
+    note = [tty](const EarlyNote& n) { tty->note(early_note_words(n)); };
   }
   ClusterRun run = run_cluster(launcher, *plan, capture_flag_args(o.capture), progress, note);
   OutputOptions output = o.output;
