@@ -38,7 +38,7 @@ struct ClusterOutcome {
 struct ClusterHooks {
   std::function<void(const LaunchPlan&)> planned;  // before any agent runs (-v says the plan)
   std::function<void(const NodeProgress&)> progress;
-  std::function<void(const std::string&)> note;  // early notes on odd ranks (EarlySuspects)
+  std::function<void(const EarlyNote&)> note;  // early notes on odd ranks (EarlySuspects), as data
   // Groups the merged job as the caller's flags say (its logs joined); an error ends the run.
   std::function<Result<Analysis>(const ClusterRun&)> analyze;
   // Writes the report before the core round; false: the report failed, no core round.

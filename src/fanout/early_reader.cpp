@@ -6,7 +6,7 @@
 namespace hangscan {
 
 EarlyReader::EarlyReader(ReadLimits limits, unsigned threads,
-                         std::function<void(const std::string&)> note)
+                         std::function<void(const EarlyNote&)> note)
     : limits_(limits), note_(std::move(note)) {
   unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
   workers_.reserve(n);
@@ -44,10 +44,10 @@ void EarlyReader::work() {
     Result<JobSnapshot> r = read_job_json(*text, limits_, &stacks_);  // never throws
     lock.lock();
     if (note_ && r.ok()) {
-      std::vector<std::string> notes = suspects_.add(*r);
+      std::vector<EarlyNote> notes = suspects_.add(*r);
       if (!notes.empty()) {
         lock.unlock();
-        for (const std::string& n : notes) note_(n);
+        for (const EarlyNote& n : notes) note_(n);
         lock.lock();
       }
     }

@@ -33,7 +33,7 @@ class EarlyReader {
   // `threads` 0: one per CPU (at least 1). `note` (may be empty) is called from a worker
   // thread with each early note on odd ranks (EarlySuspects) as documents are read.
   explicit EarlyReader(ReadLimits limits = {}, unsigned threads = 0,
-                       std::function<void(const std::string&)> note = {});
+                       std::function<void(const EarlyNote&)> note = {});
   ~EarlyReader();  // stops and joins the workers (documents not read yet are dropped)
   EarlyReader(const EarlyReader&) = delete;
   EarlyReader& operator=(const EarlyReader&) = delete;
@@ -53,7 +53,7 @@ class EarlyReader {
 
   ReadLimits limits_;
   SharedStacks stacks_;  // every document's frames and stacks, once for the run
-  std::function<void(const std::string&)> note_;
+  std::function<void(const EarlyNote&)> note_;
   EarlySuspects suspects_;  // under mu_
   std::mutex mu_;
   std::condition_variable wake_;  // workers: a document was queued, or stop

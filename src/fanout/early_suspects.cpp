@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
-
 namespace hangscan {
 
 namespace {
@@ -13,16 +11,14 @@ const FrameStack& stack_of(const ThreadSnapshot& t) {
   return t.frames.empty() ? t.native_frames : t.frames;
 }
 
-std::string describe(const FrameStack& s) {
-  if (s.empty()) return "no stack";
-  const Frame& f = s.front();
-  if (f.file && f.line) return fmt::format("in {} ({}:{})", f.function, *f.file, *f.line);
-  return fmt::format("in {}", f.function);
+std::optional<Frame> innermost(const FrameStack& s) {
+  if (s.empty()) return std::nullopt;
+  return s.front();
 }
 
 }  // namespace
 
-std::vector<std::string> EarlySuspects::add(const JobSnapshot& doc) {
+std::vector<EarlyNote> EarlySuspects::add(const JobSnapshot& doc) {
   for (const ProcessSnapshot& p : doc.processes) {
     const ThreadSnapshot* t = p.rank ? main_or_first_thread(p) : nullptr;
     if (!t) continue;
@@ -31,12 +27,12 @@ std::vector<std::string> EarlySuspects::add(const JobSnapshot& doc) {
     if (fresh) {
       it->second.first_rank = *p.rank;
       it->second.first_host = p.host;
-      it->second.where = describe(s);
+      it->second.where = innermost(s);
     }
     ++it->second.members;
     ++ranks_;
   }
-  std::vector<std::string> notes;
+  std::vector<EarlyNote> notes;
   if (ranks_ < rules_.min_ranks || notes_ >= rules_.max_notes) return notes;
   auto largest = std::max_element(groups_.begin(), groups_.end(), [](const auto& a, const auto& b) {
     return a.second.members < b.second.members;
@@ -55,13 +51,8 @@ std::vector<std::string> EarlySuspects::add(const JobSnapshot& doc) {
     if (notes_ >= rules_.max_notes) break;
     g->noted = true;
     ++notes_;
-    std::string who = g->members == 1
-                          ? fmt::format("rank {}", g->first_rank)
-                          : fmt::format("{} ranks (first rank {})", g->members, g->first_rank);
-    notes.push_back(
-        fmt::format("early: {} (node {}) differs: {}; {} of {} ranks read so far are {}", who,
-                    g->first_host.empty() ? "?" : g->first_host, g->where, largest->second.members,
-                    ranks_, largest->second.where));
+    notes.push_back({g->members, g->first_rank, g->first_host, g->where, largest->second.members,
+                     largest->second.where, ranks_});
   }
   return notes;
 }

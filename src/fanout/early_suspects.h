@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +16,19 @@
 #include "hangscan/model.h"
 
 namespace hangscan {
+
+// An odd group named early, as data; its words ("early: rank 17 (node n4) differs: in recv
+// (/t/x.py:88); 79 of 80 ranks read so far are in all_reduce (/t/c10d.py:1541)") are made at
+// the edge (early_note_words(), fanout/terminal_progress.h).
+struct EarlyNote {
+  std::size_t members = 0;     // ranks in the odd group
+  int first_rank = 0;          // its lowest-read rank
+  std::string first_host;      // that rank's node; empty: not known
+  std::optional<Frame> where;  // the odd group's innermost frame; none: no stack
+  std::size_t majority = 0;    // ranks in the largest group
+  std::optional<Frame> majority_where;
+  std::size_t ranks_read = 0;  // ranks read so far
+};
 
 class EarlySuspects {
  public:
@@ -31,18 +45,15 @@ class EarlySuspects {
 
   // Adds the ranks of one node's document; returns the new notes (each odd stack once). The
   // documents' stacks must outlive this object (a run's stack table holds them): groups are
-  // keyed by stack identity.
-  // Notes read:
-  // "early: rank 17 (node n4) differs: in recv (/t/x.py:88); 79 of 80 ranks read so far are
-  // in all_reduce (/t/c10d.py:1541)". Not thread-safe.
-  std::vector<std::string> add(const JobSnapshot& doc);
+  // keyed by stack identity. Not thread-safe.
+  std::vector<EarlyNote> add(const JobSnapshot& doc);
 
  private:
   struct Group {
     std::size_t members = 0;
     int first_rank = 0;
     std::string first_host;
-    std::string where;  // the innermost frame, in words
+    std::optional<Frame> where;  // the innermost frame; none: no stack
     bool noted = false;
   };
 

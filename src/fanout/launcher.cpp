@@ -7,7 +7,7 @@ namespace hangscan {
 ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
                        const std::vector<std::string>& capture_args,
                        const std::function<void(const NodeProgress&)>& progress,
-                       const std::function<void(const std::string&)>& note) {
+                       const std::function<void(const EarlyNote&)>& note) {
   ClusterRun run;
   EarlyReader early({}, 0, note);
   AnswerWatch watch{progress, [&early](const std::string& doc) { early.submit(doc); }};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fanout/collector.h"
+#include "fanout/early_suspects.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
 #include "util/deadline.h"
@@ -58,6 +59,6 @@ struct ClusterRun {
 ClusterRun run_cluster(const Launcher& launcher, const LaunchPlan& plan,
                        const std::vector<std::string>& capture_args,
                        const std::function<void(const NodeProgress&)>& progress,
-                       const std::function<void(const std::string&)>& note = {});
+                       const std::function<void(const EarlyNote&)>& note = {});
 
 }  // namespace hangscan

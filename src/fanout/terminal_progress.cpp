@@ -7,6 +7,25 @@
 
 namespace hangscan {
 
+namespace {
+
+std::string where_words(const std::optional<Frame>& f) {
+  if (!f) return "no stack";
+  if (f->file && f->line) return fmt::format("in {} ({}:{})", f->function, *f->file, *f->line);
+  return fmt::format("in {}", f->function);
+}
+
+}  // namespace
+
+std::string early_note_words(const EarlyNote& n) {
+  std::string who = n.members == 1
+                        ? fmt::format("rank {}", n.first_rank)
+                        : fmt::format("{} ranks (first rank {})", n.members, n.first_rank);
+  return fmt::format("early: {} (node {}) differs: {}; {} of {} ranks read so far are {}", who,
+                     n.first_host.empty() ? "?" : n.first_host, where_words(n.where), n.majority,
+                     n.ranks_read, where_words(n.majority_where));
+}
+
 void TerminalProgress::progress(const NodeProgress& p) {
   if (!tty_) return;
   std::lock_guard<std::mutex> lock(mu_);

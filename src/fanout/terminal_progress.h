@@ -13,8 +13,13 @@
 #include <string_view>
 
 #include "fanout/collector.h"
+#include "fanout/early_suspects.h"
 
 namespace hangscan {
+
+// "early: rank 17 (node n4) differs: in recv (/t/x.py:88); 79 of 80 ranks read so far are in
+// all_reduce (/t/c10d.py:1541)": an early note in words, for the line note() shows.
+std::string early_note_words(const EarlyNote& n);
 
 class TerminalProgress {
  public:

@@ -6,8 +6,6 @@
 #include <set>
 #include <tuple>
 
-#include <fmt/format.h>
-
 #include "group/deadlock.h"
 #include "group/locals_split.h"
 #include "group/rank_set.h"
@@ -26,78 +24,14 @@ bool is_groupable(const ProcessSnapshot& p, bool job_has_ranks) {
   return p.role.empty() || p.role == "process" || p.role == kWorkerRole;
 }
 
-std::string member_name(const ProcessSnapshot& p) {
-  if (p.rank) return fmt::format("rank {}", *p.rank);
-  if (p.host.empty()) return fmt::format("pid {}", p.pid);
-  return fmt::format("{}:{}", p.host, p.pid);
-}
-
 namespace {
-
-constexpr std::size_t kListLimit = 8;
-
-std::string host_pid(const ProcessSnapshot& p) {
-  return p.host.empty() ? fmt::format("{}", p.pid) : fmt::format("{}:{}", p.host, p.pid);
-}
 
 // Sort key of a member: ranked first by rank, then by host and pid.
 auto member_order(const ProcessSnapshot& p) {
   return std::make_tuple(p.rank ? 0 : 1, p.rank.value_or(0), std::string_view(p.host), p.pid);
 }
 
-// Ranks of the ranked members, and names of the others (host:pid; "pid N" in words when no host).
-void split_members(const JobSnapshot& job, const std::vector<std::size_t>& members, bool words,
-                   std::vector<int>& ranks, std::vector<std::string>& others) {
-  for (std::size_t m : members) {
-    const ProcessSnapshot& p = job.processes[m];
-    if (p.rank) {
-      ranks.push_back(*p.rank);
-    } else {
-      others.push_back(words && p.host.empty() ? fmt::format("pid {}", p.pid) : host_pid(p));
-    }
-  }
-}
-
 }  // namespace
-
-std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members) {
-  std::vector<int> ranks;
-  std::vector<std::string> others;
-  split_members(job, members, true, ranks, others);
-  if (others.empty()) {
-    RankSet set(ranks);
-    return fmt::format("{} {}", set.size() == 1 ? "rank" : "ranks", set.to_string());
-  }
-  if (ranks.empty() && others.size() == 1) {
-    return job.processes[members.front()].host.empty() ? others.front()
-                                                       : fmt::format("process {}", others.front());
-  }
-  std::string out;
-  if (!ranks.empty()) out = fmt::format("ranks {} and ", RankSet(ranks).to_string());
-  if (others.size() > kListLimit) return out + fmt::format("{} processes", others.size());
-  out += "processes ";
-  for (std::size_t i = 0; i < others.size(); ++i) {
-    if (i) out += ',';
-    out += others[i];
-  }
-  return out;
-}
-
-std::string member_set_label(const JobSnapshot& job, const std::vector<std::size_t>& members) {
-  std::vector<int> ranks;
-  std::vector<std::string> others;
-  split_members(job, members, false, ranks, others);
-  std::string out = compress_ranges(RankSet(std::move(ranks)).values());
-  if (others.size() > kListLimit) {
-    if (!out.empty()) out += ',';
-    return out + fmt::format("{} processes", others.size());
-  }
-  for (const std::string& o : others) {
-    if (!out.empty()) out += ',';
-    out += o;
-  }
-  return out;
-}
 
 char main_state(const ProcessSnapshot& p) {
   const ThreadSnapshot* t = main_thread(p);

@@ -74,14 +74,6 @@ Analysis analyze(const JobSnapshot& job, const GroupOptions& opts);
 // True for the processes analyze() groups.
 bool is_groupable(const ProcessSnapshot& p, bool job_has_ranks);
 
-// "rank 2", or "n1:1234" / "pid 1234" for a process without rank.
-std::string member_name(const ProcessSnapshot& p);
-// "rank 2", "ranks 0-1,3", "process n1:12", "processes n1:12,n1:13" or "40 processes".
-std::string describe_members(const JobSnapshot& job, const std::vector<std::size_t>& members);
-// The member set as a bracket label for trees and edges: "0-1,3", plus "n1:1234" entries for
-// members without rank ("0-3,n1:99"); long rankless lists are cut to a count.
-std::string member_set_label(const JobSnapshot& job, const std::vector<std::size_t>& members);
-
 // The state that matters for a process: its main thread's, else the process's.
 char main_state(const ProcessSnapshot& p);
 

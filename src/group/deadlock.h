@@ -41,13 +41,4 @@ std::vector<Deadlock> find_deadlocks(const JobSnapshot& job);
 Finding deadlock_finding(const Deadlock& d);
 Deadlock deadlock_of(const Finding& f);
 
-// The sentence for one cycle (report/finding_words.h makes the deadlock findings' words with it,
-// docs/output-schema.md "deadlocks").
-std::string deadlock_sentence(const JobSnapshot& job, const Deadlock& d);
-
-// "4712 (audit, bank.cpp:20)": a thread's id, its name and where it is (its innermost Python
-// frame with a line, else its innermost native frame with a line outside system libraries and
-// headers).
-std::string thread_label(const ProcessSnapshot& p, int tid);
-
 }  // namespace hangscan

@@ -3,20 +3,12 @@
 #include <algorithm>
 #include <ctime>
 
-#include <fmt/format.h>
-
 #include "group/rank_set.h"
 #include "group/stack_key.h"
 
 namespace hangscan {
 
 namespace {
-
-std::string human(std::uint64_t bytes) {
-  double v = static_cast<double>(bytes) / (1 << 20);
-  if (v >= 1024) return fmt::format("{:.1f} GiB", v / 1024);
-  return fmt::format("{:.0f} MiB", v);
-}
 
 bool dead(const ProcessSnapshot& p) { return p.state == 'Z' || p.state == 'X'; }
 
@@ -43,60 +35,6 @@ void living_majority(const JobSnapshot& job, const Analysis& a, Finding& f) {
 }
 
 }  // namespace
-
-std::string clock_words(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-std::string death_words(const Death& d) {
-  std::string s;
-  std::string when = d.at ? " at " + clock_words(*d.at) : std::string();
-  if (d.how == "oom-kill") {
-    s = "was killed by the kernel OOM killer" + when;
-    std::vector<std::string> facts;
-    if (!d.cgroup.empty()) facts.push_back("memory cgroup " + d.cgroup);
-    if (d.limit_bytes) facts.push_back("limit " + human(*d.limit_bytes));
-    if (d.rss_bytes) facts.push_back("rss " + human(*d.rss_bytes));
-    if (!facts.empty()) {
-      s += " (" + facts[0];
-      for (std::size_t i = 1; i < facts.size(); ++i)
-        s += (i == 1 && !d.cgroup.empty() ? ": " : ", ") + facts[i];
-      s += ")";
-    }
-  } else if (d.how == "segfault") {
-    s = "crashed" + when + ": " + (d.detail.empty() ? std::string("segfault") : d.detail);
-  } else if (d.how == "killed") {
-    s = fmt::format(
-        "was killed by {}{}{}",
-        d.signal_name.empty() ? fmt::format("signal {}", d.signal.value_or(0)) : d.signal_name,
-        when, d.core_dumped ? " (core dumped)" : "");
-    if (!d.detail.empty()) s += " (" + d.detail + ")";
-  } else if (d.how == "exited") {
-    s = fmt::format("exited with code {}{}", d.exit_code.value_or(0), when);
-  } else if (d.how == "slurm") {
-    s = "died";  // Slurm's record below is all that is known
-  } else {
-    s = "died" + when;
-  }
-  if (!d.slurm_step.empty()) {
-    s += fmt::format("; Slurm: step {} {}", d.slurm_step, d.slurm_state);
-    if (!d.slurm_exit_code.empty() && d.slurm_exit_code != "0:0")
-      s += fmt::format(" (exit code {})", d.slurm_exit_code);
-  }
-  // A core file is named with the command that reads it; anything else (systemd-coredump, a
-  // program in core_pattern, a pattern that cannot be expanded) is said as it is.
-  if (d.core.empty()) return s;
-  if (d.core.find(' ') == std::string::npos && d.core.find('\'') == std::string::npos) {
-    s += "; read its core with: hangscan core " + d.core;
-    if (d.core.front() != '/') s += " (in its working directory)";
-  } else {
-    s += "; its core went to " + d.core;
-  }
-  return s;
-}
 
 DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
                              std::vector<std::size_t>& flagged) {

@@ -26,12 +26,4 @@ struct DeathFindings {
 DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
                              std::vector<std::size_t>& flagged);
 
-// "21:03:11": a time of a death or of a launcher's stop, on this machine's clock as the
-// kernel log's times are said.
-std::string clock_words(double unix_seconds);
-
-// "was killed by the kernel OOM killer at 21:03:11 (memory cgroup /x: limit 200 MiB, rss 208
-// MiB)", "was killed by SIGKILL", "exited with code 3", "crashed at ...: segfault at 0 ...".
-std::string death_words(const Death& d);
-
 }  // namespace hangscan

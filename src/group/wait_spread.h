@@ -33,10 +33,4 @@ struct WaitSpread {
 // known time; nullopt otherwise (a running member, a core, an old agent).
 std::optional<WaitSpread> wait_spread(const JobSnapshot& job, const Analysis& a, const Group& g);
 
-// "ranks 0-1,3 in all_reduce (job.py:68): blocked 310.2-313.0 s, arrived over 2.8 s, rank 1 last".
-std::string wait_sentence(const JobSnapshot& job, const Group& g, const WaitSpread& w);
-
-// "2.8 s", "312 s", "4312 s (1 h 11 min)": how long-ago figures are shown.
-std::string seconds_words(double s);
-
 }  // namespace hangscan

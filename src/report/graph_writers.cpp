@@ -9,6 +9,7 @@
 
 #include "group/stack_key.h"
 #include "group/wait_graph.h"
+#include "report/member_words.h"
 #include "util/escape.h"
 
 namespace hangscan {

@@ -13,6 +13,7 @@
 #include "group/stack_key.h"
 #include "group/wait_spread.h"
 #include "report/finding_words.h"
+#include "report/member_words.h"
 #include "report/source_marker.h"
 #include "util/escape.h"
 

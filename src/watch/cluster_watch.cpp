@@ -6,10 +6,12 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <optional>
 
 #include "util/escape.h"
 #include "watch/node_watch_reader.h"
 #include "watch/watch_groups.h"
+#include "watch/watch_words.h"
 
 namespace hangscan {
 
@@ -179,9 +181,9 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
   std::vector<BehaviourMember> members;
   bool keyed = true;
   for (const auto& p : procs) {
-    const json* b =
-        p.contains("behaviour") && p["behaviour"].is_object() ? &p["behaviour"] : nullptr;
-    if (b == nullptr || !b->contains("key") || !(*b)["key"].is_array()) {
+    std::optional<Behaviour> b;
+    if (p.contains("behaviour")) b = behaviour_from_json(p["behaviour"]);
+    if (!b) {
       keyed = false;
       break;
     }
@@ -190,9 +192,7 @@ json merge_node_watches(const std::string& job_id, const std::vector<NodeWatchDo
     if (p.contains("rank") && p["rank"].is_number_integer()) m.rank = p["rank"].get<int>();
     m.role = p.value("role", std::string());
     m.host = p.value("node", std::string());
-    m.behaviour.what = b->value("what", std::string());
-    for (const auto& k : (*b)["key"])
-      if (k.is_string()) m.behaviour.key.push_back(k.get<std::string>());
+    m.behaviour = std::move(*b);
     members.push_back(std::move(m));
   }
   verdict_into_json(keyed ? group_behaviours(members) : WatchVerdict{}, merged);
@@ -219,7 +219,7 @@ std::string cluster_watch_text(const json& m) {
     out += fmt::format("  {}: no report: {}\n", escape_for_text(u.value("node", std::string())),
                        escape_for_text(u.value("reason", std::string())));
   }
-  out += verdict_text(verdict_from_json(m));
+  out += verdict_text(m);
   for (const auto& p : m["processes"]) {
     std::string exit = p.contains("exit") && p["exit"].is_string()
                            ? ", " + escape_for_text(p["exit"].get<std::string>())

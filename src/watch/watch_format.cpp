@@ -11,6 +11,7 @@
 #include "report/text_writer.h"
 #include "util/escape.h"
 #include "watch/watch_groups.h"
+#include "watch/watch_words.h"
 
 namespace hangscan {
 
@@ -188,7 +189,8 @@ nlohmann::json watch_json(const WatchReport& r) {
       pj["waits"].push_back(std::move(wj));
     }
     pj["notes"] = p.notes;
-    pj["behaviour"] = {{"what", p.behaviour.what}, {"key", p.behaviour.key}};
+    pj["behaviour"] = behaviour_to_json(p.behaviour);
+    pj["behaviour"]["what"] = behaviour_words(p.behaviour);
     j["processes"].push_back(std::move(pj));
   }
   j["timeline"] = nlohmann::json::array();

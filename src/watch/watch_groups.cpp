@@ -1,17 +1,12 @@
 #include "watch/watch_groups.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "group/analysis.h"
-#include "group/rank_set.h"
 #include "group/roles.h"
-#include "group/stack_key.h"
-#include "report/finding_words.h"
-#include "util/escape.h"
+#include "report/json_writer.h"
 
 namespace hangscan {
 
@@ -33,28 +28,27 @@ const WaitView* stuck_wait(const ProcessWatch& p, double window_s) {
   return best;
 }
 
-template <typename T>
-std::vector<T> array_of(const nlohmann::json& j, const char* key) {
-  std::vector<T> out;
-  if (!j.contains(key) || !j[key].is_array()) return out;
-  for (const auto& v : j[key]) {
-    if constexpr (std::is_same_v<T, int>) {
-      if (v.is_number_integer()) out.push_back(v.get<int>());
-    } else {
-      if (v.is_string()) out.push_back(v.get<std::string>());
-    }
-  }
-  return out;
+double number_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0;
 }
 
-std::string members(const WatchGroup& g) {
-  std::string s;
-  if (!g.ranks.empty())
-    s = fmt::format("{} {}", g.ranks.size() == 1 ? "rank" : "ranks", RankSet(g.ranks).to_string());
-  else s = fmt::format("{} {}", g.pids.size() == 1 ? "pid" : "pids", fmt::join(g.pids, ","));
-  if (g.hosts.size() == 1) s += " on " + g.hosts[0];
-  if (g.hosts.size() > 1) s += fmt::format(" on {} nodes", g.hosts.size());
-  return s;
+constexpr std::array<std::pair<BehaviourKind, const char*>, 4> kKindNames{{
+    {BehaviourKind::active, "active"},
+    {BehaviourKind::stuck, "stuck"},
+    {BehaviourKind::pool_wait, "pool_wait"},
+    {BehaviourKind::ended, "ended"},
+}};
+
+const char* behaviour_kind_name(BehaviourKind k) {
+  for (const auto& [kind, name] : kKindNames)
+    if (kind == k) return name;
+  return "active";
+}
+
+std::optional<BehaviourKind> behaviour_kind_of(const std::string& name) {
+  for (const auto& [kind, n] : kKindNames)
+    if (name == n) return kind;
+  return std::nullopt;
 }
 
 // The member's key as the thread's frames: its behaviour's names, innermost first. With
@@ -74,18 +68,12 @@ void key_frames_of(const BehaviourMember& m, bool places, ThreadSnapshot& t) {
   }
 }
 
-// A pool member stuck in the program's own code, as a sentence: "slept in work (pool.py:11)
-// for the whole window (clock_nanosleep() for 5.4 s)"; "" when no user frame is at the wait (an
-// idle worker, the owner: their wait is the library's).
-std::string pool_member_wait(const WaitView& w) {
+// A pool member's frame in the program's own code at its wait; none for an idle worker or the
+// owner (their wait is the library's).
+std::optional<Frame> pool_user_frame(const WaitView& w) {
   auto user = std::find_if(w.frames.begin(), w.frames.end(), is_user_frame);
-  if (user == w.frames.end()) return "";
-  bool sleep = w.syscall == "clock_nanosleep" || w.syscall == "nanosleep";
-  std::string call = w.syscall.empty() ? "off CPU" : w.syscall + "()";
-  std::string what = fmt::format("{} in {}", sleep ? "slept" : "waited", short_frame_label(*user));
-  if (w.before_window)
-    return fmt::format("{} for the whole window ({} for {:.1f} s)", what, call, w.duration_s);
-  return fmt::format("{} for {:.1f} s ({})", what, w.duration_s, call);
+  if (user == w.frames.end()) return std::nullopt;
+  return *user;
 }
 
 }  // namespace
@@ -93,17 +81,19 @@ std::string pool_member_wait(const WaitView& w) {
 Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
   Behaviour b;
   if (p.exit) {
-    b.what = *p.exit;  // "exited with status 3", "killed by SIGKILL", "ended (...)"
-    b.key.push_back("(" + b.what + ")");
+    b.kind = BehaviourKind::ended;
+    b.exit = *p.exit;  // "exited with status 3", "killed by SIGKILL", "ended (...)"
+    b.key.push_back("(" + b.exit + ")");
     b.state = 'X';
     return b;
   }
   if (const WaitView* w = stuck_wait(p, window_s)) {
-    std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
-    b.what = is_pool_role(p.role) ? pool_member_wait(*w) : "";
-    if (b.what.empty())
-      b.what = fmt::format("stuck in {} ({:.1f} s{})", call, w->duration_s,
-                           w->before_window ? ", since before the window" : "");
+    b.kind = BehaviourKind::stuck;
+    b.syscall = w->syscall;
+    b.wait_s = w->duration_s;
+    b.before_window = w->before_window;
+    if (is_pool_role(p.role)) b.user_frame = pool_user_frame(*w);
+    if (b.user_frame) b.kind = BehaviourKind::pool_wait;
     b.state = 'S';
     b.frames = w->frames;
     if (!w->frames.empty()) {
@@ -111,10 +101,12 @@ Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
     } else {
       for (const auto& k : w->kernel) b.key.push_back("[kernel] " + k.substr(0, k.find('+')));
     }
+    std::string call = w->syscall.empty() ? "off CPU outside a system call" : w->syscall + "()";
     b.key.push_back("(stuck in " + call + ")");
     return b;
   }
-  b.what = fmt::format("active (on CPU {:.0f}%, {} waits ended)", p.cpu_share * 100, p.wait_count);
+  b.cpu_share = p.cpu_share;
+  b.wait_count = p.wait_count;
   b.key.push_back("(active in the window)");
   b.state = 'R';
   return b;
@@ -141,7 +133,10 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
     job.processes.push_back(std::move(s));
   }
   WatchVerdict v;
-  Analysis a = analyze(job, GroupOptions{});
+  auto basis = std::make_shared<VerdictBasis>();
+  basis->job = std::move(job);  // before analyze(): the findings point into it
+  basis->analysis = analyze(basis->job, GroupOptions{});
+  const Analysis& a = basis->analysis;
   if (a.grouped.size() < 2 && a.findings.empty()) return v;  // a pool: one straggler
   for (const Group& g : a.groups) {
     WatchGroup wg;
@@ -149,23 +144,13 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members) {
     wg.pids = g.pids;
     if (g.hosts.size() > 1 || (g.hosts.size() == 1 && !g.hosts[0].empty())) wg.hosts = g.hosts;
     wg.suspect = g.suspect;
-    wg.what = members[g.members.front()].behaviour.what;
+    wg.behaviour = members[g.members.front()].behaviour;
+    wg.behaviour.key.clear();
+    wg.behaviour.frames.clear();
     v.groups.push_back(std::move(wg));
   }
   v.suspects = a.suspects;
-  VerdictWords words = verdict_words(job, a);  // report/finding_words.h
-  v.suspect_reasons = std::move(words.suspect_reasons);
-  v.notes = std::move(words.wait_chains);  // an owner that waits for its straggler
-  for (std::size_t i = 0; i < a.note_findings.size(); ++i) {
-    const Finding& f = a.note_findings[i];
-    // The verdict's words are a snapshot's; here the key is a behaviour, not a stack.
-    if (f.kind == FindingKind::same_stack) {
-      v.notes.push_back(fmt::format("all {} {} did the same in the window", f.count,
-                                    f.flag ? "ranks" : "processes"));
-    } else {
-      v.notes.push_back(std::move(words.notes[i]));
-    }
-  }
+  v.basis = std::move(basis);
   return v;
 }
 
@@ -206,47 +191,47 @@ void group_watched(WatchReport& r) {
   r.verdict = group_behaviours(members);
 }
 
-void verdict_into_json(const WatchVerdict& v, nlohmann::json& j) {
-  j["groups"] = nlohmann::json::array();
-  for (const auto& g : v.groups) {
-    nlohmann::json gj{
-        {"ranks", g.ranks}, {"pids", g.pids}, {"what", g.what}, {"suspect", g.suspect}};
-    if (!g.hosts.empty()) gj["nodes"] = g.hosts;
-    j["groups"].push_back(std::move(gj));
+nlohmann::json behaviour_to_json(const Behaviour& b) {
+  nlohmann::json j{{"kind", behaviour_kind_name(b.kind)}, {"key", b.key}};
+  if (b.kind == BehaviourKind::stuck || b.kind == BehaviourKind::pool_wait) {
+    j["syscall"] = b.syscall.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.syscall);
+    j["wait_s"] = b.wait_s;
+    j["before_window"] = b.before_window;
   }
-  j["suspects"] = v.suspects;
-  j["suspect_reasons"] = v.suspect_reasons;
-  j["group_notes"] = v.notes;
+  if (b.user_frame) j["frame"] = frame_to_json(*b.user_frame);
+  if (b.kind == BehaviourKind::active) {
+    j["cpu_share"] = b.cpu_share;
+    j["wait_count"] = b.wait_count;
+  }
+  if (b.kind == BehaviourKind::ended) j["exit"] = b.exit;
+  return j;
 }
 
-WatchVerdict verdict_from_json(const nlohmann::json& j) {
-  WatchVerdict v;
-  if (j.contains("groups") && j["groups"].is_array()) {
-    for (const auto& gj : j["groups"]) {
-      if (!gj.is_object()) continue;
-      WatchGroup& g = v.groups.emplace_back();
-      g.ranks = array_of<int>(gj, "ranks");
-      g.pids = array_of<int>(gj, "pids");
-      g.hosts = array_of<std::string>(gj, "nodes");
-      g.what = gj.value("what", std::string());
-      g.suspect = gj.value("suspect", false);
-    }
+std::optional<Behaviour> behaviour_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("key") || !j["key"].is_array()) return std::nullopt;
+  auto kind = behaviour_kind_of(j.value("kind", std::string()));
+  if (!kind) return std::nullopt;
+  Behaviour b;
+  b.kind = *kind;
+  for (const auto& k : j["key"])
+    if (k.is_string()) b.key.push_back(k.get<std::string>());
+  if (j.contains("syscall") && j["syscall"].is_string()) b.syscall = j["syscall"];
+  b.wait_s = number_of(j, "wait_s");
+  b.before_window = j.value("before_window", false);
+  if (j.contains("frame") && j["frame"].is_object()) {
+    const nlohmann::json& fj = j["frame"];
+    Frame& f = b.user_frame.emplace();
+    f.kind = FrameKind::python;
+    f.function = fj.value("function", std::string());
+    if (fj.contains("file") && fj["file"].is_string()) f.file = fj["file"].get<std::string>();
+    if (fj.contains("line") && fj["line"].is_number_integer()) f.line = fj["line"].get<int>();
   }
-  v.suspects = array_of<int>(j, "suspects");
-  v.suspect_reasons = array_of<std::string>(j, "suspect_reasons");
-  v.notes = array_of<std::string>(j, "group_notes");
-  return v;
-}
-
-std::string verdict_text(const WatchVerdict& v) {
-  if (v.groups.empty()) return "";
-  std::string out = "groups (by what each did in the window):\n";
-  for (const auto& g : v.groups)
-    out += fmt::format("  {}{}: {}\n", g.suspect ? "* " : "", escape_for_text(members(g)),
-                       escape_for_text(g.what));
-  for (const auto& s : v.suspect_reasons) out += fmt::format("  suspect: {}\n", escape_for_text(s));
-  for (const auto& n : v.notes) out += fmt::format("  note: {}\n", escape_for_text(n));
-  return out;
+  b.cpu_share = number_of(j, "cpu_share");
+  if (j.contains("wait_count") && j["wait_count"].is_number_unsigned())
+    b.wait_count = j["wait_count"].get<std::uint64_t>();
+  b.exit = j.value("exit", std::string());
+  b.state = b.kind == BehaviourKind::ended ? 'X' : b.kind == BehaviourKind::active ? 'R' : 'S';
+  return b;
 }
 
 }  // namespace hangscan

@@ -22,7 +22,7 @@
 namespace hangscan {
 
 // Where a process's behaviour puts it: the key (function names, innermost first; the
-// outermost names the class) and the same in words.
+// outermost names the class) and its kind and figures (words: watch/watch_words.h).
 Behaviour behaviour_of(const ProcessWatch& p, double window_s);
 
 struct BehaviourMember {
@@ -42,10 +42,9 @@ WatchVerdict group_behaviours(const std::vector<BehaviourMember>& members);
 // Sets each process's behaviour and the report's verdict.
 void group_watched(WatchReport& r);
 
-// The verdict in the report's JSON (groups, suspects, suspect_reasons, group_notes), read back
-// leniently (a missing or odd field is left empty), and in words for the text reports.
-void verdict_into_json(const WatchVerdict& v, nlohmann::json& j);
-WatchVerdict verdict_from_json(const nlohmann::json& j);
-std::string verdict_text(const WatchVerdict& v);
+// A behaviour as data in the report's JSON (docs/output-schema.md, "watch": kind, key and the
+// kind's figures), and read back leniently: nothing when the kind or the key is missing.
+nlohmann::json behaviour_to_json(const Behaviour& b);
+std::optional<Behaviour> behaviour_from_json(const nlohmann::json& j);
 
 }  // namespace hangscan

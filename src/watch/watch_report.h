@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "group/analysis.h"
 #include "hangscan/model.h"
 #include "watch/records.h"
 
@@ -42,10 +44,27 @@ struct WaitView {
   bool incomplete = false;          // as StackShare::incomplete
 };
 
-// What one process did over the window (watch_groups.h): stuck in a wait, ended, or active.
+// What one process did over the window (watch_groups.h), as data: its words are made by the
+// writers (behaviour_words(), watch/watch_words.h).
+enum class BehaviourKind {
+  active,     // it ran and woke in the window
+  stuck,      // in one wait of half the window or more, still going at the end
+  pool_wait,  // a pool member stuck in the program's own code (Behaviour::user_frame)
+  ended,      // it ended within the window (Behaviour::exit)
+};
+
 struct Behaviour {
-  std::string what;              // "stuck in read() (12.0 s)", "active (...)", "killed by ..."
+  BehaviourKind kind = BehaviourKind::active;
   std::vector<std::string> key;  // grouping key: function names, innermost first
+  // stuck, pool_wait: the wait's system call (empty: off CPU outside one), its length so far
+  // and whether it began before the window.
+  std::string syscall;
+  double wait_s = 0;
+  bool before_window = false;
+  std::optional<Frame> user_frame;  // pool_wait: the program's frame at the wait
+  double cpu_share = 0;             // active: CPUs used on average (ProcessWatch::cpu_share)
+  std::uint64_t wait_count = 0;     // active: waits ended in the window
+  std::string exit;                 // ended: how (ProcessWatch::exit)
   // Not written out: what a pool's roles read (group/roles.h) on this node.
   std::vector<Frame> frames;  // the stuck wait's user frames, innermost first
   char state = '?';           // 'S' stuck, 'R' active, 'X' ended
@@ -81,16 +100,25 @@ struct WatchGroup {
   std::vector<int> ranks;  // sorted; members without a rank are in pids only
   std::vector<int> pids;
   std::vector<std::string> hosts;  // the nodes, in a merged report
-  std::string what;                // the first member's Behaviour::what
+  Behaviour behaviour;             // the first member's (its key, frames and state not kept)
   bool suspect = false;
+};
+
+// What a verdict was found on: the members as a job (one thread each, its behaviour key as
+// frames) and group/analysis.h's analysis of it. Why kept: the findings are data that point into
+// this job; the writers make their words (watch/watch_words.h).
+struct VerdictBasis {
+  JobSnapshot job;
+  Analysis analysis;
 };
 
 // The groups and the odd ones named (group/analysis.h's verdict on the behaviours).
 struct WatchVerdict {
-  std::vector<WatchGroup> groups;            // smallest first
-  std::vector<int> suspects;                 // ranks
-  std::vector<std::string> suspect_reasons;  // one sentence each
-  std::vector<std::string> notes;            // verdicts naming nobody
+  std::vector<WatchGroup> groups;  // smallest first
+  std::vector<int> suspects;       // ranks
+  // The findings (basis->analysis.findings, note_findings, wait_findings); null when nothing
+  // was grouped. Shared: the findings point into basis->job.
+  std::shared_ptr<const VerdictBasis> basis;
 };
 
 struct WatchReport {

@@ -53,7 +53,7 @@ ClusterHooks terminal_hooks(const FanoutCliOptions& o) {
   std::shared_ptr<TerminalProgress> tty = tty_progress();
   if (tty->on_terminal()) {
     hooks.progress = [tty](const NodeProgress& p) { tty->progress(p); };
-    hooks.note = [tty](const std::string& line) { tty->note(line); };
+    hooks.note = [tty](const EarlyNote& n) { tty->note(early_note_words(n)); };
   }
   return hooks;
 }

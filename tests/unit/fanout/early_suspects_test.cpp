@@ -48,11 +48,29 @@ JobSnapshot node(const std::string& host, int first, int count, std::vector<int>
 TEST(EarlySuspects, NamesAClearOddRankOnceEnoughRanksAreRead) {
   EarlySuspects s;
   EXPECT_TRUE(s.add(node("n0", 0, 4, {2})).empty());  // 4 ranks: too few to say
-  std::vector<std::string> notes = s.add(node("n1", 4, 4));
+  std::vector<EarlyNote> notes = s.add(node("n1", 4, 4));
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0],
+  // The note as data: who, where, and the majority it differs from.
+  EXPECT_EQ(notes[0].members, 1u);
+  EXPECT_EQ(notes[0].first_rank, 2);
+  EXPECT_EQ(notes[0].first_host, "n0");
+  ASSERT_TRUE(notes[0].where);
+  EXPECT_EQ(notes[0].where->function, "recv");
+  EXPECT_EQ(notes[0].where->line, 88);
+  EXPECT_EQ(notes[0].majority, 7u);
+  EXPECT_EQ(notes[0].ranks_read, 8u);
+  ASSERT_TRUE(notes[0].majority_where);
+  EXPECT_EQ(notes[0].majority_where->function, "all_reduce");
+  // Its words, made at the edge.
+  EXPECT_EQ(early_note_words(notes[0]),
             "early: rank 2 (node n0) differs: in recv (/t/io.py:88); 7 of 8 ranks read so far are "
             "in all_reduce (/t/c10d.py:1541)");
+  notes[0].members = 2;
+  notes[0].first_host.clear();
+  notes[0].where.reset();
+  EXPECT_EQ(early_note_words(notes[0]),
+            "early: 2 ranks (first rank 2) (node ?) differs: no stack; 7 of 8 ranks read so far "
+            "are in all_reduce (/t/c10d.py:1541)");
   EXPECT_TRUE(s.add(node("n2", 8, 4)).empty());  // said once
 }
 
@@ -71,9 +89,9 @@ TEST(EarlySuspects, EarlyReaderPassesNotesFromItsWorkers) {
   std::vector<std::string> notes;
   std::mutex mu;
   {
-    EarlyReader early({}, 1, [&](const std::string& n) {
+    EarlyReader early({}, 1, [&](const EarlyNote& n) {
       std::lock_guard<std::mutex> lock(mu);
-      notes.push_back(n);
+      notes.push_back(early_note_words(n));
     });
     std::string a = write_agent_json(node("n0", 0, 8, {6}));
     early.submit(a);

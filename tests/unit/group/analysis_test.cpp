@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "report/finding_words.h"
+#include "report/member_words.h"
 
 #include <algorithm>
 

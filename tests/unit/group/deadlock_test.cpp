@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/deadlock_words.h"
 #include "report/finding_words.h"
 
 #include "group/analysis.h"

@@ -76,10 +76,14 @@ TEST(ClusterWatch, RanksOfEveryNodeAreGroupedByBehaviour) {
     json doc = json::parse(node_report(node, start, ranks, -1));
     for (auto& p : doc["processes"]) {
       bool busy = p["rank"] == odd;
-      p["behaviour"] = {
-          {"what", busy ? "active (on CPU 99%, 0 waits ended)" : "stuck in read() (9.0 s)"},
-          {"key", busy ? json::array({"(active in the window)"})
-                       : json::array({"all_reduce", "(stuck in read())"})}};
+      p["behaviour"] = busy ? json{{"kind", "active"},
+                                   {"cpu_share", 0.99},
+                                   {"wait_count", 0},
+                                   {"key", json::array({"(active in the window)"})}}
+                            : json{{"kind", "stuck"},
+                                   {"syscall", "read"},
+                                   {"wait_s", 9.0},
+                                   {"key", json::array({"all_reduce", "(stuck in read())"})}};
     }
     return doc.dump();
   };
@@ -92,6 +96,8 @@ TEST(ClusterWatch, RanksOfEveryNodeAreGroupedByBehaviour) {
   EXPECT_EQ(m["groups"][1]["ranks"], json::array({0, 1, 2}));
   EXPECT_EQ(m["groups"][1]["nodes"], json::array({"n1", "n2"}));
   EXPECT_EQ(m["suspects"], json::array({3}));
+  EXPECT_EQ(m["groups"][0]["behaviour"]["kind"], "active");
+  EXPECT_EQ(m["groups"][1]["what"], "stuck in read() (9.0 s)");
   std::string text = cluster_watch_text(m);
   EXPECT_NE(text.find("  * rank 3 on n2: active (on CPU 99%, 0 waits ended)"), std::string::npos)
       << text;

@@ -1,7 +1,7 @@
 // The death sentence: the signal, what the cgroup counted, and the command that reads the core.
 #include <gtest/gtest.h>
 
-#include "group/death_findings.h"
+#include "report/member_words.h"
 
 namespace hangscan {
 namespace {
