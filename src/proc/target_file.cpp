@@ -205,6 +205,7 @@ void TargetFileReader::retire() {
 }
 
 Result<TargetFile> TargetFileReader::read(const TargetFileRequest& request) {
+  std::lock_guard serial(mu_);
   if (channel_ && as_ != request.as) return read_file_as(request);
   int root = open_root(request);
   if (root < 0) return open_error(std::nullopt, errno);

@@ -26,16 +26,30 @@ SeizeReaper::SeizeReaper() {
 }
 
 SeizeReaper::~SeizeReaper() {
-  stop();
-  if (thread_.joinable()) thread_.join();
-}
-
-void SeizeReaper::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SeizeReaper::begin_freeze() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tids_.clear();
+    reaped_.clear();
+    armed_ = true;
+  }
+  wake_.notify_all();
+}
+
+// The helper finds armed_ false at its next look and sleeps from then on; a reap under way (a
+// few non-blocking waitid calls) is waited for, so every exit it took is in take_reaped().
+void SeizeReaper::end_seizes() {
+  std::unique_lock<std::mutex> lock(mu_);
+  armed_ = false;
+  reaped_once_.wait(lock, [this] { return !reaping_; });
 }
 
 std::int64_t SeizeReaper::now_us() {
@@ -64,14 +78,22 @@ void SeizeReaper::run() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    wake_.wait_for(lock, kLook);
-    if (stop_) break;
+    if (armed_) {
+      wake_.wait_for(lock, kLook);
+    } else {
+      wake_.wait(lock, [this] { return stop_ || armed_; });
+      continue;
+    }
+    if (stop_ || !armed_) continue;
     std::int64_t since = seize_since_us_.load(std::memory_order_relaxed);
     if (since == 0 || now_us() - since < kSlowSeizeUs) continue;
     std::vector<int> tids = tids_;
+    reaping_ = true;
     lock.unlock();
     reap(tids);
     lock.lock();
+    reaping_ = false;
+    reaped_once_.notify_all();
   }
 }
 
