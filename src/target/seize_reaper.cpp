@@ -13,6 +13,7 @@ namespace {
 // A seize normally returns in microseconds; one still under way after this waits for an exec.
 constexpr std::int64_t kSlowSeizeUs = 2'000;
 constexpr auto kLook = std::chrono::milliseconds(1);
+constexpr auto kReapWait = std::chrono::milliseconds(100);
 
 bool is_exit(int code) { return code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED; }
 
@@ -45,11 +46,12 @@ void SeizeReaper::begin_freeze() {
 }
 
 // The helper finds armed_ false at its next look and sleeps from then on; a reap under way (a
-// few non-blocking waitid calls) is waited for, so every exit it took is in take_reaped().
+// few non-blocking waitid calls) is waited for, at most kReapWait, so every exit it took is in
+// take_reaped().
 void SeizeReaper::end_seizes() {
   std::unique_lock<std::mutex> lock(mu_);
   armed_ = false;
-  reaped_once_.wait(lock, [this] { return !reaping_; });
+  reaped_once_.wait_for(lock, kReapWait, [this] { return !reaping_; });
 }
 
 std::int64_t SeizeReaper::now_us() {
