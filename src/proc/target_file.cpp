@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
+#include "util/job_control.h"
 #include "util/parse_number.h"
 
 namespace hangscan {
@@ -212,7 +213,7 @@ Result<TargetFile> TargetFileReader::read(const TargetFileRequest& request) {
   if (!channel_) {
     auto c = std::make_shared<Channel>();
     try {
-      worker_ = std::thread([c] { serve(c); });
+      worker_ = thread_without_job_control_stops([c] { serve(c); });
     } catch (const std::system_error& e) {
       ::close(root);
       return Error(Errc::io, fmt::format("cannot start a thread to read it: {}", e.what()));

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <system_error>
 
+#include "util/job_control.h"
+
 namespace hangscan {
 
 namespace {
@@ -21,7 +23,7 @@ bool is_exit(int code) { return code == CLD_EXITED || code == CLD_KILLED || code
 
 SeizeReaper::SeizeReaper() {
   try {
-    thread_ = std::thread([this] { run(); });
+    thread_ = thread_without_job_control_stops([this] { run(); });
   } catch (const std::system_error&) {  // no thread to be had: seize as before
   }
 }
