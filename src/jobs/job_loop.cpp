@@ -49,7 +49,7 @@ void start_scan_on_pipe_waits(CaptureOptions& copt, NodeFdScan* scan) {
 // One live process: open (unless open already), capture, rank from the environment it sees now.
 // `scan` (may be null): the sample's node-wide fd scan, started here when a wait needs it.
 ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& symbols,
-                             NodeFdScan* scan) {
+                             NodeFdScan* scan, const std::shared_ptr<LiveRunShared>& live) {
   const DiscoveredProcess& dp = m.process;
   if (o.deadline.expired()) {
     return unopened_snapshot(
@@ -61,7 +61,7 @@ ProcessSnapshot capture_live(JobMember& m, const JobOptions& o, SymbolCache& sym
   auto failure = failure_of([&] {
     std::unique_ptr<Target> target = std::move(m.opened);
     if (!target) {
-      auto opened = open_live_target(dp.pid, o.capture.nonblocking);
+      auto opened = open_live_target(dp.pid, o.capture.nonblocking, live);
       if (!opened) {
         snap = unopened_snapshot(dp, opened.error());
         return;
@@ -120,13 +120,13 @@ void capture_core(const JobMember& m, const JobOptions& o, SymbolCache& symbols,
 }
 
 JobSnapshot capture_once(std::vector<JobMember>& members, const JobOptions& o, SymbolCache& symbols,
-                         NodeFdScan* scan) {
+                         NodeFdScan* scan, const std::shared_ptr<LiveRunShared>& live) {
   JobSnapshot job;
   for (auto& m : members) {
     if (m.is_core()) {
       capture_core(m, o, symbols, job);
     } else {
-      job.processes.push_back(capture_live(m, o, symbols, scan));
+      job.processes.push_back(capture_live(m, o, symbols, scan, live));
     }
   }
   return job;
@@ -150,10 +150,11 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
   std::vector<JobSnapshot> samples;
   // The waits are resolved on the last sample: the node's fd tables are read during it.
   std::unique_ptr<NodeFdScan> scan;
+  const auto live = o.live ? o.live : std::make_shared<LiveRunShared>();
   for (int i = 0; i < count; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
     if (o.resolve_waits) scan = std::make_unique<NodeFdScan>();
-    samples.push_back(capture_once(members, o, symbols, scan.get()));
+    samples.push_back(capture_once(members, o, symbols, scan.get(), live));
   }
   // Progress reads every sample, the last included: computed before the last is moved out.
   std::vector<ProcessProgress> progress;

@@ -25,6 +25,8 @@
 
 namespace hangscan {
 
+class LiveRunShared;  // target/live_target.h
+
 // One target of a job before it is captured: a live process or a core file.
 struct JobMember {
   DiscoveredProcess process;       // live: as discovery found it (role, rank, environment)
@@ -47,6 +49,9 @@ struct JobOptions {
   int samples = 1;              // snapshots of every member (progress when > 1)
   double interval_s = 1.0;      // between samples
   PhaseClock* clock = nullptr;  // lapped between the steps when given (core -v)
+  // The run's live-target helpers (target/live_target.h), also for members opened before
+  // run_job; null: run_job makes them.
+  std::shared_ptr<LiveRunShared> live;
 };
 
 // Captures every member (`samples` times), then enriches and merges: progress over the

@@ -15,8 +15,10 @@ LocalJob run_local_job(const LocalJobRequest& req) {
   LocalJob out;
   std::map<int, std::unique_ptr<Target>> opened;
   std::vector<int> good_pids;
+  JobOptions run = req.run;
+  if (!run.live) run.live = std::make_shared<LiveRunShared>();
   for (int pid : req.pids) {
-    auto t = open_live_target(pid, req.run.capture.nonblocking);
+    auto t = open_live_target(pid, req.run.capture.nonblocking, run.live);
     if (t) {
       good_pids.push_back(pid);
       opened[pid] = std::move(*t);
@@ -25,7 +27,6 @@ LocalJob run_local_job(const LocalJobRequest& req) {
     }
   }
   if (good_pids.empty() && req.match.empty()) return out;
-  JobOptions run = req.run;
   start_quiet_session(run.capture);  // loads while the processes are found
 
   DiscoveryOptions dopt;

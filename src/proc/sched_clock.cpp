@@ -94,6 +94,7 @@ std::optional<double> RunQueueClock::any_offset() {
 }
 
 std::optional<double> RunQueueClock::offset_ms(int cpu) {
+  std::lock_guard lock(mu_);
   if (cpu < 0 || cpu >= CPU_SETSIZE) return any_offset();
   auto it = offsets_.find(cpu);
   if (it == offsets_.end()) it = offsets_.emplace(cpu, measure_on(cpu)).first;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -28,15 +29,17 @@ class RunQueueClock {
   std::optional<double> seconds_since(double exec_start_ms, int cpu, double now_ms);
 
   // Offset (CLOCK_MONOTONIC minus run-queue clock, ms) of `cpu`; measured on first use. A CPU
-  // this process may not run on (cpuset) borrows the offset of one it can.
+  // this process may not run on (cpuset) borrows the offset of one it can. Safe from several
+  // threads: the live targets of a run share one clock (the offsets are the node's).
   std::optional<double> offset_ms(int cpu);
 
   // CLOCK_MONOTONIC in milliseconds.
   static double monotonic_ms();
 
  private:
+  std::mutex mu_;  // guards offsets_
   std::map<int, std::optional<double>> offsets_;
-  std::optional<double> any_offset();
+  std::optional<double> any_offset();  // with mu_ held
 };
 
 // Blocked seconds of thread `tid` of `pid` in state `state` (read just before), or nullopt when

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,8 @@ Result<TargetFile> read_file_as(const TargetFileRequest& request);
 // checks as read_file_as, and is joined when the reader goes (it is idle then: every read
 // waited for its answer). A read that times out leaves its thread to finish on its own, and
 // the next read starts a fresh one; a request with other credentials is read by read_file_as.
+// Reads from several threads are served one at a time (the live targets of a run share one
+// reader: the ranks of a job mostly run as one user).
 class TargetFileReader {
  public:
   TargetFileReader() = default;
@@ -83,6 +86,7 @@ class TargetFileReader {
  private:
   void retire();
 
+  std::mutex mu_;  // one read() at a time
   std::shared_ptr<Channel> channel_;
   std::thread worker_;
   std::optional<FileCredentials> as_;  // the credentials `worker_` reads with

@@ -43,7 +43,14 @@ std::string hostname() {
 
 }  // namespace
 
-Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
+std::shared_ptr<SeizeReaper> LiveRunShared::reaper() {
+  std::lock_guard lock(mu_);
+  if (!reaper_) reaper_ = std::make_shared<SeizeReaper>();
+  return reaper_;
+}
+
+Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only,
+                                                 std::shared_ptr<LiveRunShared> shared) {
   if (pid <= 0) return Error(Errc::usage, fmt::format("{} is not a valid pid", pid));
   if (pid == getpid()) return own_pid_error(pid);
   auto stat = read_stat(pid);
@@ -98,7 +105,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
     if (wait_out_exec(pid, before, kExecWait)) return exec_error(pid, before);
     return Error(Errc::no_such_process, fmt::format("pid {}: no such process", pid), ESRCH);
   }
-  auto target = std::make_unique<LiveTarget>(pid);
+  if (!shared) shared = std::make_shared<LiveRunShared>();
+  auto target = std::make_unique<LiveTarget>(pid, std::move(shared));
   auto st = target->refresh_mappings();
   if (!st) return std::move(st).error();
   if (target->mappings().empty()) {
@@ -114,7 +122,8 @@ Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only) {
   return std::unique_ptr<Target>(std::move(target));
 }
 
-LiveTarget::LiveTarget(int pid) : pid_(pid), memory_(pid) {}
+LiveTarget::LiveTarget(int pid, std::shared_ptr<LiveRunShared> shared)
+    : pid_(pid), memory_(pid), shared_(std::move(shared)) {}
 
 std::string LiveTarget::describe() const { return fmt::format("pid {}", pid_); }
 
@@ -176,7 +185,7 @@ Result<TargetFile> LiveTarget::read_target_file(const std::string& name, std::si
   r.as = read_file_credentials(pid_);
   if (!r.as) return Error(Errc::no_such_process, "the process's credentials are unknown");
   r.max_bytes = max_bytes;
-  return files_.read(r);
+  return shared_->files().read(r);
 }
 
 std::optional<std::int64_t> LiveTarget::started_unix_ns() const {
@@ -195,7 +204,7 @@ Result<std::unique_ptr<Freeze>> LiveTarget::freeze(const Deadline& deadline) {
 
 Result<std::unique_ptr<Freeze>> LiveTarget::freeze_except(const Deadline& deadline,
                                                           const std::vector<int>& leave_alone) {
-  auto stopper = PtraceStopper::stop_all(pid_, deadline, leave_alone);
+  auto stopper = PtraceStopper::stop_all(pid_, deadline, leave_alone, shared_->reaper());
   if (!stopper) return std::move(stopper).error();
   return std::unique_ptr<Freeze>(std::move(*stopper));
 }
@@ -223,7 +232,8 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
     out.state = st->state;
     out.cpu_ticks = st->utime + st->stime;
     if (out.name.empty()) out.name = st->comm;
-    out.blocked_s = thread_blocked_seconds(clock_, pid_, out.tid, st->state, st->processor);
+    out.blocked_s =
+        thread_blocked_seconds(shared_->clock(), pid_, out.tid, st->state, st->processor);
   }
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/schedstat", pid_, out.tid), 256)) {
     auto f = split_fields(*text);

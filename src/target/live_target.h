@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,17 +14,39 @@
 #include "proc/sched_clock.h"
 #include "proc/target_file.h"
 #include "target/process_memory.h"
+#include "target/seize_reaper.h"
 #include "target/target.h"
 
 namespace hangscan {
 
+// The helpers the live targets of one run share, each with a thread of its own: the reader of
+// source files, the seize reaper, the run-queue clock's per-CPU measurement. Why: made per
+// process, a dump of 8 ranks started about 30 helper threads for work that one each does (all
+// serve one process at a time); their starts and wake-ups were most of what dump cost more
+// than before them. Captures of one run use it one at a time (the reaper serves one freeze).
+class LiveRunShared {
+ public:
+  TargetFileReader& files() { return files_; }
+  RunQueueClock& clock() { return clock_; }
+  // Made at the first freeze (a read-only run starts none).
+  std::shared_ptr<SeizeReaper> reaper();
+
+ private:
+  std::mutex mu_;
+  TargetFileReader files_;
+  RunQueueClock clock_;
+  std::shared_ptr<SeizeReaper> reaper_;
+};
+
 // `read_only`: the caller will only read memory (--nonblocking), never ptrace, so a process
-// another tool (strace, gdb) is tracing is accepted.
-Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only = false);
+// another tool (strace, gdb) is tracing is accepted. `shared`: the run's helpers (null: the
+// target gets its own).
+Result<std::unique_ptr<Target>> open_live_target(int pid, bool read_only = false,
+                                                 std::shared_ptr<LiveRunShared> shared = nullptr);
 
 class LiveTarget : public Target {
  public:
-  explicit LiveTarget(int pid);
+  LiveTarget(int pid, std::shared_ptr<LiveRunShared> shared);
 
   int pid() const override { return pid_; }
   bool is_live() const override { return true; }
@@ -48,8 +71,7 @@ class LiveTarget : public Target {
   int pid_;
   ProcessMemory memory_;
   std::vector<Mapping> mappings_;
-  RunQueueClock clock_;     // per-CPU offsets, measured once per target
-  TargetFileReader files_;  // one thread reads all of its source files
+  std::shared_ptr<LiveRunShared> shared_;  // never null
 };
 
 }  // namespace hangscan

@@ -67,13 +67,14 @@ PtraceStopper::PtraceStopper(int pid) : pid_(pid) {}
 
 Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     int pid, const Deadline& deadline, const std::vector<int>& leave_alone,
-    const std::function<void()>& after_stops) {
+    std::shared_ptr<SeizeReaper> reaper, const std::function<void()>& after_stops) {
   std::unique_ptr<PtraceStopper> s(new PtraceStopper(pid));
   s->leave_alone_ = leave_alone;
   std::sort(s->leave_alone_.begin(), s->leave_alone_.end());
   s->block_signals({SIGTSTP, SIGTTIN, SIGTTOU});
   if (auto mark = exec_mark(pid)) s->mark_ = *mark;
-  s->reaper_ = std::make_unique<SeizeReaper>();
+  s->reaper_ = reaper ? std::move(reaper) : std::make_shared<SeizeReaper>();
+  s->reaper_->begin_freeze();
 
   // PTRACE_SEIZE attaches without stopping: every thread known now is attached before the
   // clock starts, so the pause holds only the interrupts, the copies and the detaches.
@@ -107,8 +108,8 @@ Result<std::unique_ptr<PtraceStopper>> PtraceStopper::stop_all(
     s->interrupt_from(from);
     s->wait_for_stops(deadline);
   }
+  s->reaper_->end_seizes();  // no more seizes; a reaper of our own is joined after the release
   s->absorb_reaped();
-  s->reaper_->stop();  // no more seizes; joined after the release, outside the pause
   if (s->executed()) {
     s->release();
     return exec_error(pid, s->mark_);

@@ -43,11 +43,13 @@ class PtraceStopper : public Freeze {
   // uninterruptible sleep) are listed with an error and no registers.
   // `leave_alone`: threads not to attach at all (the quiet path took them without a stop,
   // capture/quiet_source.h); every other thread, including any found by a re-scan, is stopped.
+  // `reaper`: the run's seize reaper (one helper thread for all its freezes); null: one of its
+  // own for this freeze.
   // `after_stops` (tests only) runs once the threads stopped, before their registers are read:
   // an exec landing there (its killed tracees' exits not yet reported) is made exact with it.
   static Result<std::unique_ptr<PtraceStopper>> stop_all(
       int pid, const Deadline& deadline, const std::vector<int>& leave_alone = {},
-      const std::function<void()>& after_stops = {});
+      std::shared_ptr<SeizeReaper> reaper = nullptr, const std::function<void()>& after_stops = {});
 
   ~PtraceStopper() override;
   PtraceStopper(const PtraceStopper&) = delete;
@@ -94,7 +96,7 @@ class PtraceStopper : public Freeze {
 
   int pid_;
   ExecMark mark_;
-  std::unique_ptr<SeizeReaper> reaper_;  // only while seizing (stop_all)
+  std::shared_ptr<SeizeReaper> reaper_;  // from stop_all to the release
   std::vector<Tracee> tracees_;
   std::vector<int> uninterruptible_;  // threads in D state when found: not attached
   std::vector<int> leave_alone_;      // sorted: threads taken without a stop, never attached

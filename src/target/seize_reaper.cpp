@@ -6,6 +6,8 @@
 #include <chrono>
 #include <system_error>
 
+#include "util/job_control.h"
+
 namespace hangscan {
 
 namespace {
@@ -13,6 +15,7 @@ namespace {
 // A seize normally returns in microseconds; one still under way after this waits for an exec.
 constexpr std::int64_t kSlowSeizeUs = 2'000;
 constexpr auto kLook = std::chrono::milliseconds(1);
+constexpr auto kReapWait = std::chrono::milliseconds(100);
 
 bool is_exit(int code) { return code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED; }
 
@@ -20,22 +23,37 @@ bool is_exit(int code) { return code == CLD_EXITED || code == CLD_KILLED || code
 
 SeizeReaper::SeizeReaper() {
   try {
-    thread_ = std::thread([this] { run(); });
+    thread_ = thread_without_job_control_stops([this] { run(); });
   } catch (const std::system_error&) {  // no thread to be had: seize as before
   }
 }
 
 SeizeReaper::~SeizeReaper() {
-  stop();
-  if (thread_.joinable()) thread_.join();
-}
-
-void SeizeReaper::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SeizeReaper::begin_freeze() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tids_.clear();
+    reaped_.clear();
+    armed_ = true;
+  }
+  wake_.notify_all();
+}
+
+// The helper finds armed_ false at its next look and sleeps from then on; a reap under way (a
+// few non-blocking waitid calls) is waited for, at most kReapWait, so every exit it took is in
+// take_reaped().
+void SeizeReaper::end_seizes() {
+  std::unique_lock<std::mutex> lock(mu_);
+  armed_ = false;
+  reaped_once_.wait_for(lock, kReapWait, [this] { return !reaping_; });
 }
 
 std::int64_t SeizeReaper::now_us() {
@@ -64,14 +82,22 @@ void SeizeReaper::run() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    wake_.wait_for(lock, kLook);
-    if (stop_) break;
+    if (armed_) {
+      wake_.wait_for(lock, kLook);
+    } else {
+      wake_.wait(lock, [this] { return stop_ || armed_; });
+      continue;
+    }
+    if (stop_ || !armed_) continue;
     std::int64_t since = seize_since_us_.load(std::memory_order_relaxed);
     if (since == 0 || now_us() - since < kSlowSeizeUs) continue;
     std::vector<int> tids = tids_;
+    reaping_ = true;
     lock.unlock();
     reap(tids);
     lock.lock();
+    reaping_ = false;
+    reaped_once_.notify_all();
   }
 }
 

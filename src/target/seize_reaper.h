@@ -7,7 +7,9 @@
 // target would wait for each other forever, and no deadline helps a thread stuck in a system
 // call. A helper thread that reaps our exited tracees once a seize has taken long breaks the
 // cycle: the exec completes, the seize returns (the thread is gone) and the capture goes on to
-// report the exec. It is idle (one wake-up per millisecond) while seizes return promptly.
+// report the exec. It looks once per millisecond while a freeze seizes, and sleeps without a
+// wake-up between freezes: one reaper serves every freeze of a run (one freeze at a time), so
+// a dump of 8 ranks starts one helper thread, not 8.
 #pragma once
 
 #include <atomic>
@@ -28,7 +30,8 @@ struct ReapedExit {
 
 class SeizeReaper {
  public:
-  // Starts the helper; without a thread to be had it does nothing (the seize is as before).
+  // Starts the helper, armed as if begin_freeze() had been called; without a thread to be had
+  // it does nothing (the seize is as before).
   SeizeReaper();
   ~SeizeReaper();
   SeizeReaper(const SeizeReaper&) = delete;
@@ -40,10 +43,13 @@ class SeizeReaper {
   void traced(int tid);
   // The exits the helper reaped since the last call.
   std::vector<ReapedExit> take_reaped();
-  // Asks the helper to end, without waiting for it (the destructor joins it). Why: the tracer
-  // asks once its seizes are over, inside the pause, and lets it go after the release, so the
-  // pause never waits for the helper thread to be scheduled (milliseconds on a loaded node).
-  void stop();
+  // A freeze begins: the tracees and exits of the one before are forgotten and the helper looks
+  // again while seizes are under way.
+  void begin_freeze();
+  // The freeze's seizes are over: the helper sleeps until the next begin_freeze(). Only a reap
+  // under way is waited for, never the helper's scheduling, so the pause does not wait for a
+  // thread to run (milliseconds on a loaded node); the destructor ends and joins it.
+  void end_seizes();
 
  private:
   static std::int64_t now_us();
@@ -53,7 +59,10 @@ class SeizeReaper {
   std::atomic<std::int64_t> seize_since_us_{0};  // 0: no seize under way
   std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable reaped_once_;  // a reap under way ended
   bool stop_ = false;
+  bool armed_ = true;     // between begin_freeze() and end_seizes()
+  bool reaping_ = false;  // the helper runs reap() (outside the lock)
   std::vector<int> tids_;
   std::vector<ReapedExit> reaped_;
   std::thread thread_;

@@ -236,7 +236,7 @@ TEST(PtraceStopper, ExecBeforeTheRegistersAreReadIsAnExec) {
   ASSERT_TRUE(kid.thread_reaches(kid.staying_tid(), 'S'));
   bool killed = false;
   auto s = PtraceStopper::stop_all(
-      kid.pid(), Deadline::after(3000ms), {kid.pid(), kid.execing_tid()},
+      kid.pid(), Deadline::after(3000ms), {kid.pid(), kid.execing_tid()}, nullptr,
       [&] { killed = kid.start_exec() && kid.thread_reaches(kid.staying_tid(), 'Z'); });
   ASSERT_TRUE(killed);
   ASSERT_FALSE(s.ok()) << "registers of " << (*s)->threads().size() << " thread(s)";

@@ -103,5 +103,61 @@ TEST(SeizeReaper, ReapsAnExitButLeavesAStopToTheTracer) {
   EXPECT_EQ(ptrace(PTRACE_DETACH, stopped.pid(), nullptr, nullptr), 0);
 }
 
+// Waits (deadline 10 s) for the reaper to report an exit.
+std::vector<ReapedExit> reaped_within_10s(SeizeReaper& reaper) {
+  std::vector<ReapedExit> reaped;
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (reaped.empty() && std::chrono::steady_clock::now() < end) {
+    reaped = reaper.take_reaped();
+    std::this_thread::sleep_for(1ms);
+  }
+  return reaped;
+}
+
+// One reaper serves the freezes of a run one after the other: each freeze's exits are its own,
+// and between freezes the helper reaps nothing (an exit then is the tracer's to see).
+TEST(SeizeReaper, ServesFreezesOneAfterTheOtherAndSleepsBetween) {
+  SeizeReaper reaper;
+  Tracee first(true);
+  reaper.begin_freeze();
+  reaper.traced(first.pid());
+  reaper.seize_begins();
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, first.pid(), nullptr, nullptr), 0);
+  auto reaped = reaped_within_10s(reaper);
+  reaper.seize_ends();
+  reaper.end_seizes();
+  ASSERT_EQ(reaped.size(), 1u);
+  EXPECT_EQ(reaped[0].tid, first.pid());
+
+  // Between freezes: a slow "seize" of a traced exiting child is not looked at.
+  Tracee between(true);
+  reaper.traced(between.pid());
+  reaper.seize_begins();
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, between.pid(), nullptr, nullptr), 0);
+  siginfo_t si{};
+  ASSERT_TRUE(changes(between.pid(), si));
+  EXPECT_EQ(si.si_code, CLD_EXITED);
+  std::this_thread::sleep_for(20ms);  // ten times the reaper's slow-seize threshold
+  reaper.seize_ends();
+  EXPECT_TRUE(reaper.take_reaped().empty());
+  ASSERT_TRUE(changes(between.pid(), si));  // still there for the tracer
+  EXPECT_EQ(si.si_code, CLD_EXITED);
+
+  // The next freeze forgets the tracees of the one before and reaps its own.
+  Tracee second(true);
+  reaper.begin_freeze();
+  reaper.traced(second.pid());
+  reaper.seize_begins();
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, second.pid(), nullptr, nullptr), 0);
+  reaped = reaped_within_10s(reaper);
+  reaper.seize_ends();
+  reaper.end_seizes();
+  ASSERT_EQ(reaped.size(), 1u);
+  EXPECT_EQ(reaped[0].tid, second.pid());
+  EXPECT_EQ(reaped[0].code, CLD_EXITED);
+  EXPECT_EQ(reaped[0].status, 7);
+  EXPECT_TRUE(changes(between.pid(), si));  // `between` was not the second freeze's
+}
+
 }  // namespace
 }  // namespace hangscan
