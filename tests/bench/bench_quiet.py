@@ -55,8 +55,8 @@ def main():
     names = {"none": "{} blocked", "spin": "{} blocked + 1 spinning",
              "python": "python3.11, {} blocked Python threads"}
     for n, extra in ((50, "none"), (200, "none"), (200, "spin"), (50, "python")):
-        name = names[extra].format(n)
-        if only and not any(o in name for o in only):
+        case = names[extra].format(n)
+        if only and not any(o in case for o in only):
             continue
         p = start(programs, n, extra)
         try:
@@ -65,7 +65,7 @@ def main():
             for _ in range(runs):
                 for name, spec in binaries.items():
                     res[name].append(one(spec, p.pid))
-            row = [name]
+            row = [case]
             for name in binaries:
                 walls = [w for w, _ in res[name]]
                 pauses = [u for _, u in res[name]]
