@@ -199,6 +199,42 @@ static __always_inline void copy_user_stack(struct hs_user_stack* u, struct task
 
 #include "py_frames.bpf.h"
 
+/* Where each watched Python process keeps its interpreter (filled by user space). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32); /* tgid */
+  __type(value, struct hs_py_proc);
+} py_procs SEC(".maps");
+
+struct hs_py_scratch {
+  __u8 b[HS_PY_HEADER];
+};
+
+/* One frame's first bytes, read at once (per CPU: a sample runs with interrupts off). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct hs_py_scratch);
+} py_scratch SEC(".maps");
+
+/* At an on-CPU sample: the current thread's Python frames, its thread state remembered in its
+ * recorder state (interrupts off: the CPU's scratch is this walk's alone). */
+static __always_inline void py_sample(struct hs_py_stack* out, const struct hs_py_proc* c,
+                                      struct task_struct* task, __u64 fs_base) {
+  __u32 zero = 0;
+  __u8* buf = bpf_map_lookup_elem(&py_scratch, &zero);
+  if (buf) {
+    struct hs_thread_state* ts = bpf_task_storage_get(&thread_states, task, 0, 0);
+    py_walk_thread(out, c, task, fs_base, buf, ts ? &ts->py_tstate : 0);
+    return;
+  }
+  out->status = HS_PY_NO_THREAD;
+  out->nframes = 0;
+  out->ncalls = 0;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();

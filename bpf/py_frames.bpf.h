@@ -1,40 +1,33 @@
-/* The Python frames of the sampled thread, read at the sample (included by hangscan_watch.bpf.c).
+/* The Python frames of one thread, walked in the kernel: included by hangscan_watch.bpf.c (at an
+ * on-CPU sample, the current task's own memory) and by snapshot.bpf.c (the quiet dump: a
+ * sleeping thread's memory, read from hangscan's iterator with bpf_copy_from_user_task; that
+ * program defines HS_PY_REMOTE before including this).
  *
  * Why in the kernel: CPython keeps its frame chain in heap memory that changes as the program
  * runs, so a chain read later would be the interpreter's state at that later read, attributed
- * to an old sample. At the sample the chain's raw pointers are copied (the code object and the
+ * to an old sample (or, for the quiet dump, not covered by the sleep sequence the iterator
+ * checks around its copy). The chain's raw pointers are copied (the code object and the
  * instruction pointer of each frame, which eval-loop call each frame starts); user space names
  * them afterwards (src/python: a code object does not change) and merges them with the native
  * frames as `dump --native` does. Where a process's interpreter is and how its version lays
- * frames out comes from user space (`py_procs`, from src/python/layout.h); only reads of the
- * current task's own memory are made (bpf_probe_read_user: no fault is taken, an unreadable
- * frame ends the chain with its status).
+ * frames out comes from user space (struct hs_py_proc, from src/python/layout.h through
+ * src/capture/bpf_python.h). One walker for both programs: an unreadable frame ends the chain
+ * with its status, more than HS_PY_FRAMES frames end it with HS_PY_CUT.
  */
 #ifndef HANGSCAN_PY_FRAMES_BPF_H
 #define HANGSCAN_PY_FRAMES_BPF_H
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u32); /* tgid */
-  __type(value, struct hs_py_proc);
-} py_procs SEC(".maps");
+/* One read of the walked thread's memory: another task's (sleepable programs) or the current
+ * task's (any program). A compile-time choice: a program holds only the helper it may call. */
+#ifdef HS_PY_REMOTE
+#define py_read(dst, len, addr, task) bpf_copy_from_user_task(dst, len, (void*)(addr), task, 0)
+#else
+#define py_read(dst, len, addr, task) bpf_probe_read_user(dst, len, (void*)(addr))
+#endif
 
-struct hs_py_scratch {
-  __u8 b[HS_PY_HEADER];
-};
-
-/* One frame's first bytes, read at once (per CPU: a sample runs with interrupts off). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct hs_py_scratch);
-} py_scratch SEC(".maps");
-
-static __always_inline __u64 py_user_u64(__u64 addr) {
+static __always_inline __u64 py_user_u64(struct task_struct* task, __u64 addr) {
   __u64 v = 0;
-  if (bpf_probe_read_user(&v, sizeof(v), (void*)addr) != 0) return 0;
+  if (py_read(&v, sizeof(v), addr, task) != 0) return 0;
   return v;
 }
 
@@ -58,12 +51,13 @@ static __always_inline __s8 py_field_s8(const __u8* b, __s32 off) {
  * which on x86-64 glibc is the thread's fs base. The native id is the thread's id in the
  * process's own pid namespace, which is not task->pid for a process in a container watched by
  * host pid (from the host, or a hostPID pod): the pthread_t is the same in every namespace. */
-static __always_inline bool py_is_current(const struct hs_py_proc* c, __u64 t, __u32 tid,
-                                          __u64 fs_base) {
-  if (c->tstate_native_thread_id >= 0 && py_user_u64(t + c->tstate_native_thread_id) == tid)
+static __always_inline bool py_is_current(const struct hs_py_proc* c, struct task_struct* task,
+                                          __u64 t, __u32 tid, __u64 fs_base) {
+  if (c->tstate_native_thread_id >= 0 &&
+      py_user_u64(task, t + c->tstate_native_thread_id) == tid)
     return true;
   return c->tstate_thread_id >= 0 && fs_base != 0 &&
-         py_user_u64(t + c->tstate_thread_id) == fs_base;
+         py_user_u64(task, t + c->tstate_thread_id) == fs_base;
 }
 
 static __always_inline void py_mark_entry(struct hs_py_stack* out, __u32 i) {
@@ -76,6 +70,7 @@ static __always_inline void py_mark_entry(struct hs_py_stack* out, __u32 i) {
 struct py_walk {
   struct hs_py_stack* out;
   const struct hs_py_proc* c;
+  struct task_struct* task; /* the walked thread */
   __u8* buf;
   __u64 at; /* the next thread state, _PyCFrame or frame */
   __u64 fs_base;
@@ -88,11 +83,11 @@ struct py_walk {
 static long py_thread_step(__u32 i, void* arg) {
   struct py_walk* w = arg;
   if (w->at == 0) return 1;
-  if (py_is_current(w->c, w->at, w->tid, w->fs_base)) {
+  if (py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
     w->found = w->at;
     return 1;
   }
-  w->at = py_user_u64(w->at + w->c->tstate_next);
+  w->at = py_user_u64(w->task, w->at + w->c->tstate_next);
   return 0;
 }
 
@@ -101,7 +96,7 @@ static long py_thread_step(__u32 i, void* arg) {
 static long py_cframe_step(__u32 i, void* arg) {
   struct py_walk* w = arg;
   if (w->at == 0) return 1;
-  __u64 previous = py_user_u64(w->at + w->c->cframe_previous);
+  __u64 previous = py_user_u64(w->task, w->at + w->c->cframe_previous);
   if (previous == 0) return 1;
   w->out->calls[w->n & (HS_PY_CALLS - 1)] = w->at;
   w->n++;
@@ -124,7 +119,7 @@ static long py_frame_step(__u32 i, void* arg) {
     return 1;
   }
   __u32 len = c->header_len;
-  if (len == 0 || len > HS_PY_HEADER || bpf_probe_read_user(buf, len, (void*)frame) != 0) {
+  if (len == 0 || len > HS_PY_HEADER || py_read(buf, len, frame, w->task) != 0) {
     out->status = HS_PY_UNREADABLE;
     return 1;
   }
@@ -157,30 +152,32 @@ static long py_frame_step(__u32 i, void* arg) {
   return 0;
 }
 
-/* The Python frames of the current thread into `out` (status HS_PY_NO_THREAD when Python does
- * not know this thread). Its thread state: the one its recorder state remembers when that is
- * still this thread's (a thread state lives as long as its thread), else by a walk of the first
- * interpreter's list. `buf`: HS_PY_HEADER bytes nothing else writes during the walk. */
-static __always_inline void py_walk_current(struct hs_py_stack* out, const struct hs_py_proc* c,
-                                            struct task_struct* task, __u64 fs_base, __u8* buf) {
+/* The Python frames of thread `task` into `out` (status HS_PY_NO_THREAD when Python does not
+ * know this thread). Its thread state: `*cached` when that is still this thread's (a thread
+ * state lives as long as its thread; the recorder remembers it per thread), else by a walk of
+ * the first interpreter's list (then kept in `*cached`). `cached` may be null. `buf`:
+ * HS_PY_HEADER bytes nothing else writes during the walk. */
+static __always_inline void py_walk_thread(struct hs_py_stack* out, const struct hs_py_proc* c,
+                                           struct task_struct* task, __u64 fs_base, __u8* buf,
+                                           __u64* cached) {
   out->status = HS_PY_NO_THREAD;
   out->nframes = 0;
   out->ncalls = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
-  struct py_walk w = {.out = out, .c = c, .buf = buf, .fs_base = fs_base, .tid = task->pid};
-  struct hs_thread_state* ts = bpf_task_storage_get(&thread_states, task, 0, 0);
-  if (ts && ts->py_tstate != 0 && py_is_current(c, ts->py_tstate, w.tid, fs_base)) {
-    w.found = ts->py_tstate;
+  struct py_walk w = {
+      .out = out, .c = c, .task = task, .buf = buf, .fs_base = fs_base, .tid = task->pid};
+  if (cached && *cached != 0 && py_is_current(c, task, *cached, w.tid, fs_base)) {
+    w.found = *cached;
   } else {
-    __u64 interp = py_user_u64(c->interp_head_ptr);
+    __u64 interp = py_user_u64(task, c->interp_head_ptr);
     if (interp != 0) {
-      w.at = py_user_u64(interp + c->interp_threads_head);
+      w.at = py_user_u64(task, interp + c->interp_threads_head);
       bpf_loop(HS_PY_THREADS, py_thread_step, &w, 0);
     }
     if (w.found == 0) return;
-    if (ts) ts->py_tstate = w.found;
+    if (cached) *cached = w.found;
   }
-  __u64 frame = py_user_u64(w.found + c->tstate_frame);
+  __u64 frame = py_user_u64(task, w.found + c->tstate_frame);
   if (c->cframe_current_frame >= 0 && frame != 0) {
     if (c->cframe_previous >= 0) {
       w.at = frame;
@@ -188,7 +185,7 @@ static __always_inline void py_walk_current(struct hs_py_stack* out, const struc
       bpf_loop(HS_PY_CALLS, py_cframe_step, &w, 0);
       out->ncalls = w.n;
     }
-    frame = py_user_u64(frame + c->cframe_current_frame);
+    frame = py_user_u64(task, frame + c->cframe_current_frame);
   }
   out->status = HS_PY_OK;
   w.at = frame;
@@ -197,20 +194,6 @@ static __always_inline void py_walk_current(struct hs_py_stack* out, const struc
   bpf_loop(2 * HS_PY_FRAMES, py_frame_step, &w, 0);
   if (w.at != 0 && out->status == HS_PY_OK) out->status = HS_PY_CUT;
   out->nframes = w.n;
-}
-
-/* At an on-CPU sample (interrupts off: the CPU's scratch is this walk's alone). */
-static __always_inline void py_sample(struct hs_py_stack* out, const struct hs_py_proc* c,
-                                      struct task_struct* task, __u64 fs_base) {
-  __u32 zero = 0;
-  __u8* buf = bpf_map_lookup_elem(&py_scratch, &zero);
-  if (buf) {
-    py_walk_current(out, c, task, fs_base, buf);
-    return;
-  }
-  out->status = HS_PY_NO_THREAD;
-  out->nframes = 0;
-  out->ncalls = 0;
 }
 
 #endif

@@ -9,12 +9,20 @@
  * runs it twice per process: the first pass copies, the second
  * (copy_stacks 0) only reads each thread's sleep sequence, which proves that a thread did not
  * run between the two passes, so everything read of it in between is of one sleep.
+ *
+ * In a Python process (user space sets py_proc) the first pass also walks each sleeping
+ * thread's Python frame chain (bpf/py_frames.bpf.h, the walker the recorder's samples use),
+ * between the same two reads of its sleep sequence: its frames are of the same sleep as its
+ * registers and stack.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
 #include "snapshot_events.h"
+
+#define HS_PY_REMOTE 1 /* the walked threads are not the current task */
+#include "py_frames.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -23,10 +31,15 @@ char LICENSE[] SEC("license") = "GPL";
 volatile __u32 target_tgid = 0;
 /* Set by user space before each pass: 1 copies registers and stacks, 0 reads sequences only. */
 volatile __u32 copy_stacks = 1;
+/* Set by user space before each pass: the target's interpreter (header_len 0: walk no Python
+ * frames, as for a process that is not Python or a layout the walker cannot read). */
+struct hs_py_proc py_proc = {};
 
 struct snap_scratch {
   struct hs_snap_thread h;
   __u8 stack[HS_SNAP_STACK_BYTES];
+  struct hs_py_stack py;
+  __u8 py_buf[HS_PY_HEADER];
 };
 
 struct {
@@ -93,6 +106,10 @@ int snapshot_threads(struct bpf_iter__task* ctx) {
     h->fs_base = BPF_CORE_READ(t, thread.fsbase);
     h->stack_len = copy_stack(s->stack, h->regs.sp, t);
     h->flags |= HS_SNAP_COPIED;
+    if (py_proc.header_len != 0) {
+      py_walk_thread(&s->py, &py_proc, t, h->fs_base, s->py_buf, 0);
+      h->flags |= HS_SNAP_PY;
+    }
   }
   /* Read again after the copy: a thread that ran meanwhile left a CPU at least once. */
   if (before && asleep(t, &state) && sleep_seq(t) == seq) h->flags |= HS_SNAP_ASLEEP;
@@ -100,5 +117,6 @@ int snapshot_threads(struct bpf_iter__task* ctx) {
   __u32 len = h->stack_len;
   if (len > HS_SNAP_STACK_BYTES) len = HS_SNAP_STACK_BYTES;
   if (len > 0) bpf_seq_write(ctx->meta->seq, s->stack, len);
+  if (h->flags & HS_SNAP_PY) bpf_seq_write(ctx->meta->seq, &s->py, sizeof(s->py));
   return 0;
 }

@@ -16,9 +16,11 @@
 /* flags of one record */
 #define HS_SNAP_ASLEEP 1u /* asleep when found and still asleep, same sequence, after the copy */
 #define HS_SNAP_COPIED 2u /* registers and stack were copied (the first pass) */
+#define HS_SNAP_PY 4u     /* a struct hs_py_stack follows the stack bytes */
 
 /* One thread of the target: written for every thread, asleep or not (then flags 0), followed by
- * `stack_len` bytes of stack from regs.sp when HS_SNAP_COPIED. */
+ * `stack_len` bytes of stack from regs.sp when HS_SNAP_COPIED, then its Python frames (struct
+ * hs_py_stack, bpf/py_frames.bpf.h) when HS_SNAP_PY. */
 struct hs_snap_thread {
   hs_u32 tid;
   hs_u32 flags;

@@ -63,7 +63,8 @@ static int copy_own_stack(struct bpf_map* map, void* key, void* value) {
     e->u.stack_len = 0;
     if (same) copy_user_stack(&e->u, t);
     e->u.kstack_len = 0;
-    if (ep && py && ts) py_walk_current(&ep->py, py, t, e->u.fs_base, ts->py_scratch);
+    if (ep && py && ts)
+      py_walk_thread(&ep->py, py, t, e->u.fs_base, ts->py_scratch, &ts->py_tstate);
     count(same ? HS_CNT_RESUME_COPIES : HS_CNT_RESUME_STALE);
     e->first_seq = rc->first_seq;
     e->last_seq = rc->last_seq;

@@ -65,7 +65,8 @@ endif()
 target_include_directories(hs_capture PUBLIC ${CMAKE_SOURCE_DIR}/bpf)
 if(HANGSCAN_HAVE_BPF)
   hs_bpf_skeleton(snapshot ${CMAKE_SOURCE_DIR}/bpf/snapshot.bpf.c "the quiet dump's snapshot iterator"
-                  ${CMAKE_SOURCE_DIR}/bpf/snapshot_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h)
+                  ${CMAKE_SOURCE_DIR}/bpf/snapshot_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h
+                  ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h)
   # A light skeleton (src/capture/snapshot_lskel.h says why): the kernel relocates and attaches.
   add_custom_command(OUTPUT ${HS_BPF_OUT}/snapshot.lskel.h
     COMMAND ${HS_BPFTOOL} gen skeleton -L ${HS_BPF_OUT}/snapshot.bpf.o name snapshot

@@ -149,10 +149,11 @@ void add_quiet_threads(Target& target, std::vector<QuietThread>& quiet, const st
 
 // One capture: the threads in `quiet` (taken asleep by a quiet source) are left alone, every
 // other thread is stopped (none when all sleep), then the stacks and the Python walk are copied
-// and the stopped threads released. `quiet` null: the ptrace freeze of every thread.
+// and the stopped threads released. `quiet` null: the ptrace freeze of every thread. `python`:
+// the interpreter located already (with the frames the source took), null: located here.
 ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
                          std::map<int, ThreadSnapshot> described, QuietTake* quiet,
-                         const std::string& how) {
+                         const std::string& how, std::shared_ptr<PythonCopy> python) {
   ProcessCopy copy;
   copy.pid = target.pid();
   copy.what = target.describe();
@@ -164,7 +165,7 @@ ProcessCopy acquire_once(Target& target, const CaptureOptions& options,
   }
   const bool stop = quiet == nullptr || !quiet->awake.empty();
 
-  std::shared_ptr<PythonCopy> python = locate_python(target, options);
+  if (!python) python = locate_python(target, options);
   const bool prepare = target.is_live() && !options.nonblocking;
   std::vector<std::uint64_t> python_pages;
   if (prepare) python_pages = probe_python_pages(*python, target, options.locals);
@@ -282,7 +283,12 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
                                          QuietSource& source) {
   std::vector<int> to_stop;  // threads that woke twice
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto take = source.take();
+    // The source walks the sleeping threads' Python frames in the same copy where it can (not
+    // with --locals: it copies no values).
+    std::shared_ptr<PythonCopy> python = locate_python(target, options);
+    const python::Located* where =
+        python->reader && !options.locals ? &python->reader->located() : nullptr;
+    auto take = source.take(where);
     if (!take) return std::nullopt;
     // The target's own rights decide as for ptrace: memory we may not read (another user's
     // process, no CAP_SYS_PTRACE) sends the capture down the ptrace path and its error.
@@ -294,13 +300,19 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
       if (stop) take->awake.push_back(q.tid);
       return stop;
     });
-    ProcessCopy copy = acquire_once(target, options, described, &*take, source.name());
+    for (QuietThread& q : take->asleep) {
+      if (q.python) python->taken.emplace(q.tid, std::move(*q.python));
+    }
+    ProcessCopy copy =
+        acquire_once(target, options, described, &*take, source.name(), std::move(python));
     auto woke = woke_since(source, *take);
     if (!woke) return std::nullopt;
     if (options.log != nullptr)
       options.log->push_back(fmt::format(
-          "pid {}: {} threads copied asleep ({}), {} stopped{}", target.pid(), take->asleep.size(),
-          source.name(), take->awake.size(), woke->empty() ? "" : ", some woke during the copy"));
+          "pid {}: {} threads copied asleep ({}), {} stopped{}; Python frames of {} taken there",
+          target.pid(), take->asleep.size(), source.name(), take->awake.size(),
+          woke->empty() ? "" : ", some woke during the copy",
+          copy.python ? copy.python->taken.size() : 0));
     if (woke->empty() || !copy.diagnostics.empty()) return copy;
     if (attempt > 0) to_stop.insert(to_stop.end(), woke->begin(), woke->end());
   }
@@ -339,7 +351,7 @@ ProcessCopy acquire_process(Target& target, const CaptureOptions& options) {
           fmt::format("pid {}: quiet dump off: {}", target.pid(), source.error().what()));
     }
   }
-  return acquire_once(target, options, std::move(described), nullptr, "ptrace");
+  return acquire_once(target, options, std::move(described), nullptr, "ptrace", nullptr);
 }
 
 }  // namespace hangscan

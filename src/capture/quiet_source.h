@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hangscan/result.h"
+#include "python/python_reader.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -34,6 +35,10 @@ struct QuietThread {
   Registers regs;
   StackCopy stack;        // the top of its stack, from regs.sp(); the rest is read by the caller
   std::uint64_t seq = 0;  // its sleep sequence: moves whenever the thread leaves a CPU
+  // Its Python frames, walked by the source in the same copy (covered by the same sleep
+  // sequence); nullopt where the source did not walk them whole (not a Python thread, a chain
+  // longer than the source's bound, a layout it cannot read): the caller reads those.
+  std::optional<python::RawPythonThread> python;
 };
 
 // One pass over a process: who sleeps (copied) and who does not (to be stopped).
@@ -48,8 +53,9 @@ class QuietSource {
   virtual ~QuietSource() = default;
   // The `capture` value of the threads it takes ("bpf").
   virtual std::string name() const = 0;
-  // Copies every sleeping thread of the process; lists the others.
-  virtual Result<QuietTake> take() = 0;
+  // Copies every sleeping thread of the process; lists the others. With `python` (the
+  // target's interpreter), also each sleeping thread's Python frames where the source can.
+  virtual Result<QuietTake> take(const python::Located* python) = 0;
   // The sleep sequence of every thread asleep now (threads not asleep are absent): a thread
   // whose sequence differs from its take() ran in between.
   virtual Result<std::map<int, std::uint64_t>> asleep_now() = 0;

@@ -68,7 +68,7 @@ constexpr std::array<std::string_view, 25> kProcessKeys = {
     "cpu_percent", "progress", "captured_at",   "memory",      "death",   "tcp_connections",
     "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics",
     "container"};
-constexpr std::array<std::string_view, 22> kThreadKeys = {
+constexpr std::array<std::string_view, 23> kThreadKeys = {
     "tid",           "name",          "state",
     "wchan",         "syscall",       "is_main",
     "gil",           "python_idle",   "python_name",
@@ -76,7 +76,7 @@ constexpr std::array<std::string_view, 22> kThreadKeys = {
     "incomplete",    "cpu_ticks",     "frames",
     "native_frames", "kernel_frames", "notes",
     "blocked_s",     "waits_on",      "blocked_first_seen_at",
-    "capture"};
+    "capture",       "python_capture"};
 constexpr std::array<std::string_view, 6> kMemoryKeys = {
     "rss_bytes",          "peak_rss_bytes",     "cgroup",
     "cgroup_usage_bytes", "cgroup_limit_bytes", "gpu_bytes"};
@@ -376,8 +376,11 @@ void AgentReader::thread(ProcessSnapshot& p) {
       case 20:
         t.blocked_first_seen_at = number_in(0, 1e10);
         break;
-      default:
+      case 21:
         t.capture = text();
+        break;
+      default:
+        t.python_capture = text();
         break;
     }
   }

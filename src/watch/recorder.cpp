@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/bpf_python.h"
 #include "capture/bpf_snapshot.h"
 #include "hangscan_watch.skel.h"
 #include "proc/proc_files.h"
@@ -45,49 +46,6 @@ constexpr const char* kBpfHint =
 Error bpf_error(const std::string& what, int err) {
   return Error(Errc::permission, fmt::format("eBPF recorder: {}: {}", what, std::strerror(err)),
                err, kBpfHint);
-}
-
-// The recorder's description of a Python process (bpf/py_frames.bpf.h), from its layout; an
-// error where samples cannot walk it: a free-threaded build's per-thread bytecode, a frame
-// whose fields lie beyond the bytes read at once, a field missing.
-Result<hs_py_proc> py_proc_of(const python::Located& where) {
-  const python::PyLayout& l = where.layout;
-  const python::PyOffsets& o = l.off;
-  auto unsupported = [&](const char* why) {
-    return Error(Errc::unsupported,
-                 fmt::format("Python {}: no Python frames in samples ({})", where.version, why));
-  };
-  if (o.frame_tlbc_index >= 0) return unsupported("a free-threaded build");
-  if (where.interp_head_ptr == 0 || o.interp_threads_head < 0 || o.tstate_next < 0 ||
-      o.tstate_frame < 0 || o.frame_previous < 0 || o.frame_code < 0 || o.frame_instr < 0 ||
-      (o.tstate_native_thread_id < 0 && o.tstate_thread_id < 0) ||
-      (l.shim_owner >= 0 && o.frame_owner < 0))
-    return unsupported("its layout lacks a field the walk needs");
-  bool objects = l.frame_model == python::FrameModel::frame_object;
-  std::int64_t end =
-      std::max({o.frame_previous + 8, o.frame_code + 8, o.frame_instr + (objects ? 4 : 8),
-                l.shim_owner >= 0 ? o.frame_owner + 1 : 0,
-                o.frame_is_entry >= 0 ? o.frame_is_entry + 1 : 0});
-  if (end > HS_PY_HEADER) return unsupported("frame fields beyond the bytes read at once");
-  auto i32 = [](std::int64_t v) { return static_cast<hs_s32>(v); };
-  hs_py_proc p{};
-  p.interp_head_ptr = where.interp_head_ptr;
-  p.interp_threads_head = i32(o.interp_threads_head);
-  p.tstate_next = i32(o.tstate_next);
-  p.tstate_frame = i32(o.tstate_frame);
-  p.tstate_thread_id = i32(o.tstate_thread_id);
-  p.tstate_native_thread_id = i32(o.tstate_native_thread_id);
-  p.cframe_current_frame = i32(o.cframe_current_frame);
-  p.cframe_previous = l.shim_owner < 0 ? i32(o.cframe_previous) : -1;  // 3.11's markers
-  p.frame_previous = i32(o.frame_previous);
-  p.frame_code = i32(o.frame_code);
-  p.frame_instr = i32(o.frame_instr);
-  p.frame_owner = i32(o.frame_owner);
-  p.frame_is_entry = i32(o.frame_is_entry);
-  p.shim_owner = l.shim_owner;
-  p.header_len = static_cast<hs_u32>(end);
-  p.flags = (objects ? HS_PY_FRAME_OBJECT : 0) | (l.stackref ? HS_PY_STACKREF : 0);
-  return p;
 }
 
 class BpfRecorder : public Recorder {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/bpf_python.h"
 #include "capture/bpf_snapshot.h"
 #include "watch_events.h"
 
@@ -54,31 +55,6 @@ void wait_into(const hs_wait& e, WaitRecord& w) {
   w.copy_follows = e.copy_follows != 0;
   std::size_t k = std::min<std::size_t>(e.kstack_len / sizeof(std::uint64_t), HS_KSTACK_DEPTH);
   w.copy.kernel.assign(e.kstack, e.kstack + k);
-}
-
-// The Python frames a sample copied (raw pointers, innermost first); nullopt when the thread
-// has no Python thread state.
-std::optional<python::RawPythonThread> python_of(const hs_py_stack& py) {
-  if (py.status == HS_PY_NO_THREAD) return std::nullopt;
-  python::RawPythonThread t;
-  std::size_t n = std::min<std::size_t>(py.nframes, HS_PY_FRAMES);
-  for (std::size_t i = 0; i < n; ++i) {
-    python::RawPythonFrame& f = t.frames.emplace_back();
-    f.code_addr = py.f[i].code;
-    f.instr = py.f[i].instr;
-    f.eval_marker = py.f[i].marker;
-    f.is_entry = ((py.entries[i / 64] >> (i % 64)) & 1) != 0;
-  }
-  if (py.status == HS_PY_UNREADABLE)
-    t.error = "a Python frame could not be read at the sample: the chain is cut there";
-  else if (py.status == HS_PY_CUT)
-    t.error = fmt::format("more than {} Python frames at the sample: the outer ones are missing",
-                          HS_PY_FRAMES);
-  if (py.ncalls > 0) {
-    std::size_t k = std::min<std::size_t>(py.ncalls, HS_PY_CALLS);
-    python::pair_cframes(t, std::vector<std::uint64_t>(py.calls, py.calls + k));
-  }
-  return t;
 }
 
 template <typename T>

@@ -1,9 +1,10 @@
 """Benchmark of the quiet dump (issue #33 part 2): wall time of `dump` and the pause.
 
-Usage: python3 bench_quiet.py PROGRAMS_DIR RUNS LABEL=HANGSCAN[:nobpf] ...
+Usage: python3 bench_quiet.py PROGRAMS_DIR RUNS [--only=TEXT] LABEL=HANGSCAN[:nobpf] ...
 
 tests/programs/quiet_threads with 50 and 200 blocked threads (all asleep), and with 200 blocked
-plus one spinning thread. Each binary dumps each target RUNS times, alternating (in the order
+plus one spinning thread; tests/programs/py_quiet.py under Debian's python3.11 with 50 blocked
+Python threads (their frames walked in BPF). --only=TEXT keeps the cases whose name holds TEXT. Each binary dumps each target RUNS times, alternating (in the order
 given), with --json; ":nobpf" runs that binary with HANGSCAN_NO_BPF=1 (the ptrace-only dump).
 Prints the median and range of the wall time and of pause_us, one row a case, one column a
 binary, then the 1-minute load average.
@@ -17,10 +18,17 @@ import sys
 import time
 
 
+PY_QUIET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs",
+                        "py_quiet.py")
+
+
 def start(programs, n, extra):
     r, w = os.pipe()
-    p = subprocess.Popen([os.path.join(programs, "quiet_threads"), str(w), str(n), extra],
-                         pass_fds=(w,), start_new_session=True, stdout=subprocess.DEVNULL)
+    if extra == "python":
+        argv = ["/usr/bin/python3.11", PY_QUIET, str(w), str(n), os.devnull]
+    else:
+        argv = [os.path.join(programs, "quiet_threads"), str(w), str(n), extra]
+    p = subprocess.Popen(argv, pass_fds=(w,), start_new_session=True, stdout=subprocess.DEVNULL)
     os.close(w)
     if os.read(r, 16) != b"ready\n":
         raise RuntimeError("target did not get ready")
@@ -41,9 +49,15 @@ def one(spec, pid):
 
 def main():
     programs, runs = sys.argv[1], int(sys.argv[2])
-    binaries = dict(a.split("=", 1) for a in sys.argv[3:])
+    only = [a.split("=", 1)[1] for a in sys.argv[3:] if a.startswith("--only=")]
+    binaries = dict(a.split("=", 1) for a in sys.argv[3:] if not a.startswith("--only="))
     print("case | " + " | ".join(binaries), flush=True)
-    for n, extra in ((50, "none"), (200, "none"), (200, "spin")):
+    names = {"none": "{} blocked", "spin": "{} blocked + 1 spinning",
+             "python": "python3.11, {} blocked Python threads"}
+    for n, extra in ((50, "none"), (200, "none"), (200, "spin"), (50, "python")):
+        case = names[extra].format(n)
+        if only and not any(o in case for o in only):
+            continue
         p = start(programs, n, extra)
         try:
             time.sleep(0.5)
@@ -51,7 +65,7 @@ def main():
             for _ in range(runs):
                 for name, spec in binaries.items():
                     res[name].append(one(spec, p.pid))
-            row = [f"{n} blocked" + (" + 1 spinning" if extra == "spin" else "")]
+            row = [case]
             for name in binaries:
                 walls = [w for w, _ in res[name]]
                 pauses = [u for _, u in res[name]]

@@ -148,6 +148,32 @@ def test_a_thread_waking_every_few_ms_is_retaken_or_stopped_never_torn():
         lib.assert_runs_on(t.pid)
 
 
+def faulthandler_stacks(pid, report, nthreads):
+    """[(frames, cut)] per thread from py_quiet.py's faulthandler dump (asked now by SIGUSR1):
+    frames [(function, line)] of py_quiet.py, innermost first; cut when faulthandler stopped at
+    its own bound (100 frames) and wrote "..."."""
+    os.kill(pid, signal.SIGUSR1)
+    lib.wait_for(lambda: (lib.read_text(report) or "").count("Thread 0x") +
+                 (lib.read_text(report) or "").count("Current thread 0x") == nthreads, 10,
+                 "faulthandler's dump")
+    stacks = []
+    for line in (lib.read_text(report) or "").splitlines():
+        if "thread 0x" in line.lower():
+            stacks.append(([], False))
+        elif line.strip() == "...":
+            stacks[-1] = (stacks[-1][0], True)
+        m = re.match(r'\s+File "(.*)", line (\d+) in (\S+)', line)
+        if m and m.group(1) == str(PY_QUIET):
+            stacks[-1][0].append((m.group(3), int(m.group(2))))
+    return stacks
+
+
+def python_frames(th):
+    """[(function, line)] of py_quiet.py in a thread of ours, innermost first."""
+    return [(f["function"].rsplit(".", 1)[-1], f["line"]) for f in th["frames"]
+            if f["kind"] == "python" and f["file"] == str(PY_QUIET)]
+
+
 def test_python_threads_untouched_and_equal_to_faulthandler():
     with lib.TargetPool() as pool, tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "faulthandler.txt")
@@ -158,21 +184,8 @@ def test_python_threads_untouched_and_equal_to_faulthandler():
         quiet_dump(t.pid)
         proc = quiet_dump(t.pid)
         assert untouched(t.pid) == before and proc["pause_us"] == 0
-        ours = sorted(tuple((f["function"].rsplit(".", 1)[-1], f["line"]) for f in th["frames"]
-                            if f["kind"] == "python" and f["file"] == str(PY_QUIET))
-                      for th in proc["threads"])
-        os.kill(t.pid, signal.SIGUSR1)
-        lib.wait_for(lambda: (lib.read_text(report) or "").count("Thread 0x") +
-                     (lib.read_text(report) or "").count("Current thread 0x") == 11, 10,
-                     "faulthandler's dump")
-        theirs, cur = [], None
-        for line in (lib.read_text(report) or "").splitlines():
-            if "thread 0x" in line.lower():
-                cur = []
-                theirs.append(cur)
-            m = re.match(r'\s+File "(.*)", line (\d+) in (\S+)', line)
-            if m and m.group(1) == str(PY_QUIET):
-                cur.append((m.group(3), int(m.group(2))))
+        ours = sorted(tuple(python_frames(th)) for th in proc["threads"])
+        theirs = [frames for frames, _ in faulthandler_stacks(t.pid, report, 11)]
         assert ours == sorted(tuple(s) for s in theirs)
 
 
@@ -236,3 +249,38 @@ def test_one_program_load_for_a_dump_of_three_processes():
         assert sum("BPF_LINK_CREATE" in c for c in calls.splitlines()) == 3
         assert sum("quiet source bpf loaded" in line for line in run.stderr.splitlines()) == 1
         assert left_by_hangscan(loaded) == []
+
+
+# Deeper than the BPF walker's bound (HS_PY_FRAMES: 128 frames in bpf/watch_events.h).
+DEPTH = 200
+
+
+def test_python_frames_walked_in_bpf_and_a_deep_chain_read_in_the_sleep():
+    """The Python frames of blocked threads (queue.get, Lock.acquire, time.sleep, socket recv,
+    Event.wait) come from the BPF snapshot's own walk (python_capture "bpf"); a chain longer
+    than the walker's bound is read from user space inside the proven sleep ("read"), whole.
+    Both equal faulthandler's, and no thread is woken by either of two dumps."""
+    with lib.TargetPool() as pool, tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "faulthandler.txt")
+        t = pool.start([PYTHON, str(PY_QUIET), lib.READY, "5", report, str(DEPTH)], timeout=60)
+        lib.wait_for(lambda: len(lib.thread_states(t.pid)) == 7 and
+                     set(lib.thread_states(t.pid).values()) == {"S"}, 30, "every thread asleep")
+        before = untouched(t.pid)
+        first = quiet_dump(t.pid)
+        second = quiet_dump(t.pid)
+        assert untouched(t.pid) == before
+        for proc in (first, second):
+            assert proc["pause_us"] == 0
+            deep = [th for th in proc["threads"] if len(python_frames(th)) > 128]
+            assert len(deep) == 1
+            assert python_frames(deep[0])[0][0] == "deep"
+            assert len(python_frames(deep[0])) == DEPTH + 1
+            assert {th["tid"]: th.get("python_capture") for th in proc["threads"]} == {
+                th["tid"]: "read" if th is deep[0] else "bpf" for th in proc["threads"]}
+        ours = [python_frames(th) for th in second["threads"]]
+        theirs = faulthandler_stacks(t.pid, report, 7)
+        whole = sorted(tuple(f) for f, cut in theirs if not cut)
+        assert sorted(tuple(f) for f in ours if len(f) <= 128) == whole
+        (cut_frames,) = [f for f, cut in theirs if cut]
+        (deep_frames,) = [f for f in ours if len(f) > 128]
+        assert deep_frames[:len(cut_frames)] == cut_frames
