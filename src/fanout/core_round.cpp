@@ -24,7 +24,7 @@ constexpr std::size_t kMaxOutcomes = std::size_t{1} << 16;
 constexpr std::size_t kMaxString = 4096;
 constexpr std::size_t kMaxWarnings = 64;
 
-std::optional<long long> parse_number(std::string_view text) {
+std::optional<long long> whole_number(std::string_view text) {
   if (text != trim_space(text)) return std::nullopt;
   return parse_int<long long>(text);
 }
@@ -82,7 +82,7 @@ Result<CoreRequest> parse_core_request(std::string_view text) {
   };
   CoreRequest r;
   if (auto at = text.rfind('@'); at != std::string_view::npos) {
-    auto start = parse_number(text.substr(at + 1));
+    auto start = whole_number(text.substr(at + 1));
     if (!start || *start <= 0) return usage("the start time after '@' is not a positive number");
     r.start_ticks = static_cast<std::uint64_t>(*start);
     text = text.substr(0, at);
@@ -92,12 +92,12 @@ Result<CoreRequest> parse_core_request(std::string_view text) {
   std::size_t b = text.find(':', a + 1);
   r.node = std::string(text.substr(0, a));
   if (auto st = validate_host_name(r.node); !st) return usage(st.error().what());
-  auto pid = parse_number(text.substr(a + 1, b == std::string_view::npos ? text.npos : b - a - 1));
+  auto pid = whole_number(text.substr(a + 1, b == std::string_view::npos ? text.npos : b - a - 1));
   if (!pid || *pid <= 0 || *pid > std::numeric_limits<int>::max())
     return usage("the pid is not a positive number");
   r.pid = static_cast<int>(*pid);
   if (b != std::string_view::npos) {
-    auto rank = parse_number(text.substr(b + 1));
+    auto rank = whole_number(text.substr(b + 1));
     if (!rank || *rank < 0 || *rank > std::numeric_limits<int>::max())
       return usage("the rank is not a number >= 0");
     r.rank = static_cast<int>(*rank);

@@ -48,7 +48,7 @@ struct Range {
   int width = 0;  // zero padding, 0 = natural
 };
 
-Result<long> parse_number(std::string_view digits, std::string_view item) {
+Result<long> range_bound(std::string_view digits, std::string_view item) {
   if (digits.empty() || digits.size() > kMaxDigits ||
       !std::all_of(digits.begin(), digits.end(), is_digit)) {
     return usage(fmt::format("bad number '{}' in host list item '{}'", shown(digits), shown(item)));
@@ -71,9 +71,9 @@ Result<std::vector<Range>> parse_bracket(std::string_view body, std::string_view
     std::size_t dash = part.find('-');
     std::string_view lo_text = part.substr(0, dash);
     std::string_view hi_text = dash == std::string_view::npos ? lo_text : part.substr(dash + 1);
-    auto lo = parse_number(lo_text, item);
+    auto lo = range_bound(lo_text, item);
     if (!lo) return lo.error();
-    auto hi = parse_number(hi_text, item);
+    auto hi = range_bound(hi_text, item);
     if (!hi) return hi.error();
     if (*hi < *lo) {
       return usage(

@@ -44,7 +44,7 @@ bool process_before(const json& a, const json& b) {
   return key(a) < key(b);
 }
 
-std::string who(const json& p) {
+std::string who_in_document(const json& p) {
   std::string comm = p.value("comm", std::string());
   if (comm.empty()) comm = p.value("role", std::string());
   std::string node = p.value("node", std::string());
@@ -224,7 +224,7 @@ std::string cluster_watch_text(const json& m) {
     std::string exit = p.contains("exit") && p["exit"].is_string()
                            ? ", " + escape_for_text(p["exit"].get<std::string>())
                            : "";
-    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p),
+    out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who_in_document(p),
                        number_or(p, "cpu_share", 0) * 100, p.value("samples", 0), exit);
     if (p.contains("top_stacks") && p["top_stacks"].is_array() && !p["top_stacks"].empty()) {
       const auto& s = p["top_stacks"][0];
