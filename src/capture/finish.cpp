@@ -141,6 +141,13 @@ void attach_native(const UnwindResult& u, DwflSession& session, SymbolCache& sym
     // clone3's syscall instruction), not a thread with one function: say so.
     t.notes.push_back(fmt::format("stack may be incomplete: unwinding stopped after {}",
                                   t.frames.back().function));
+  } else if (root == t.frames.begin() && u.frames.size() >= 2) {
+    // The innermost frame is a clone: a new thread right after clone3 (nothing above it) or
+    // its parent inside the system call, whose callers the unwinder cannot find there (no CFI
+    // on the syscall instruction; what it read past it was cut above). The stack cannot tell
+    // which: say that it may be cut short.
+    t.notes.push_back(fmt::format("stack may be incomplete: unwinding stopped after {}",
+                                  t.frames.back().function));
   }
 }
 
