@@ -274,7 +274,8 @@ Result<CoreWriteResult> write_core_detailed(int pid, const CoreWriteOptions& opt
     if (!p.omitted.empty()) res.omitted_bytes += p.size();
   }
   res.unreadable_bytes = stats->unreadable_bytes;
-  res.kept_bytes -= std::min(res.kept_bytes, stats->unreadable_bytes);
+  res.kept_bytes -= std::min(res.kept_bytes, stats->unreadable_bytes + stats->guard_bytes);
+  res.omitted_bytes += stats->guard_bytes;
   res.threads = info.threads.size();
   res.omitted = stats->omitted;
   for (auto& w : plan.warnings) res.warnings.push_back(std::move(w));

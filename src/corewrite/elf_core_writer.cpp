@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "target/guard_pages.h"
+
 namespace hangscan {
 namespace {
 
@@ -194,6 +196,24 @@ class Writer {
   std::vector<std::uint8_t> buf_;
 };
 
+// A hole in the memory to keep: the guard pages in it (madvise guard regions, never readable,
+// as the kernel's own cores leave them) are listed as such; the rest could not be read.
+void list_unreadable(int pid, std::uint64_t start, std::uint64_t end, CoreWriteStats& stats) {
+  std::uint64_t at = start;
+  auto unreadable = [&](std::uint64_t to) {
+    if (to <= at) return;
+    stats.omitted.push_back(omitted_line(at, to, "unreadable"));
+    stats.unreadable_bytes += to - at;
+  };
+  for (const auto& [gs, ge] : guard_pages(pid, start, end)) {
+    unreadable(gs);
+    stats.omitted.push_back(omitted_line(gs, ge, "guard pages (MADV_GUARD_INSTALL)"));
+    stats.guard_bytes += ge - gs;
+    at = ge;
+  }
+  unreadable(end);
+}
+
 }  // namespace
 
 Result<CoreWriteStats> write_elf_core(int fd, const CoreProcessInfo& info, const CorePlan& plan,
@@ -267,10 +287,7 @@ Result<CoreWriteStats> write_elf_core(int fd, const CoreProcessInfo& info, const
   for (const auto& p : plan.pieces) {
     if (!p.omitted.empty()) stats.omitted.push_back(omitted_line(p.start, p.end, p.omitted));
   }
-  for (const auto& [s, e] : bad) {
-    stats.omitted.push_back(omitted_line(s, e, "unreadable"));
-    stats.unreadable_bytes += e - s;
-  }
+  for (const auto& [s, e] : bad) list_unreadable(info.pid, s, e, stats);
   std::string text;
   for (const auto& l : stats.omitted) text += l + "\n";
   NoteBuffer own;

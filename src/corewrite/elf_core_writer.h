@@ -58,6 +58,7 @@ struct CoreWriteStats {
   std::uint64_t data_bytes = 0;        // memory bytes actually written (not holes)
   std::uint64_t zero_bytes = 0;        // all-zero pages left as holes
   std::uint64_t unreadable_bytes = 0;  // planned memory that could not be read (holes too)
+  std::uint64_t guard_bytes = 0;       // guard pages inside kept mappings (holes, never readable)
   std::vector<std::string> omitted;    // the HANGSCAN note's lines
 };
 

@@ -21,39 +21,17 @@
 #include <array>
 #include <thread>
 
+#include "util/unique_fd.h"
+
 namespace hangscan {
 
 namespace bp = boost::process;
 
 namespace {
 
-// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    reset();
-    fd_ = std::exchange(o.fd_, -1);
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 // Reads one pipe into a bounded buffer and, for stdout, hands out complete lines.
 struct Stream {
-  Fd fd;
+  UniqueFd fd;
   std::string* sink = nullptr;
   std::size_t limit = 0;
   bool* truncated = nullptr;
@@ -212,9 +190,9 @@ Result<CommandResult> run_command(const CommandSpec& spec, const Deadline& deadl
   int out_fds[2];
   int err_fds[2];
   if (::pipe2(out_fds, O_CLOEXEC) != 0) return errno_error(Errc::io, "pipe2");
-  Fd out_r(out_fds[0]), out_w(out_fds[1]);
+  UniqueFd out_r(out_fds[0]), out_w(out_fds[1]);
   if (::pipe2(err_fds, O_CLOEXEC) != 0) return errno_error(Errc::io, "pipe2");
-  Fd err_r(err_fds[0]), err_w(err_fds[1]);
+  UniqueFd err_r(err_fds[0]), err_w(err_fds[1]);
   const int child_out = out_w.get();
   const int child_err = err_w.get();
   const pid_t parent = ::getpid();

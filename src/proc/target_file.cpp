@@ -22,6 +22,7 @@
 #include "proc/proc_files.h"
 #include "util/job_control.h"
 #include "util/parse_number.h"
+#include "util/unique_fd.h"
 
 namespace hangscan {
 
@@ -35,17 +36,6 @@ std::optional<unsigned> fs_id(std::string_view value) {
   if (f.size() < 4) return std::nullopt;
   return parse_int<unsigned>(f[3]);
 }
-
-// Closes a descriptor when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // `as`: the credentials the open used (nullopt: hangscan's own).
 Error open_error(const std::optional<FileCredentials>& as, int err) {
@@ -109,25 +99,25 @@ Result<TargetFile> read_checked(int root, const TargetFileRequest& r) {
     return Error(
         Errc::permission,
         fmt::format("hangscan could not take the process's credentials (uid {})", as->uid));
-  Fd path(open_path(root, r));
-  if (path.fd < 0) return open_error(as, errno);
+  UniqueFd path(open_path(root, r));
+  if (path.get() < 0) return open_error(as, errno);
   struct stat st {};
-  if (::fstat(path.fd, &st) != 0) return open_error(as, errno);
+  if (::fstat(path.get(), &st) != 0) return open_error(as, errno);
   if (!S_ISREG(st.st_mode)) return Error(Errc::bad_data, "it is not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > r.max_bytes)
     return Error(Errc::bad_data, fmt::format("it is larger than {} bytes", r.max_bytes));
   // Reopening the O_PATH descriptor checks read permission with this thread's credentials.
-  Fd in(::open(fmt::format("/proc/thread-self/fd/{}", path.fd).c_str(),
+  UniqueFd in(::open(fmt::format("/proc/thread-self/fd/{}", path.get()).c_str(),
                O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (in.fd < 0) return open_error(as, errno);
+  if (in.get() < 0) return open_error(as, errno);
   struct stat again {};
-  if (::fstat(in.fd, &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev)
+  if (::fstat(in.get(), &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev)
     return Error(Errc::io, "it changed while it was opened");
   TargetFile out;
   out.changed_ns = std::max(unix_ns(again.st_mtim), unix_ns(again.st_ctim));
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(in.fd, buf, sizeof buf);
+    ssize_t n = ::read(in.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error(Errc::io, fmt::format("cannot read it: {}", std::strerror(errno)));
     if (n == 0) break;
@@ -145,7 +135,7 @@ int open_root(const TargetFileRequest& r) {
 }
 
 Result<TargetFile> read_guarded(int root, const TargetFileRequest& r) {
-  Fd keep(root);
+  UniqueFd keep(root);
   try {
     return read_checked(root, r);
   } catch (const std::exception& e) {
@@ -252,14 +242,14 @@ Result<TargetFile> TargetFileReader::read(const TargetFileRequest& request) {
 }
 
 int open_regular_file(const std::string& path) {
-  Fd at(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  UniqueFd at(::open(path.c_str(), O_PATH | O_CLOEXEC));
   struct stat st {};
-  if (at.fd < 0 || ::fstat(at.fd, &st) != 0) return -1;
+  if (at.get() < 0 || ::fstat(at.get(), &st) != 0) return -1;
   if (!S_ISREG(st.st_mode)) {
     errno = EINVAL;
     return -1;
   }
-  return ::open(fmt::format("/proc/self/fd/{}", at.fd).c_str(),
+  return ::open(fmt::format("/proc/self/fd/{}", at.get()).c_str(),
                 O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 }
 

@@ -17,11 +17,12 @@
 #include <lz4frame.h>
 #endif
 
+#include "target/memory_reader.h"
+
 namespace hangscan {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
-constexpr std::size_t kPage = 4096;
 
 enum class Format { none, zstd, lz4, xz, gzip };
 
@@ -63,9 +64,9 @@ class SparseTemp {
   }
   Status write(const std::uint8_t* p, std::size_t n) {
     while (n > 0) {
-      std::size_t in_page = kPage - static_cast<std::size_t>(size_ % kPage);
+      std::size_t in_page = kPageSize - static_cast<std::size_t>(size_ % kPageSize);
       std::size_t k = std::min(n, in_page);
-      bool zero = k == kPage && is_zero(p, k);
+      bool zero = k == kPageSize && is_zero(p, k);
       if (!zero) {
         ssize_t w = pwrite(fd_, p, k, static_cast<off_t>(size_));
         if (w != static_cast<ssize_t>(k)) {

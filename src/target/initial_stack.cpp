@@ -6,7 +6,6 @@
 namespace hangscan {
 namespace {
 
-constexpr std::uint64_t kPage = 4096;
 // The strings and arrays at exec are bounded by a quarter of the stack rlimit; 64 MiB covers
 // any sane environment without reading gigabytes of a huge stack.
 constexpr std::uint64_t kMaxScan = 64ULL << 20;
@@ -31,16 +30,16 @@ std::optional<InitialStack> read_initial_stack(
     MemoryReader& mem, std::uint64_t lo, std::uint64_t hi,
     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& auxv) {
   if (auxv.empty() || hi <= lo) return std::nullopt;
-  hi &= ~(kPage - 1);
-  std::uint64_t span = std::min(hi - lo, kMaxScan) & ~(kPage - 1);
+  hi &= ~(kPageSize - 1);
+  std::uint64_t span = std::min(hi - lo, kMaxScan) & ~(kPageSize - 1);
   if (span == 0) return std::nullopt;
   std::vector<std::uint8_t> buf(span);
   // Read page by page from the top down: the top is what matters, and a hole lower down
   // must not hide it.
   std::uint64_t base = hi;
   while (base > hi - span) {
-    std::uint64_t page = base - kPage;
-    if (!mem.read_exact(page, buf.data() + (page - (hi - span)), kPage)) break;
+    std::uint64_t page = base - kPageSize;
+    if (!mem.read_exact(page, buf.data() + (page - (hi - span)), kPageSize)) break;
     base = page;
   }
   if (base == hi) return std::nullopt;

@@ -16,6 +16,9 @@
 
 namespace hangscan {
 
+// The x86-64 base page: the unit of reads that fail, of holes in cores, of pagemap entries.
+inline constexpr std::uint64_t kPageSize = 4096;
+
 class MemoryReader {
  public:
   virtual ~MemoryReader() = default;

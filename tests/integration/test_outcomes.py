@@ -221,6 +221,37 @@ def test_d_state_gcore_keeps_the_other_threads_exit_1(vfork_parent, outdir):
     hs.assert_runs_on(t.pid)
 
 
+def guard_page_of(target) -> tuple[int, int] | None:
+    """The guard page unreadable_map made (None: this kernel has no guard regions)."""
+    m = re.search(r"guard (none|([0-9a-f]+)-([0-9a-f]+))", target.stderr())
+    return None if m.group(1) == "none" else (int(m.group(2), 16), int(m.group(3), 16))
+
+
+def test_gcore_lists_a_guard_page_as_omitted_without_a_warning(targets, outdir):
+    """A guard page inside a kept mapping (madvise MADV_GUARD_INSTALL, as glibc 2.42+ guards
+    thread stacks) is read by nobody: listed apart, no warning, exit 0, the pages around it kept."""
+    t = targets.start([hs.program("unreadable_map"), hs.READY, outdir, "guard-only"])
+    guard = guard_page_of(t)
+    if guard is None:
+        pytest.skip("this kernel has no guard regions (MADV_GUARD_INSTALL: Linux 6.13+)")
+    run = hs.run_hangscan(["gcore", "--pid", t.pid, "-o", outdir, "--json"], timeout=120)
+    assert run.rc == 0, run.describe()
+    assert run.stderr == "" and run.doc["warnings"] == [] and run.doc["unreadable_bytes"] == 0
+    assert "omitted %x-%x 4096 guard pages (MADV_GUARD_INSTALL)" % guard in run.doc["omitted"], \
+        run.doc["omitted"]
+    assert [line for line in run.doc["omitted"] if line.endswith(" unreadable")] == []
+    # The written pages on both sides of it are in the core, as gdb reads them; the guard page
+    # itself is a hole (zeros), as in the kernel's own cores.
+    gdb = subprocess.run(["gdb", "-nx", "-batch", "-ex", "x/1xb 0x%x" % (guard[0] - 1),
+                          "-ex", "x/1xb 0x%x" % guard[0], "-ex", "x/1xb 0x%x" % guard[1],
+                          hs.program("unreadable_map"), run.doc["path"]],
+                         capture_output=True, text=True, timeout=120)
+    got = re.findall(r"^0x([0-9a-f]+):\s+(0x[0-9a-f]{2})$", gdb.stdout, re.M)
+    assert got == [("%x" % (guard[0] - 1), "0x6b"), ("%x" % guard[0], "0x00"), ("%x" % guard[1], "0x6b")], \
+        gdb.stdout + gdb.stderr
+    hs.assert_runs_on(t.pid)
+
+
 def test_gcore_counts_unreadable_memory_apart_and_warns_exit_1(targets, outdir):
     """Pages of a kept mapping that cannot be read (beyond the end of a truncated file) are
     holes in the core: counted as unreadable, not kept, listed, and warned about."""
