@@ -96,9 +96,14 @@ class BpfRecorder : public Recorder {
       return bpf_error(fmt::format("cannot watch pid {}", pid), errno);
     }
     // Its threads get their state now (the iterator), not at the next pass: a wait that begins
-    // right after `watch` returned is seen.
+    // right after `watch` returned is seen. The kernel may refuse to make a state (its per-CPU
+    // task-storage lock held by another BPF program, another recorder's iterator preempted in
+    // it): a thread without one records nothing until a later pass, so the pass runs again.
     std::lock_guard lock(iter_mu_);
-    return run_iterator();
+    for (int pass = 0;; ++pass) {
+      if (auto st = run_iterator(); !st) return st;
+      if (pass == kStatePasses || all_have_states(pid)) return Ok{};
+    }
   }
 
   void unwatch(int pid) override {
@@ -301,6 +306,23 @@ class BpfRecorder : public Recorder {
     return fd;
   }
 
+  // Whether every thread of `pid` whose state can be looked up (all of them from Linux 6.9,
+  // else the main thread) has one.
+  bool all_have_states(int pid) {
+    auto tids = list_tasks(pid);
+    if (!tids) return true;  // gone: nothing to record
+    int fd = bpf_map__fd(skel_->maps.thread_states);
+    for (int tid : *tids) {
+      int pidfd = thread_pidfd(pid, tid);
+      if (pidfd < 0) continue;
+      hs_thread_state st{};
+      int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
+      ::close(pidfd);
+      if (rc != 0) return false;
+    }
+    return true;
+  }
+
   // Runs copy_wait_stacks over every task: threads of watched processes get their state, and
   // those asleep in a long wait their user stack copied (into the ring). Called with iter_mu_.
   Status run_iterator() {
@@ -440,6 +462,8 @@ class BpfRecorder : public Recorder {
   // pass finds it already among its process's longest, so waits that end sooner than this after
   // that may have none (docs/watch.md, "Waits"). Each pass walks every task of the machine.
   static constexpr std::chrono::milliseconds kIterEvery{100};
+  // Passes of the iterator after the first when `watch` finds a thread without its state.
+  static constexpr int kStatePasses = 3;
   // pidfd_open's flag for a pidfd of one thread (Linux 6.9; O_EXCL in <linux/pidfd.h>).
   static constexpr unsigned kPidfdThread = O_EXCL;
 };

@@ -449,8 +449,13 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now,
       continue;
     if (*d.blocked_s * 1e9 < static_cast<double>(options_.recorder.wait_threshold_ns)) continue;
     // Began after its threads had their state: the recorder saw it (watch() gives every thread
-    // its state before it returns; a sleep between the window's start and then is here too).
-    if (*d.blocked_s * 1e9 < static_cast<double>(now - p.recording_ns)) continue;
+    // its state before it returns; a sleep between the window's start and then is here too),
+    // unless the recorder itself says it did not see this sleep begin (its copy of a sleep
+    // older than the thread's state: the state could not be made when the process was watched,
+    // as when another BPF program held the CPU's task-storage lock, and came later).
+    auto copy = copies.find(tid);
+    bool recording = *d.blocked_s * 1e9 < static_cast<double>(now - p.recording_ns);
+    if (recording && copy == copies.end()) continue;
     WaitView v;
     v.tid = tid;
     v.comm = d.name;
@@ -458,11 +463,11 @@ void Watcher::add_blocked_before(int pid, Proc& p, std::int64_t now,
     v.duration_s = v.offcpu_s = *d.blocked_s;
     v.end_s = since_start(now);
     v.ongoing = true;
-    v.before_window = true;
+    v.before_window = !recording;
     for (const auto& f : d.kernel_frames) v.kernel.push_back(f.function);
     // Its user stack, when the recorder copied this sleep (it has not run since the copy).
-    if (auto c = copies.find(tid); c != copies.end() && c->second->has_user_stack) {
-      SampledFrames f = std::move(stacks_.finish(pid, {&c->second->copy}, p.notes)[0]);
+    if (copy != copies.end() && copy->second->has_user_stack) {
+      SampledFrames f = std::move(stacks_.finish(pid, {&copy->second->copy}, p.notes)[0]);
       v.frames = std::move(f.frames);
       v.incomplete = f.incomplete;
     }
