@@ -108,7 +108,7 @@ Result<TargetFile> read_checked(int root, const TargetFileRequest& r) {
     return Error(Errc::bad_data, fmt::format("it is larger than {} bytes", r.max_bytes));
   // Reopening the O_PATH descriptor checks read permission with this thread's credentials.
   UniqueFd in(::open(fmt::format("/proc/thread-self/fd/{}", path.get()).c_str(),
-               O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+                     O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (in.get() < 0) return open_error(as, errno);
   struct stat again {};
   if (::fstat(in.get(), &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev)

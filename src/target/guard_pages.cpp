@@ -35,7 +35,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> guard_pages(int pid, std::u
   if (fd.get() < 0) return runs;
   std::array<std::uint64_t, kEntriesPerRead> entries{};
   for (std::uint64_t page = start / kPageSize * kPageSize; page < end;) {
-    std::uint64_t want = std::min<std::uint64_t>(kEntriesPerRead, (end - page + kPageSize - 1) / kPageSize);
+    std::uint64_t want =
+        std::min<std::uint64_t>(kEntriesPerRead, (end - page + kPageSize - 1) / kPageSize);
     ssize_t n = ::pread(fd.get(), entries.data(), want * sizeof(std::uint64_t),
                         static_cast<off_t>(page / kPageSize * sizeof(std::uint64_t)));
     if (n < 0 && errno == EINTR) continue;

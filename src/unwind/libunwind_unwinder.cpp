@@ -29,7 +29,6 @@ namespace hangscan {
 
 namespace {
 
-
 // Where a module's .eh_frame_hdr lies in the target, and the text range it covers.
 struct EhFrameHdr {
   bool valid = false;
