@@ -61,6 +61,8 @@ class Members {
   std::uint64_t seen_ = 0;
 };
 
+// The cursor over one document and its limits; the fast reader (agent_reader.cpp) derives from
+// it to read the document's structure with these values and records.
 class AgentValues {
  public:
   AgentValues(std::string_view text, const ReadLimits& limits)
