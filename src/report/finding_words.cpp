@@ -15,7 +15,6 @@
 #include "group/rank_set.h"
 #include "group/stack_key.h"
 #include "group/wait_graph.h"
-#include "report/deadlock_words.h"
 #include "report/member_words.h"
 #include "util/parse_number.h"
 

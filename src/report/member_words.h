@@ -1,7 +1,9 @@
-// Members, deaths and waiting times in words: the names the verdict's sentences use.
+// Members, deaths, waiting times and deadlock cycles in words: the names the verdict's sentences
+// use, and the sentences of a group's wait and of a cycle of waits.
 //
-// Why in report/: the engine (group/) returns members as process indexes, deaths and wait
-// spreads as data; the writers say them, the same way in every sentence and output.
+// Why in report/: the engine (group/) returns members as process indexes, deaths, wait spreads
+// and deadlock cycles (group/deadlock.h: members, tids, wait edges) as data; the writers say
+// them, the same way in every sentence and output.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "group/analysis.h"
+#include "group/deadlock.h"
 #include "group/wait_spread.h"
 #include "hangscan/model.h"
 
@@ -35,5 +38,15 @@ std::string wait_sentence(const JobSnapshot& job, const Group& g, const WaitSpre
 
 // "2.8 s", "312 s", "4312 s (1 h 11 min)": how long-ago figures are shown.
 std::string seconds_words(double s);
+
+// "thread 4711 (main, bank.cpp:14) waits for a mutex held by thread 4712 (audit, bank.cpp:20),
+// which waits for one held by 4711": the sentence for one cycle (report/finding_words.h makes the
+// deadlock findings' words with it, docs/output-schema.md "deadlocks").
+std::string deadlock_sentence(const JobSnapshot& job, const Deadlock& d);
+
+// "4712 (audit, bank.cpp:20)": a thread's id, its name and where it is (its innermost Python
+// frame with a line, else its innermost native frame with a line outside system libraries and
+// headers).
+std::string thread_label(const ProcessSnapshot& p, int tid);
 
 }  // namespace hangscan

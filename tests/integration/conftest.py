@@ -17,14 +17,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hs_testlib  # noqa: E402
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_tmpdir():
-    """Every temporary file of this test file's run (the targets' run directories, sockets,
-    test clusters) goes under one directory, removed at the end: test programs are killed with
-    SIGKILL and cannot remove their own. Mode 1777 like /tmp, so daemons that drop privileges
-    (munged) and targets run as other users reach it as before."""
+_PRIVATE_DIR = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """The private directory (below) is made here, before pytest's tmpdir plugin reads its
+    options, so that tmp_path and tmp_path_factory directories go inside it (--basetemp): with
+    a basetemp given, pytest keeps no numbered pytest-of-USER directories and registers no exit
+    cleanup of its own, which would otherwise look for them after we removed them (a traceback
+    after every failed run). A --basetemp given on the command line is left as it is."""
     base = tempfile.mkdtemp(prefix="hs-tests-")
     os.chmod(base, 0o1777)
+    config.stash[_PRIVATE_DIR] = base
+    if config.option.basetemp is None:
+        config.option.basetemp = os.path.join(base, "pytest")
+
+
+def pytest_unconfigure(config):
+    """The private directory goes even when no test ran (collection failed, --collect-only)."""
+    base = config.stash.get(_PRIVATE_DIR, None)
+    if base:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmpdir(pytestconfig):
+    """Every temporary file of this test file's run (the targets' run directories, sockets,
+    test clusters, pytest's tmp_path) goes under one directory, removed at the end: test
+    programs are killed with SIGKILL and cannot remove their own. Mode 1777 like /tmp, so
+    daemons that drop privileges (munged) and targets run as other users reach it as before."""
+    base = pytestconfig.stash[_PRIVATE_DIR]
     saved = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = base
     tempfile.tempdir = None  # gettempdir() caches; let it see TMPDIR

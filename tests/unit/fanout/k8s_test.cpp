@@ -76,13 +76,24 @@ TEST(K8s, NotAPodList) {
   EXPECT_TRUE(empty->empty());
 }
 
-TEST(K8s, ExecArgvIsOneWordEach) {
+// The options the argv tests start from: the agent at its path in the pods, matching `match`.
+K8sOptions agent_options(const char* match) {
   K8sOptions o;
-  o.kubectl = "kubectl";
   o.agent_path = "/opt/hangscan/bin/hangscan";
-  o.match = "python .* train.py";
+  o.match = match;
+  return o;
+}
+
+// A running pod whose container is "trainer".
+K8sPod trainer_pod(const char* name, const char* name_space, int index) {
+  return K8sPod{name, name_space, "trainer", "Running", false, index, 0};
+}
+
+TEST(K8s, ExecArgvIsOneWordEach) {
+  K8sOptions o = agent_options("python .* train.py");
+  o.kubectl = "kubectl";
   o.agent_args = {"--nonblocking"};
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
+  K8sPod pod = trainer_pod("train-0", "ml", 0);
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-0", "-c", "trainer",
                                       "--", "/opt/hangscan/bin/hangscan", "agent", "--match",
@@ -95,7 +106,7 @@ TEST(K8sCopyArgv, CopyAndRemove) {
   K8sOptions o;
   o.copy_dir = "/home/u/hangscan-0.1.0";
   o.copy_dest = "/tmp/hangscan-agent-42";
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
+  K8sPod pod = trainer_pod("train-0", "ml", 0);
   EXPECT_EQ(k8s_copy_argv(o, pod),
             (std::vector<std::string>{"kubectl", "cp", "-c", "trainer", "/home/u/hangscan-0.1.0",
                                       "ml/train-0:/tmp/hangscan-agent-42"}));
@@ -108,11 +119,9 @@ TEST(K8sCopyArgv, CopyAndRemove) {
 
 // --debug-image: an ephemeral container beside the target container, attached, with ptrace.
 TEST(K8s, DebugArgvTargetsTheContainer) {
-  K8sOptions o;
-  o.agent_path = "/opt/hangscan/bin/hangscan";
-  o.match = "train.py";
+  K8sOptions o = agent_options("train.py");
   o.debug_image = "registry.example/hangscan:0.1";
-  K8sPod pod{"train-0", "ml", "trainer", "Running", false, 0, 0};
+  K8sPod pod = trainer_pod("train-0", "ml", 0);
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(24000)),
             (std::vector<std::string>{"kubectl", "debug", "-n", "ml", "train-0",
                                       "--image=registry.example/hangscan:0.1", "--target=trainer",
@@ -149,12 +158,10 @@ TEST(K8s, PodLogArgv) {
 
 // watch --k8s: the node-local watch in the pod, and the exec that ends its window.
 TEST(K8s, WatchAndEndWindowArgv) {
-  K8sOptions o;
-  o.agent_path = "/opt/hangscan/bin/hangscan";
+  K8sOptions o = agent_options("train.py");
   o.agent_subcommand = "watch";
-  o.match = "train.py";
   o.agent_args = {"--node-local", "--for", "30", "--ptrace"};
-  K8sPod pod{"train-1", "", "trainer", "Running", false, 1, 0};
+  K8sPod pod = trainer_pod("train-1", "", 1);
   EXPECT_EQ(k8s_exec_argv(o, pod, std::chrono::milliseconds(55000)),
             (std::vector<std::string>{"kubectl", "exec", "train-1", "-c", "trainer", "--",
                                       "/opt/hangscan/bin/hangscan", "watch", "--match", "train.py",
@@ -169,11 +176,10 @@ TEST(K8s, WatchAndEndWindowArgv) {
 
 // --debug-image: the exec that ends the window goes into the round's ephemeral container.
 TEST(K8s, EndWindowInTheDebugContainer) {
-  K8sOptions o;
-  o.agent_path = "/opt/hangscan/bin/hangscan";
+  K8sOptions o = agent_options("");
   o.debug_image = "registry.example/hangscan:1";
   o.debug_container = "hangscan-0badcafe";
-  K8sPod pod{"train-1", "ml", "trainer", "Running", false, 1, 0};
+  K8sPod pod = trainer_pod("train-1", "ml", 1);
   EXPECT_EQ(k8s_end_watch_argv(o, pod),
             (std::vector<std::string>{"kubectl", "exec", "-n", "ml", "train-1", "-c",
                                       "hangscan-0badcafe", "--", "/opt/hangscan/bin/hangscan",
@@ -207,9 +213,7 @@ TEST(K8s, NodeAgentOnEachPodsNode) {
   EXPECT_EQ((*pods)[0].agent_namespace, "hs");
   EXPECT_EQ((*pods)[0].agent_container, "hangscan");
   EXPECT_EQ((*pods)[1].agent_pod, "");  // node-b's agent is Pending
-  K8sOptions o;
-  o.agent_path = "/opt/hangscan/bin/hangscan";
-  o.match = "train.py";
+  K8sOptions o = agent_options("train.py");
   o.node_agent = "app=hangscan-node";
   EXPECT_EQ(k8s_exec_argv(o, (*pods)[0], std::chrono::milliseconds(25000)),
             (std::vector<std::string>{"kubectl", "exec", "-n", "hs", "agent-x1", "-c", "hangscan",

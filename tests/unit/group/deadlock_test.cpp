@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "report/deadlock_words.h"
 #include "report/finding_words.h"
+#include "report/member_words.h"
 
 #include "group/analysis.h"
 #include "job_builder.h"

@@ -1,6 +1,8 @@
 // The death sentence: the signal, what the cgroup counted, and the command that reads the core.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "report/member_words.h"
 
 namespace hangscan {
@@ -15,20 +17,23 @@ Death killed(int sig, const char* name) {
 }
 
 TEST(DeathWords, ACoreFileEndsWithTheCommandThatReadsIt) {
+  // Where the core went (Death::core), and the words for it.
+  const std::pair<const char*, const char*> cases[] = {
+      {"/var/cores/core-python3.42",
+       "was killed by SIGSEGV (core dumped); read its core with: hangscan core "
+       "/var/cores/core-python3.42"},
+      {"core.42",
+       "was killed by SIGSEGV (core dumped); read its core with: hangscan core core.42 (in "
+       "its working directory)"},
+      {"systemd-coredump (coredumpctl info 42)",
+       "was killed by SIGSEGV (core dumped); its core went to systemd-coredump (coredumpctl "
+       "info 42)"}};
   Death d = killed(11, "SIGSEGV");
   d.core_dumped = true;
-  d.core = "/var/cores/core-python3.42";
-  EXPECT_EQ(death_words(d),
-            "was killed by SIGSEGV (core dumped); read its core with: hangscan core "
-            "/var/cores/core-python3.42");
-  d.core = "core.42";
-  EXPECT_EQ(death_words(d),
-            "was killed by SIGSEGV (core dumped); read its core with: hangscan core core.42 (in "
-            "its working directory)");
-  d.core = "systemd-coredump (coredumpctl info 42)";
-  EXPECT_EQ(death_words(d),
-            "was killed by SIGSEGV (core dumped); its core went to systemd-coredump (coredumpctl "
-            "info 42)");
+  for (const auto& [core, words] : cases) {
+    d.core = core;
+    EXPECT_EQ(death_words(d), words) << core;
+  }
 }
 
 TEST(DeathWords, ASigkillTheCgroupCountedIsSaid) {
