@@ -15,9 +15,14 @@ Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequ
   out.run =
       run_cluster(launcher, *plan, capture_flag_args(request.capture), hooks.progress, hooks.note);
   out.plan = std::move(*plan);
-  auto analysis = hooks.analyze(out.run);
+  JobLogs logs = request.logs;
+  if (hooks.node_logs) {
+    for (auto& text : hooks.node_logs(out.run)) logs.texts.push_back(std::move(text));
+  }
+  auto analysis = analyze_job(out.run.merged, request.group);
   if (!analysis) return analysis.error();
   out.analysis = std::move(*analysis);
+  out.log_problems = join_job_logs(out.run.merged, out.analysis, logs);
   const bool reported = !hooks.report || hooks.report(out);
   if (!request.cores || !reported || out.run.result.nodes.empty()) return out;
   // The same launcher, only on the nodes holding a chosen process, with a fresh deadline

@@ -3,13 +3,15 @@
 // Why: every cluster mode does the same after its flags: plan the nodes, run the capture round
 // of agents with the capture flags (the quiet path's --no-bpf included), merge, analyze once,
 // report, then (--gcore) the core round through the same launcher. That control flow is library
-// work; the CLI maps its flags to a ClusterRequest, words the plan and writes the report from a
-// hook (the report comes before the core round, which takes longer), then words the cores.
+// work, the analysis with the job's logs included (logs/job_analysis.h); the CLI maps its flags
+// to a ClusterRequest, words the plan and writes the report from a hook (the report comes before
+// the core round, which takes longer), then words the cores.
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "corewrite/job_cores.h"
 #include "fanout/collector.h"
@@ -17,38 +19,44 @@
 #include "group/analysis.h"
 #include "hangscan/result.h"
 #include "jobs/capture_flags.h"
+#include "logs/job_analysis.h"
 
 namespace hangscan {
 
 struct ClusterRequest {
   CaptureFlags capture;                  // forwarded to every agent (capture_flag_args)
+  GroupOptions group;                    // how the merged job is grouped (an error ends the run)
+  JobLogs logs;                          // joined with the analysis (--logs, --job-logs)
   std::optional<JobCoresRequest> cores;  // --gcore: the core round after the report
 };
 
-// What one cluster capture found: the plan, the merged capture round, its analysis and, when
-// cores were asked for and the round ran, the cores (or why the round could not run).
+// What one cluster capture found: the plan, the merged capture round, its analysis, the logs
+// that could not be read and, when cores were asked for and the round ran, the cores (or why the
+// round could not run).
 struct ClusterOutcome {
   LaunchPlan plan;
   ClusterRun run;
   Analysis analysis;
+  std::vector<LogProblem> log_problems;
   std::optional<Result<JobCores>> cores;
 };
 
-// Where the caller takes part; every member may be empty but `analyze`.
+// Where the caller takes part; every member may be empty.
 struct ClusterHooks {
   std::function<void(const LaunchPlan&)> planned;  // before any agent runs (-v says the plan)
   std::function<void(const NodeProgress&)> progress;
   std::function<void(const EarlyNote&)> note;  // early notes on odd ranks (EarlySuspects), as data
-  // Groups the merged job as the caller's flags say (its logs joined); an error ends the run.
-  std::function<Result<Analysis>(const ClusterRun&)> analyze;
+  // Logs read once the capture round is done (the pods' logs), joined beside request.logs.
+  std::function<std::vector<LogText>(const ClusterRun&)> node_logs;
   // Writes the report before the core round; false: the report failed, no core round.
   std::function<bool(const ClusterOutcome&)> report;
 };
 
 // Plans (errors from the launcher's plan, Errc::usage for what the user gave wrong), runs the
 // capture round on every node with `request.capture`'s agent arguments, analyzes the merged
-// job, calls `hooks.report`, then, with `request.cores`, when a node answered and the report
-// was written, runs the core round (run_cluster_cores) through the launcher's own run_agents.
+// job as `request.group` says with its logs joined, calls `hooks.report`, then, with
+// `request.cores`, when a node answered and the report was written, runs the core round
+// (run_cluster_cores) through the launcher's own run_agents.
 Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequest& request,
                                            const ClusterHooks& hooks);
 

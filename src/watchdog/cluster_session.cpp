@@ -201,7 +201,12 @@ Result<std::string> capture_job_bundle(const NodeWatchFanout& f, const ClusterWa
   flags.native = true;
   ClusterRun run = run_cluster(*launcher, *plan, capture_flag_args(flags), {});
   Analysis analysis = analyze(run.merged, r.group);
-  if (hooks.annotate_bundle) hooks.annotate_bundle(run.merged, analysis);
+  JobLogs logs = r.logs;
+  if (hooks.bundle_logs) {
+    for (auto& text : hooks.bundle_logs()) logs.texts.push_back(std::move(text));
+  }
+  auto unread = join_job_logs(run.merged, analysis, logs);
+  if (!unread.empty() && hooks.unread_logs) hooks.unread_logs(unread);
   return write_stall_bundle(r.output_dir, reason, run.merged, analysis, merged);
 }
 

@@ -20,6 +20,7 @@
 #include "group/analysis.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "logs/job_analysis.h"
 #include "watch/watch_writers.h"
 
 namespace hangscan {
@@ -33,13 +34,16 @@ struct ClusterWatchRequest {
   std::string output_dir;  // where stall bundles go
   bool once = false;
   GroupOptions group;  // how the bundle's capture is grouped
+  JobLogs logs;        // --logs: joined with the bundle's capture (each rank's last line)
 };
 
 struct ClusterWatchHooks {
   int stop_fd = -1;                    // readable when a stop signal arrived (poll)
   std::function<bool()> stop_pending;  // consumes it
   std::function<void(const LaunchPlan&)> started;
-  std::function<void(const JobSnapshot&, Analysis&)> annotate_bundle;   // --logs
+  // Logs read when a bundle is made, joined beside request.logs (--job-logs: the job's output).
+  std::function<std::vector<LogText>()> bundle_logs;
+  std::function<void(const std::vector<LogProblem>&)> unread_logs;      // of the bundle's logs
   std::function<void(const std::string&, const std::string&)> stalled;  // reason, bundle dir
 };
 

@@ -83,7 +83,8 @@ Result<std::string> write_bundle(Watcher& w, const WatchSessionRequest& r,
   SymbolCache symbols;
   JobSnapshot job = run_job(members, run, symbols, std::move(diags));
   Analysis analysis = analyze(job, r.group);
-  if (hooks.annotate_bundle) hooks.annotate_bundle(job, analysis);
+  auto unread = join_job_logs(job, analysis, r.logs);
+  if (!unread.empty() && hooks.unread_logs) hooks.unread_logs(unread);
   auto dir =
       write_stall_bundle(r.output_dir, reason, job, analysis, {watch_json(rec), watch_text(rec)});
   // After the reports: a core that fails leaves them whole.

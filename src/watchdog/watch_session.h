@@ -17,6 +17,7 @@
 #include "group/analysis.h"
 #include "hangscan/model.h"
 #include "hangscan/result.h"
+#include "logs/job_analysis.h"
 #include "watch/watch_report.h"
 #include "watch/watcher.h"
 
@@ -32,6 +33,7 @@ struct WatchSessionRequest {
   bool once = false;        // end after the first bundle
   bool node_local = false;  // one node's part of --slurm-job: a stall ends the window, no bundle
   GroupOptions group;       // how the bundle's capture is grouped
+  JobLogs logs;             // --logs: joined with the bundle's capture (each rank's last line)
 };
 
 // What the session tells its caller while it runs (each may be empty).
@@ -39,8 +41,8 @@ struct WatchSessionHooks {
   std::function<bool()> stop_pending;                // true: end the window now (SIGINT)
   std::function<void(const Error&)> warning;         // the fallback, a failed step
   std::function<void(std::size_t, bool)> recording;  // processes, ptrace fallback: recording began
-  // Before the bundle is written (--logs: each rank's last line) and after (--gcore: cores).
-  std::function<void(const JobSnapshot&, Analysis&)> annotate_bundle;
+  // The bundle's logs that could not be read (before it is written); after it (--gcore: cores).
+  std::function<void(const std::vector<LogProblem>&)> unread_logs;
   std::function<void(const JobSnapshot&, const Analysis&, const std::string&)> after_bundle;
   std::function<void(const std::string&, const std::string&)> stalled;  // reason, bundle dir
 };

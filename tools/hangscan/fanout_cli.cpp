@@ -163,26 +163,24 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
     }
     request.cores = std::move(*cores);
   }
+  auto group = group_options(o.output);
+  if (!group) {
+    print_error(group.error());
+    return kExitUsage;
+  }
+  request.group = *group;
+  request.logs = job_logs(o.output);
   ClusterHooks hooks = terminal_hooks(o);
-  bool analysis_failed = false;  // analyze_job said why on stderr
-  hooks.analyze = [&o, &analysis_failed](const ClusterRun& run) {
-    OutputOptions output = o.output;
-    if (o.node_logs) {
-      for (auto& text : o.node_logs(run)) output.log_texts.push_back(std::move(text));
-    }
-    auto analysis = analyze_job(run.merged, output);
-    analysis_failed = !analysis;
-    return analysis;
-  };
+  hooks.node_logs = o.node_logs;
   int rc = kExitNothing;
   hooks.report = [&](const ClusterOutcome& c) {
+    print_log_problems(c.log_problems);
     rc = finish_fanout(c.run.result, c.run.merged, c.analysis, o,
                        output_dir ? &*output_dir : nullptr);
     return rc != kExitNothing;
   };
   auto outcome = run_cluster_capture(launcher, request, hooks);
   if (!outcome) {
-    if (analysis_failed) return kExitNothing;
     print_error(outcome.error());
     return outcome.error().code == Errc::usage ? kExitUsage : kExitNothing;
   }

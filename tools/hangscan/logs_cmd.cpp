@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cli.h"
-#include "logs/log_join.h"
 #include "logs/log_reader.h"
 #include "logs/log_verdict.h"
 #include "logs/log_writers.h"
@@ -51,21 +50,6 @@ int run_logs(const LogsCmdOptions& o) {
 }
 
 }  // namespace
-
-void join_job_logs(const JobSnapshot& job, Analysis& analysis,
-                   const std::vector<std::string>& paths, const std::vector<LogText>& texts) {
-  LogSet logs = read_logs(paths, {}, texts);
-  for (const LogFile& f : logs.files) {
-    if (!f.error.empty())
-      print_error(fmt::format("--logs: {}: {}", f.path, f.error),
-                  "name log files, directories or glob patterns that exist and are readable");
-  }
-  ranks_from_capture(logs, job);
-  LogFindings findings = analyze_logs(logs, analysis.world_size);
-  analysis.last_logs = join_logs(logs, job);
-  mark_launcher_stops(logs, job, analysis);
-  add_log_sentences(logs, findings, analysis);
-}
 
 void add_logs_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<LogsCmdOptions>();

@@ -17,7 +17,6 @@
 
 #include "cli.h"
 #include "report/report_writers.h"
-#include "util/pattern.h"
 #include "util/safe_output.h"
 
 namespace hangscan::cli {
@@ -61,24 +60,7 @@ Result<GroupOptions> group_options(const OutputOptions& o) {
   else if (o.granularity == "pc") g.granularity = GroupOptions::Granularity::pc;
   g.top_n = o.top;
   g.thread_regex = o.thread_regex;
-  if (g.threads == GroupOptions::Threads::matching && o.thread_regex.size() > kMaxPatternLength) {
-    return Error(Errc::usage,
-                 fmt::format("--thread-regex is {} characters long; at most {} are accepted",
-                             o.thread_regex.size(), kMaxPatternLength),
-                 0, "thread names have 15 characters at most: a short pattern matches them");
-  }
-  auto st = validate_group_options(g);
-  if (!st) {
-    Error e = std::move(st).error();
-    if (e.hint.empty()) {
-      e.hint =
-          o.thread_regex.empty()
-              ? "add --thread-regex REGEX, e.g. --threads matching --thread-regex 'pt_main|gloo'"
-              : "--thread-regex is an ECMAScript regular expression over thread names, e.g. "
-                "'pt_main|gloo'";
-    }
-    return e;
-  }
+  if (auto st = check_group_options(g); !st) return st.error();
   return g;
 }
 
@@ -126,8 +108,17 @@ Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o) {
     return g.error();
   }
   Analysis a = analyze(job, *g);
-  if (!o.logs.empty() || !o.log_texts.empty()) join_job_logs(job, a, o.logs, o.log_texts);
+  print_log_problems(join_job_logs(job, a, job_logs(o)));
   return a;
+}
+
+JobLogs job_logs(const OutputOptions& o) { return JobLogs{o.logs, o.log_texts}; }
+
+void print_log_problems(const std::vector<LogProblem>& problems) {
+  for (const LogProblem& p : problems) {
+    print_error(fmt::format("--logs: {}: {}", p.path, p.error),
+                "name log files, directories or glob patterns that exist and are readable");
+  }
 }
 
 bool write_report(const JobSnapshot& job, const Analysis& analysis, const OutputOptions& o) {

@@ -11,6 +11,7 @@
 
 #include "group/analysis.h"
 #include "hangscan/model.h"
+#include "logs/job_analysis.h"
 #include "logs/log_reader.h"
 #include "report/report_writers.h"
 
@@ -44,13 +45,15 @@ Result<GroupOptions> group_options(const OutputOptions& o);
 int stdout_terminal_width();
 
 // Groups the job as the flags ask, once per run: the report, --output DIR and --gcore all use
-// this one analysis. Prints the error (a bad --thread-regex) when it fails.
+// this one analysis (logs/job_analysis.h). Prints the error (a bad --thread-regex) when it
+// fails, and each log that could not be read.
 Result<Analysis> analyze_job(const JobSnapshot& job, const OutputOptions& o);
 
-// --logs: reads the job's logs (logs_cmd.cpp), puts each rank's last line beside its stack in
-// `analysis` (last_logs, suspect sentences) and names each log that could not be read on stderr.
-void join_job_logs(const JobSnapshot& job, Analysis& analysis,
-                   const std::vector<std::string>& paths, const std::vector<LogText>& texts = {});
+// The logs the flags name (--logs) and the caller read (--job-logs, the pods' logs).
+JobLogs job_logs(const OutputOptions& o);
+
+// Each log that could not be read, one error line with its hint on stderr.
+void print_log_problems(const std::vector<LogProblem>& problems);
 
 // Writes the report of `job` grouped as `analysis` to stdout, text cut to the terminal's width
 // when stdout is one, and with --html FILE the HTML page to FILE. Returns false (with one line

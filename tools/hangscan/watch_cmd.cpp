@@ -101,9 +101,7 @@ WatchSessionHooks session_hooks(const WatchCmdOptions& o, StopSignals& stop) {
                o.stall > 0 ? "" : "; SIGINT ends the window and reports");
     std::fflush(stderr);
   };
-  h.annotate_bundle = [&o](const JobSnapshot& job, Analysis& analysis) {
-    if (!o.logs.empty()) join_job_logs(job, analysis, o.logs);
-  };
+  h.unread_logs = print_log_problems;
   h.after_bundle = [&o](const JobSnapshot& job, const Analysis& analysis, const std::string& dir) {
     if (!o.gcore.requested()) return;
     GcoreDumpOptions cores = o.gcore;
@@ -129,6 +127,7 @@ WatchSessionRequest session_request(const WatchCmdOptions& o) {
   r.output_dir = o.output_dir;
   r.once = o.once;
   r.node_local = o.node_local;
+  r.logs.paths = o.logs;
   auto g = group_options(OutputOptions{});
   if (g) r.group = *g;
   return r;

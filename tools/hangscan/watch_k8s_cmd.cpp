@@ -121,9 +121,6 @@ int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest r,
     }
     std::fflush(stderr);
   };
-  hooks.annotate_bundle = [&out](const JobSnapshot& job, Analysis& analysis) {
-    if (!out.logs.empty()) join_job_logs(job, analysis, out.logs);
-  };
   WatchSlurmOutput named = out;
   named.job_name = "the pods of '" + target.selector + "'";
   return run_watch_nodes(*fanout, std::move(r), named, std::move(hooks));

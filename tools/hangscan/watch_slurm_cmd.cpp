@@ -39,6 +39,8 @@ int run_watch_nodes(NodeWatchFanout& fanout, ClusterWatchRequest r, const WatchS
                     ClusterWatchHooks hooks) {
   auto g = group_options(OutputOptions{});
   if (g) r.group = *g;
+  r.logs.paths = out.logs;
+  hooks.unread_logs = print_log_problems;
   StopSignals stop;  // before the threads: they inherit the block, the signals come to us
   hooks.stop_fd = stop.fd();
   hooks.stop_pending = [&stop] { return stop.pending(); };
@@ -77,12 +79,8 @@ int run_watch_slurm(const std::string& job_id, ClusterWatchRequest r, const Watc
     }
     std::fflush(stderr);
   };
-  hooks.annotate_bundle = [&out, job_id](const JobSnapshot& job, Analysis& analysis) {
-    // Each rank's last line; --job-logs: the job's own output files, read as its user.
-    std::vector<LogText> texts;
-    if (out.job_logs) texts = slurm_job_output_logs(job_id);
-    if (!out.logs.empty() || !texts.empty()) join_job_logs(job, analysis, out.logs, texts);
-  };
+  // --job-logs: the job's own output files, read as its user when a bundle is made.
+  if (out.job_logs) hooks.bundle_logs = [job_id] { return slurm_job_output_logs(job_id); };
   WatchSlurmOutput named = out;
   named.job_name = "job " + job_id;
   return run_watch_nodes(*fanout, std::move(r), named, std::move(hooks));

@@ -57,7 +57,6 @@ class FakeLauncher : public Launcher {
 
 ClusterHooks hooks_of(FakeLauncher& l, bool report_ok) {
   ClusterHooks h;
-  h.analyze = [](const ClusterRun& run) -> Result<Analysis> { return analyze(run.merged, {}); };
   h.report = [&l, report_ok](const ClusterOutcome&) {
     l.events.emplace_back("report");
     return report_ok;
@@ -109,6 +108,34 @@ TEST(ClusterCapture, APlanThatFailsRunsNoAgent) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().code, Errc::usage);
   EXPECT_TRUE(l.rounds.empty());
+}
+
+// The analysis is the library's: a bad grouping option ends the run after the capture round
+// with its Error (no report), and the logs' problems come back as data, the pods' logs included.
+TEST(ClusterCapture, AnalysisAndLogsAsData) {
+  FakeLauncher bad;
+  ClusterRequest r;
+  r.group.threads = GroupOptions::Threads::matching;
+  r.group.thread_regex = "(";
+  auto refused = run_cluster_capture(bad, r, hooks_of(bad, true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Errc::usage);
+  EXPECT_FALSE(refused.error().hint.empty());
+  EXPECT_EQ(bad.events, (std::vector<std::string>{"capture"}));
+
+  FakeLauncher l;
+  ClusterRequest logs;
+  logs.logs.paths = {"/nonexistent/hs-cluster-capture-test.log"};
+  ClusterHooks h = hooks_of(l, true);
+  h.node_logs = [](const ClusterRun& run) {
+    return std::vector<LogText>{
+        {.name = "kubectl logs " + run.result.nodes.begin()->first, .error = "pod not found"}};
+  };
+  auto out = run_cluster_capture(l, logs, h);
+  ASSERT_TRUE(out.ok()) << out.error().what();
+  EXPECT_EQ(out->log_problems, (std::vector<LogProblem>{{"/nonexistent/hs-cluster-capture-test.log",
+                                                         "No such file or directory"},
+                                                        {"kubectl logs n1", "pod not found"}}));
 }
 
 }  // namespace
