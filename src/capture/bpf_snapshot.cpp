@@ -137,6 +137,7 @@ struct LoadedSnapshot {
   LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
   snapshot* skel;
   std::mutex mu;
+  std::uint64_t py_passes = 0;  // passes that walked Python frames, the last one's number
 };
 
 // The snapshot on one process: its own iterator link over the shared program.
@@ -171,6 +172,7 @@ class BpfSnapshot : public QuietSource {
       t.stack.start = r.h.regs.sp;
       t.stack.bytes = std::move(r.stack);
       t.python = std::move(r.python);
+      if ((r.h.flags & HS_SNAP_PY_LOOKUP) != 0) ++out.python_looked_up;
     }
     return out;
   }
@@ -195,6 +197,8 @@ class BpfSnapshot : public QuietSource {
       *hs_snapshot_target_tgid(loaded_->skel) = static_cast<std::uint32_t>(pid_);
       *hs_snapshot_copy_stacks(loaded_->skel) = copy ? 1 : 0;
       *hs_snapshot_py_proc(loaded_->skel) = py;
+      // A new pass of the tid map where this pass walks Python frames (0: none).
+      *hs_snapshot_py_pass(loaded_->skel) = py.header_len != 0 ? ++loaded_->py_passes : 0;
       int fd = bpf_iter_create(link_);
       if (fd < 0) return snapshot_error("cannot run the iterator", errno);
       std::vector<std::uint8_t> buf(64 * 1024);
