@@ -157,26 +157,27 @@ static long py_frame_step(__u32 i, void* arg) {
  * state lives as long as its thread; the recorder remembers it per thread, the snapshot looks
  * it up in its tid map), else by a walk of the first interpreter's list (then kept in
  * `*cached`). `cached` may be null. `buf`: HS_PY_HEADER bytes nothing else writes during the
- * walk. True when `*cached` was the thread's (no list walk): the snapshot counts those. */
-static __always_inline bool py_walk_thread(struct hs_py_stack* out, const struct hs_py_proc* c,
+ * walk. `out->looked_up` says whether `*cached` was the thread's (no list walk). */
+static __always_inline void py_walk_thread(struct hs_py_stack* out, const struct hs_py_proc* c,
                                            struct task_struct* task, __u64 fs_base, __u8* buf,
                                            __u64* cached) {
   out->status = HS_PY_NO_THREAD;
   out->nframes = 0;
   out->ncalls = 0;
+  out->looked_up = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
   struct py_walk w = {
       .out = out, .c = c, .task = task, .buf = buf, .fs_base = fs_base, .tid = task->pid};
-  bool hit = cached && *cached != 0 && py_is_current(c, task, *cached, w.tid, fs_base);
-  if (hit) {
+  if (cached && *cached != 0 && py_is_current(c, task, *cached, w.tid, fs_base)) {
     w.found = *cached;
+    out->looked_up = 1;
   } else {
     __u64 interp = py_user_u64(task, c->interp_head_ptr);
     if (interp != 0) {
       w.at = py_user_u64(task, interp + c->interp_threads_head);
       bpf_loop(HS_PY_THREADS, py_thread_step, &w, 0);
     }
-    if (w.found == 0) return false;
+    if (w.found == 0) return;
     if (cached) *cached = w.found;
   }
   __u64 frame = py_user_u64(task, w.found + c->tstate_frame);
@@ -196,7 +197,6 @@ static __always_inline bool py_walk_thread(struct hs_py_stack* out, const struct
   bpf_loop(2 * HS_PY_FRAMES, py_frame_step, &w, 0);
   if (w.at != 0 && out->status == HS_PY_OK) out->status = HS_PY_CUT;
   out->nframes = w.n;
-  return hit;
 }
 
 #endif

@@ -180,8 +180,7 @@ int snapshot_threads(struct bpf_iter__task* ctx) {
     h->flags |= HS_SNAP_COPIED;
     if (py_proc.header_len != 0) {
       __u64 tstate = py_lookup_tstate(t, h->fs_base);
-      if (py_walk_thread(&s->py, &py_proc, t, h->fs_base, s->py_buf, &tstate))
-        h->flags |= HS_SNAP_PY_LOOKUP;
+      py_walk_thread(&s->py, &py_proc, t, h->fs_base, s->py_buf, &tstate);
       h->flags |= HS_SNAP_PY;
     }
   }

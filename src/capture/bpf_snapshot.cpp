@@ -92,6 +92,7 @@ struct PassRecord {
   hs_snap_thread h{};
   std::vector<std::uint8_t> stack;
   std::optional<python::RawPythonThread> python;  // walked whole in BPF
+  bool looked_up = false;  // its Python thread state came from the tid map, not the list
 };
 
 // The Python frames of a record: kept only when the walker read the whole chain (the others are
@@ -124,6 +125,7 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
     std::memcpy(py.get(), out.data() + at, sizeof(hs_py_stack));
     at += sizeof(hs_py_stack);
     r.python = whole_chain(*py);
+    r.looked_up = py->looked_up != 0;
   }
   return recs;
 }
@@ -172,7 +174,7 @@ class BpfSnapshot : public QuietSource {
       t.stack.start = r.h.regs.sp;
       t.stack.bytes = std::move(r.stack);
       t.python = std::move(r.python);
-      if ((r.h.flags & HS_SNAP_PY_LOOKUP) != 0) ++out.python_looked_up;
+      if (r.looked_up) ++out.python_looked_up;
     }
     return out;
   }
