@@ -77,16 +77,26 @@ struct py_walk {
   __u64 found;
   __u32 tid;
   __u32 n;
+  __u32 guessing; /* `at` is the caller's guess (0: none), not yet an entry of the list */
 };
 
-/* One thread state of the interpreter's list: stops at the current thread's. */
+/* One thread state: the caller's guess first, then the interpreter's list from its head; stops
+ * at the current thread's. Why the guess inside the loop: one path into the frame walk below,
+ * which the verifier then checks once, not once with a guess and once without. */
 static long py_thread_step(__u32 i, void* arg) {
   struct py_walk* w = arg;
-  if (w->at == 0) return 1;
-  if (py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
+  if (w->at != 0 && py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
     w->found = w->at;
+    w->out->looked_up = w->guessing;
     return 1;
   }
+  if (w->guessing) {
+    w->guessing = 0;
+    __u64 interp = py_user_u64(w->task, w->c->interp_head_ptr);
+    w->at = interp != 0 ? py_user_u64(w->task, interp + w->c->interp_threads_head) : 0;
+    return 0;
+  }
+  if (w->at == 0) return 1;
   w->at = py_user_u64(w->task, w->at + w->c->tstate_next);
   return 0;
 }
@@ -166,20 +176,17 @@ static __always_inline void py_walk_thread(struct hs_py_stack* out, const struct
   out->ncalls = 0;
   out->looked_up = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
-  struct py_walk w = {
-      .out = out, .c = c, .task = task, .buf = buf, .fs_base = fs_base, .tid = task->pid};
-  if (cached && *cached != 0 && py_is_current(c, task, *cached, w.tid, fs_base)) {
-    w.found = *cached;
-    out->looked_up = 1;
-  } else {
-    __u64 interp = py_user_u64(task, c->interp_head_ptr);
-    if (interp != 0) {
-      w.at = py_user_u64(task, interp + c->interp_threads_head);
-      bpf_loop(HS_PY_THREADS, py_thread_step, &w, 0);
-    }
-    if (w.found == 0) return;
-    if (cached) *cached = w.found;
-  }
+  struct py_walk w = {.out = out,
+                      .c = c,
+                      .task = task,
+                      .buf = buf,
+                      .fs_base = fs_base,
+                      .tid = task->pid,
+                      .guessing = 1};
+  if (cached) w.at = *cached;
+  bpf_loop(HS_PY_THREADS + 1, py_thread_step, &w, 0); /* + 1: the guess */
+  if (w.found == 0) return;
+  if (cached) *cached = w.found;
   __u64 frame = py_user_u64(task, w.found + c->tstate_frame);
   if (c->cframe_current_frame >= 0 && frame != 0) {
     if (c->cframe_previous >= 0) {

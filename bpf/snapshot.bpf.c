@@ -87,22 +87,25 @@ static long py_index_step(__u32 i, void* arg) {
   return 0;
 }
 
+/* The interpreter's list into the tid map for pass `pass`, read through `t` (every thread of the
+ * process shares its memory). */
+static __always_inline void py_fill_tstates(struct task_struct* t, __u64 pass) {
+  struct py_index x = {.task = t, .v = {.pass = pass}};
+  __u64 interp = py_user_u64(t, py_proc.interp_head_ptr);
+  if (interp == 0) return;
+  x.at = py_user_u64(t, interp + py_proc.interp_threads_head);
+  bpf_loop(HS_SNAP_PY_INDEXED, py_index_step, &x, 0);
+}
+
 /* Thread `t`'s thread state as the tid map has it (0: not there); fills the map first when this
- * pass has not (through `t`: every thread of the process shares its memory). */
+ * pass has not. */
 static __always_inline __u64 py_lookup_tstate(struct task_struct* t, __u64 fs_base) {
-  __u64 pass = py_pass;
-  if (pass == 0) return 0;
+  __u64 pass = py_pass; /* 0: no pass; no entry has it */
   if (py_indexed_pass != pass) {
     py_indexed_pass = pass;
-    struct py_index x = {.task = t, .v = {.pass = pass}};
-    __u64 interp = py_user_u64(t, py_proc.interp_head_ptr);
-    if (interp != 0) {
-      x.at = py_user_u64(t, interp + py_proc.interp_threads_head);
-      bpf_loop(HS_SNAP_PY_INDEXED, py_index_step, &x, 0);
-    }
+    py_fill_tstates(t, pass);
   }
-  __u64 key = py_key_of_thread(t->pid, fs_base);
-  if (key == 0) return 0;
+  __u64 key = py_key_of_thread(t->pid, fs_base); /* 0: no entry has it */
   struct py_tstate* v = bpf_map_lookup_elem(&py_tstates, &key);
   return v && v->pass == pass ? v->tstate : 0;
 }
