@@ -53,8 +53,7 @@ static __always_inline __s8 py_field_s8(const __u8* b, __s32 off) {
  * host pid (from the host, or a hostPID pod): the pthread_t is the same in every namespace. */
 static __always_inline bool py_is_current(const struct hs_py_proc* c, struct task_struct* task,
                                           __u64 t, __u32 tid, __u64 fs_base) {
-  if (c->tstate_native_thread_id >= 0 &&
-      py_user_u64(task, t + c->tstate_native_thread_id) == tid)
+  if (c->tstate_native_thread_id >= 0 && py_user_u64(task, t + c->tstate_native_thread_id) == tid)
     return true;
   return c->tstate_thread_id >= 0 && fs_base != 0 &&
          py_user_u64(task, t + c->tstate_thread_id) == fs_base;
