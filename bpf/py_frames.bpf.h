@@ -53,8 +53,7 @@ static __always_inline __s8 py_field_s8(const __u8* b, __s32 off) {
  * host pid (from the host, or a hostPID pod): the pthread_t is the same in every namespace. */
 static __always_inline bool py_is_current(const struct hs_py_proc* c, struct task_struct* task,
                                           __u64 t, __u32 tid, __u64 fs_base) {
-  if (c->tstate_native_thread_id >= 0 &&
-      py_user_u64(task, t + c->tstate_native_thread_id) == tid)
+  if (c->tstate_native_thread_id >= 0 && py_user_u64(task, t + c->tstate_native_thread_id) == tid)
     return true;
   return c->tstate_thread_id >= 0 && fs_base != 0 &&
          py_user_u64(task, t + c->tstate_thread_id) == fs_base;
@@ -77,16 +76,26 @@ struct py_walk {
   __u64 found;
   __u32 tid;
   __u32 n;
+  __u32 guessing; /* `at` is the caller's guess (0: none), not yet an entry of the list */
 };
 
-/* One thread state of the interpreter's list: stops at the current thread's. */
+/* One thread state: the caller's guess first, then the interpreter's list from its head; stops
+ * at the current thread's. Why the guess inside the loop: one path into the frame walk below,
+ * which the verifier then checks once, not once with a guess and once without. */
 static long py_thread_step(__u32 i, void* arg) {
   struct py_walk* w = arg;
-  if (w->at == 0) return 1;
-  if (py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
+  if (w->at != 0 && py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
     w->found = w->at;
+    w->out->looked_up = w->guessing;
     return 1;
   }
+  if (w->guessing) {
+    w->guessing = 0;
+    __u64 interp = py_user_u64(w->task, w->c->interp_head_ptr);
+    w->at = interp != 0 ? py_user_u64(w->task, interp + w->c->interp_threads_head) : 0;
+    return 0;
+  }
+  if (w->at == 0) return 1;
   w->at = py_user_u64(w->task, w->at + w->c->tstate_next);
   return 0;
 }
@@ -154,29 +163,29 @@ static long py_frame_step(__u32 i, void* arg) {
 
 /* The Python frames of thread `task` into `out` (status HS_PY_NO_THREAD when Python does not
  * know this thread). Its thread state: `*cached` when that is still this thread's (a thread
- * state lives as long as its thread; the recorder remembers it per thread), else by a walk of
- * the first interpreter's list (then kept in `*cached`). `cached` may be null. `buf`:
- * HS_PY_HEADER bytes nothing else writes during the walk. */
+ * state lives as long as its thread; the recorder remembers it per thread, the snapshot looks
+ * it up in its tid map), else by a walk of the first interpreter's list (then kept in
+ * `*cached`). `cached` may be null. `buf`: HS_PY_HEADER bytes nothing else writes during the
+ * walk. `out->looked_up` says whether `*cached` was the thread's (no list walk). */
 static __always_inline void py_walk_thread(struct hs_py_stack* out, const struct hs_py_proc* c,
                                            struct task_struct* task, __u64 fs_base, __u8* buf,
                                            __u64* cached) {
   out->status = HS_PY_NO_THREAD;
   out->nframes = 0;
   out->ncalls = 0;
+  out->looked_up = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
-  struct py_walk w = {
-      .out = out, .c = c, .task = task, .buf = buf, .fs_base = fs_base, .tid = task->pid};
-  if (cached && *cached != 0 && py_is_current(c, task, *cached, w.tid, fs_base)) {
-    w.found = *cached;
-  } else {
-    __u64 interp = py_user_u64(task, c->interp_head_ptr);
-    if (interp != 0) {
-      w.at = py_user_u64(task, interp + c->interp_threads_head);
-      bpf_loop(HS_PY_THREADS, py_thread_step, &w, 0);
-    }
-    if (w.found == 0) return;
-    if (cached) *cached = w.found;
-  }
+  struct py_walk w = {.out = out,
+                      .c = c,
+                      .task = task,
+                      .buf = buf,
+                      .fs_base = fs_base,
+                      .tid = task->pid,
+                      .guessing = 1};
+  if (cached) w.at = *cached;
+  bpf_loop(HS_PY_THREADS + 1, py_thread_step, &w, 0); /* + 1: the guess */
+  if (w.found == 0) return;
+  if (cached) *cached = w.found;
   __u64 frame = py_user_u64(task, w.found + c->tstate_frame);
   if (c->cframe_current_frame >= 0 && frame != 0) {
     if (c->cframe_previous >= 0) {

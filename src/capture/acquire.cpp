@@ -309,10 +309,11 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
     if (!woke) return std::nullopt;
     if (options.log != nullptr)
       options.log->push_back(fmt::format(
-          "pid {}: {} threads copied asleep ({}), {} stopped{}; Python frames of {} taken there",
+          "pid {}: {} threads copied asleep ({}), {} stopped{}; Python frames of {} taken there "
+          "({} thread states looked up by thread)",
           target.pid(), take->asleep.size(), source.name(), take->awake.size(),
           woke->empty() ? "" : ", some woke during the copy",
-          copy.python ? copy.python->taken.size() : 0));
+          copy.python ? copy.python->taken.size() : 0, take->python_looked_up));
     if (woke->empty() || !copy.diagnostics.empty()) return copy;
     if (attempt > 0) to_stop.insert(to_stop.end(), woke->begin(), woke->end());
   }

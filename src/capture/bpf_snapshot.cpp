@@ -92,6 +92,7 @@ struct PassRecord {
   hs_snap_thread h{};
   std::vector<std::uint8_t> stack;
   std::optional<python::RawPythonThread> python;  // walked whole in BPF
+  bool looked_up = false;  // its Python thread state came from the tid map, not the list
 };
 
 // The Python frames of a record: kept only when the walker read the whole chain (the others are
@@ -124,6 +125,7 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
     std::memcpy(py.get(), out.data() + at, sizeof(hs_py_stack));
     at += sizeof(hs_py_stack);
     r.python = whole_chain(*py);
+    r.looked_up = py->looked_up != 0;
   }
   return recs;
 }
@@ -137,6 +139,7 @@ struct LoadedSnapshot {
   LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
   snapshot* skel;
   std::mutex mu;
+  std::uint64_t py_passes = 0;  // passes that walked Python frames, the last one's number
 };
 
 // The snapshot on one process: its own iterator link over the shared program.
@@ -171,6 +174,7 @@ class BpfSnapshot : public QuietSource {
       t.stack.start = r.h.regs.sp;
       t.stack.bytes = std::move(r.stack);
       t.python = std::move(r.python);
+      if (r.looked_up) ++out.python_looked_up;
     }
     return out;
   }
@@ -195,6 +199,8 @@ class BpfSnapshot : public QuietSource {
       *hs_snapshot_target_tgid(loaded_->skel) = static_cast<std::uint32_t>(pid_);
       *hs_snapshot_copy_stacks(loaded_->skel) = copy ? 1 : 0;
       *hs_snapshot_py_proc(loaded_->skel) = py;
+      // A new pass of the tid map where this pass walks Python frames (0: none).
+      *hs_snapshot_py_pass(loaded_->skel) = py.header_len != 0 ? ++loaded_->py_passes : 0;
       int fd = bpf_iter_create(link_);
       if (fd < 0) return snapshot_error("cannot run the iterator", errno);
       std::vector<std::uint8_t> buf(64 * 1024);

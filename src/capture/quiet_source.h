@@ -45,6 +45,9 @@ struct QuietThread {
 struct QuietTake {
   std::vector<QuietThread> asleep;
   std::vector<int> awake;
+  // Threads of `asleep` whose Python thread state the source looked up (the BPF snapshot's tid
+  // map) instead of walking the interpreter's list (--verbose says how many).
+  int python_looked_up = 0;
 };
 
 // A source opened on one process.

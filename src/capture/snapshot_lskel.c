@@ -33,3 +33,5 @@ volatile uint32_t* hs_snapshot_copy_stacks(struct snapshot* s) { return &s->data
 struct hs_py_proc* hs_snapshot_py_proc(struct snapshot* s) {
   return &s->bss->py_proc;
 }
+
+volatile unsigned long long* hs_snapshot_py_pass(struct snapshot* s) { return &s->bss->py_pass; }

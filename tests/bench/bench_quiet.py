@@ -3,8 +3,8 @@
 Usage: python3 bench_quiet.py PROGRAMS_DIR RUNS [--only=TEXT] LABEL=HANGSCAN[:nobpf] ...
 
 tests/programs/quiet_threads with 50 and 200 blocked threads (all asleep), and with 200 blocked
-plus one spinning thread; tests/programs/py_quiet.py under Debian's python3.11 with 50 blocked
-Python threads (their frames walked in BPF). --only=TEXT keeps the cases whose name holds TEXT. Each binary dumps each target RUNS times, alternating (in the order
+plus one spinning thread; tests/programs/py_quiet.py under Debian's python3.11 with 50 and 200
+blocked Python threads (their frames walked in BPF). --only=TEXT keeps the cases whose name holds TEXT. Each binary dumps each target RUNS times, alternating (in the order
 given), with --json; ":nobpf" runs that binary with HANGSCAN_NO_BPF=1 (the ptrace-only dump).
 Prints the median and range of the wall time and of pause_us, one row a case, one column a
 binary, then the 1-minute load average.
@@ -54,7 +54,8 @@ def main():
     print("case | " + " | ".join(binaries), flush=True)
     names = {"none": "{} blocked", "spin": "{} blocked + 1 spinning",
              "python": "python3.11, {} blocked Python threads"}
-    for n, extra in ((50, "none"), (200, "none"), (200, "spin"), (50, "python")):
+    for n, extra in ((50, "none"), (200, "none"), (200, "spin"), (50, "python"),
+                     (200, "python")):
         case = names[extra].format(n)
         if only and not any(o in case for o in only):
             continue

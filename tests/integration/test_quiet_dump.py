@@ -182,8 +182,13 @@ def test_python_threads_untouched_and_equal_to_faulthandler():
                      set(lib.thread_states(t.pid).values()) == {"S"}, 30, "every thread asleep")
         before = untouched(t.pid)
         quiet_dump(t.pid)
-        proc = quiet_dump(t.pid)
+        run = lib.dump(t.pid, "--native", "-v")
+        assert run.rc == 0, run.describe()
+        proc = lib.process_of(run.doc, t.pid)
         assert untouched(t.pid) == before and proc["pause_us"] == 0
+        # Every thread's state came from the snapshot's tid map: no walk of the list per thread.
+        assert f"pid {t.pid}: 11 threads copied asleep (bpf), 0 stopped; Python frames of 11 " \
+               "taken there (11 thread states looked up by thread)" in run.stderr
         ours = sorted(tuple(python_frames(th)) for th in proc["threads"])
         theirs = [frames for frames, _ in faulthandler_stacks(t.pid, report, 11)]
         assert ours == sorted(tuple(s) for s in theirs)
