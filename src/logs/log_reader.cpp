@@ -400,11 +400,6 @@ std::vector<std::string> expand(const std::string& path, std::size_t max, std::s
   return out;
 }
 
-// Host names as lines give them: NCCL's short name, torchrun's summary the full one.
-bool same_host(std::string_view a, std::string_view b) {
-  return a.substr(0, a.find('.')) == b.substr(0, b.find('.'));
-}
-
 // Lines that name a pid with its rank (NCCL's "Init COMPLETE": HOST:PID and rank R; torchrun's
 // failure summary: host, "rank : R", "(pid: P)") tie the pid to the rank; lines that name only a
 // pid (NCCL WARN, the kernel's OOM kills, torchrun's closing signals) take it from them. Why:
@@ -415,8 +410,8 @@ void ranks_from_log_pids(LogSet& set) {
   std::multimap<int, std::pair<std::string, int>> named;  // pid -> (host, rank)
   for (LogEvent& e : set.events) {
     if (e.kind == LogKind::nccl_init && e.peer_rank) e.rank = e.peer_rank;
-    bool ties = e.kind == LogKind::nccl_init || e.kind == LogKind::torchrun_failure;
-    if (ties && e.pid && e.rank) named.emplace(*e.pid, std::pair{e.host, *e.rank});
+    if (ties_pid_to_rank(e.kind) && e.pid && e.rank)
+      named.emplace(*e.pid, std::pair{e.host, *e.rank});
   }
   for (LogEvent& e : set.events) {
     if (e.rank || !e.pid) continue;

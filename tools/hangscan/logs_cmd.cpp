@@ -63,6 +63,7 @@ void join_job_logs(const JobSnapshot& job, Analysis& analysis,
   ranks_from_capture(logs, job);
   LogFindings findings = analyze_logs(logs, analysis.world_size);
   analysis.last_logs = join_logs(logs, job);
+  ranks_of_deaths(logs, analysis);
   mark_launcher_stops(logs, job, analysis);
   add_log_sentences(logs, findings, analysis);
 }
