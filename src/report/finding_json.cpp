@@ -36,6 +36,13 @@ json death_figures(const Finding& f) {
   out["host"] = d.host;
   out["signal"] = json_or_null(d.signal);
   out["exit_code"] = json_or_null(d.exit_code);
+  out["stopped_by"] = nullptr;  // the launcher ending the others, as its log says (--logs)
+  if (f.stopped) {
+    out["stopped_by"] = {{"by", f.stopped->by},
+                         {"signal", f.stopped->signal},
+                         {"source", f.stopped->source},
+                         {"at", json_or_null(f.stopped->at)}};
+  }
   return out;
 }
 

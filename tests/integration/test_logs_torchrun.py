@@ -94,6 +94,12 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
                 for e in doc["last_logs"]} == want, doc["last_logs"]
         age = round(next(e for e in doc["last_logs"] if e["rank"] == OOM)["before_capture_s"])
         [reason] = doc["suspect_reasons"]
+        # The same as data: the death finding's figures name torchrun's stop (no time printed).
+        [found] = [f for f in doc["findings"] if f["kind"] == "death"]
+        assert found["figures"]["stopped_by"] == {
+            "by": "torchrun", "signal": "SIGTERM", "at": None,
+            "source": f"{os.path.basename(job.stderr_path)}:{first_stop}"}, found
+        assert sorted(doc["processes"][i]["rank"] for i in found["others"]) == [0, 1], found
         assert re.fullmatch(
             rf"rank {OOM} \(pid {pids[OOM]}\) was killed by the kernel OOM killer at \d\d:\d\d:\d\d "
             rf"\(memory cgroup {re.escape(cg.rel)}: limit {limit >> 20} MiB, "
