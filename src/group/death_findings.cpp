@@ -65,11 +65,14 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
     Death d = *p.death;
     if (d.host.empty()) d.host = p.host;
     std::optional<int> rank = p.rank;
+    Finding f{.kind = FindingKind::death, .members = {m}};
+    f.rank_from = rank ? Finding::RankFrom::own : Finding::RankFrom::none;
     if (!rank && zombie_rank) {
       rank = zombie_rank;
       out.ranks.insert(*rank);
+      f.rank_from = Finding::RankFrom::only_missing;
     }
-    Finding f{.kind = FindingKind::death, .members = {m}, .rank = rank};
+    f.rank = rank;
     f.host = multi_host ? d.host : "";
     f.flag = rank.has_value();
     f.death = std::move(d);
@@ -98,6 +101,7 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
     f.flag = rank.has_value();
     if (!rank) f.ranks = unexplained;
     else out.ranks.insert(*rank);
+    if (rank) f.rank_from = Finding::RankFrom::only_missing;
     living_majority(job, a, f);
     a.findings.push_back(std::move(f));
   }

@@ -110,6 +110,7 @@ void ranks_of_deaths(const LogSet& logs, Analysis& a) {
     if (named.size() != 1) continue;
     f.rank = *named.begin();
     f.flag = true;
+    f.rank_from = Finding::RankFrom::log;
     f.ranks.clear();
   }
 }

@@ -28,8 +28,10 @@ json frame_json(const StackTrie& trie, const FrameRef& r) {
 }
 
 json death_figures(const Finding& f) {
-  json out = {
-      {"linked", f.flag}, {"zombie_of", json_or_null(f.zombie_of)}, {"missing_ranks", f.ranks}};
+  json out = {{"linked", f.flag},
+              {"rank_from", rank_from_name(f.rank_from)},
+              {"zombie_of", json_or_null(f.zombie_of)},
+              {"missing_ranks", f.ranks}};
   const Death& d = *f.death;
   out["how"] = d.how;
   out["pid"] = json_or_null(d.pid);
@@ -115,6 +117,19 @@ json finding_json(const JobSnapshot& job, const StackTrie& trie, const Finding& 
 }
 
 }  // namespace
+
+json rank_from_name(Finding::RankFrom from) {
+  switch (from) {
+    case Finding::RankFrom::own:
+      return "own";
+    case Finding::RankFrom::only_missing:
+      return "only_missing_rank";
+    case Finding::RankFrom::log:
+      return "log";
+    default:
+      return nullptr;
+  }
+}
 
 json findings_to_json(const JobSnapshot& job, const Analysis& a) {
   json out = json::array();

@@ -75,6 +75,8 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
         [death] = doc["deaths"]
         assert death["pid"] == pids[OOM] and death["how"] == "oom-kill", death
         assert death["rank"] == OOM, death  # linked to the missing rank, as the text says
+        # ... by inference (nothing here names the reaped pid's rank): said so in the data.
+        assert death["rank_from"] == "only_missing_rank", death
         assert death["cgroup"] == cg.rel and death["limit_bytes"] == limit, death
         assert death["rss_bytes"] == rss_of_kill_line(kill), (death, kill)
         assert doc["missing_ranks"] == [OOM] and doc["suspects"] == [OOM]

@@ -150,6 +150,7 @@ TEST(LogJoin, ADeathTakesTheRankTheLogsNameForItsPid) {
   EXPECT_EQ(a.findings[0].ranks, (std::vector<int>{2, 3}));
   EXPECT_EQ(a.findings[1].rank, 3);
   EXPECT_TRUE(a.findings[1].flag);
+  EXPECT_EQ(a.findings[1].rank_from, Finding::RankFrom::log);
   EXPECT_TRUE(a.findings[1].ranks.empty());
   EXPECT_EQ(a.findings[2].rank, std::nullopt);
 }
