@@ -82,9 +82,10 @@ struct Finding {
   };
   std::optional<Stop> stopped;
   // death: how its rank is known (none: not linked). own: the dead process's own rank (as
-  // discovery read it); only_missing: the only dead process meeting the only missing rank (an
-  // inference); log: a log line naming its pid with its rank (--logs).
-  enum class RankFrom { none, own, only_missing, log };
+  // discovery read it); launcher: its pid in its launcher's own list of workers (local rank)
+  // and its siblings' RANK - LOCAL_RANK; only_missing: the only dead process meeting the only
+  // missing rank (an inference); log: a log line naming its pid with its rank (--logs).
+  enum class RankFrom { none, own, launcher, only_missing, log };
   RankFrom rank_from = RankFrom::none;
   std::optional<std::size_t> owner;  // pool_straggler: the owner's process index, if captured
   int owner_pid = 0;                 // pool_straggler: the owner's pid

@@ -122,6 +122,8 @@ json rank_from_name(Finding::RankFrom from) {
   switch (from) {
     case Finding::RankFrom::own:
       return "own";
+    case Finding::RankFrom::launcher:
+      return "launcher";
     case Finding::RankFrom::only_missing:
       return "only_missing_rank";
     case Finding::RankFrom::log:

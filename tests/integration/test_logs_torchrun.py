@@ -75,8 +75,9 @@ def test_torchrun_rank_oom_killed_is_named_with_the_kernels_record_and_its_last_
         [death] = doc["deaths"]
         assert death["pid"] == pids[OOM] and death["how"] == "oom-kill", death
         assert death["rank"] == OOM, death  # linked to the missing rank, as the text says
-        # ... by inference (nothing here names the reaped pid's rank): said so in the data.
-        assert death["rank_from"] == "only_missing_rank", death
+        # ... exactly: torchrun's own list of its workers (read from its memory) names the reaped
+        # pid as local rank 2, and its living children's RANK - LOCAL_RANK is 0.
+        assert death["rank_from"] == "launcher", death
         assert death["cgroup"] == cg.rel and death["limit_bytes"] == limit, death
         assert death["rss_bytes"] == rss_of_kill_line(kill), (death, kill)
         assert doc["missing_ranks"] == [OOM] and doc["suspects"] == [OOM]
