@@ -136,11 +136,16 @@ ThreadSnapshot& thread_of(PythonCopy& py, int tid, ProcessSnapshot& snap) {
   return snap.threads.back();
 }
 
-// A frame of torch's elastic agent (torchrun): its own list of workers may be read.
+// A frame of torch's elastic agent (torchrun) or of its process context: its own list of
+// workers may be read. (A worker's frames are elsewhere: elastic's @record wrapper is in
+// multiprocessing/errors.)
 bool runs_torchrun_agent(const PythonByThread& decoded) {
   for (const auto& [tid, st] : decoded) {
     for (const auto& pf : st.frames) {
-      if (pf.frame.file && pf.frame.file->find("/torch/distributed/elastic/") != std::string::npos)
+      if (!pf.frame.file) continue;
+      const std::string& f = *pf.frame.file;
+      if (f.find("/torch/distributed/elastic/multiprocessing/api.py") != std::string::npos ||
+          f.find("/torch/distributed/elastic/agent/server/") != std::string::npos)
         return true;
     }
   }
