@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -290,7 +291,11 @@ struct ProcessSnapshot {
   std::optional<int> world_size;
   std::optional<int> local_rank;
   std::string launcher;  // "torchrun", "mpirun", ... empty if unknown
-  std::string role;      // "rank", "launcher", "helper", "process"
+  // A launcher's own list of the workers it started: pid -> local rank (torchrun's, read from
+  // its memory: python/launcher_children.h). Ties a reaped worker's pid to its rank. Not in the
+  // JSON: known to the capture that read it (a local dump), not to agents' documents.
+  std::map<int, int> worker_local_ranks;
+  std::string role;  // "rank", "launcher", "helper", "process"
   std::vector<std::string> cmdline;
   std::string exe;
   char state = '?';

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "python/launcher_children.h"
 #include "python/merge.h"
 #include "python/source_lines.h"
 #include "util/diagnostic.h"
@@ -135,6 +136,22 @@ ThreadSnapshot& thread_of(PythonCopy& py, int tid, ProcessSnapshot& snap) {
   return snap.threads.back();
 }
 
+// A frame of torch's elastic agent (torchrun) or of its process context: its own list of
+// workers may be read. (A worker's frames are elsewhere: elastic's @record wrapper is in
+// multiprocessing/errors.)
+bool runs_torchrun_agent(const PythonByThread& decoded) {
+  for (const auto& [tid, st] : decoded) {
+    for (const auto& pf : st.frames) {
+      if (!pf.frame.file) continue;
+      const std::string& f = *pf.frame.file;
+      if (f.find("/torch/distributed/elastic/multiprocessing/api.py") != std::string::npos ||
+          f.find("/torch/distributed/elastic/agent/server/") != std::string::npos)
+        return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source,
@@ -151,6 +168,12 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
   if (options.log != nullptr && !py.reader->names_missing().empty())
     options.log->push_back("python thread names: " + py.reader->names_missing());
   snap.asyncio_tasks = py.reader->asyncio_tasks(py.raw, *py.pages);
+  if (runs_torchrun_agent(decoded)) {
+    // Frames a quiet source took carry no frame addresses: the list is read through a walk of
+    // the chains in memory (the frozen pages, and the frames' pages as they are now).
+    python::RawPythonState chains = py.reader->walk(*py.pages, false);
+    snap.worker_local_ranks = python::launcher_children(*py.reader, chains, *py.pages);
+  }
   if (options.log != nullptr && !py.reader->asyncio_missing().empty())
     options.log->push_back("asyncio tasks: " + py.reader->asyncio_missing());
   for (const auto& msg : py.raw.diagnostics) {

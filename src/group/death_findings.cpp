@@ -34,6 +34,25 @@ void living_majority(const JobSnapshot& job, const Analysis& a, Finding& f) {
   f.place = FrameRef{.node = where};
 }
 
+// The rank of a reaped worker whose pid its launcher's own list names (worker_local_ranks): its
+// local rank plus the RANK - LOCAL_RANK its captured siblings (the launcher's other children on
+// its host) share. nullopt when no launcher names the pid or the siblings disagree.
+std::optional<int> rank_from_launcher(const JobSnapshot& job, const Death& d) {
+  if (!d.pid) return std::nullopt;
+  for (const ProcessSnapshot& l : job.processes) {
+    auto it = l.worker_local_ranks.find(*d.pid);
+    if (it == l.worker_local_ranks.end() || (!d.host.empty() && l.host != d.host)) continue;
+    std::optional<int> offset;
+    for (const ProcessSnapshot& s : job.processes) {
+      if (s.ppid != l.pid || s.host != l.host || !s.rank || !s.local_rank) continue;
+      if (offset && *offset != *s.rank - *s.local_rank) return std::nullopt;
+      offset = *s.rank - *s.local_rank;
+    }
+    if (offset) return it->second + *offset;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
@@ -65,11 +84,14 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
     Death d = *p.death;
     if (d.host.empty()) d.host = p.host;
     std::optional<int> rank = p.rank;
+    Finding f{.kind = FindingKind::death, .members = {m}};
+    f.rank_from = rank ? Finding::RankFrom::own : Finding::RankFrom::none;
     if (!rank && zombie_rank) {
       rank = zombie_rank;
       out.ranks.insert(*rank);
+      f.rank_from = Finding::RankFrom::only_missing;
     }
-    Finding f{.kind = FindingKind::death, .members = {m}, .rank = rank};
+    f.rank = rank;
     f.host = multi_host ? d.host : "";
     f.flag = rank.has_value();
     f.death = std::move(d);
@@ -90,10 +112,23 @@ DeathFindings death_findings(const JobSnapshot& job, Analysis& a,
     if (!out.ranks.count(r)) unexplained.push_back(r);
   }
   if (unexplained.empty()) return out;
+  // Exactly first (the launcher's own list), then the one death left meeting the one rank left.
+  std::vector<std::optional<int>> known;
   for (const Death& d : job.deaths) {
-    std::optional<int> rank;
-    if (job.deaths.size() == 1 && unexplained.size() == 1) rank = unexplained.front();
-    Finding f{.kind = FindingKind::death, .rank = rank, .death = d};
+    known.push_back(rank_from_launcher(job, d));
+    if (known.back()) std::erase(unexplained, *known.back());
+  }
+  auto unknown = std::count(known.begin(), known.end(), std::nullopt);
+  for (std::size_t i = 0; i < job.deaths.size(); ++i) {
+    const Death& d = job.deaths[i];
+    std::optional<int> rank = known[i];
+    Finding f{.kind = FindingKind::death, .death = d};
+    if (rank) f.rank_from = Finding::RankFrom::launcher;
+    if (!rank && unknown == 1 && unexplained.size() == 1) {
+      rank = unexplained.front();
+      f.rank_from = Finding::RankFrom::only_missing;
+    }
+    f.rank = rank;
     f.host = multi_host ? d.host : "";
     f.flag = rank.has_value();
     if (!rank) f.ranks = unexplained;

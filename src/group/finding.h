@@ -81,6 +81,12 @@ struct Finding {
     std::optional<double> at;
   };
   std::optional<Stop> stopped;
+  // death: how its rank is known (none: not linked). own: the dead process's own rank (as
+  // discovery read it); launcher: its pid in its launcher's own list of workers (local rank)
+  // and its siblings' RANK - LOCAL_RANK; only_missing: the only dead process meeting the only
+  // missing rank (an inference); log: a log line naming its pid with its rank (--logs).
+  enum class RankFrom { none, own, launcher, only_missing, log };
+  RankFrom rank_from = RankFrom::none;
   std::optional<std::size_t> owner;  // pool_straggler: the owner's process index, if captured
   int owner_pid = 0;                 // pool_straggler: the owner's pid
   std::size_t idle = 0;              // pool_straggler: idle siblings

@@ -46,6 +46,7 @@ std::vector<LogProblem> join_job_logs(const JobSnapshot& job, Analysis& analysis
   ranks_from_capture(read, job);
   LogFindings findings = analyze_logs(read, analysis.world_size);
   analysis.last_logs = join_logs(read, job);
+  ranks_of_deaths(read, analysis);
   mark_launcher_stops(read, job, analysis);
   add_log_sentences(read, findings, analysis);
   return problems;

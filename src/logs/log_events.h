@@ -36,6 +36,9 @@ enum class LogKind {
 
 // A failure kind ends or breaks a rank; the others are progress reports or context.
 bool is_failure(LogKind kind);
+// The kinds whose own line names a pid together with its rank (torchrun's failure summary,
+// NCCL's Init COMPLETE): the logs' exact pid -> rank pairs.
+bool ties_pid_to_rank(LogKind kind);
 // A stable lower-case name for JSON and text ("collective_timeout").
 const char* log_kind_name(LogKind kind);
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "group/stack_key.h"
 #include "logs/log_patterns.h"
@@ -92,6 +94,24 @@ void ranks_from_capture(LogSet& logs, const JobSnapshot& job) {
       ++holders;
     }
     if (holders == 1) e.rank = rank;
+  }
+}
+
+void ranks_of_deaths(const LogSet& logs, Analysis& a) {
+  for (Finding& f : a.findings) {
+    if (f.kind != FindingKind::death || f.rank || !f.death || !f.death->pid) continue;
+    const Death& d = *f.death;
+    std::set<int> named;
+    for (const LogEvent& e : logs.events) {
+      if (!ties_pid_to_rank(e.kind) || !e.rank || e.pid != d.pid) continue;
+      if (!e.host.empty() && !d.host.empty() && !same_host(e.host, d.host)) continue;
+      named.insert(*e.rank);
+    }
+    if (named.size() != 1) continue;
+    f.rank = *named.begin();
+    f.flag = true;
+    f.rank_from = Finding::RankFrom::log;
+    f.ranks.clear();
   }
 }
 

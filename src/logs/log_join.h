@@ -29,6 +29,14 @@ std::vector<RankLastLog> join_logs(const LogSet& logs, const JobSnapshot& job);
 // event's host when it names one.
 void ranks_from_capture(LogSet& logs, const JobSnapshot& job);
 
+// A death the analysis could not tie to a rank (Finding::rank empty: the kernel's record of a
+// reaped pid, with no single missing rank to be its) takes the rank the logs name for its pid:
+// a line naming both (torchrun's failure summary "rank : R ... (pid: P)", NCCL's Init COMPLETE),
+// on the death's host when both name one (short names compared), only when the logs name
+// exactly one rank for it. Why: a pid tied to a rank in the job's own words is exact; the report
+// then says which rank died, not "one of ranks 1,2".
+void ranks_of_deaths(const LogSet& logs, Analysis& a);
+
 // A death's living others whom the launcher's log says it is ending (torchrun's "Sending
 // process PID closing signal SIGTERM" for each of them, ranked by ranks_from_capture) are
 // marked so (Finding::stopped; the writers make the sentences from it). Why: after one rank died

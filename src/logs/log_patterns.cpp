@@ -206,6 +206,10 @@ const std::vector<LinePattern>& log_patterns() {
   return table;
 }
 
+bool same_host(std::string_view a, std::string_view b) {
+  return a.substr(0, a.find('.')) == b.substr(0, b.find('.'));
+}
+
 std::optional<double> parse_log_time(std::string_view s) {
   if (!s.empty() && s.front() == '[') s.remove_prefix(1);
   if (s.size() < 19) return std::nullopt;

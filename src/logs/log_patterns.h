@@ -43,6 +43,10 @@ LinePrefix parse_line_prefix(std::string_view line, bool with_time = true);
 // torchrun's "2026-11-27_12:03:04"), as seconds since the epoch read as UTC.
 std::optional<double> parse_log_time(std::string_view text);
 
+// Host names as lines give them (NCCL's short name, torchrun's summary the full one): the same
+// host when their first labels are equal.
+bool same_host(std::string_view a, std::string_view b);
+
 // The event a single line is, with the line's prefixes applied; nullopt for any other line.
 std::optional<LogEvent> classify_log_line(std::string_view line);
 

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
+#include <string_view>
 
 #include "group/rank_set.h"
 #include "logs/log_patterns.h"
@@ -398,6 +400,31 @@ std::vector<std::string> expand(const std::string& path, std::size_t max, std::s
   return out;
 }
 
+// Lines that name a pid with its rank (NCCL's "Init COMPLETE": HOST:PID and rank R; torchrun's
+// failure summary: host, "rank : R", "(pid: P)") tie the pid to the rank; lines that name only a
+// pid (NCCL WARN, the kernel's OOM kills, torchrun's closing signals) take it from them. Why:
+// the kernel and the launchers speak of pids, the verdict of ranks; the logs' own pairs are
+// exact. A pid tied to two ranks (on the line's host, or anywhere for a line naming none) gives
+// none.
+void ranks_from_log_pids(LogSet& set) {
+  std::multimap<int, std::pair<std::string, int>> named;  // pid -> (host, rank)
+  for (LogEvent& e : set.events) {
+    if (e.kind == LogKind::nccl_init && e.peer_rank) e.rank = e.peer_rank;
+    if (ties_pid_to_rank(e.kind) && e.pid && e.rank)
+      named.emplace(*e.pid, std::pair{e.host, *e.rank});
+  }
+  for (LogEvent& e : set.events) {
+    if (e.rank || !e.pid) continue;
+    std::set<int> ranks;
+    auto [from, to] = named.equal_range(*e.pid);
+    for (auto it = from; it != to; ++it) {
+      if (e.host.empty() || it->second.first.empty() || same_host(it->second.first, e.host))
+        ranks.insert(it->second.second);
+    }
+    if (ranks.size() == 1) e.rank = *ranks.begin();
+  }
+}
+
 }  // namespace
 
 std::optional<int> rank_from_file_name(std::string_view path) {
@@ -462,17 +489,7 @@ LogSet read_logs(const std::vector<std::string>& paths, const LogReadOptions& op
     set.files.push_back(std::move(lf));
     if (t.error.empty()) read_one(set, set.files.size() - 1, options, LogSource::of_text(t.text));
   }
-  // NCCL's "Init COMPLETE" ties HOST:PID to a rank; its WARN lines name only HOST:PID.
-  std::map<std::pair<std::string, int>, int> nccl_ranks;
-  for (const LogEvent& e : set.events) {
-    if (e.kind == LogKind::nccl_init && e.pid && e.peer_rank)
-      nccl_ranks[{e.host, *e.pid}] = *e.peer_rank;
-  }
-  for (LogEvent& e : set.events) {
-    if (e.kind == LogKind::nccl_init && e.peer_rank) e.rank = e.peer_rank;
-    if (e.kind != LogKind::nccl_warn || !e.pid) continue;
-    if (auto it = nccl_ranks.find({e.host, *e.pid}); it != nccl_ranks.end()) e.rank = it->second;
-  }
+  ranks_from_log_pids(set);
   return set;
 }
 

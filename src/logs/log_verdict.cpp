@@ -6,6 +6,10 @@
 
 namespace hangscan {
 
+bool ties_pid_to_rank(LogKind kind) {
+  return kind == LogKind::torchrun_failure || kind == LogKind::nccl_init;
+}
+
 bool is_failure(LogKind kind) {
   switch (kind) {
     case LogKind::seq_status:

@@ -28,14 +28,23 @@ json frame_json(const StackTrie& trie, const FrameRef& r) {
 }
 
 json death_figures(const Finding& f) {
-  json out = {
-      {"linked", f.flag}, {"zombie_of", json_or_null(f.zombie_of)}, {"missing_ranks", f.ranks}};
+  json out = {{"linked", f.flag},
+              {"rank_from", rank_from_name(f.rank_from)},
+              {"zombie_of", json_or_null(f.zombie_of)},
+              {"missing_ranks", f.ranks}};
   const Death& d = *f.death;
   out["how"] = d.how;
   out["pid"] = json_or_null(d.pid);
   out["host"] = d.host;
   out["signal"] = json_or_null(d.signal);
   out["exit_code"] = json_or_null(d.exit_code);
+  out["stopped_by"] = nullptr;  // the launcher ending the others, as its log says (--logs)
+  if (f.stopped) {
+    out["stopped_by"] = {{"by", f.stopped->by},
+                         {"signal", f.stopped->signal},
+                         {"source", f.stopped->source},
+                         {"at", json_or_null(f.stopped->at)}};
+  }
   return out;
 }
 
@@ -108,6 +117,21 @@ json finding_json(const JobSnapshot& job, const StackTrie& trie, const Finding& 
 }
 
 }  // namespace
+
+json rank_from_name(Finding::RankFrom from) {
+  switch (from) {
+    case Finding::RankFrom::own:
+      return "own";
+    case Finding::RankFrom::launcher:
+      return "launcher";
+    case Finding::RankFrom::only_missing:
+      return "only_missing_rank";
+    case Finding::RankFrom::log:
+      return "log";
+    default:
+      return nullptr;
+  }
+}
 
 json findings_to_json(const JobSnapshot& job, const Analysis& a) {
   json out = json::array();

@@ -13,6 +13,10 @@
 
 namespace hangscan {
 
+// How a death's rank is known, as the JSON names it: "own", "only_missing_rank", "log"; null
+// when it is not linked.
+nlohmann::json rank_from_name(Finding::RankFrom from);
+
 nlohmann::json findings_to_json(const JobSnapshot& job, const Analysis& a);
 
 }  // namespace hangscan

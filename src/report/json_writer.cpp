@@ -311,9 +311,13 @@ json job_to_json(const JobSnapshot& job, const Analysis* analysis, StackInterner
   json deaths = json::array();
   for (const Death& d : job.deaths) {
     deaths.push_back(death_json(d));
-    if (!analysis || d.rank) continue;
+    if (!analysis) continue;  // an agent's document: the front end links
+    json& out = deaths.back();
+    out["rank_from"] = nullptr;
     for (const Finding& f : analysis->findings) {  // the rank the analysis linked it to
-      if (f.rank && f.kind == FindingKind::death && f.death == d) deaths.back()["rank"] = *f.rank;
+      if (!f.rank || f.kind != FindingKind::death || f.death != d) continue;
+      if (!d.rank) out["rank"] = *f.rank;
+      if (out["rank"] == *f.rank) out["rank_from"] = rank_from_name(f.rank_from);
     }
   }
   doc["deaths"] = std::move(deaths);

@@ -9,7 +9,7 @@ killer ends it; the others wait in a sleep. torchrun reaps the dead rank and sto
 with SIGTERM, which they take as training scripts do: they log it and save a checkpoint (here:
 park until torchrun's SIGKILL, 30 s later), so the job can be captured in between.
 
-usage: torchrun ... torchrun_oom.py OOM   (readiness: hs_rank_ready.py through $HS_RANK_CTL;
+usage: torchrun ... torchrun_oom.py OOM [exit]   (readiness: hs_rank_ready.py through $HS_RANK_CTL;
        a rank parks as RANK, then as 100 + RANK once in its SIGTERM handler)
 """
 
@@ -39,6 +39,13 @@ def load_shard(rank):
     time.sleep(HANG_S)  # HS-LINE: torchrun-oom-load
 
 
+def exit_now(rank):
+    # With "exit" the others end on SIGTERM: torchrun then prints its failure summary and ends
+    # (the job's whole log, read afterwards).
+    print(f"rank {rank}: SIGTERM: exiting", flush=True)
+    os._exit(0)
+
+
 def main():
     oom = int(sys.argv[1])
     dist.init_process_group("gloo")
@@ -48,7 +55,8 @@ def main():
     if rank == oom:
         signal.signal(signal.SIGUSR1, eat_memory)
     else:
-        signal.signal(signal.SIGTERM, lambda *_: save_checkpoint(rank))
+        on_term = exit_now if sys.argv[2:] == ["exit"] else save_checkpoint
+        signal.signal(signal.SIGTERM, lambda *_: on_term(rank))
     load_shard(rank)
 
 

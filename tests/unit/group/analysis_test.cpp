@@ -400,5 +400,41 @@ TEST(Analyze, FallsBackToAllProcessesWhenNoRanks) {
   EXPECT_EQ(describe_members(job, {0}), "pid 7");
 }
 
+// Two kernel deaths while rank 2 is missing: the one-death-one-rank inference cannot choose;
+// n2's torchrun (pid 50) names pid 200 as its local rank 0 and its living child rank 3 is local
+// rank 1, so pid 200 was rank 2 exactly; the other death stays unlinked.
+TEST(Analyze, AReapedWorkersRankFromItsLaunchersOwnList) {
+  JobSnapshot job;
+  for (int r : {0, 1}) {
+    job.processes.push_back(rank_process(r, 100 + r, in_all_reduce(), 'S', "n1", 4));
+    job.processes.back().ppid = 40;
+    job.processes.back().local_rank = r;
+  }
+  job.processes.push_back(rank_process(3, 201, in_all_reduce(), 'S', "n2", 4));
+  job.processes.back().ppid = 50;
+  job.processes.back().local_rank = 1;
+  ProcessSnapshot launcher = rank_process(0, 50, {py("_close", "api.py", 700)}, 'S', "n2");
+  launcher.rank.reset();
+  launcher.role = "launcher";
+  launcher.worker_local_ranks = {{200, 0}, {201, 1}};
+  job.processes.push_back(launcher);
+  for (auto [pid, host] : {std::pair{200, "n2"}, std::pair{300, "n1"}})
+    job.deaths.push_back(Death{.how = "oom-kill", .pid = pid, .host = host});
+  Analysis a = analyze(job, GroupOptions{});
+  std::vector<std::pair<std::optional<int>, Finding::RankFrom>> got;
+  for (const Finding& f : a.findings) {
+    if (f.kind == FindingKind::death) got.emplace_back(f.rank, f.rank_from);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<std::optional<int>, Finding::RankFrom>>{
+                     {2, Finding::RankFrom::launcher}, {std::nullopt, Finding::RankFrom::none}}));
+  job.processes[3].worker_local_ranks.clear();  // without the list: neither is linked
+  Analysis b = analyze(job, GroupOptions{});
+  for (const Finding& f : b.findings) {
+    if (f.kind == FindingKind::death) {
+      EXPECT_EQ(f.rank, std::nullopt);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hangscan

@@ -119,3 +119,41 @@ TEST(LogJoin, PidsOfTheCaptureGiveLinesTheirRanks) {
 }
 
 }  // namespace hangscan
+
+namespace hangscan {
+namespace {
+
+// FIXTURE: torchrun's summary in its 1.13 format (errors/__init__.py, ChildFailedError), whose
+// real lines test_logs_torchrun.py reads; here a node's two kernel deaths while two ranks are
+// missing, so the analysis could tie neither to a rank. The summary names pid 501's rank (on
+// host n1, as "n1.example"); pid 500 is named by no line with a rank; pid 501 on n2 is another
+// process.
+TEST(LogJoin, ADeathTakesTheRankTheLogsNameForItsPid) {
+  TempDir dir;
+  dir.file("torchrun.err",
+           "Memory cgroup out of memory: Killed process 501 (python3) total-vm:1kB\n"
+           "Root Cause (first observed failure):\n[0]:\n"
+           "  time      : 2026-11-27_12:03:04\n  host      : n1.example\n"
+           "  rank      : 3 (local_rank: 1)\n  exitcode  : -9 (pid: 501)\n"
+           "============================================================\n");
+  LogSet logs = read_logs({dir.path()});
+  ASSERT_EQ(logs.events.size(), 2u);
+  EXPECT_EQ(logs.events[0].rank, 3);  // the kernel's line: its pid's rank, from the summary
+  Analysis a;
+  for (auto [pid, host] : {std::pair{500, "n1"}, std::pair{501, "n1"}, std::pair{501, "n2"}}) {
+    Finding f{.kind = FindingKind::death, .ranks = {2, 3}};
+    f.death = Death{.how = "oom-kill", .pid = pid, .host = host};
+    a.findings.push_back(f);
+  }
+  ranks_of_deaths(logs, a);
+  EXPECT_EQ(a.findings[0].rank, std::nullopt);
+  EXPECT_EQ(a.findings[0].ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(a.findings[1].rank, 3);
+  EXPECT_TRUE(a.findings[1].flag);
+  EXPECT_EQ(a.findings[1].rank_from, Finding::RankFrom::log);
+  EXPECT_TRUE(a.findings[1].ranks.empty());
+  EXPECT_EQ(a.findings[2].rank, std::nullopt);
+}
+
+}  // namespace
+}  // namespace hangscan
