@@ -133,6 +133,7 @@ class NodeWatchChecker {
     f_.opt_int(e, "status", path, 0, 255);
     f_.opt_int(e, "signal", path, 1, kMaxSignal);
     f_.opt_bool(e, "core_dumped", path);
+    f_.opt_bool(e, "oom_victim", path);
   }
 
   // A capture note (watch/process_facts.h): a known kind and its figures in range.

@@ -68,6 +68,7 @@ nlohmann::json exit_to_json(const ProcessExit& e) {
   if (e.kind == ExitKind::killed) {
     j["signal"] = e.signal;
     j["core_dumped"] = e.core_dumped;
+    j["oom_victim"] = e.oom_victim;
   }
   return j;
 }
@@ -83,8 +84,11 @@ std::optional<ProcessExit> exit_from_json(const nlohmann::json& j) {
   };
   e.status = int_of("status");
   e.signal = int_of("signal");
-  e.core_dumped =
-      j.contains("core_dumped") && j["core_dumped"].is_boolean() && j["core_dumped"].get<bool>();
+  auto flag_of = [&](const char* key) {
+    return j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+  };
+  e.core_dumped = flag_of("core_dumped");
+  e.oom_victim = flag_of("oom_victim");
   return e;
 }
 

@@ -26,6 +26,9 @@ struct ProcessExit {
   int status = 0;  // exited: 0-255
   int signal = 0;  // killed: the signal's number
   bool core_dumped = false;
+  // The OOM killer chose it before it ended (its oom event, in the timeline too). Its words stay
+  // "killed by SIGKILL": the timeline's sentence says who chose it.
+  bool oom_victim = false;
 };
 
 // The kernel's exit code (task->exit_code: status << 8, or the signal | 0x80 with a core) as

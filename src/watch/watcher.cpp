@@ -372,8 +372,10 @@ void Watcher::fold(Recording& batch) {
     t.t_s = since_start(e.ts_ns);
     auto pit = procs_.find(e.pid);
     if (pit != procs_.end()) t.rank = pit->second.discovered.rank;
+    if (e.kind == EventRecord::Kind::oom && pit != procs_.end()) pit->second.oom_victim = true;
     if (e.kind == EventRecord::Kind::exit && pit != procs_.end()) {
       pit->second.exit = process_exit_of(e.exit_code);
+      pit->second.exit->oom_victim = pit->second.oom_victim;
       pit->second.gone = true;
       recorder_->unwatch(e.pid);
       stacks_.forget(e.pid);

@@ -70,6 +70,7 @@ class Watcher {
     std::map<std::string, StackCount> stacks;
     std::vector<WaitView> waits;
     std::optional<ProcessExit> exit;
+    bool oom_victim = false;  // the OOM killer chose it (an oom event came)
     std::vector<WatchNote> notes;
     std::uint64_t io_jiffies = 0;
     std::optional<std::uint64_t> io_chars;  // /proc/PID/io rchar + wchar at the last look

@@ -61,13 +61,21 @@ TEST(ProcessFacts, NotesInWordsForEachKind) {
 
 TEST(ProcessFacts, DataBesideTheWordsInTheJson) {
   EXPECT_EQ(exit_to_json(process_exit_of(3 << 8)), json({{"kind", "exited"}, {"status", 3}}));
-  EXPECT_EQ(exit_to_json(process_exit_of(0x80 | SIGSEGV)),
-            json({{"kind", "killed"}, {"signal", SIGSEGV}, {"core_dumped", true}}));
+  EXPECT_EQ(
+      exit_to_json(process_exit_of(0x80 | SIGSEGV)),
+      json(
+          {{"kind", "killed"}, {"signal", SIGSEGV}, {"core_dumped", true}, {"oom_victim", false}}));
   EXPECT_EQ(exit_to_json(process_exit_of(-1)), json({{"kind", "unknown"}}));
   ProcessExit back = *exit_from_json(exit_to_json(process_exit_of(0x80 | SIGABRT)));
   EXPECT_EQ(back.kind, ExitKind::killed);
   EXPECT_EQ(back.signal, SIGABRT);
   EXPECT_TRUE(back.core_dumped);
+  EXPECT_FALSE(back.oom_victim);
+  // The OOM killer's victim: the data says so, the words are a SIGKILL's.
+  ProcessExit oom = process_exit_of(SIGKILL);
+  oom.oom_victim = true;
+  EXPECT_EQ(exit_words(oom), "killed by SIGKILL");
+  EXPECT_TRUE(exit_from_json(exit_to_json(oom))->oom_victim);
   EXPECT_FALSE(exit_from_json(json({{"kind", "vanished"}})));
   EXPECT_FALSE(exit_from_json(json({{"kind", 3}})));
 
@@ -82,8 +90,10 @@ TEST(ProcessFacts, DataBesideTheWordsInTheJson) {
   r.processes.push_back(p);
   json pj = watch_json(r)["processes"][0];
   EXPECT_EQ(pj["exit"], "killed by SIGKILL");
-  EXPECT_EQ(pj["exit_data"],
-            json({{"kind", "killed"}, {"signal", SIGKILL}, {"core_dumped", false}}));
+  EXPECT_EQ(pj["exit_data"], json({{"kind", "killed"},
+                                   {"signal", SIGKILL},
+                                   {"core_dumped", false},
+                                   {"oom_victim", false}}));
   EXPECT_EQ(pj["notes"],
             json({"4 samples from before its exec at 0.5 s not resolved: the program they ran is "
                   "gone",
@@ -155,6 +165,10 @@ TEST(ProcessFacts, NodeDocumentsCheckTheExitAndNotesData) {
             "bad watch report: processes[0].exit_data.kind: not a known exit kind");
   EXPECT_EQ(reason([&](json& d) { p(d)["exit_data"]["signal"] = 65; }),
             "bad watch report: processes[0].exit_data.signal: 65 is out of range");
+  EXPECT_NE(reason([&](json& d) {
+              p(d)["exit_data"]["oom_victim"] = 1;
+            }).find("processes[0].exit_data.oom_victim"),
+            std::string::npos);
   EXPECT_NE(reason([&](json& d) {
               p(d)["exit_data"]["core_dumped"] = "yes";
             }).find("processes[0].exit_data.core_dumped"),
