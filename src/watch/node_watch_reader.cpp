@@ -7,6 +7,7 @@
 #include "report/agent_format.h"
 #include "report/bounded_json.h"
 #include "util/version.h"
+#include "watch/process_facts.h"
 
 namespace hangscan {
 
@@ -16,6 +17,7 @@ using json = nlohmann::json;
 
 constexpr double kMaxSeconds = 1e12;  // beyond any wall-clock time or window
 constexpr int kMaxPid = 1 << 22;      // the kernel's pid_max limit
+constexpr int kMaxSignal = 64;        // SIGRTMAX
 
 // Checks what the merge and the text read of a node document; each check throws BadDocument
 // naming the path. A null where the readers take a value with a default (names, flags, ids) is
@@ -92,6 +94,13 @@ class NodeWatchChecker {
     f_.opt_int(p, "rank", path, 0, std::numeric_limits<int>::max());
     for (const char* k : {"role", "comm"}) name(p, k, path);
     text(p, "exit", path);
+    if (const json* e = BoundedFields::member(drop_null(p, "exit_data"), "exit_data")) {
+      if (!p.contains("exit") || !p["exit"].is_string())
+        fail(at(path, "exit_data"), "an exit's data without its exit");
+      exit_data(*e, at(path, "exit_data"));
+    }
+    each(p, "note_data", path, limits_.max_list, false,
+         [&](json& n, const JsonPath& np) { note_data(n, np); });
     f_.opt_int64(drop_null(p, "samples"), "samples", path, 0,
                  std::numeric_limits<std::int64_t>::max());
     number(p, "cpu_share", path, 0, 1);
@@ -112,7 +121,28 @@ class NodeWatchChecker {
       f_.object(b, bp);
       name(b, "what", bp);
       f_.strings(b, "key", bp);
+      if (const json* e = BoundedFields::member(drop_null(b, "exit_data"), "exit_data"))
+        exit_data(*e, at(bp, "exit_data"));
     }
+  }
+
+  // How a process ended (watch/process_facts.h): a known kind and its figures in range.
+  void exit_data(const json& e, const JsonPath& path) const {
+    f_.object(e, path);
+    if (!exit_kind_of(f_.str(e, "kind", path))) fail(at(path, "kind"), "not a known exit kind");
+    f_.opt_int(e, "status", path, 0, 255);
+    f_.opt_int(e, "signal", path, 1, kMaxSignal);
+    f_.opt_bool(e, "core_dumped", path);
+    f_.opt_bool(e, "oom_victim", path);
+  }
+
+  // A capture note (watch/process_facts.h): a known kind and its figures in range.
+  void note_data(json& n, const JsonPath& path) const {
+    if (!note_kind_of(f_.str(n, "kind", path))) fail(at(path, "kind"), "not a known note kind");
+    f_.opt_int64(n, "count", path, 0, std::numeric_limits<std::int64_t>::max());
+    number(n, "t_s", path);
+    id(n, "pid", path);
+    text(n, "detail", path);
   }
 
   void event(json& t, const JsonPath& path) const {

@@ -161,14 +161,4 @@ bool decode_record(std::span<const std::uint8_t> data, Recording& out) {
   }
 }
 
-std::string describe_exit_code(int exit_code) {
-  if (exit_code < 0) return "ended (its exit status is not known without eBPF)";
-  int sig = exit_code & 0x7f;
-  if (sig == 0) return fmt::format("exited with status {}", (exit_code >> 8) & 0xff);
-  const char* name = sigabbrev_np(sig);
-  return fmt::format("killed by {}{}",
-                     name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig),
-                     (exit_code & 0x80) ? " (core dumped)" : "");
-}
-
 }  // namespace hangscan

@@ -122,8 +122,4 @@ SampledStack sampled_stack_of(const ::hs_user_stack& u);
 // or of an unknown kind (it is dropped). Copies only: this runs in the ring-buffer callback.
 bool decode_record(std::span<const std::uint8_t> data, Recording& out);
 
-// "exited with status 3", "killed by SIGKILL", "killed by SIGSEGV (core dumped)"; -1 (the
-// ptrace fallback saw the process vanish): "ended (its exit status is not known without eBPF)".
-std::string describe_exit_code(int exit_code);
-
 }  // namespace hangscan

@@ -65,7 +65,7 @@ void SampleStacks::walk_sleeping_python(
 }
 
 std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<SampledStack*>& copies,
-                                                std::vector<std::string>& notes) {
+                                                std::vector<WatchNote>& notes) {
   std::vector<SampledFrames> out(copies.size());
   if (copies.empty()) return out;
   if (auto it = targets_.find(pid); it != targets_.end()) {
@@ -76,8 +76,10 @@ std::vector<SampledFrames> SampleStacks::finish(int pid, const std::vector<Sampl
   std::string error;
   Target* live = target(pid, error);
   if (live == nullptr) {
-    notes.push_back(
-        fmt::format("pid {}: {} sampled stacks not resolved: {}", pid, copies.size(), error));
+    notes.push_back({.kind = WatchNoteKind::stacks_not_resolved,
+                     .count = copies.size(),
+                     .pid = pid,
+                     .detail = error});
     return out;
   }
   ProcessCopy copy;

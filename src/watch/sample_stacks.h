@@ -21,6 +21,7 @@
 #include "python/source_lines.h"
 #include "target/target.h"
 #include "unwind/symbol_cache.h"
+#include "watch/process_facts.h"
 #include "watch/records.h"
 
 namespace hangscan {
@@ -39,7 +40,7 @@ class SampleStacks {
   // (the process is gone, no registers) gets no frames and a note in `notes`.
   // The copies' stack bytes are moved into the finish stage (left empty: not copied again).
   std::vector<SampledFrames> finish(int pid, const std::vector<SampledStack*>& copies,
-                                    std::vector<std::string>& notes);
+                                    std::vector<WatchNote>& notes);
   // Where process `pid`'s Python interpreter is (found once, kept for naming the frames of its
   // samples); null when it is not a Python process or cannot be read (`why` then says so when
   // it is Python).

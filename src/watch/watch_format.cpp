@@ -87,7 +87,7 @@ std::string timeline_sentence(const TimelineEntry& t) {
       t.rank ? fmt::format("rank {} (pid {})", *t.rank, e.pid) : fmt::format("pid {}", e.pid);
   switch (e.kind) {
     case EventRecord::Kind::exit:
-      return fmt::format("{} {}", who, describe_exit_code(e.exit_code));
+      return fmt::format("{} {}", who, exit_words(process_exit_of(e.exit_code)));
     case EventRecord::Kind::signal: {
       const char* name = sigabbrev_np(e.signal);
       std::string sig = name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal);
@@ -113,7 +113,7 @@ std::string watch_text(const WatchReport& r) {
   out += verdict_text(r.verdict);
   for (const auto& p : r.processes) {
     out += fmt::format("\n{}: on CPU {:.0f}% ({} samples){}\n", who(p), p.cpu_share * 100,
-                       p.samples, p.exit ? ", " + escape_for_text(*p.exit) : "");
+                       p.samples, p.exit ? ", " + escape_for_text(exit_words(*p.exit)) : "");
     if (!p.top.empty()) out += "  top on-CPU stacks:\n";
     for (const auto& s : p.top) {
       out += fmt::format("  {:.0f}% ({} samples)\n", s.share * 100, s.samples);
@@ -127,7 +127,8 @@ std::string watch_text(const WatchReport& r) {
         out += fmt::format("        [kernel] {}\n", escape_for_text(w.kernel[i]));
       frames_text(out, w.frames, w.incomplete, "        ");
     }
-    for (const auto& n : p.notes) out += fmt::format("  note: {}\n", escape_for_text(n));
+    for (const auto& n : p.notes)
+      out += fmt::format("  note: {}\n", escape_for_text(note_words(n)));
   }
   if (!r.timeline.empty()) out += "\ntimeline:\n";
   for (const auto& t : r.timeline)
@@ -159,7 +160,8 @@ nlohmann::json watch_json(const WatchReport& r) {
         {"pid", p.pid},         {"role", p.role},           {"comm", p.comm},
         {"samples", p.samples}, {"cpu_share", p.cpu_share}, {"wait_count", p.wait_count}};
     pj["rank"] = p.rank ? nlohmann::json(*p.rank) : nlohmann::json(nullptr);
-    pj["exit"] = p.exit ? nlohmann::json(*p.exit) : nlohmann::json(nullptr);
+    pj["exit"] = p.exit ? nlohmann::json(exit_words(*p.exit)) : nlohmann::json(nullptr);
+    if (p.exit) pj["exit_data"] = exit_to_json(*p.exit);
     pj["cpu_over_time"] = p.cpu_over_time;
     pj["top_stacks"] = nlohmann::json::array();
     for (const auto& s : p.top) {
@@ -188,7 +190,12 @@ nlohmann::json watch_json(const WatchReport& r) {
               : nlohmann::json{{"pid", w.waker_pid}, {"tid", w.waker_tid}, {"comm", w.waker_comm}};
       pj["waits"].push_back(std::move(wj));
     }
-    pj["notes"] = p.notes;
+    pj["notes"] = nlohmann::json::array();
+    pj["note_data"] = nlohmann::json::array();
+    for (const auto& n : p.notes) {
+      pj["notes"].push_back(note_words(n));
+      pj["note_data"].push_back(note_to_json(n));
+    }
     pj["behaviour"] = behaviour_to_json(p.behaviour);
     pj["behaviour"]["what"] = behaviour_words(p.behaviour);
     j["processes"].push_back(std::move(pj));

@@ -7,6 +7,7 @@
 #include "group/analysis.h"
 #include "group/roles.h"
 #include "report/json_writer.h"
+#include "watch/watch_words.h"
 
 namespace hangscan {
 
@@ -82,8 +83,8 @@ Behaviour behaviour_of(const ProcessWatch& p, double window_s) {
   Behaviour b;
   if (p.exit) {
     b.kind = BehaviourKind::ended;
-    b.exit = *p.exit;  // "exited with status 3", "killed by SIGKILL", "ended (...)"
-    b.key.push_back("(" + b.exit + ")");
+    b.exit = *p.exit;
+    b.key.push_back("(" + exit_words(b.exit) + ")");  // "(killed by SIGKILL)"
     b.state = 'X';
     return b;
   }
@@ -203,7 +204,10 @@ nlohmann::json behaviour_to_json(const Behaviour& b) {
     j["cpu_share"] = b.cpu_share;
     j["wait_count"] = b.wait_count;
   }
-  if (b.kind == BehaviourKind::ended) j["exit"] = b.exit;
+  if (b.kind == BehaviourKind::ended) {
+    j["exit"] = exit_words(b.exit);
+    j["exit_data"] = exit_to_json(b.exit);
+  }
   return j;
 }
 
@@ -229,7 +233,12 @@ std::optional<Behaviour> behaviour_from_json(const nlohmann::json& j) {
   b.cpu_share = number_of(j, "cpu_share");
   if (j.contains("wait_count") && j["wait_count"].is_number_unsigned())
     b.wait_count = j["wait_count"].get<std::uint64_t>();
-  b.exit = j.value("exit", std::string());
+  if (b.kind == BehaviourKind::ended) {
+    // Its words are made from the data: an ended one without it is not grouped.
+    auto exit = j.contains("exit_data") ? exit_from_json(j["exit_data"]) : std::nullopt;
+    if (!exit) return std::nullopt;
+    b.exit = *exit;
+  }
   b.state = b.kind == BehaviourKind::ended ? 'X' : b.kind == BehaviourKind::active ? 'R' : 'S';
   return b;
 }

@@ -12,6 +12,7 @@
 
 #include "group/analysis.h"
 #include "hangscan/model.h"
+#include "watch/process_facts.h"
 #include "watch/records.h"
 
 namespace hangscan {
@@ -64,7 +65,7 @@ struct Behaviour {
   std::optional<Frame> user_frame;  // pool_wait: the program's frame at the wait
   double cpu_share = 0;             // active: CPUs used on average (ProcessWatch::cpu_share)
   std::uint64_t wait_count = 0;     // active: waits ended in the window
-  std::string exit;                 // ended: how (ProcessWatch::exit)
+  ProcessExit exit;                 // ended: how (ProcessWatch::exit)
   // Not written out: what a pool's roles read (group/roles.h) on this node.
   std::vector<Frame> frames;  // the stuck wait's user frames, innermost first
   char state = '?';           // 'S' stuck, 'R' active, 'X' ended
@@ -90,9 +91,9 @@ struct ProcessWatch {
   std::vector<StackShare> top;
   std::vector<WaitView> waits;      // longest first
   std::uint64_t wait_count = 0;     // waits completed in the window (the kernel counts them all)
-  std::optional<std::string> exit;  // how it ended, when it did within the window
-  std::vector<std::string> notes;
-  Behaviour behaviour;  // set with the report's verdict (watch_groups.h)
+  std::optional<ProcessExit> exit;  // how it ended, when it did within the window
+  std::vector<WatchNote> notes;     // what went wrong capturing it
+  Behaviour behaviour;              // set with the report's verdict (watch_groups.h)
 };
 
 // Processes that did the same over the window.

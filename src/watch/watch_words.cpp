@@ -1,5 +1,7 @@
 #include "watch/watch_words.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -80,10 +82,42 @@ std::string pool_wait_words(const Behaviour& b) {
 
 }  // namespace
 
+std::string exit_words(const ProcessExit& e) {
+  switch (e.kind) {
+    case ExitKind::exited:
+      return fmt::format("exited with status {}", e.status);
+    case ExitKind::killed: {
+      const char* name = sigabbrev_np(e.signal);
+      return fmt::format("killed by {}{}",
+                         name ? fmt::format("SIG{}", name) : fmt::format("signal {}", e.signal),
+                         e.core_dumped ? " (core dumped)" : "");
+    }
+    case ExitKind::unknown:
+      break;
+  }
+  return "ended (its exit status is not known without eBPF)";
+}
+
+std::string note_words(const WatchNote& n) {
+  switch (n.kind) {
+    case WatchNoteKind::python_not_watched:
+      return n.detail;  // the recorder's Error says it whole (Recorder::watch_python)
+    case WatchNoteKind::no_python_frames:
+      return "no Python frames in samples: " + n.detail;
+    case WatchNoteKind::samples_before_exec:
+      return fmt::format(
+          "{} samples from before its exec at {:.1f} s not resolved: the program they ran is gone",
+          n.count, n.t_s);
+    case WatchNoteKind::stacks_not_resolved:
+      break;
+  }
+  return fmt::format("pid {}: {} sampled stacks not resolved: {}", n.pid, n.count, n.detail);
+}
+
 std::string behaviour_words(const Behaviour& b) {
   switch (b.kind) {
     case BehaviourKind::ended:
-      return b.exit;
+      return exit_words(b.exit);
     case BehaviourKind::pool_wait:
       if (b.user_frame) return pool_wait_words(b);
       [[fallthrough]];

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "watch/process_facts.h"
 #include "watch/watch_report.h"
 
 namespace hangscan {
@@ -17,6 +18,14 @@ namespace hangscan {
 // "stuck in read() (12.0 s)", "slept in work (pool.py:11) for 5.4 s (clock_nanosleep())",
 // "active (on CPU 98%, 3 waits ended)", "killed by SIGKILL".
 std::string behaviour_words(const Behaviour& b);
+
+// "exited with status 3", "killed by SIGKILL", "killed by SIGSEGV (core dumped)", "ended (its
+// exit status is not known without eBPF)".
+std::string exit_words(const ProcessExit& e);
+
+// A capture note: "no Python frames in samples: WHY", "3 samples from before its exec at 1.2 s
+// not resolved: the program they ran is gone", "pid 7: 2 sampled stacks not resolved: WHY".
+std::string note_words(const WatchNote& n);
 
 // The verdict's findings in words: the suspects' reasons, then the notes naming nobody (an owner
 // that waits for its straggler first).

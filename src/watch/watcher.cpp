@@ -171,14 +171,15 @@ void Watcher::setup_python(int pid, Proc& p) {
   std::string why;
   if (const python::Located* where = stacks_.python(pid, why)) {
     p.python_looks = 0;
-    if (auto st = recorder_->watch_python(pid, *where); !st) p.notes.push_back(st.error().what());
+    if (auto st = recorder_->watch_python(pid, *where); !st)
+      p.notes.push_back({.kind = WatchNoteKind::python_not_watched, .detail = st.error().what()});
     return;
   }
   if (p.python_looks > 0) {
     stacks_.forget(pid);  // so that the next look reads its maps again
     if (--p.python_looks > 0) return;
   }
-  if (!why.empty()) p.notes.push_back("no Python frames in samples: " + why);
+  if (!why.empty()) p.notes.push_back({.kind = WatchNoteKind::no_python_frames, .detail = why});
 }
 
 void Watcher::renew_after_exec(int pid, std::int64_t exec_ns, const std::string& comm,
@@ -192,9 +193,9 @@ void Watcher::renew_after_exec(int pid, std::int64_t exec_ns, const std::string&
   std::erase_if(batch.samples,
                 [&](const SampleRecord& s) { return s.pid == pid && s.ts_ns < exec_ns; });
   if (std::size_t dropped = before - batch.samples.size(); dropped > 0)
-    p.notes.push_back(fmt::format(
-        "{} samples from before its exec at {:.1f} s not resolved: the program they ran is gone",
-        dropped, since_start(exec_ns)));
+    p.notes.push_back({.kind = WatchNoteKind::samples_before_exec,
+                       .count = dropped,
+                       .t_s = since_start(exec_ns)});
   for (auto& w : batch.waits) {
     if (w.pid == pid && w.end_ns < exec_ns && w.has_user_stack) {
       w.has_user_stack = false;
@@ -371,8 +372,10 @@ void Watcher::fold(Recording& batch) {
     t.t_s = since_start(e.ts_ns);
     auto pit = procs_.find(e.pid);
     if (pit != procs_.end()) t.rank = pit->second.discovered.rank;
+    if (e.kind == EventRecord::Kind::oom && pit != procs_.end()) pit->second.oom_victim = true;
     if (e.kind == EventRecord::Kind::exit && pit != procs_.end()) {
-      pit->second.exit = describe_exit_code(e.exit_code);
+      pit->second.exit = process_exit_of(e.exit_code);
+      pit->second.exit->oom_victim = pit->second.oom_victim;
       pit->second.gone = true;
       recorder_->unwatch(e.pid);
       stacks_.forget(e.pid);

@@ -69,8 +69,9 @@ class Watcher {
     std::map<int, std::size_t> thread_samples;  // tid -> its samples
     std::map<std::string, StackCount> stacks;
     std::vector<WaitView> waits;
-    std::optional<std::string> exit;
-    std::vector<std::string> notes;
+    std::optional<ProcessExit> exit;
+    bool oom_victim = false;  // the OOM killer chose it (an oom event came)
+    std::vector<WatchNote> notes;
     std::uint64_t io_jiffies = 0;
     std::optional<std::uint64_t> io_chars;  // /proc/PID/io rchar + wchar at the last look
     std::uint64_t wait_count = 0;           // the kernel's count of the process's waits

@@ -622,6 +622,9 @@ def test_oom_victim_shows_as_an_oom_kill_in_the_timeline(ebpf, pool, tmp_path):
     assert exit_["signal"] == 9, exit_
     assert kill[0]["t_s"] <= oom["t_s"] <= exit_["t_s"], mine
     assert process(doc, victim.pid)["exit"] == "killed by SIGKILL"
+    # The same as data: the words are a SIGKILL's, the data says who chose it.
+    assert process(doc, victim.pid)["exit_data"] == {
+        "kind": "killed", "signal": 9, "core_dumped": False, "oom_victim": True}
 
 
 NO_BPF_CAPS = ["setpriv", "--inh-caps=-bpf,-perfmon,-sys_admin",

@@ -1,4 +1,5 @@
-// Records decoded from the recorder's ring-buffer bytes, exit codes in words, wait loops.
+// Records decoded from the recorder's ring-buffer bytes, wait loops (exit codes in words:
+// process_facts_test.cpp).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -16,15 +17,6 @@ namespace {
 template <typename T>
 std::span<const std::uint8_t> bytes(const T& v) {
   return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(v)};
-}
-
-TEST(WatchRecords, ExitCodesInWords) {
-  EXPECT_EQ(describe_exit_code(3 << 8), "exited with status 3");
-  EXPECT_EQ(describe_exit_code(0), "exited with status 0");
-  EXPECT_EQ(describe_exit_code(SIGKILL), "killed by SIGKILL");
-  EXPECT_EQ(describe_exit_code(0x80 | SIGSEGV), "killed by SIGSEGV (core dumped)");
-  // The ptrace fallback sees a process vanish, not its status.
-  EXPECT_EQ(describe_exit_code(-1), "ended (its exit status is not known without eBPF)");
 }
 
 TEST(WatchRecords, SignalNamesTheSenderFromTheHeader) {

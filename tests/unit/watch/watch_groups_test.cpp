@@ -1,6 +1,7 @@
 // Ranks grouped by what they did in a watch window: stuck in the same wait, ended, or active.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <string>
 
 #include "group/roles.h"
@@ -111,10 +112,11 @@ TEST(WatchGroups, StuckElsewhereIsNamed) {
 // both and reads back to the same data.
 TEST(WatchGroups, BehaviourIsDataAndItsWordsAreMadeFromIt) {
   ProcessWatch ended = rank(0);
-  ended.exit = "killed by SIGKILL";
+  ended.exit = process_exit_of(SIGKILL);
   Behaviour b = behaviour_of(ended, 10);
   EXPECT_EQ(b.kind, BehaviourKind::ended);
-  EXPECT_EQ(b.exit, "killed by SIGKILL");
+  EXPECT_EQ(b.exit.kind, ExitKind::killed);
+  EXPECT_EQ(b.exit.signal, SIGKILL);
   EXPECT_EQ(b.key, std::vector<std::string>{"(killed by SIGKILL)"});
   EXPECT_EQ(behaviour_words(b), "killed by SIGKILL");
 
