@@ -164,11 +164,13 @@ def test_watch_every_pod_names_the_blocked_rank(pods, tmp_path):
         if p["rank"] == ODD:
             assert p["samples"] == 0 and p["waits"][0]["syscall"] == "clock_nanosleep", p
             continue
-        # Every sample is in step()'s line (or the generator expression on it).
+        # Every sample is in step()'s line (or the generator expression on it), or in the loop's
+        # call of step() between two calls (a sample can land there: seen once under load).
         assert p["samples"] > 0, p
+        outer = [("train", MARKS["train"]), ("<module>", MARKS["module"])]
         for stack in p["top_stacks"]:
-            assert python_frames(stack["frames"])[-3:] == [
-                ("step", MARKS["step"]), ("train", MARKS["train"]), ("<module>", MARKS["module"])]
+            frames = python_frames(stack["frames"])
+            assert frames[-3:] == [("step", MARKS["step"])] + outer or frames == outer, frames
     # The page embeds the merged window exactly.
     assert page_document(page.read_text()) == doc
 
