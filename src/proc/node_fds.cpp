@@ -55,7 +55,7 @@ NodeFdScan::~NodeFdScan() {
 void NodeFdScan::start() {
   if (started()) return;
   try {
-    thread_ = std::thread([this] { fds_ = scan_node_fds(&cancel_); });
+    thread_ = std::thread([this] { fds_ = scanner_(&cancel_); });
   } catch (const std::system_error&) {  // no thread: the resolution scans by itself
   }
 }
@@ -63,9 +63,11 @@ void NodeFdScan::start() {
 const NodeFds* NodeFdScan::take() {
   if (thread_.joinable()) {
     thread_.join();
-    taken_ = true;
+  } else if (!taken_) {
+    fds_ = scanner_(&cancel_);
   }
-  return taken_ ? &fds_ : nullptr;
+  taken_ = true;
+  return &fds_;
 }
 
 }  // namespace hangscan
