@@ -21,6 +21,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* fds looked at in this pass (read by user space afterwards; reset before each pass) */
 volatile __u64 fds_seen = 0;
+/* The process whose table the pass is in: a record says each new one, so user space knows
+ * which tables were seen (reset before each pass). */
+volatile __u32 last_tgid = 0;
 
 SEC("iter/task_file")
 int fd_holders(struct bpf_iter__task_file* ctx) {
@@ -29,10 +32,16 @@ int fd_holders(struct bpf_iter__task_file* ctx) {
   if (task == NULL || file == NULL) return 0;
   if (fds_seen >= HS_FD_MAX_FDS) return 0;
   fds_seen++;
+  struct hs_fd_holder r = {};
+  r.tgid = BPF_CORE_READ(task, tgid);
+  if (r.tgid != last_tgid) {
+    last_tgid = r.tgid;
+    r.kind = HS_FD_TABLE;
+    bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+  }
   struct inode* inode = BPF_CORE_READ(file, f_inode);
   if (inode == NULL) return 0;
   unsigned long magic = BPF_CORE_READ(inode, i_sb, s_magic);
-  struct hs_fd_holder r = {};
   if (magic == HS_PIPEFS_MAGIC) {
     r.kind = HS_FD_PIPE;
   } else if (magic == HS_SOCKFS_MAGIC) {
@@ -40,7 +49,6 @@ int fd_holders(struct bpf_iter__task_file* ctx) {
   } else {
     return 0;
   }
-  r.tgid = BPF_CORE_READ(task, tgid);
   r.fd = ctx->fd;
   r.ino = BPF_CORE_READ(inode, i_ino);
   r.f_flags = BPF_CORE_READ(file, f_flags);

@@ -11,11 +11,13 @@
 /* kind of one record: what /proc/PID/fd/N would read "pipe:[ino]" or "socket:[ino]" for */
 #define HS_FD_PIPE 1u
 #define HS_FD_SOCKET 2u
+#define HS_FD_TABLE 3u /* the first fd of a process's table: fd and ino are 0 */
 
 /* fds the iterator looks at on the whole node before it stops (NodeFds::kMaxFds) */
 #define HS_FD_MAX_FDS (1u << 21)
 
-/* One fd of one process whose file is an anonymous pipe or a socket. */
+/* One fd of one process whose file is an anonymous pipe or a socket, or (HS_FD_TABLE) a process
+ * whose fd table the iterator visited. */
 struct hs_fd_holder {
   hs_u32 tgid;
   hs_u32 fd;

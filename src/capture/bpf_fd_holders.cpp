@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "capture/bpf_snapshot.h"
@@ -25,7 +26,7 @@ static_assert(HS_FD_MAX_FDS == NodeFds::kMaxFds, "the iterator stops where the /
 NodeFdScanner node_fd_scanner(bool bpf_allowed) {
   if (!bpf_allowed) return scan_node_fds;
   return [](const std::atomic<bool>* cancel) {
-    if (auto fds = scan_node_fds_bpf()) return std::move(*fds);
+    if (auto fds = scan_node_fds_bpf(cancel)) return std::move(*fds);
     return scan_node_fds(cancel);
   };
 }
@@ -42,7 +43,7 @@ Error fd_scan_error(Errc code, const std::string& what, int err = 0) {
 
 #ifndef HANGSCAN_HAVE_BPF
 
-Result<NodeFds> scan_node_fds_bpf() {
+Result<NodeFds> scan_node_fds_bpf(const std::atomic<bool>*) {
   return fd_scan_error(Errc::unsupported, "this hangscan was built without eBPF support");
 }
 
@@ -62,6 +63,7 @@ struct LoadedFdHolders {
 // One pass of the iterator over every task of the node: its records, as written.
 Result<std::vector<std::uint8_t> > run_pass(LoadedFdHolders& loaded) {
   *hs_fd_holders_seen(loaded.skel) = 0;
+  *hs_fd_holders_last_tgid(loaded.skel) = 0;
   int link = bpf_link_create(hs_fd_holders_prog_fd(loaded.skel), 0, BPF_TRACE_ITER, nullptr);
   if (link < 0)
     return fd_scan_error(Errc::permission, "cannot attach the task_file iterator", errno);
@@ -87,18 +89,28 @@ Result<std::vector<std::uint8_t> > run_pass(LoadedFdHolders& loaded) {
 }
 
 // The records as the /proc scan's holders: by link, each sorted by pid and fd (the order of
-// /proc's directories), an fd seen twice (a thread with a table of its own) once.
-Result<NodeFds> holders_of(const std::vector<std::uint8_t>& out, std::uint64_t seen) {
+// /proc's directories), an fd seen twice (a thread with a table of its own) once. The
+// processes of /proc whose table the iterator did not visit (one with no fd; one the kernel
+// kept from it) are read through /proc, so what neither could read counts as unreadable.
+Result<NodeFds> holders_of(const std::vector<std::uint8_t>& out, std::uint64_t seen,
+                           const std::atomic<bool>* cancel) {
   if (out.size() % sizeof(hs_fd_holder) != 0)
-    return Error(Errc::bad_data, "BPF fd scan: a record is cut short");
+    return fd_scan_error(Errc::bad_data, "a record is cut short");
   NodeFds fds;
+  std::set<int> tables;
   for (std::size_t at = 0; at < out.size(); at += sizeof(hs_fd_holder)) {
     hs_fd_holder r{};
     std::memcpy(&r, out.data() + at, sizeof(r));
+    if (r.kind == HS_FD_TABLE) {
+      tables.insert(static_cast<int>(r.tgid));
+      continue;
+    }
     const char* kind = r.kind == HS_FD_PIPE ? "pipe" : "socket";
     fds.holders[fmt::format("{}:[{}]", kind, r.ino)].push_back(
         {static_cast<int>(r.tgid), static_cast<int>(r.fd)});
   }
+  fds.scanned = static_cast<std::size_t>(std::min<std::uint64_t>(seen, NodeFds::kMaxFds));
+  if (fds.scanned < NodeFds::kMaxFds) scan_fd_tables_besides(tables, fds, cancel);
   for (auto& [link, holders] : fds.holders) {
     auto key = [](const FdHolder& h) { return std::make_pair(h.pid, h.fd); };
     std::sort(holders.begin(), holders.end(),
@@ -108,20 +120,19 @@ Result<NodeFds> holders_of(const std::vector<std::uint8_t>& out, std::uint64_t s
                     [&](const FdHolder& a, const FdHolder& b) { return key(a) == key(b); }),
         holders.end());
   }
-  fds.scanned = static_cast<std::size_t>(std::min<std::uint64_t>(seen, NodeFds::kMaxFds));
   return fds;
 }
 
 }  // namespace
 
-Result<NodeFds> scan_node_fds_bpf() {
+Result<NodeFds> scan_node_fds_bpf(const std::atomic<bool>* cancel) {
   if (auto ns = check_bpf_pid_namespace(); !ns) return std::move(ns).error();
   fd_holders* skel = hs_fd_holders_load();
   if (skel == nullptr) return fd_scan_error(Errc::permission, "cannot load the program", errno);
   LoadedFdHolders loaded(skel);
   auto out = run_pass(loaded);
   if (!out) return std::move(out).error();
-  return holders_of(*out, *hs_fd_holders_seen(loaded.skel));
+  return holders_of(*out, *hs_fd_holders_seen(loaded.skel), cancel);
 }
 
 #endif

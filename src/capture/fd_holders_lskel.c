@@ -27,3 +27,5 @@ int hs_fd_holders_prog_fd(const struct fd_holders* s) { return s->progs.fd_holde
 volatile uint64_t* hs_fd_holders_seen(struct fd_holders* s) {
   return (volatile uint64_t*)&s->bss->fds_seen; /* __u64 is unsigned long long */
 }
+
+volatile uint32_t* hs_fd_holders_last_tgid(struct fd_holders* s) { return &s->bss->last_tgid; }

@@ -21,6 +21,8 @@ void hs_fd_holders_destroy(struct fd_holders* s);
 int hs_fd_holders_prog_fd(const struct fd_holders* s);
 /* fds the last pass looked at (bpf/fd_holders.bpf.c); zeroed by user space before a pass. */
 volatile uint64_t* hs_fd_holders_seen(struct fd_holders* s);
+/* The process the last pass was in (bpf/fd_holders.bpf.c); zeroed by user space before a pass. */
+volatile uint32_t* hs_fd_holders_last_tgid(struct fd_holders* s);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,12 @@ void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links = n
 // `cancel` (may be null) is looked at between processes.
 NodeFds scan_node_fds(const std::atomic<bool>* cancel = nullptr);
 
+// The fd tables of the processes of /proc not in `seen`, added to `into`. Why: a scan made
+// another way (BPF) completes itself with the tables it did not see, so a table neither way
+// could read is counted as /proc counts it.
+void scan_fd_tables_besides(const std::set<int>& seen, NodeFds& into,
+                            const std::atomic<bool>* cancel = nullptr);
+
 // A way to scan the whole node (scan_node_fds, or the BPF iterator of capture/bpf_fd_holders.h,
 // which proc cannot include): the run chooses, the scan calls it.
 using NodeFdScanner = std::function<NodeFds(const std::atomic<bool>* cancel)>;
