@@ -31,6 +31,22 @@ function(hs_bpf_skeleton name src what)
     COMMENT "Generating the libbpf skeleton of ${what}" VERBATIM)
 endfunction()
 
+# A light skeleton of bpf/<name>.bpf.c (after hs_bpf_skeleton) into hs_capture, behind
+# src/capture/<name>_lskel.c (snapshot_lskel.h says why light); `cpp` is its loader, compiled
+# with HANGSCAN_HAVE_BPF (a file of its own, out of the unity batch).
+function(hs_capture_light_skeleton name what cpp)
+  add_custom_command(OUTPUT ${HS_BPF_OUT}/${name}.lskel.h
+    COMMAND ${HS_BPFTOOL} gen skeleton -L ${HS_BPF_OUT}/${name}.bpf.o name ${name}
+            > ${HS_BPF_OUT}/${name}.lskel.h
+    DEPENDS ${HS_BPF_OUT}/${name}.bpf.o
+    COMMENT "Generating the light skeleton of ${what}" VERBATIM)
+  add_custom_target(hs_${name}_skeleton DEPENDS ${HS_BPF_OUT}/${name}.lskel.h)
+  add_dependencies(hs_capture hs_${name}_skeleton)
+  target_sources(hs_capture PRIVATE ${CMAKE_SOURCE_DIR}/src/capture/${name}_lskel.c)
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/capture/${cpp}
+               APPEND PROPERTY COMPILE_DEFINITIONS HANGSCAN_HAVE_BPF=1)
+endfunction()
+
 set(HANGSCAN_HAVE_BPF OFF)
 if(HS_CLANG AND HS_BPFTOOL AND LIBBPF_FOUND)
   set(HANGSCAN_HAVE_BPF ON)
@@ -68,16 +84,15 @@ if(HANGSCAN_HAVE_BPF)
                   ${CMAKE_SOURCE_DIR}/bpf/snapshot_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h
                   ${CMAKE_SOURCE_DIR}/bpf/py_frames.bpf.h)
   # A light skeleton (src/capture/snapshot_lskel.h says why): the kernel relocates and attaches.
-  add_custom_command(OUTPUT ${HS_BPF_OUT}/snapshot.lskel.h
-    COMMAND ${HS_BPFTOOL} gen skeleton -L ${HS_BPF_OUT}/snapshot.bpf.o name snapshot
-            > ${HS_BPF_OUT}/snapshot.lskel.h
-    DEPENDS ${HS_BPF_OUT}/snapshot.bpf.o
-    COMMENT "Generating the light skeleton of the quiet dump's snapshot iterator" VERBATIM)
-  add_custom_target(hs_snapshot_skeleton DEPENDS ${HS_BPF_OUT}/snapshot.lskel.h)
-  add_dependencies(hs_capture hs_snapshot_skeleton)
-  target_sources(hs_capture PRIVATE ${CMAKE_SOURCE_DIR}/src/capture/snapshot_lskel.c)
+  hs_capture_light_skeleton(snapshot "the quiet dump's snapshot iterator" bpf_snapshot.cpp)
   target_include_directories(hs_capture PRIVATE ${HS_BPF_OUT})
   target_link_libraries(hs_capture PUBLIC PkgConfig::LIBBPF)
-  set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/capture/bpf_snapshot.cpp
-               APPEND PROPERTY COMPILE_DEFINITIONS HANGSCAN_HAVE_BPF=1)
+endif()
+
+# The node-wide fd scan's task_file iterator (bpf/fd_holders.bpf.c, src/capture/bpf_fd_holders.cpp):
+# a light skeleton of its own, into hs_capture. Without eBPF the scan reads /proc.
+if(HANGSCAN_HAVE_BPF)
+  hs_bpf_skeleton(fd_holders ${CMAKE_SOURCE_DIR}/bpf/fd_holders.bpf.c "the node-wide fd scan"
+                  ${CMAKE_SOURCE_DIR}/bpf/fd_holders_events.h ${CMAKE_SOURCE_DIR}/bpf/watch_events.h)
+  hs_capture_light_skeleton(fd_holders "the node-wide fd scan" bpf_fd_holders.cpp)
 endif()

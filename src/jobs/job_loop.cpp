@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "capture/bpf_fd_holders.h"
 #include "crash/crash_explainer.h"
 #include "discovery/environ_memory.h"
 #include "group/progress.h"
@@ -153,7 +154,8 @@ JobSnapshot run_job(std::vector<JobMember>& members, const JobOptions& o, Symbol
   const auto live = o.live ? o.live : std::make_shared<LiveRunShared>();
   for (int i = 0; i < count; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
-    if (o.resolve_waits) scan = std::make_unique<NodeFdScan>();
+    // Through BPF when the run may use it (one iterator pass instead of a readlink per fd).
+    if (o.resolve_waits) scan = std::make_unique<NodeFdScan>(node_fd_scanner(o.capture.quiet));
     samples.push_back(capture_once(members, o, symbols, scan.get(), live));
   }
   // Progress reads every sample, the last included: computed before the last is moved out.

@@ -35,15 +35,21 @@ void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links) {
   ::closedir(d);
 }
 
-NodeFds scan_node_fds(const std::atomic<bool>* cancel) {
-  NodeFds out;
+void scan_fd_tables_besides(const std::set<int>& seen, NodeFds& into,
+                            const std::atomic<bool>* cancel) {
   DIR* d = ::opendir("/proc");
-  if (!d) return out;
+  if (!d) return;
   while (dirent* e = ::readdir(d)) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) break;
-    if (auto pid = parse_int<int>(e->d_name)) scan_fd_table(*pid, out);
+    auto pid = parse_int<int>(e->d_name);
+    if (pid && !seen.count(*pid)) scan_fd_table(*pid, into);
   }
   ::closedir(d);
+}
+
+NodeFds scan_node_fds(const std::atomic<bool>* cancel) {
+  NodeFds out;
+  scan_fd_tables_besides({}, out, cancel);
   return out;
 }
 
@@ -55,7 +61,7 @@ NodeFdScan::~NodeFdScan() {
 void NodeFdScan::start() {
   if (started()) return;
   try {
-    thread_ = std::thread([this] { fds_ = scan_node_fds(&cancel_); });
+    thread_ = std::thread([this] { fds_ = scanner_(&cancel_); });
   } catch (const std::system_error&) {  // no thread: the resolution scans by itself
   }
 }
@@ -63,9 +69,11 @@ void NodeFdScan::start() {
 const NodeFds* NodeFdScan::take() {
   if (thread_.joinable()) {
     thread_.join();
-    taken_ = true;
+  } else if (!taken_) {
+    fds_ = scanner_(&cancel_);
   }
-  return taken_ ? &fds_ : nullptr;
+  taken_ = true;
+  return &fds_;
 }
 
 }  // namespace hangscan

@@ -14,10 +14,12 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace hangscan {
@@ -44,24 +46,36 @@ void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links = n
 // `cancel` (may be null) is looked at between processes.
 NodeFds scan_node_fds(const std::atomic<bool>* cancel = nullptr);
 
+// The fd tables of the processes of /proc not in `seen`, added to `into`. Why: a scan made
+// another way (BPF) completes itself with the tables it did not see, so a table neither way
+// could read is counted as /proc counts it.
+void scan_fd_tables_besides(const std::set<int>& seen, NodeFds& into,
+                            const std::atomic<bool>* cancel = nullptr);
+
+// A way to scan the whole node (scan_node_fds, or the BPF iterator of capture/bpf_fd_holders.h,
+// which proc cannot include): the run chooses, the scan calls it.
+using NodeFdScanner = std::function<NodeFds(const std::atomic<bool>* cancel)>;
+
 // One scan of the whole node on a helper thread, started at most once. Why a class: the run
 // starts it where it learns it will be needed and the wait resolution joins it; a scan never
 // taken is cancelled and joined when this goes.
 class NodeFdScan {
  public:
-  NodeFdScan() = default;
+  explicit NodeFdScan(NodeFdScanner scanner = scan_node_fds) : scanner_(std::move(scanner)) {}
   ~NodeFdScan();
   NodeFdScan(const NodeFdScan&) = delete;
   NodeFdScan& operator=(const NodeFdScan&) = delete;
 
   // Starts the scan (once; later calls do nothing). Without a thread to be had it does not
-  // start, and the resolution scans by itself.
+  // start, and take() scans.
   void start();
   bool started() const { return thread_.joinable() || taken_; }
-  // Waits for the scan and hands its result over (once); null when it was never started.
+  // Waits for the scan and hands its result over; one never started is made now, on the
+  // caller's thread.
   const NodeFds* take();
 
  private:
+  NodeFdScanner scanner_;
   std::atomic<bool> cancel_{false};
   NodeFds fds_;
   std::thread thread_;
