@@ -50,3 +50,23 @@ def test_rank_page_has_since_when_wchan_kernel_frames_and_memory(targets, tmp_pa
         page.screenshot(artifacts() / "rank_page.png")
     assert set(b.requests) <= {html.as_uri()}, b.requests
     assert b.console_errors == []
+
+
+def test_command_line_with_markup_and_a_byte_that_is_no_utf8(targets, tmp_path):
+    """A command line is the target's: markup and quotes are text, a byte that is no UTF-8 is
+    shown as U+FFFD (the page was not written at all before: exit 2)."""
+    browser.chromium()
+    arg = "<script>window.__pwned=5</script>\"'\udcff end"  # \udcff: the byte 0xff in argv
+    target = targets.start([PY, hs.program_source("py_hostile_html.py"), hs.READY, arg], ready="pipe")
+    doc, html = dump_to(tmp_path / "out", "--pid", target.pid)
+    shown_arg = "<script>window.__pwned=5</script>\"'\ufffd end"
+    assert doc["processes"][0]["cmdline"][-1] == shown_arg
+    with browser.Browser(tmp_path) as b:
+        page = b.open(html.as_uri())
+        page.eval("document.querySelector('#processes button.member').click()")
+        shown = page.eval("document.getElementById('page').innerText").splitlines()
+        assert shown[2].endswith(" " + shown_arg), shown[2]
+        assert page.eval("window.__pwned === undefined")
+        assert page.eval("document.querySelectorAll('script').length") == 2  # data and code
+    assert set(b.requests) <= {html.as_uri()}, b.requests
+    assert b.console_errors == []
