@@ -255,7 +255,7 @@ function buildTrie(hideLibrary) {
 
 function groupColour(gi) { return `hsl(${(gi * 137) % 360} 55% 40%)`; }
 
-// A node's rank set in ranges ("[0-511,513-1023]"); a long one is cut, with its count, and
+// A node's rank set in ranges ("[0-511,513-1023]") and its count ("1023 ranks"); a long set is cut, with its count, and
 // shown whole on hover.
 const LABEL_CHARS = 80;
 
@@ -269,7 +269,7 @@ function nodeLabel(node) {
   if (ranks.length !== pids.length || ranks.length === 0)
     return { text: `[${pids.length} process${pids.length === 1 ? "" : "es"}]` };
   const all = ranges(ranks);
-  if (all.length <= LABEL_CHARS) return { text: `[${all}]` };
+  if (all.length <= LABEL_CHARS) return { text: `[${all}]`, count: `${ranks.length} rank${ranks.length === 1 ? "" : "s"}` };
   const cut = all.lastIndexOf(",", LABEL_CHARS);
   return { text: `[${all.slice(0, cut)},…] ${ranks.length} ranks`, title: all };
 }
@@ -287,6 +287,7 @@ function renderNode(node, parentUl) {
   if (label.title) badge.title = label.title;
   badge.style.background = node.groups.size === 1 ? groupColour(gi) : "#666";
   row.appendChild(badge);
+  if (label.count) row.appendChild(el("span", "count", label.count));  // a cut label has its count
   row.appendChild(el("span", "fn", frameText(node.frame)));
   if (suspect && node.groups.size === 1 && node.end) row.appendChild(el("span", "mark", "<- suspect"));
   // A search finds a frame by its name, its file's whole path or its module's.
