@@ -73,8 +73,12 @@ class PageStacks : public StackInterner {
 // process's command line, executable, role), each stored once and named by index.
 class Shapes {
  public:
+  // Keyed by the shape's CBOR: its bytes as they are (a command line that is no UTF-8 is a
+  // key like any other, where dump() would throw and two such lines could look alike).
   std::size_t intern(json shape) {
-    auto [it, inserted] = ids_.try_emplace(shape.dump(), table_.size());
+    std::string key;
+    json::to_cbor(shape, key);
+    auto [it, inserted] = ids_.try_emplace(std::move(key), table_.size());
     if (inserted) table_.push_back(std::move(shape));
     return it->second;
   }

@@ -91,6 +91,7 @@ def test_golden_page_links_a_death_a_fan_in_and_keeps_marks_through_the_library_
                   "h.dispatchEvent(new Event('change'))")
         assert visible_texts(page, "#tree .node.found .fn") == ["worker (hang_gloo.py)", "time.sleep"]
         assert visible_texts(page, "#tree .node.found .ranks") == ["[0-5,7]", "[7]"]
+        assert visible_texts(page, "#tree .node.found .count") == ["7 ranks", "1 rank"]  # issue 34: set and count
         # A fan-in: the members in order, the root apart; the groups' end is a libc frame, hidden:
         # its nearest shown ancestor is marked.
         page.eval("document.querySelector('#verdict li.waits .line.link').click()")

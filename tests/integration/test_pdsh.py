@@ -121,6 +121,32 @@ def test_exec_failing_remote_setup_is_unreachable(ranks):
     assert "missing.sh" in run.doc["unreachable"][0]["reason"], run.doc["unreachable"]
 
 
+def test_exec_output_dir_and_html_file_hold_the_page(ranks, tmp_path):
+    """The HTML report of pdsh (issue 34): --output DIR writes report.html beside the text files,
+    --html FILE the same page; in headless Chromium the verdict names rank 2 and a search by a
+    host or a pid picks its ranks."""
+    browser = pytest.importorskip("browser")
+    browser.chromium()
+    out, page_file = tmp_path / "out", tmp_path / "job.html"
+    run = hs.run_hangscan(["pdsh", "-R", "exec", "-w", "n[1-2]", "--match", f"--rundir {ranks.dir}/%h",
+                           "--output", str(out), "--html", str(page_file), "--timeout", "60"])
+    assert run.rc == 0, run.describe()
+    assert sorted(os.listdir(out)) == ["n1.txt", "n2.txt", "report.html", "report.txt"]
+    assert (out / "report.html").read_bytes() == page_file.read_bytes()
+    with browser.Browser(tmp_path) as b:
+        page = b.open(page_file.as_uri())
+        verdict = page.eval("document.getElementById('verdict').innerText").splitlines()
+        assert verdict[0] == run.stdout.splitlines()[1], (verdict, run.stdout[:300])
+        assert verdict[0].startswith(f"SUSPECT rank {ODD} ")
+        rows = "[...document.querySelectorAll('#processes tr.proc button')].map(e => e.textContent)"
+        for query, members in (("n2", ["rank 2", "rank 3"]), (str(ranks.pids[1]), ["rank 1"])):
+            page.eval(f"{{ const s = document.getElementById('search'); s.value = {query!r};"
+                      " s.dispatchEvent(new Event('input')); }")
+            assert page.eval(rows) == members, query
+    assert set(b.requests) <= {page_file.as_uri()}, b.requests
+    assert b.console_errors == []
+
+
 def test_bad_host_list_is_a_usage_error():
     run = hs.run_hangscan(["pdsh", "-w", "n[1-3;reboot]", "--match", "x"])
     assert run.rc == 64, run.describe()

@@ -57,10 +57,12 @@ function ranges(nums) {
 }
 
 function memberName(p) {
-  return p.rank !== null && p.rank !== undefined ? `rank ${p.rank}` : `${p.host}:${p.pid}`;
+  if (p.rank !== null && p.rank !== undefined) return `rank ${p.rank}`;
+  return p.host ? `${p.host}:${p.pid}` : `pid ${p.pid}`;  // a core's process has no host
 }
 
 function frameText(f) {
+  if (f.kind === "kernel") return f.function || "??";  // as the text report: no module, no offset
   const where = f.file ? ` (${f.file.split("/").pop()}${f.line ? ":" + f.line : ""})` : "";
   const off = !f.file && f.module ? ` [${f.module.split("/").pop()}+${f.offset || "?"}]` : "";
   return `${f.function || "??"}${where}${off}`;
@@ -253,7 +255,7 @@ function buildTrie(hideLibrary) {
 
 function groupColour(gi) { return `hsl(${(gi * 137) % 360} 55% 40%)`; }
 
-// A node's rank set in ranges ("[0-511,513-1023]"); a long one is cut, with its count, and
+// A node's rank set in ranges ("[0-511,513-1023]") and its count ("1023 ranks"); a long set is cut, with its count, and
 // shown whole on hover.
 const LABEL_CHARS = 80;
 
@@ -267,7 +269,7 @@ function nodeLabel(node) {
   if (ranks.length !== pids.length || ranks.length === 0)
     return { text: `[${pids.length} process${pids.length === 1 ? "" : "es"}]` };
   const all = ranges(ranks);
-  if (all.length <= LABEL_CHARS) return { text: `[${all}]` };
+  if (all.length <= LABEL_CHARS) return { text: `[${all}]`, count: `${ranks.length} rank${ranks.length === 1 ? "" : "s"}` };
   const cut = all.lastIndexOf(",", LABEL_CHARS);
   return { text: `[${all.slice(0, cut)},…] ${ranks.length} ranks`, title: all };
 }
@@ -285,9 +287,12 @@ function renderNode(node, parentUl) {
   if (label.title) badge.title = label.title;
   badge.style.background = node.groups.size === 1 ? groupColour(gi) : "#666";
   row.appendChild(badge);
+  if (label.count) row.appendChild(el("span", "count", label.count));  // a cut label has its count
   row.appendChild(el("span", "fn", frameText(node.frame)));
   if (suspect && node.groups.size === 1 && node.end) row.appendChild(el("span", "mark", "<- suspect"));
-  row.dataset.search = frameText(node.frame).toLowerCase();
+  // A search finds a frame by its name, its file's whole path or its module's.
+  const f = node.frame;
+  row.dataset.search = [frameText(f), f.file || "", f.module || ""].join("\n").toLowerCase();
   node.row = row;
   li.appendChild(row);
   const ul = el("ul");
@@ -408,32 +413,87 @@ function applySearch() {
   document.getElementById("hits").textContent = q === "" ? "" : `${hits} frames match`;
 }
 
+// ---- a rank's page: what the text report says of each process and thread -----------------
+
+const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;
+// A Unix time as a UTC clock ("14:02:11 UTC"): when a wait began, the same on every viewer.
+const utcClock = (t) => `${new Date(t * 1000).toISOString().slice(11, 19)} UTC`;
+
+// The process's own facts: state, role, memory (rss, peak, its cgroup's use and limit).
+function processFacts(p) {
+  const m = p.memory || {};
+  const cgroup = m.cgroup_usage_bytes ? `cgroup ${mib(m.cgroup_usage_bytes)}` +
+    (m.cgroup_limit_bytes ? ` of ${mib(m.cgroup_limit_bytes)}` : "") : "";
+  return [`state ${p.state}`, p.role ? `role ${p.role}` : "", m.rss_bytes ? `rss ${mib(m.rss_bytes)}` : "",
+    m.peak_rss_bytes ? `peak ${mib(m.peak_rss_bytes)}` : "", cgroup].filter(Boolean).join(", ");
+}
+
+// A core's lines (its file, the signal, the crash explained, what it left out) and a death's.
+function coreLines(p) {
+  const out = [];
+  if (p.core) out.push(`core: ${p.core}`);
+  const s = p.signal;
+  if (s) out.push(`signal: ${s.name} (${s.number})${s.address ? " at " + s.address : ""}, code ${s.code}`);
+  for (const a of p.annotations || []) out.push(`crash: ${a}`);
+  for (const o of p.omitted || []) out.push(`omitted from core: ${o}`);
+  const d = p.death;
+  if (d) out.push(`death: ${d.how}${d.signal_name ? " by " + d.signal_name : ""}` +
+    (d.exit_code !== null && d.exit_code !== undefined ? `, exit code ${d.exit_code}` : ""));
+  return out;
+}
+
+// "Thread 12 "name" (Python "MainThread", main, state S, futex, blocked 3.2 s (since ...))".
+function threadHead(t, p) {
+  const facts = [t.python_name ? `Python "${t.python_name}"` : "", t.is_main ? "main" : "",
+    t.crashed ? "CRASHED" : "", t.state ? `state ${t.state}` : "", t.syscall || ""];
+  if (t.blocked_s !== null && t.blocked_s !== undefined) {
+    const since = p.captured_at ? ` (since ${utcClock(p.captured_at - t.blocked_s)}` +
+      (t.blocked_first_seen_at ? ", first seen by an earlier dump)" : ")") : "";
+    facts.push(`blocked ${t.blocked_s.toFixed(1)} s${since}`);
+  }
+  if (t.wchan && t.wchan !== "0") facts.push(`wchan ${t.wchan}`);
+  facts.push(t.gil ? "holds GIL" : "", t.python_idle ? "idle" : "",
+    t.gc_collecting ? "garbage collecting" : "", t.finalizing ? "the interpreter is shutting down" : "");
+  const joined = facts.filter(Boolean).join(", ");
+  return `Thread ${t.tid} "${t.name || ""}"${joined ? " (" + joined + ")" : ""}`;
+}
+
+// Frames with their source line and locals, under a heading ("native:", "kernel:") when given.
+function frameLines(box, frames, heading) {
+  if (frames.length && heading) box.appendChild(el("div", "muted", heading));
+  for (const f of frames) {
+    box.appendChild(el("div", "frame " + (f.kind || ""), frameText(f)));
+    if (f.source) box.appendChild(el("div", "frame src", "    " + f.source));
+    for (const l of f.locals || []) box.appendChild(el("div", "local", `${l.name} = ${l.value}`));
+  }
+}
+
+function waitWords(w) {
+  if (!w.pid) return w.via || "";
+  if (w.tid) return `thread ${w.tid} of pid ${w.pid} via ${w.via}`;
+  const who = w.host ? `${w.host}:${w.pid}` : `pid ${w.pid}`;
+  return `${w.rank !== null && w.rank !== undefined ? `rank ${w.rank} (${who})` : who} via ${w.via}`;
+}
+
 function showProcess(p) {
   const page = document.getElementById("page");
   page.textContent = "";
   if (!p) return;
-  page.appendChild(el("h2", "", `${memberName(p)} (pid ${p.pid}, ${p.host})`));
-  const facts = [`state ${p.state}`, p.role ? `role ${p.role}` : "",
-    p.memory && p.memory.rss_bytes ? `rss ${(p.memory.rss_bytes / 1048576).toFixed(1)} MiB` : ""];
-  page.appendChild(el("div", "muted", facts.filter(Boolean).join(", ")));
+  page.appendChild(el("h2", "", p.host || p.rank !== null && p.rank !== undefined
+    ? `${memberName(p)} (pid ${p.pid}${p.host ? ", " + p.host : ""})` : memberName(p)));
+  page.appendChild(el("div", "muted", processFacts(p)));
   page.appendChild(el("div", "muted", "cmd: " + (p.cmdline || []).join(" ")));
+  for (const line of coreLines(p)) page.appendChild(el("div", "core", line));
   const log = lastLogOf(p);
   if (log) page.appendChild(lastLogLine(log));
   for (const t of threadsOf(p)) {
     const box = el("div", "thread");
-    const since = t.blocked_s !== null && t.blocked_s !== undefined ? `, blocked ${t.blocked_s.toFixed(1)} s` : "";
-    const pyname = t.python_name ? `Python "${t.python_name}", ` : "";
-    box.appendChild(el("h3", "", `Thread ${t.tid} "${t.name || ""}" (${pyname}${t.state}${t.syscall ? ", " + t.syscall : ""}${since})`));
-    for (const f of t.frames || []) {
-      const line = el("div", "frame " + (f.kind || ""), frameText(f));
-      box.appendChild(line);
-      if (f.source) box.appendChild(el("div", "frame src", "    " + f.source));
-      for (const l of f.locals || []) box.appendChild(el("div", "local", `${l.name} = ${l.value}`));
-    }
-    for (const w of t.waits_on || []) {
-      const who = w.pid ? `${w.rank !== null && w.rank !== undefined ? "rank " + w.rank + " " : ""}pid ${w.pid}` : "";
-      box.appendChild(el("div", "muted", `waits on: ${who} ${w.via || ""}`.trim()));
-    }
+    box.appendChild(el("h3", t.crashed ? "crashed" : "", threadHead(t, p)));
+    frameLines(box, t.frames || []);
+    frameLines(box, t.native_frames || [], "native:");
+    frameLines(box, t.kernel_frames || [], "kernel:");
+    for (const w of t.waits_on || []) box.appendChild(el("div", "muted", `waits on: ${waitWords(w)}`));
+    for (const n of t.notes || []) box.appendChild(el("div", "note", `note: ${n}`));
     page.appendChild(box);
   }
   page.scrollIntoView();
