@@ -190,17 +190,12 @@ class BpfRecorder : public Recorder {
       std::lock_guard iter_lock(iter_mu_);
       (void)run_iterator();  // a failed pass only costs the stacks of the waits still going
     }
-    int fd = bpf_map__fd(skel_->maps.thread_states);
     for (const auto& [pid, counters] : watched()) {
       auto tids = list_tasks(pid);
       if (!tids) continue;
       for (int tid : *tids) {
-        int pidfd = thread_pidfd(pid, tid);
-        if (pidfd < 0) continue;
         hs_thread_state st{};
-        int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
-        ::close(pidfd);
-        if (rc != 0) continue;
+        if (lookup_state(pid, tid, st) != StateLookup::found) continue;
         bool copied = st.copied_seq == st.seq + 1;  // the iterator copied this very sleep's stack
         if (st.offcpu_start_ns == 0) {
           if (copied && st.asleep_before != 0) out.push_back(asleep_before(pid, tid, now_ns, st));
@@ -311,16 +306,21 @@ class BpfRecorder : public Recorder {
   bool all_have_states(int pid) {
     auto tids = list_tasks(pid);
     if (!tids) return true;  // gone: nothing to record
-    int fd = bpf_map__fd(skel_->maps.thread_states);
-    for (int tid : *tids) {
-      int pidfd = thread_pidfd(pid, tid);
-      if (pidfd < 0) continue;
-      hs_thread_state st{};
-      int rc = bpf_map_lookup_elem(fd, &pidfd, &st);
-      ::close(pidfd);
-      if (rc != 0) return false;
-    }
-    return true;
+    hs_thread_state st{};
+    return std::none_of(tids->begin(), tids->end(), [&](int tid) {
+      return lookup_state(pid, tid, st) == StateLookup::missing;
+    });
+  }
+
+  enum class StateLookup { found, missing, unknown };  // unknown: no pidfd of that thread
+
+  // A thread's state in task storage, looked up by a pidfd of the thread.
+  StateLookup lookup_state(int pid, int tid, hs_thread_state& st) {
+    int pidfd = thread_pidfd(pid, tid);
+    if (pidfd < 0) return StateLookup::unknown;
+    int rc = bpf_map_lookup_elem(bpf_map__fd(skel_->maps.thread_states), &pidfd, &st);
+    ::close(pidfd);
+    return rc == 0 ? StateLookup::found : StateLookup::missing;
   }
 
   // Runs copy_wait_stacks over every task: threads of watched processes get their state, and

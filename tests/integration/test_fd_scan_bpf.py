@@ -6,7 +6,6 @@ what the /proc scan (HANGSCAN_NO_BPF=1) says, and leaves no BPF program loaded. 
 and a build with eBPF (skipped otherwise); each test holds /tmp/hs-bpf.lock (it loads BPF).
 """
 
-import fcntl
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ import tempfile
 import pytest
 
 import hs_testlib as lib
+from test_quiet_dump import bpf_lock  # noqa: F401  (autouse: the machine's BPF programs are counted)
 
 MANY = lib.program("many_threads")
 
@@ -22,13 +22,6 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux") or
     not os.path.exists(os.path.join(lib.build_dir(), "bpf", "fd_holders.lskel.h")),
     reason="the BPF fd scan needs root, BTF and a build with eBPF")
-
-
-@pytest.fixture(autouse=True)
-def bpf_lock():
-    with open("/tmp/hs-bpf.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 def fd_scan_programs():
