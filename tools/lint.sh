@@ -45,14 +45,22 @@ case $what in
     db="$build/lint"
     mkdir -p "$db"
     python3 - "$build/compile_commands.json" "$db/compile_commands.json" "$PWD" <<'EOF'
-import json, sys
+import json, re, sys
 src, dst, root = sys.argv[1], sys.argv[2], sys.argv[3] + "/"
+# A unity build (HANGSCAN_UNITY, the default) lists its batches, build/.../unity_N_cxx.cxx,
+# not the sources: each batch's #include lines name them, and each gets the batch's command.
+def sources(entry):
+    if "/Unity/unity_" not in entry["file"]:
+        return [entry["file"]]
+    text = open(entry["file"]).read()
+    return re.findall(r'^#include "(/[^"]+\.(?:cpp|c))"$', text, re.M)
 keep = []
 for entry in json.load(open(src)):
-    rel = entry["file"][len(root):] if entry["file"].startswith(root) else ""
-    if rel.startswith(("src/", "tools/")):
-        entry["command"] = entry["command"].replace(" -fno-var-tracking-assignments", "")
-        keep.append(entry)
+    for path in sources(entry):
+        rel = path[len(root):] if path.startswith(root) else ""
+        if rel.startswith(("src/", "tools/")):
+            command = entry["command"].replace(" -fno-var-tracking-assignments", "")
+            keep.append(dict(entry, file=path, command=command.replace(entry["file"], path)))
 json.dump(keep, open(dst, "w"), indent=1)
 EOF
     python3 -c 'import json,sys; [print(e["file"]) for e in json.load(open(sys.argv[1]))]' \

@@ -311,13 +311,13 @@ std::optional<StepFileName> step_file_name(int pid, const std::string& chdir,
 void read_step_pattern(const std::string& pattern, const TaskPlace& job, const StepFields& step,
                        const std::string& job_id, const SrunFiles& files, const FileCredentials& as,
                        std::vector<LogText>& out) {
-  TaskPlace a = job, b = job;
+  TaskPlace b = job;
   b.task = 1;
-  bool by_task = expand_task_pattern(pattern, a) != expand_task_pattern(pattern, b);
+  bool by_task = expand_task_pattern(pattern, job) != expand_task_pattern(pattern, b);
   b = job;
   b.node_index = 1;
   b.host = "\x01";
-  bool by_node = expand_task_pattern(pattern, a) != expand_task_pattern(pattern, b);
+  bool by_node = expand_task_pattern(pattern, job) != expand_task_pattern(pattern, b);
   std::vector<std::pair<TaskPlace, std::optional<int>>> places;
   if (!by_node) {
     for (unsigned t = 0; t < (by_task ? step.tasks : 1u); ++t) {
