@@ -89,9 +89,12 @@ def test_bpf_scan_reads_no_other_fd_table_and_says_what_proc_says():
 def test_a_node_of_few_fds_is_scanned_through_proc():
     # Below 800 fds the iterator's load (about 1.1 ms) costs more than reading every table
     # through /proc (about 1.4 us a fd): the dump reads the bystander's table itself.
-    if not 0 < node_fds() < BPF_SCAN_FROM - 300:
-        pytest.skip(f"the node holds {node_fds()} fds (needs a kernel that counts them, < 500)")
+    small = BPF_SCAN_FROM - 50  # the node's other processes may open some meanwhile
+    if not 0 < node_fds() < small:
+        pytest.skip(f"the node holds {node_fds()} fds (needs a kernel that counts them, < {small})")
     bystander, calls = traced_scan()
+    if node_fds() >= small:
+        pytest.skip(f"the node grew to {node_fds()} fds during the test")
     assert f'"/proc/{bystander}/fd"' in calls
     assert calls.count("BPF_PROG_LOAD") == 1  # the quiet snapshot's loader only
     assert fd_scan_programs() == []
