@@ -26,6 +26,8 @@ static_assert(HS_FD_MAX_FDS == NodeFds::kMaxFds, "the iterator stops where the /
 NodeFdScanner node_fd_scanner(bool bpf_allowed) {
   if (!bpf_allowed) return scan_node_fds;
   return [](const std::atomic<bool>* cancel) {
+    auto fds_on_node = count_node_fds(kBpfFdScanFrom);
+    if (fds_on_node && *fds_on_node < kBpfFdScanFrom) return scan_node_fds(cancel);
     if (auto fds = scan_node_fds_bpf(cancel)) return std::move(*fds);
     return scan_node_fds(cancel);
   };

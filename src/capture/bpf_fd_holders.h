@@ -20,8 +20,14 @@ namespace hangscan {
 // looked at while the tables the iterator did not see are read through /proc.
 Result<NodeFds> scan_node_fds_bpf(const std::atomic<bool>* cancel = nullptr);
 
-// The scanner a run uses: the BPF scan when `bpf_allowed` (not --no-bpf, HANGSCAN_NO_BPF)
-// and it loads, else (and on any failure of it) the /proc scan.
+// The node's fd count from which the BPF scan is the faster way. Why: its load is a fixed cost
+// of about 1.1 ms, the /proc scan costs about 1.4 us per fd (docs/performance.md); both give
+// the same answer.
+inline constexpr std::size_t kBpfFdScanFrom = 800;
+
+// The scanner a run uses: the BPF scan when `bpf_allowed` (not --no-bpf, HANGSCAN_NO_BPF),
+// the node holds at least kBpfFdScanFrom fds (or the kernel does not count them) and it
+// loads, else (and on any failure of it) the /proc scan.
 NodeFdScanner node_fd_scanner(bool bpf_allowed);
 
 }  // namespace hangscan

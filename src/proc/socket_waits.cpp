@@ -263,13 +263,17 @@ class WaitResolver {
     return std::nullopt;
   }
 
+  // The process's established TCP connections. The namespace's TCP table is read at its first
+  // socket only: a read walks every bucket of the kernel's connection hash (about 1 ms each
+  // of tcp and tcp6 on a 24 GiB machine), for nothing in a process without sockets.
   void connections(ProcessSnapshot& p) {
-    const auto& table = node_.tcp(p.pid);
+    const std::map<std::uint64_t, TcpSocket>* table = nullptr;
     for (const auto& [fd, link] : node_.fds_of(p.pid)) {
       FdTarget f = classify_fd_link(link);
       if (f.kind != FdTarget::Kind::socket) continue;
-      auto it = table.find(f.inode);
-      if (it == table.end() || it->second.state != kTcpEstablished) continue;
+      if (table == nullptr) table = &node_.tcp(p.pid);
+      auto it = table->find(f.inode);
+      if (it == table->end() || it->second.state != kTcpEstablished) continue;
       if (p.tcp_connections.size() >= kMaxConnections) break;
       p.tcp_connections.push_back(it->second.local + " -> " + it->second.remote);
     }

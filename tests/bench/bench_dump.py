@@ -142,8 +142,9 @@ def rank_pids(launcher: int) -> list[int]:
 
 
 def ranks_pause(stdout: str, launcher: int) -> int:
-    """The longest pause any rank saw (each process is stopped on its own)."""
-    return max(p["pause_us"] for p in json.loads(stdout)["processes"] if p.get("pause_us"))
+    """The longest pause any rank saw (each process is stopped on its own; 0 when the quiet
+    path stopped none)."""
+    return max((p.get("pause_us") or 0 for p in json.loads(stdout)["processes"]), default=0)
 
 
 def rank_tools() -> list[Tool]:

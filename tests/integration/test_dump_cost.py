@@ -57,3 +57,22 @@ def test_node_fd_scan_runs_beside_the_unwinding():
         main = calls[0].split()[0]  # strace's first line: hangscan's main thread (execve)
         listed = [line.split()[0] for line in calls if f'"/proc/{bystander.pid}/fd"' in line]
         assert len(listed) == 1 and listed[0] != main, listed
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace is not installed")
+def test_a_process_without_sockets_reads_no_tcp_table():
+    # A read of /proc/PID/net/tcp walks every bucket of the kernel's connection hash (about 1 ms
+    # each of tcp and tcp6 here): it is read at a process's first socket only, and many_threads
+    # has none (its waits are on a pipe).
+    with lib.TargetPool() as pool:
+        t = pool.start([MANY, lib.READY, "8"])
+        lib.wait_for(lambda: len(lib.thread_states(t.pid)) == 9, 10, "every thread")
+        assert not any(link.startswith("socket:") for link in
+                       (os.readlink(f"/proc/{t.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{t.pid}/fd")))
+        with tempfile.NamedTemporaryFile(mode="r") as trace:
+            run = lib.dump(t.pid, env=dict(os.environ, HANGSCAN_NO_BPF="1"),
+                           prefix=["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace.name])
+            calls = trace.read()
+        assert run.rc == 0, run.describe()
+        assert lib.process_of(run.doc, t.pid).get("tcp_connections", []) == []
+        assert "/net/tcp" not in calls

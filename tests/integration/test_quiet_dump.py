@@ -249,11 +249,14 @@ def test_one_program_load_for_a_dump_of_three_processes():
             assert p["pause_us"] == 0
             assert {th["capture"] for th in p["threads"]} == {"bpf"}
         loads = [c for c in calls.splitlines() if "BPF_PROG_LOAD" in c]
-        # One more load and link: the node-wide fd scan's iterator (bpf/fd_holders.bpf.c, once
-        # per run: the processes wait on pipes whose write end they hold themselves).
-        assert sum("BPF_PROG_TYPE_TRACING" in c or "BPF_PROG_TYPE_SYSCALL" in c
-                   for c in loads) == 2
-        assert sum("BPF_LINK_CREATE" in c for c in calls.splitlines()) == 4
+        # The processes wait on pipes whose write end they hold themselves: the node-wide fd
+        # scan runs once, through its own iterator (one more load and link, bpf/fd_holders.bpf.c)
+        # on a node of at least 800 fds, else through /proc (test_fd_scan_bpf.py); which one
+        # depends on the shared machine's other processes at the moment of the dump.
+        scan = sum("BPF_PROG_TYPE_TRACING" in c or "BPF_PROG_TYPE_SYSCALL" in c
+                   for c in loads) - 1
+        assert scan in (0, 1), loads
+        assert sum("BPF_LINK_CREATE" in c for c in calls.splitlines()) == 3 + scan
         assert sum("quiet source bpf loaded" in line for line in run.stderr.splitlines()) == 1
         assert left_by_hangscan(loaded) == []
 
