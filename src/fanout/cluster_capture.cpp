@@ -8,6 +8,12 @@ namespace hangscan {
 
 Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequest& request,
                                            const ClusterHooks& hooks) {
+  std::optional<OutputDir> dir;
+  if (request.output) {
+    auto opened = open_run_output_dir(request.output->dir);
+    if (!opened) return opened.error();
+    dir.emplace(std::move(*opened));
+  }
   auto plan = launcher.plan();
   if (!plan) return plan.error();
   if (hooks.planned) hooks.planned(*plan);
@@ -16,14 +22,21 @@ Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequ
       run_cluster(launcher, *plan, capture_flag_args(request.capture), hooks.progress, hooks.note);
   out.plan = std::move(*plan);
   JobLogs logs = request.logs;
-  if (hooks.node_logs) {
-    for (auto& text : hooks.node_logs(out.run)) logs.texts.push_back(std::move(text));
+  if (request.pod_logs) {
+    PodLogTexts pods = pod_log_texts(*request.pod_logs, out.run);
+    for (auto& text : pods.texts) logs.texts.push_back(std::move(text));
+    out.log_commands = std::move(pods.commands);
   }
   auto analysis = analyze_job(out.run.merged, request.group);
   if (!analysis) return analysis.error();
   out.analysis = std::move(*analysis);
   out.log_problems = join_job_logs(out.run.merged, out.analysis, logs);
-  const bool reported = !hooks.report || hooks.report(out);
+  bool reported = !hooks.report || hooks.report(out);
+  if (dir) {
+    out.output = write_cluster_output_files(*dir, out.run.result, out.run.merged, out.analysis,
+                                            request.group, *request.output);
+    reported &= out.output->failed.empty();
+  }
   if (!request.cores || !reported || out.run.result.nodes.empty()) return out;
   // The same launcher, only on the nodes holding a chosen process, with a fresh deadline
   // (writing a core takes longer than a capture), no progress line.

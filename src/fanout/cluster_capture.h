@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "corewrite/job_cores.h"
+#include "fanout/cluster_files.h"
 #include "fanout/collector.h"
+#include "fanout/k8s_logs.h"
 #include "fanout/launcher.h"
 #include "group/analysis.h"
 #include "hangscan/result.h"
@@ -24,20 +26,26 @@
 namespace hangscan {
 
 struct ClusterRequest {
-  CaptureFlags capture;                  // forwarded to every agent (capture_flag_args)
-  GroupOptions group;                    // how the merged job is grouped (an error ends the run)
-  JobLogs logs;                          // joined with the analysis (--logs, --job-logs)
-  std::optional<JobCoresRequest> cores;  // --gcore: the core round after the report
+  CaptureFlags capture;                    // forwarded to every agent (capture_flag_args)
+  GroupOptions group;                      // how the merged job is grouped (an error ends the run)
+  JobLogs logs;                            // joined with the analysis (--logs, --job-logs)
+  std::optional<JobCoresRequest> cores;    // --gcore: the core round after the report
+  std::optional<RunOutputRequest> output;  // --output DIR: opened before any node is asked
+  // k8s --pod-logs, --pod-log-file: the logs of the pods that answered, read after the capture
+  // round and joined beside `logs`.
+  std::optional<PodLogOptions> pod_logs;
 };
 
 // What one cluster capture found: the plan, the merged capture round, its analysis, the logs
-// that could not be read and, when cores were asked for and the round ran, the cores (or why the
-// round could not run).
+// that could not be read, what went into --output DIR and, when cores were asked for and the
+// round ran, the cores (or why the round could not run).
 struct ClusterOutcome {
   LaunchPlan plan;
   ClusterRun run;
   Analysis analysis;
   std::vector<LogProblem> log_problems;
+  std::vector<std::string> log_commands;   // the kubectl calls of request.pod_logs (for -v)
+  std::optional<RunOutputWritten> output;  // with request.output
   std::optional<Result<JobCores>> cores;
 };
 
@@ -46,17 +54,17 @@ struct ClusterHooks {
   std::function<void(const LaunchPlan&)> planned;  // before any agent runs (-v says the plan)
   std::function<void(const NodeProgress&)> progress;
   std::function<void(const EarlyNote&)> note;  // early notes on odd ranks (EarlySuspects), as data
-  // Logs read once the capture round is done (the pods' logs), joined beside request.logs.
-  std::function<std::vector<LogText>(const ClusterRun&)> node_logs;
   // Writes the report before the core round; false: the report failed, no core round.
   std::function<bool(const ClusterOutcome&)> report;
 };
 
-// Plans (errors from the launcher's plan, Errc::usage for what the user gave wrong), runs the
+// Opens `request.output`'s directory (a refused one: Errc::usage, before anything runs), plans
+// (errors from the launcher's plan, Errc::usage for what the user gave wrong), runs the
 // capture round on every node with `request.capture`'s agent arguments, analyzes the merged
-// job as `request.group` says with its logs joined, calls `hooks.report`, then, with
-// `request.cores`, when a node answered and the report was written, runs the core round
-// (run_cluster_cores) through the launcher's own run_agents.
+// job as `request.group` says with its logs (and the pods', request.pod_logs) joined, calls
+// `hooks.report`, writes the files of
+// --output DIR, then, with `request.cores`, when a node answered and the report and every file
+// were written, runs the core round (run_cluster_cores) through the launcher's own run_agents.
 Result<ClusterOutcome> run_cluster_capture(Launcher& launcher, const ClusterRequest& request,
                                            const ClusterHooks& hooks);
 

@@ -35,4 +35,28 @@ void cluster_output_files(const FanoutResult& result, const JobSnapshot& merged,
   }
 }
 
+Result<OutputDir> open_run_output_dir(const std::string& path) {
+  auto dir = OutputDir::open(path);
+  if (!dir) {
+    Error e = dir.error();
+    e.code = Errc::usage;
+    return e;
+  }
+  return dir;
+}
+
+RunOutputWritten write_cluster_output_files(const OutputDir& dir, const FanoutResult& result,
+                                            const JobSnapshot& merged, const Analysis& analysis,
+                                            const GroupOptions& groups,
+                                            const RunOutputRequest& request) {
+  RunOutputWritten out;
+  cluster_output_files(result, merged, analysis, groups, request.text, request.chosen,
+                       request.chosen_options, [&](const OutputFile& f) {
+                         auto st = dir.write_file(f.name, f.text);
+                         if (st) out.written.push_back(f.name);
+                         else out.failed.push_back(st.error());
+                       });
+  return out;
+}
+
 }  // namespace hangscan

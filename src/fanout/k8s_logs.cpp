@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "fanout/agent_framing.h"
 #include "fanout/k8s.h"
 #include "fanout/runner.h"
+#include "logs/log_patterns.h"
 
 namespace hangscan {
 
@@ -114,6 +116,49 @@ std::vector<PodLog> fetch_pod_logs(const PodLogOptions& o, const std::vector<std
   for (std::size_t i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   return logs;
+}
+
+std::optional<double> strip_kubectl_times(std::string& text) {
+  std::string lines;
+  lines.reserve(text.size());
+  std::optional<double> last;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = std::min(text.find('\n', at), text.size());
+    std::string_view line(text.data() + at, end - at);
+    std::size_t space = line.find(' ');
+    auto time = space == std::string_view::npos ? std::nullopt : parse_log_time(line);
+    if (time) {
+      line.remove_prefix(space + 1);
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) last = time;
+    }
+    lines.append(line).push_back('\n');
+    at = end + 1;
+  }
+  text = std::move(lines);
+  return last;
+}
+
+PodLogTexts pod_log_texts(const PodLogOptions& options, const ClusterRun& run) {
+  std::vector<std::string> pods;
+  for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
+  PodLogTexts out;
+  for (PodLog& log : fetch_pod_logs(options, pods)) {
+    if (!log.command.empty()) out.commands.push_back(std::move(log.command));
+    LogText t;
+    t.name = !log.path.empty() ? log.pod + ":" + log.path
+             : log.previous    ? "kubectl logs --previous " + log.pod
+                               : "kubectl logs " + log.pod;
+    t.text = std::move(log.text);
+    t.error = std::move(log.error);
+    if (log.path.empty()) t.modified = strip_kubectl_times(t.text);
+    std::set<int> ranks;
+    for (const auto& p : run.merged.processes) {
+      if (p.host == log.pod && p.rank) ranks.insert(*p.rank);
+    }
+    if (ranks.size() == 1) t.rank = *ranks.begin();
+    out.texts.push_back(std::move(t));
+  }
+  return out;
 }
 
 }  // namespace hangscan

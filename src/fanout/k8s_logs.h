@@ -14,8 +14,12 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "fanout/launcher.h"
+#include "logs/log_reader.h"
 
 namespace hangscan {
 
@@ -54,5 +58,22 @@ std::vector<std::string> pod_file_argv(const PodLogOptions& options, const std::
 // its last restart when the pod list says the container restarted), then each file.
 std::vector<PodLog> fetch_pod_logs(const PodLogOptions& options,
                                    const std::vector<std::string>& pods);
+
+// kubectl logs --timestamps: each line after the time the runtime received it. Drops the times
+// (the lines stay as the job printed them, a launcher's "[rank3]:" first) and returns the last
+// non-empty line's time (when the log was last written, as a file's modification time is for
+// --logs); nullopt when no line had one.
+std::optional<double> strip_kubectl_times(std::string& text);
+
+// The pods' logs as the log reader takes them, and the kubectl calls made (for -v).
+struct PodLogTexts {
+  std::vector<LogText> texts;
+  std::vector<std::string> commands;  // "kubectl ... -> exit 0 in 12 ms"
+};
+
+// Why: --pod-logs and --pod-log-file read the logs of every pod that answered `run`'s capture,
+// each named after its pod ("kubectl logs POD", "kubectl logs --previous POD", "POD:PATH") and
+// given the rank of the pod's one rank when it holds exactly one.
+PodLogTexts pod_log_texts(const PodLogOptions& options, const ClusterRun& run);
 
 }  // namespace hangscan

@@ -16,6 +16,7 @@
 
 #include "fanout/launcher.h"
 #include "fanout/slurm.h"
+#include "fanout/slurm_job_logs.h"
 #include "jobs/capture_flags.h"
 #include "proc/process_tree.h"
 #include "report/json_writer.h"
@@ -202,8 +203,10 @@ Result<std::string> capture_job_bundle(const NodeWatchFanout& f, const ClusterWa
   ClusterRun run = run_cluster(*launcher, *plan, capture_flag_args(flags), {});
   Analysis analysis = analyze(run.merged, r.group);
   JobLogs logs = r.logs;
-  if (hooks.bundle_logs) {
-    for (auto& text : hooks.bundle_logs()) logs.texts.push_back(std::move(text));
+  if (!r.job_logs_of.empty()) {
+    JobOutputLogs found = slurm_job_output_logs(r.job_logs_of);
+    if (!found.problems.empty() && hooks.job_log_problems) hooks.job_log_problems(found.problems);
+    for (auto& text : found.logs) logs.texts.push_back(std::move(text));
   }
   auto unread = join_job_logs(run.merged, analysis, logs);
   if (!unread.empty() && hooks.unread_logs) hooks.unread_logs(unread);

@@ -35,14 +35,17 @@ struct ClusterWatchRequest {
   bool once = false;
   GroupOptions group;  // how the bundle's capture is grouped
   JobLogs logs;        // --logs: joined with the bundle's capture (each rank's last line)
+  // --job-logs: this Slurm job's output files (fanout/slurm_job_logs.h), read as the job's user
+  // when a bundle is made and joined beside `logs`; empty: none.
+  std::string job_logs_of;
 };
 
 struct ClusterWatchHooks {
   int stop_fd = -1;                    // readable when a stop signal arrived (poll)
   std::function<bool()> stop_pending;  // consumes it
   std::function<void(const LaunchPlan&)> started;
-  // Logs read when a bundle is made, joined beside request.logs (--job-logs: the job's output).
-  std::function<std::vector<LogText>()> bundle_logs;
+  // What stood in the way of request.job_logs_of's files at a bundle, as data to word.
+  std::function<void(const std::vector<Error>&)> job_log_problems;
   std::function<void(const std::vector<LogProblem>&)> unread_logs;      // of the bundle's logs
   std::function<void(const std::string&, const std::string&)> stalled;  // reason, bundle dir
 };

@@ -9,7 +9,9 @@
 // it may load.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
 
 #include "fanout/k8s.h"
 #include "watchdog/cluster_session.h"
@@ -19,5 +21,11 @@ namespace hangscan {
 // `options`: the pods, the container, --match and where hangscan is in the pods, as for
 // `hangscan k8s`; its timeout is the bundle capture's (each window has its own deadline).
 std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options);
+
+// `watch --end-window --node POD`, run in a pod by the front end (as srun forwards SIGUSR1 on a
+// Slurm node): SIGUSR1 to each node-local watch of `node` running this same binary with its
+// stop signals already blocked (one told sooner would end without its report; the front end
+// asks again a second later). Returns how many were told.
+std::size_t signal_node_watches(const std::string& node);
 
 }  // namespace hangscan

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "hangscan/result.h"
 #include "jobs/capture_flags.h"
@@ -48,6 +49,8 @@ using Action = std::function<int()>;
 // Prints "hangscan: <what>" and, when present, "hint: <hint>" to stderr.
 void print_error(const Error& error);
 void print_error(const std::string& message, const std::string& hint = {});
+// Each of `errors` as print_error does, in order (problems a library call returned as data).
+void print_errors(const std::vector<Error>& errors);
 
 // Registration functions, one per subcommand file.
 void add_dump_command(CLI::App& app, Action& action);

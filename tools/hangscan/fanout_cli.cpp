@@ -8,11 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 
 #include "cli.h"
 #include "fanout/cluster_capture.h"
-#include "fanout/cluster_files.h"
 #include "gcore_cmd.h"
 #include "group/analysis.h"
 #include "proc/proc_files.h"
@@ -23,24 +21,6 @@
 namespace hangscan::cli {
 
 namespace {
-
-// --output DIR: the files fanout/cluster_files.h lists, each replaced whole or left as it was
-// (util/safe_output.h); false when one could not be written (said on stderr).
-bool write_output_dir(const FanoutResult& result, const JobSnapshot& merged,
-                      const Analysis& analysis, const FanoutCliOptions& o, const OutputDir& dir) {
-  auto groups = group_options(o.output);
-  if (!groups) return false;
-  RenderOptions text = render_options(o.output);
-  text.color = false;
-  bool ok = true;
-  cluster_output_files(result, merged, analysis, *groups, text, chosen_writer(o.output),
-                       render_options(o.output), [&](const OutputFile& f) {
-                         auto st = dir.write_file(f.name, f.text);
-                         if (!st) print_error(st.error());
-                         ok &= st.ok();
-                       });
-  return ok;
-}
 
 // -v's plan, and the progress line and early notes when stderr is a terminal (off a terminal
 // nothing is shown, and nothing computed for it).
@@ -119,7 +99,7 @@ std::shared_ptr<TerminalProgress> tty_progress() {
 }
 
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                  const FanoutCliOptions& o, const OutputDir* output_dir) {
+                  const FanoutCliOptions& o) {
   if (o.verbose) {
     // Node log lines carry names from the nodes' targets: shown escaped (util/escape.h).
     for (const auto& line : result.log) fmt::print(stderr, "hangscan: {}\n", escape_for_text(line));
@@ -135,24 +115,12 @@ int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const A
                result.nodes.size(), result.requested.size(), o.check_node);
   }
   bool wrote = write_report(merged, analysis, o.output);
-  if (output_dir != nullptr) wrote &= write_output_dir(result, merged, analysis, o, *output_dir);
   if (result.nodes.empty()) return kExitNothing;
   if (!wrote) return kExitNothing;
   return exit_code_for(merged);
 }
 
 int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore) {
-  // --output DIR is opened and checked before any node is asked: a refused directory costs
-  // nothing and changes nothing.
-  std::optional<OutputDir> output_dir;
-  if (!o.output_dir.empty()) {
-    auto opened = OutputDir::open(o.output_dir);
-    if (!opened) {
-      print_error(opened.error());
-      return kExitUsage;
-    }
-    output_dir.emplace(std::move(*opened));
-  }
   ClusterRequest request;
   request.capture = o.capture;
   if (gcore.requested()) {
@@ -170,19 +138,32 @@ int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreD
   }
   request.group = *group;
   request.logs = job_logs(o.output);
+  // --output DIR: opened and checked by the library before any node is asked.
+  if (!o.output_dir.empty()) {
+    RunOutputRequest files{o.output_dir, render_options(o.output), chosen_writer(o.output),
+                           render_options(o.output)};
+    files.text.color = false;
+    request.output = std::move(files);
+  }
+  request.pod_logs = o.pod_logs;
   ClusterHooks hooks = terminal_hooks(o);
-  hooks.node_logs = o.node_logs;
   int rc = kExitNothing;
   hooks.report = [&](const ClusterOutcome& c) {
+    // The kubectl calls name pods and files of the job: shown escaped (util/escape.h).
+    for (const auto& command : o.verbose ? c.log_commands : std::vector<std::string>{})
+      fmt::print(stderr, "hangscan: logs: {}\n", escape_for_text(command));
     print_log_problems(c.log_problems);
-    rc = finish_fanout(c.run.result, c.run.merged, c.analysis, o,
-                       output_dir ? &*output_dir : nullptr);
+    rc = finish_fanout(c.run.result, c.run.merged, c.analysis, o);
     return rc != kExitNothing;
   };
   auto outcome = run_cluster_capture(launcher, request, hooks);
   if (!outcome) {
     print_error(outcome.error());
     return outcome.error().code == Errc::usage ? kExitUsage : kExitNothing;
+  }
+  if (outcome->output && !outcome->output->failed.empty()) {
+    print_errors(outcome->output->failed);
+    rc = kExitNothing;
   }
   return outcome->cores ? report_cluster_cores(rc, *outcome->cores, o.verbose) : rc;
 }

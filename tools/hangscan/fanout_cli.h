@@ -7,12 +7,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fanout/collector.h"
+#include "fanout/k8s_logs.h"
 #include "fanout/launcher.h"
 #include "fanout/terminal_progress.h"
 #include "jobs/capture_flags.h"
@@ -28,9 +29,9 @@ struct FanoutCliOptions {
   bool verbose = false;
   CaptureFlags capture;  // passed on to the agents (capture_flag_args)
   OutputOptions output;
-  // Logs the nodes hold, fetched after the capture and read as --logs are (k8s --pod-logs:
-  // kubectl logs of every pod that answered); empty: none.
-  std::function<std::vector<LogText>(const ClusterRun&)> node_logs;
+  // k8s --pod-logs, --pod-log-file: the pods' logs, fetched by the library after the capture
+  // and read as --logs are; nullopt: none.
+  std::optional<PodLogOptions> pod_logs;
   // How to look at a node that did not answer, for the hint under the unreachable ones.
   std::string check_node = "'scontrol show node NAME' or ssh";
 };
@@ -46,17 +47,17 @@ Result<std::string> resolve_agent_path(const std::string& explicit_path);
 // output).
 std::shared_ptr<TerminalProgress> tty_progress();
 
-// Prints what went missing, writes the report of `merged` grouped as `analysis` (and the
-// files of --output DIR in `output_dir`, opened before the fan-out), returns the exit code.
+// Prints what went missing, writes the report of `merged` grouped as `analysis` (the files of
+// --output DIR are the library's: run_cluster_capture), returns the exit code.
 int finish_fanout(const FanoutResult& result, const JobSnapshot& merged, const Analysis& analysis,
-                  const FanoutCliOptions& o, const OutputDir* output_dir);
+                  const FanoutCliOptions& o);
 
 struct GcoreDumpOptions;
 
-// A cluster mode after its flags: --output DIR opened, the flags as a ClusterRequest for
+// A cluster mode after its flags: the flags (--output DIR too) as a ClusterRequest for
 // run_cluster_capture (fanout/cluster_capture.h: plan, capture round, one analysis, --gcore
 // core round), and what comes back written: -v's plan, the report (finish_fanout) before the
-// core round, then the cores. Returns the exit code.
+// core round, the files of --output DIR that failed, then the cores. Returns the exit code.
 int run_cluster_mode(Launcher& launcher, const FanoutCliOptions& o, const GcoreDumpOptions& gcore);
 
 // The options every cluster mode checks before it starts anything: the grouping and --gcore

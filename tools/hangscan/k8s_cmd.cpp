@@ -4,12 +4,9 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,7 +15,6 @@
 #include "fanout/k8s_logs.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
-#include "logs/log_patterns.h"
 #include "util/escape.h"
 
 namespace hangscan::cli {
@@ -107,57 +103,6 @@ bool k8s_options_valid(const K8sCliOptions& o) {
   return true;
 }
 
-// kubectl logs --timestamps: each line after the time the runtime received it. The times go
-// (the last line's is when the log was last written, as a file's modification time is for
-// --logs) and the lines stay as the job printed them (a launcher's "[rank3]:" first).
-std::optional<double> strip_kubectl_times(std::string& text) {
-  std::string lines;
-  lines.reserve(text.size());
-  std::optional<double> last;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = std::min(text.find('\n', at), text.size());
-    std::string_view line(text.data() + at, end - at);
-    std::size_t space = line.find(' ');
-    auto time = space == std::string_view::npos ? std::nullopt : parse_log_time(line);
-    if (time) {
-      line.remove_prefix(space + 1);
-      if (line.find_first_not_of(" \t\r") != std::string_view::npos) last = time;
-    }
-    lines.append(line).push_back('\n');
-    at = end + 1;
-  }
-  text = std::move(lines);
-  return last;
-}
-
-// --pod-logs, --pod-log-file: after the capture, the logs of every pod that answered, each the
-// log of the pod's one rank when it holds one (else the lines' labels and the file's name say
-// whose they are).
-std::vector<LogText> pod_log_texts(const PodLogOptions& options, const ClusterRun& run,
-                                   bool verbose) {
-  std::vector<std::string> pods;
-  for (const auto& [pod, snap] : run.result.nodes) pods.push_back(pod);
-  std::vector<LogText> texts;
-  for (PodLog& log : fetch_pod_logs(options, pods)) {
-    if (verbose && !log.command.empty())
-      fmt::print(stderr, "hangscan: logs: {}\n", escape_for_text(log.command));
-    LogText t;
-    t.name = !log.path.empty() ? log.pod + ":" + log.path
-             : log.previous    ? "kubectl logs --previous " + log.pod
-                               : "kubectl logs " + log.pod;
-    t.text = std::move(log.text);
-    t.error = std::move(log.error);
-    if (log.path.empty()) t.modified = strip_kubectl_times(t.text);
-    std::set<int> ranks;
-    for (const auto& p : run.merged.processes) {
-      if (p.host == log.pod && p.rank) ranks.insert(*p.rank);
-    }
-    if (ranks.size() == 1) t.rank = *ranks.begin();
-    texts.push_back(std::move(t));
-  }
-  return texts;
-}
-
 // Where the agent is in the pods (--agent-path, or the --copy-agent copy); false (said on
 // stderr) when that is not known.
 bool place_agent(const K8sCliOptions& o, K8sOptions& k) {
@@ -187,9 +132,7 @@ void add_pod_logs(const K8sCliOptions& o, const K8sOptions& k, FanoutCliOptions&
   logs.files = o.pod_log_files;
   logs.parallel = k.parallel;
   logs.timeout = k.timeout;
-  common.node_logs = [logs, verbose = o.common.verbose](const ClusterRun& run) {
-    return pod_log_texts(logs, run, verbose);
-  };
+  common.pod_logs = std::move(logs);
 }
 
 int run_k8s(const K8sCliOptions& o) {

@@ -19,6 +19,10 @@ void print_error(const Error& error) {
   print_error(error.what(), hint);
 }
 
+void print_errors(const std::vector<Error>& errors) {
+  for (const Error& e : errors) print_error(e);
+}
+
 // Messages quote process, thread and file names: escaped (util/escape.h), one line each.
 void print_error(const std::string& message, const std::string& hint) {
   fmt::print(stderr, "hangscan: {}\n", escape_for_text(message));

@@ -29,7 +29,7 @@ struct OutputOptions {
   int width = 0;                   // text: cut lines to this many columns; 0 never (files, pipes)
   std::string html_file;           // --html FILE: the HTML page too, beside whatever stdout shows
   std::vector<std::string> logs;   // --logs: the job's logs, joined with the verdict
-  std::vector<LogText> log_texts;  // --job-logs: logs read by the caller (slurm_job_logs.h)
+  std::vector<LogText> log_texts;  // --job-logs: logs read by the caller (fanout/slurm_job_logs.h)
 };
 
 // Adds --json, --format, --html, --threads, --thread-regex, --granularity, --top, --main-only.

@@ -12,9 +12,9 @@
 #include "cli.h"
 #include "fanout/hostlist.h"
 #include "fanout/slurm.h"
+#include "fanout/slurm_job_logs.h"
 #include "fanout_cli.h"
 #include "gcore_cmd.h"
-#include "slurm_job_logs.h"
 
 namespace hangscan::cli {
 
@@ -22,7 +22,7 @@ namespace {
 
 struct SlurmCliOptions {
   std::string job_id;
-  bool job_logs = false;  // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
+  bool job_logs = false;  // --job-logs: the job's StdOut/StdErr too (fanout/slurm_job_logs.h)
   FanoutCliOptions fanout;
   GcoreDumpOptions gcore;
 };
@@ -40,7 +40,11 @@ int run_slurm(const SlurmCliOptions& o) {
   s.timeout = std::chrono::milliseconds(static_cast<long long>(o.fanout.timeout_s * 1000));
   s.context = slurm_context_from_environment();
   FanoutCliOptions fanout = o.fanout;
-  if (o.job_logs) fanout.output.log_texts = slurm_job_output_logs(o.job_id);
+  if (o.job_logs) {
+    JobOutputLogs found = slurm_job_output_logs(o.job_id);
+    print_errors(found.problems);
+    fanout.output.log_texts = std::move(found.logs);
+  }
   return run_cluster_mode(*make_slurm_launcher(std::move(s)), fanout, o.gcore);
 }
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "fanout/cluster_files.h"
 #include "util/escape.h"
-#include "util/safe_output.h"
 
 namespace hangscan::cli {
 
@@ -18,7 +18,7 @@ void print_stall(const std::string& reason, const std::string& dir) {
 }
 
 bool output_dir_usable(const std::string& output_dir) {
-  auto dir = OutputDir::open(output_dir);
+  auto dir = open_run_output_dir(output_dir);
   if (!dir) print_error(dir.error());
   return dir.ok();
 }

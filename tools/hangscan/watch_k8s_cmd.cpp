@@ -4,19 +4,13 @@
 #include <fmt/core.h>
 #include <boost/process/search_path.hpp>
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include "cli.h"
 #include "fanout_cli.h"
 #include "output.h"
-#include "proc/proc_files.h"
 #include "util/escape.h"
-#include "util/parse_number.h"
 #include "watch_slurm.h"
 #include "watchdog/k8s_watches.h"
 
@@ -53,37 +47,10 @@ std::optional<K8sOptions> k8s_options(const WatchK8sTarget& target) {
                     .node_agent_namespace = target.node_agent_namespace};
 }
 
-// Whether `pid` runs `self` as the node-local watch of `node` with its stop signals blocked
-// (a SIGUSR1 sooner would end it without its report: the front end asks again a second later).
-bool is_node_watch_of(int pid, const std::string& self, const std::string& node) {
-  const std::string dir = fmt::format("/proc/{}", pid);
-  if (self.empty() || read_link(dir + "/exe").value_or("") != self) return false;
-  auto cmdline = read_text_file(dir + "/cmdline", 1 << 16);
-  auto status = read_text_file(dir + "/status", 1 << 16);
-  if (!cmdline || !status) return false;
-  auto argv = split_nul(*cmdline);
-  bool local = std::find(argv.begin(), argv.end(), "--node-local") != argv.end();
-  auto at = std::find(argv.begin(), argv.end(), "--node");
-  if (!local || at == argv.end() || at + 1 == argv.end() || *(at + 1) != node) return false;
-  auto blk = status->find("\nSigBlk:");
-  if (blk == std::string::npos) return false;
-  std::string_view rest = std::string_view(*status).substr(blk + 8);
-  auto mask = parse_int<std::uint64_t>(trim_space(rest.substr(0, rest.find('\n'))), 16);
-  return mask && (*mask & (std::uint64_t{1} << (SIGUSR1 - 1))) != 0;
-}
-
 }  // namespace
 
 int end_node_windows(const std::string& node) {
-  const std::string self = read_link("/proc/self/exe").value_or("");
-  int told = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    auto pid = parse_int<int>(e.path().filename().string());
-    if (!pid || *pid == ::getpid() || !is_node_watch_of(*pid, self, node)) continue;
-    if (::kill(*pid, SIGUSR1) == 0) ++told;
-  }
-  return told > 0 ? kExitComplete : kExitPartial;
+  return signal_node_watches(node) > 0 ? kExitComplete : kExitPartial;
 }
 
 int run_watch_k8s(const WatchK8sTarget& target, ClusterWatchRequest r,

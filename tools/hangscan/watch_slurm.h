@@ -16,8 +16,8 @@ struct WatchSlurmOutput {
   std::string format = "text";    // --format / --json: the merged report on stdout
   std::string html_file;          // --html FILE: the page too
   std::vector<std::string> logs;  // --logs: joined with the bundle's capture
-  bool job_logs = false;          // --job-logs: the job's StdOut/StdErr too (slurm_job_logs.h)
-  std::string job_name;           // "job ID", "pods of SELECTOR": for what is said on stderr
+  bool job_logs = false;  // --job-logs: the job's StdOut/StdErr too (fanout/slurm_job_logs.h)
+  std::string job_name;   // "job ID", "pods of SELECTOR": for what is said on stderr
 };
 
 // The window (with `request.stall`, the watchdog) across the nodes of `fanout`, printed; the

@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "fanout_cli.h"
 #include "output.h"
-#include "slurm_job_logs.h"
 #include "stall_bundle.h"
 #include "stop_signals.h"
 #include "watch/watch_writers.h"
@@ -41,6 +40,7 @@ int run_watch_nodes(NodeWatchFanout& fanout, ClusterWatchRequest r, const WatchS
   if (g) r.group = *g;
   r.logs.paths = out.logs;
   hooks.unread_logs = print_log_problems;
+  hooks.job_log_problems = print_errors;
   StopSignals stop;  // before the threads: they inherit the block, the signals come to us
   hooks.stop_fd = stop.fd();
   hooks.stop_pending = [&stop] { return stop.pending(); };
@@ -80,7 +80,7 @@ int run_watch_slurm(const std::string& job_id, ClusterWatchRequest r, const Watc
     std::fflush(stderr);
   };
   // --job-logs: the job's own output files, read as its user when a bundle is made.
-  if (out.job_logs) hooks.bundle_logs = [job_id] { return slurm_job_output_logs(job_id); };
+  if (out.job_logs) r.job_logs_of = job_id;
   WatchSlurmOutput named = out;
   named.job_name = "job " + job_id;
   return run_watch_nodes(*fanout, std::move(r), named, std::move(hooks));

@@ -4,12 +4,17 @@
 // written and when a node answered, and a launcher that cannot plan runs no agent.
 #include "fanout/cluster_capture.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "../group/job_builder.h"
+#include "../logs/temp_dir.h"
 #include "fanout/core_round.h"
 #include "report/agent_format.h"
 
@@ -123,19 +128,79 @@ TEST(ClusterCapture, AnalysisAndLogsAsData) {
   EXPECT_FALSE(refused.error().hint.empty());
   EXPECT_EQ(bad.events, (std::vector<std::string>{"capture"}));
 
+  // The pods' logs (k8s --pod-logs --pod-log-file) through a kubectl that has n1's log but
+  // not its file: the log joined, the file a problem, the calls kept for -v.
+  TempDir bin;
+  bin.file(
+      "kubectl",
+      "#!/bin/sh\n"
+      "if [ \"$1\" = logs ]; then printf '2026-11-28T08:00:00Z [rank0]: step 5\\n'; exit 0; fi\n"
+      "echo 'error: file gone' >&2; exit 1\n");
+  ::chmod((bin.path() + "/kubectl").c_str(), 0755);
   FakeLauncher l;
   ClusterRequest logs;
   logs.logs.paths = {"/nonexistent/hs-cluster-capture-test.log"};
-  ClusterHooks h = hooks_of(l, true);
-  h.node_logs = [](const ClusterRun& run) {
-    return std::vector<LogText>{
-        {.name = "kubectl logs " + run.result.nodes.begin()->first, .error = "pod not found"}};
-  };
-  auto out = run_cluster_capture(l, logs, h);
+  logs.pod_logs = PodLogOptions{};
+  logs.pod_logs->kubectl = bin.path() + "/kubectl";
+  logs.pod_logs->container_log = true;
+  logs.pod_logs->files = {"/logs/train.log"};
+  auto out = run_cluster_capture(l, logs, hooks_of(l, true));
   ASSERT_TRUE(out.ok()) << out.error().what();
-  EXPECT_EQ(out->log_problems, (std::vector<LogProblem>{{"/nonexistent/hs-cluster-capture-test.log",
-                                                         "No such file or directory"},
-                                                        {"kubectl logs n1", "pod not found"}}));
+  EXPECT_EQ(out->log_problems,
+            (std::vector<LogProblem>{
+                {"/nonexistent/hs-cluster-capture-test.log", "No such file or directory"},
+                {"n1:/logs/train.log", "kubectl exec tail: error: file gone"}}));
+  ASSERT_EQ(out->log_commands.size(), 2u);
+  EXPECT_TRUE(out->log_commands[0].starts_with(bin.path() +
+                                               "/kubectl logs n1 --tail=20000 --timestamps -> "
+                                               "exit 0 in "))
+      << out->log_commands[0];
+  ASSERT_EQ(out->analysis.last_logs.size(), 1u);
+}
+
+// --output DIR is the library's: a refused directory ends the run before the plan (no node is
+// asked), an accepted one gets every file after the report, and a file that cannot be written
+// comes back as data and stops the core round.
+TEST(ClusterCapture, OutputDirOpenedFirstAndWrittenAsData) {
+  TempDir dir;
+  FakeLauncher refused;
+  ClusterRequest r;
+  dir.file("plain", "not a directory\n");
+  r.output = RunOutputRequest{dir.path() + "/plain/sub", {}, *find_report_writer("json"), {}};
+  auto no = run_cluster_capture(refused, r, hooks_of(refused, true));
+  ASSERT_FALSE(no.ok());
+  EXPECT_EQ(no.error().code, Errc::usage);
+  EXPECT_EQ(no.error().what(),
+            "cannot open --output " + dir.path() + "/plain/sub: Not a directory");
+  EXPECT_TRUE(refused.events.empty());
+
+  FakeLauncher l;
+  r.output->dir = dir.path();
+  r.cores = JobCoresRequest{"all", "/c", 1u << 20};
+  auto out = run_cluster_capture(l, r, hooks_of(l, true));
+  ASSERT_TRUE(out.ok()) << out.error().what();
+  ASSERT_TRUE(out->output.has_value());
+  EXPECT_EQ(out->output->written, (std::vector<std::string>{"n1.txt", "n2.txt", "report.txt",
+                                                            "report.html", "report.json"}));
+  EXPECT_TRUE(out->output->failed.empty());
+  EXPECT_EQ(l.events, (std::vector<std::string>{"capture", "report", "cores"}));
+  std::ifstream n2(dir.path() + "/n2.txt");
+  std::string line;
+  std::getline(n2, line);
+  EXPECT_EQ(line, "node n2 unreachable: no answer within 30 s");
+
+  FakeLauncher blocked;
+  ::unlink((dir.path() + "/report.txt").c_str());
+  ::mkdir((dir.path() + "/report.txt").c_str(), 0755);  // not a file: cannot be replaced
+  auto partly = run_cluster_capture(blocked, r, hooks_of(blocked, true));
+  ASSERT_TRUE(partly.ok()) << partly.error().what();
+  EXPECT_EQ(partly->output->written,
+            (std::vector<std::string>{"n1.txt", "n2.txt", "report.html", "report.json"}));
+  ASSERT_EQ(partly->output->failed.size(), 1u);
+  EXPECT_EQ(partly->output->failed[0].what(),
+            "cannot write " + dir.path() + "/report.txt: Is a directory");
+  EXPECT_FALSE(partly->cores.has_value());
+  EXPECT_EQ(blocked.events, (std::vector<std::string>{"capture", "report"}));
 }
 
 }  // namespace

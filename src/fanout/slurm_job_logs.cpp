@@ -1,4 +1,4 @@
-#include "slurm_job_logs.h"
+#include "fanout/slurm_job_logs.h"
 
 #include <fmt/core.h>
 #include <grp.h>
@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <set>
 
-#include "cli.h"
 #include "fanout/hostlist.h"
 #include "fanout/runner.h"
 #include "fanout/slurm.h"
@@ -20,7 +19,7 @@
 #include "util/deadline.h"
 #include "util/parse_number.h"
 
-namespace hangscan::cli {
+namespace hangscan {
 
 namespace {
 
@@ -349,7 +348,7 @@ void read_step_pattern(const std::string& pattern, const TaskPlace& job, const S
 
 // The per-task files of the job's running steps whose srun runs here.
 void read_step_files(const std::string& job_id, TaskPlace job, const FileCredentials& as,
-                     std::vector<LogText>& out) {
+                     JobOutputLogs& out) {
   auto shown = scontrol({"scontrol", "-o", "show", "step", job_id});
   if (!shown) return;
   std::array<char, 256> name{};
@@ -358,10 +357,11 @@ void read_step_files(const std::string& job_id, TaskPlace job, const FileCredent
   here = here.substr(0, here.find('.'));
   for (const StepFields& step : parse_steps(*shown)) {
     if (step.srun_host.substr(0, step.srun_host.find('.')) != here) {
-      print_error(fmt::format("--job-logs: step {}.{}'s srun runs on {}: its -o/-e files are "
-                              "named only there",
-                              job_id, step.step, step.srun_host),
-                  "run hangscan there, or name the files with --logs");
+      out.problems.emplace_back(Errc::not_found,
+                                fmt::format("--job-logs: step {}.{}'s srun runs on {}: its -o/-e "
+                                            "files are named only there",
+                                            job_id, step.step, step.srun_host),
+                                0, "run hangscan there, or name the files with --logs");
       continue;
     }
     std::vector<std::string> argv = proc_words(step.srun_pid, "cmdline", as);
@@ -375,7 +375,7 @@ void read_step_files(const std::string& job_id, TaskPlace job, const FileCredent
     if (files.error != files.output) patterns.push_back(files.error);
     for (const std::string& pattern : patterns) {
       if (!pattern.empty() && pattern != "none")
-        read_step_pattern(pattern, job, step, job_id, files, as, out);
+        read_step_pattern(pattern, job, step, job_id, files, as, out.logs);
     }
   }
 }
@@ -460,19 +460,21 @@ std::string expand_task_pattern(std::string_view pattern, const TaskPlace& place
   return out;
 }
 
-std::vector<LogText> slurm_job_output_logs(const std::string& job_id) {
-  if (!validate_job_id(job_id)) return {};  // said by the capture that follows
+JobOutputLogs slurm_job_output_logs(const std::string& job_id) {
+  JobOutputLogs out;
+  if (!validate_job_id(job_id)) return out;  // said by the capture that follows
   auto shown = scontrol({"scontrol", "show", "job", job_id});
   if (!shown) {
-    print_error(fmt::format("--job-logs: 'scontrol show job {}' did not answer", job_id),
-                "name the job's output files with --logs instead");
-    return {};
+    out.problems.emplace_back(
+        Errc::not_found, fmt::format("--job-logs: 'scontrol show job {}' did not answer", job_id),
+        0, "name the job's output files with --logs instead");
+    return out;
   }
   JobOutputFields f = parse_job_output_fields(*shown);
-  std::vector<LogText> out;
   if (!f.uid || !f.gid) {
-    print_error(fmt::format("--job-logs: scontrol did not say job {}'s user", job_id),
-                "name the job's output files with --logs instead");
+    out.problems.emplace_back(Errc::not_found,
+                              fmt::format("--job-logs: scontrol did not say job {}'s user", job_id),
+                              0, "name the job's output files with --logs instead");
     return out;
   }
   FileCredentials as{*f.uid, *f.gid, job_user_groups(*f.uid, *f.gid)};
@@ -481,7 +483,7 @@ std::vector<LogText> slurm_job_output_logs(const std::string& job_id) {
   for (const std::string& path : f.paths) {
     if (f.batch && place.host.empty() && path.find("%N") != std::string::npos)
       place.host = node_host_name(f.batch_host);
-    out.push_back(read_job_file(expand_task_pattern(path, place), as));
+    out.logs.push_back(read_job_file(expand_task_pattern(path, place), as));
   }
   TaskPlace job;
   job.job_id = job_id;
@@ -489,12 +491,13 @@ std::vector<LogText> slurm_job_output_logs(const std::string& job_id) {
   job.user = line_value(*shown, "UserId=");
   job.user = job.user.substr(0, job.user.find('('));
   read_step_files(job_id, job, as, out);
-  if (out.empty()) {  // a job started by srun, its tasks' output through srun
-    print_error(
-        fmt::format("--job-logs: job {} has no StdOut or StdErr file (not a batch job)", job_id),
+  if (out.logs.empty()) {  // a job started by srun, its tasks' output through srun
+    out.problems.emplace_back(
+        Errc::not_found,
+        fmt::format("--job-logs: job {} has no StdOut or StdErr file (not a batch job)", job_id), 0,
         "name the files its srun wrote (srun -o) with --logs");
   }
   return out;
 }
 
-}  // namespace hangscan::cli
+}  // namespace hangscan

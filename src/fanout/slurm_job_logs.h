@@ -11,9 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "hangscan/result.h"
 #include "logs/log_reader.h"
 
-namespace hangscan::cli {
+namespace hangscan {
 
 // What `scontrol show job` says of the job's output: its user and group ids, the paths (with
 // Slurm's per-task and per-node patterns %t, %n, %N left in them: scontrol expands only the
@@ -52,12 +53,20 @@ struct SrunFiles {
 };
 SrunFiles parse_srun_files(const std::vector<std::string>& argv);
 
+// The job's output files and what stood in the way of finding them (scontrol did not answer,
+// the job's user unknown, a step's srun on another host, no file at all): each an Error with
+// its hint, for the caller to word.
+struct JobOutputLogs {
+  std::vector<LogText> logs;
+  std::vector<Error> problems;
+};
+
 // The job's StdOut and StdErr read as its user (bounded); a file that could not be read is a
-// LogText with its error. Empty (and the reason printed) when scontrol does not answer.
+// LogText with its error. No logs (and the reason a problem) when scontrol does not answer.
 // Also every running step's per-task files its srun names (-o/-e, or SLURM_STDOUTMODE and
 // SLURM_STDERRMODE in its environment), expanded for each task of the step, when that srun
 // runs on this host (`scontrol show step`'s SrunHost:Pid): its command line and environment
 // read as the job's user could, relative names resolved in its working directory.
-std::vector<LogText> slurm_job_output_logs(const std::string& job_id);
+JobOutputLogs slurm_job_output_logs(const std::string& job_id);
 
-}  // namespace hangscan::cli
+}  // namespace hangscan
