@@ -17,6 +17,7 @@ otherwise. Every container and the image are removed at the end; no BPF is loade
 """
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -230,9 +231,12 @@ def test_watchdog_across_pods_fires_and_its_bundle_names_the_frames(pods, tmp_pa
         "hangscan: watchdog on 1 pod of 'job-name=train-idle': fires when no rank in any pod "
         "made progress for 2 s")
     bundles = list(tmp_path.iterdir())
-    assert len(bundles) == 1 and run.stdout == (
-        f"hangscan: stall: no rank on any node made progress for 2 s; capture written to "
-        f"{bundles[0]}\n"), run.stdout
+    # The quiet time measured when the front end fired: at least the stall time, more by the
+    # nodes' check period and, on a loaded machine, a late wake-up (3 s seen at load 8).
+    m = re.fullmatch(r"hangscan: stall: no rank on any node made progress for (\d+) s; capture "
+                     r"written to (\S+)\n", run.stdout)
+    assert m and len(bundles) == 1 and m.group(2) == str(bundles[0]), run.stdout
+    assert 2 <= int(m.group(1)) <= 4, run.stdout
     report = json.loads((bundles[0] / "report.json").read_text())
     [proc] = report["processes"]
     assert (proc["rank"], proc["host"], proc["pid"]) == (ODD, "idle-0", 1)
