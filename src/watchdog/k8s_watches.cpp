@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fanout/runner.h"
+#include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/deadline.h"
 #include "util/parse_number.h"
@@ -123,11 +124,7 @@ bool is_node_watch_of(int pid, const std::string& self, const std::string& node)
   bool local = std::find(argv.begin(), argv.end(), "--node-local") != argv.end();
   auto at = std::find(argv.begin(), argv.end(), "--node");
   if (!local || at == argv.end() || at + 1 == argv.end() || *(at + 1) != node) return false;
-  auto blk = status->find("\nSigBlk:");
-  if (blk == std::string::npos) return false;
-  std::string_view rest = std::string_view(*status).substr(blk + 8);
-  auto mask = parse_int<std::uint64_t>(trim_space(rest.substr(0, rest.find('\n'))), 16);
-  return mask && (*mask & (std::uint64_t{1} << (SIGUSR1 - 1))) != 0;
+  return (status_hex(*status, "SigBlk") & (std::uint64_t{1} << (SIGUSR1 - 1))) != 0;
 }
 
 }  // namespace
