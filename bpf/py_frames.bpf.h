@@ -1,29 +1,20 @@
 /* The Python frames of one thread, walked in the kernel: included by hangscan_watch.bpf.c (at an
- * on-CPU sample, the current task's own memory) and by snapshot.bpf.c (the quiet dump: a
- * sleeping thread's memory, read from hangscan's iterator with bpf_copy_from_user_task; that
- * program defines HS_PY_REMOTE before including this).
+ * on-CPU sample or a sleep's end, the current task's own memory).
  *
  * Why in the kernel: CPython keeps its frame chain in heap memory that changes as the program
  * runs, so a chain read later would be the interpreter's state at that later read, attributed
- * to an old sample (or, for the quiet dump, not covered by the sleep sequence the iterator
- * checks around its copy). The chain's raw pointers are copied (the code object and the
+ * to an old sample. The chain's raw pointers are copied (the code object and the
  * instruction pointer of each frame, which eval-loop call each frame starts); user space names
  * them afterwards (src/python: a code object does not change) and merges them with the native
  * frames as `dump --native` does. Where a process's interpreter is and how its version lays
  * frames out comes from user space (struct hs_py_proc, from src/python/layout.h through
- * src/capture/bpf_python.h). One walker for both programs: an unreadable frame ends the chain
- * with its status, more than HS_PY_FRAMES frames end it with HS_PY_CUT.
+ * src/capture/bpf_python.h). An unreadable frame ends the chain with its status, more than HS_PY_FRAMES frames end it with HS_PY_CUT.
  */
 #ifndef HANGSCAN_PY_FRAMES_BPF_H
 #define HANGSCAN_PY_FRAMES_BPF_H
 
-/* One read of the walked thread's memory: another task's (sleepable programs) or the current
- * task's (any program). A compile-time choice: a program holds only the helper it may call. */
-#ifdef HS_PY_REMOTE
-#define py_read(dst, len, addr, task) bpf_copy_from_user_task(dst, len, (void*)(addr), task, 0)
-#else
+/* One read of the walked thread's memory: the current task's (`task` is it). */
 #define py_read(dst, len, addr, task) bpf_probe_read_user(dst, len, (void*)(addr))
-#endif
 
 static __always_inline __u64 py_user_u64(struct task_struct* task, __u64 addr) {
   __u64 v = 0;
@@ -86,7 +77,6 @@ static long py_thread_step(__u32 i, void* arg) {
   struct py_walk* w = arg;
   if (w->at != 0 && py_is_current(w->c, w->task, w->at, w->tid, w->fs_base)) {
     w->found = w->at;
-    w->out->looked_up = w->guessing;
     return 1;
   }
   if (w->guessing) {
@@ -163,17 +153,15 @@ static long py_frame_step(__u32 i, void* arg) {
 
 /* The Python frames of thread `task` into `out` (status HS_PY_NO_THREAD when Python does not
  * know this thread). Its thread state: `*cached` when that is still this thread's (a thread
- * state lives as long as its thread; the recorder remembers it per thread, the snapshot looks
- * it up in its tid map), else by a walk of the first interpreter's list (then kept in
- * `*cached`). `cached` may be null. `buf`: HS_PY_HEADER bytes nothing else writes during the
- * walk. `out->looked_up` says whether `*cached` was the thread's (no list walk). */
+ * state lives as long as its thread; the recorder remembers it per thread), else by a walk of
+ * the first interpreter's list (then kept in `*cached`). `cached` may be null. `buf`:
+ * HS_PY_HEADER bytes nothing else writes during the walk. */
 static __always_inline void py_walk_thread(struct hs_py_stack* out, const struct hs_py_proc* c,
                                            struct task_struct* task, __u64 fs_base, __u8* buf,
                                            __u64* cached) {
   out->status = HS_PY_NO_THREAD;
   out->nframes = 0;
   out->ncalls = 0;
-  out->looked_up = 0;
   for (int i = 0; i < HS_PY_FRAMES / 64; i++) out->entries[i] = 0;
   struct py_walk w = {.out = out,
                       .c = c,

@@ -10,22 +10,18 @@
  * (copy_stacks 0) only reads each thread's sleep sequence, which proves that a thread did not
  * run between the two passes, so everything read of it in between is of one sleep.
  *
- * In a Python process (user space sets py_proc) the first pass also walks each sleeping
- * thread's Python frame chain (bpf/py_frames.bpf.h, the walker the recorder's samples use),
- * between the same two reads of its sleep sequence: its frames are of the same sleep as its
- * registers and stack. Its thread state is looked up in a tid map (py_tstates) that the pass
- * fills once, at its first sleeping thread, from one walk of the interpreter's list: a walk of
- * the list per thread read ~N^2/2 thread states for N threads. The entry is only a guess: the
- * walker checks that it names this thread (py_is_current) and walks the list where it does not.
+ *
+ * No Python frames are walked here: user space reads a sleeping thread's Python frames between
+ * the two passes, inside the same proven sleep. A walker here (bpf/py_frames.bpf.h, as the
+ * recorder's samples use) made the program 3,263 verified instructions against a few hundred,
+ * about 4 ms of verification on every run, and saved no measurable time even at 200 Python
+ * threads (docs/performance.md).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
 #include "snapshot_events.h"
-
-#define HS_PY_REMOTE 1 /* the walked threads are not the current task */
-#include "py_frames.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -34,87 +30,10 @@ char LICENSE[] SEC("license") = "GPL";
 volatile __u32 target_tgid = 0;
 /* Set by user space before each pass: 1 copies registers and stacks, 0 reads sequences only. */
 volatile __u32 copy_stacks = 1;
-/* Set by user space before each pass: the target's interpreter (header_len 0: walk no Python
- * frames, as for a process that is not Python or a layout the walker cannot read). */
-struct hs_py_proc py_proc = {};
-
-/* Set by user space before each copying pass of a Python process: a number no earlier pass of
- * this load used. The tid map's entries of other passes (other processes, older lists) are
- * ignored. */
-volatile __u64 py_pass = 0;
-/* The pass whose list the tid map holds (written by the program at the pass's first walk). */
-__u64 py_indexed_pass = 0;
-
-/* The tid map: the key by which py_is_current knows a thread (its pthread_t, which is its fs
- * base, where the layout has it; else its native id) -> its thread state, and the pass that put
- * it there. Why LRU: entries are never deleted, the oldest make room. */
-struct py_tstate {
-  __u64 tstate;
-  __u64 pass;
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, HS_SNAP_PY_MAP_ENTRIES);
-  __type(key, __u64);
-  __type(value, struct py_tstate);
-} py_tstates SEC(".maps");
-
-/* The tid map's key of a thread, as the thread's own reads give it; 0: none. */
-static __always_inline __u64 py_key_of_thread(__u32 tid, __u64 fs_base) {
-  return py_proc.tstate_thread_id >= 0 ? fs_base : tid;
-}
-
-/* One thread state of the list into the tid map (a bpf_loop step, as py_thread_step). */
-struct py_index {
-  struct task_struct* task;
-  __u64 at;
-  struct py_tstate v;
-};
-
-static long py_index_step(__u32 i, void* arg) {
-  struct py_index* x = arg;
-  if (x->at == 0) return 1;
-  __s32 off =
-      py_proc.tstate_thread_id >= 0 ? py_proc.tstate_thread_id : py_proc.tstate_native_thread_id;
-  __u64 key = py_user_u64(x->task, x->at + off);
-  x->v.tstate = x->at;
-  /* The first of the list wins, as in the walk (a dead thread's state may linger behind). */
-  struct py_tstate* had = key != 0 ? bpf_map_lookup_elem(&py_tstates, &key) : 0;
-  if (key != 0 && !(had && had->pass == x->v.pass))
-    bpf_map_update_elem(&py_tstates, &key, &x->v, BPF_ANY);
-  x->at = py_user_u64(x->task, x->at + py_proc.tstate_next);
-  return 0;
-}
-
-/* The interpreter's list into the tid map for pass `pass`, read through `t` (every thread of the
- * process shares its memory). */
-static __always_inline void py_fill_tstates(struct task_struct* t, __u64 pass) {
-  struct py_index x = {.task = t, .v = {.pass = pass}};
-  __u64 interp = py_user_u64(t, py_proc.interp_head_ptr);
-  if (interp == 0) return;
-  x.at = py_user_u64(t, interp + py_proc.interp_threads_head);
-  bpf_loop(HS_SNAP_PY_INDEXED, py_index_step, &x, 0);
-}
-
-/* Thread `t`'s thread state as the tid map has it (0: not there); fills the map first when this
- * pass has not. */
-static __always_inline __u64 py_lookup_tstate(struct task_struct* t, __u64 fs_base) {
-  __u64 pass = py_pass; /* 0: no pass; no entry has it */
-  if (py_indexed_pass != pass) {
-    py_indexed_pass = pass;
-    py_fill_tstates(t, pass);
-  }
-  __u64 key = py_key_of_thread(t->pid, fs_base); /* 0: no entry has it */
-  struct py_tstate* v = bpf_map_lookup_elem(&py_tstates, &key);
-  return v && v->pass == pass ? v->tstate : 0;
-}
 
 struct snap_scratch {
   struct hs_snap_thread h;
   __u8 stack[HS_SNAP_STACK_BYTES];
-  struct hs_py_stack py;
-  __u8 py_buf[HS_PY_HEADER];
 };
 
 struct {
@@ -181,11 +100,6 @@ int snapshot_threads(struct bpf_iter__task* ctx) {
     h->fs_base = BPF_CORE_READ(t, thread.fsbase);
     h->stack_len = copy_stack(s->stack, h->regs.sp, t);
     h->flags |= HS_SNAP_COPIED;
-    if (py_proc.header_len != 0) {
-      __u64 tstate = py_lookup_tstate(t, h->fs_base);
-      py_walk_thread(&s->py, &py_proc, t, h->fs_base, s->py_buf, &tstate);
-      h->flags |= HS_SNAP_PY;
-    }
   }
   /* Read again after the copy: a thread that ran meanwhile left a CPU at least once. */
   if (before && asleep(t, &state) && sleep_seq(t) == seq) h->flags |= HS_SNAP_ASLEEP;
@@ -193,6 +107,5 @@ int snapshot_threads(struct bpf_iter__task* ctx) {
   __u32 len = h->stack_len;
   if (len > HS_SNAP_STACK_BYTES) len = HS_SNAP_STACK_BYTES;
   if (len > 0) bpf_seq_write(ctx->meta->seq, s->stack, len);
-  if (h->flags & HS_SNAP_PY) bpf_seq_write(ctx->meta->seq, &s->py, sizeof(s->py));
   return 0;
 }

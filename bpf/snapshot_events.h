@@ -16,17 +16,9 @@
 /* flags of one record */
 #define HS_SNAP_ASLEEP 1u /* asleep when found and still asleep, same sequence, after the copy */
 #define HS_SNAP_COPIED 2u /* registers and stack were copied (the first pass) */
-#define HS_SNAP_PY 4u     /* a struct hs_py_stack follows the stack bytes */
-
-/* The tid map of one pass (bpf/snapshot.bpf.c): the thread states it indexes, and its size
- * (twice that: an LRU map evicts early when nearly full, and passes over other processes leave
- * entries behind). */
-#define HS_SNAP_PY_INDEXED 2048
-#define HS_SNAP_PY_MAP_ENTRIES (2 * HS_SNAP_PY_INDEXED)
 
 /* One thread of the target: written for every thread, asleep or not (then flags 0), followed by
- * `stack_len` bytes of stack from regs.sp when HS_SNAP_COPIED, then its Python frames (struct
- * hs_py_stack, bpf/py_frames.bpf.h) when HS_SNAP_PY. */
+ * `stack_len` bytes of stack from regs.sp when HS_SNAP_COPIED. */
 struct hs_snap_thread {
   hs_u32 tid;
   hs_u32 flags;

@@ -117,7 +117,7 @@ struct hs_py_stack {
   hs_u32 nframes;                    /* frames in f, innermost first */
   hs_u64 entries[HS_PY_FRAMES / 64]; /* bit i: frame i is the first of an eval-loop call */
   hs_u32 ncalls; /* 3.11: the thread's _PyCFrame chain (one per eval-loop call), innermost first */
-  hs_u32 looked_up; /* 1: the thread state was the caller's guess (no walk of the list) */
+  hs_u32 pad;
   hs_u64 calls[HS_PY_CALLS];
   struct hs_py_frame f[HS_PY_FRAMES];
 };

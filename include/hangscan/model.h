@@ -189,10 +189,6 @@ struct ThreadSnapshot {
   // How a live capture took the thread: "ptrace" (stopped) or "bpf" (copied asleep, never
   // stopped: capture/quiet_source.h). nullopt: not a live capture (cores, --nonblocking).
   std::optional<std::string> capture;
-  // How a live capture took the thread's Python frames: "bpf" (walked in the kernel in the same
-  // copy as its registers, covered by its sleep sequence) or "read" (read from user space,
-  // while stopped or inside the proven sleep). nullopt: no Python thread state, or not live.
-  std::optional<std::string> python_capture;
 };
 
 struct PythonInfo {

@@ -283,12 +283,8 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
                                          QuietSource& source) {
   std::vector<int> to_stop;  // threads that woke twice
   for (int attempt = 0; attempt < 3; ++attempt) {
-    // The source walks the sleeping threads' Python frames in the same copy where it can (not
-    // with --locals: it copies no values).
     std::shared_ptr<PythonCopy> python = locate_python(target, options);
-    const python::Located* where =
-        python->reader && !options.locals ? &python->reader->located() : nullptr;
-    auto take = source.take(where);
+    auto take = source.take();
     if (!take) return std::nullopt;
     // The target's own rights decide as for ptrace: memory we may not read (another user's
     // process, no CAP_SYS_PTRACE) sends the capture down the ptrace path and its error.
@@ -300,20 +296,14 @@ std::optional<ProcessCopy> acquire_quiet(Target& target, const CaptureOptions& o
       if (stop) take->awake.push_back(q.tid);
       return stop;
     });
-    for (QuietThread& q : take->asleep) {
-      if (q.python) python->taken.emplace(q.tid, std::move(*q.python));
-    }
     ProcessCopy copy =
         acquire_once(target, options, described, &*take, source.name(), std::move(python));
     auto woke = woke_since(source, *take);
     if (!woke) return std::nullopt;
     if (options.log != nullptr)
       options.log->push_back(fmt::format(
-          "pid {}: {} threads copied asleep ({}), {} stopped{}; Python frames of {} taken there "
-          "({} thread states looked up by thread)",
-          target.pid(), take->asleep.size(), source.name(), take->awake.size(),
-          woke->empty() ? "" : ", some woke during the copy",
-          copy.python ? copy.python->taken.size() : 0, take->python_looked_up));
+          "pid {}: {} threads copied asleep ({}), {} stopped{}", target.pid(), take->asleep.size(),
+          source.name(), take->awake.size(), woke->empty() ? "" : ", some woke during the copy"));
     if (woke->empty() || !copy.diagnostics.empty()) return copy;
     if (attempt > 0) to_stop.insert(to_stop.end(), woke->begin(), woke->end());
   }

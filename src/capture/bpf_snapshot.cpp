@@ -7,10 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <vector>
 
-#include "capture/bpf_python.h"
 #include "snapshot_events.h"
 #include "util/hints.h"
 
@@ -91,19 +89,9 @@ Error snapshot_error(const std::string& what, int err) {
 struct PassRecord {
   hs_snap_thread h{};
   std::vector<std::uint8_t> stack;
-  std::optional<python::RawPythonThread> python;  // walked whole in BPF
-  bool looked_up = false;  // its Python thread state came from the tid map, not the list
 };
 
-// The Python frames of a record: kept only when the walker read the whole chain (the others are
-// read by the caller, inside the proven sleep).
-std::optional<python::RawPythonThread> whole_chain(const hs_py_stack& py) {
-  if (py.status != HS_PY_OK) return std::nullopt;
-  return python_of(py);
-}
-
-// Parses the iterator's output: a header per thread, followed by its stack bytes and its
-// Python frames.
+// Parses the iterator's output: a header per thread, followed by its stack bytes.
 Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out) {
   std::vector<PassRecord> recs;
   std::size_t at = 0;
@@ -118,14 +106,6 @@ Result<std::vector<PassRecord>> parse_pass(const std::vector<std::uint8_t>& out)
     r.stack.assign(out.begin() + static_cast<std::ptrdiff_t>(at),
                    out.begin() + static_cast<std::ptrdiff_t>(at + r.h.stack_len));
     at += r.h.stack_len;
-    if ((r.h.flags & HS_SNAP_PY) == 0) continue;
-    if (out.size() - at < sizeof(hs_py_stack))
-      return Error(Errc::bad_data, "BPF snapshot: a Python frame copy is cut short");
-    auto py = std::make_unique<hs_py_stack>();
-    std::memcpy(py.get(), out.data() + at, sizeof(hs_py_stack));
-    at += sizeof(hs_py_stack);
-    r.python = whole_chain(*py);
-    r.looked_up = py->looked_up != 0;
   }
   return recs;
 }
@@ -139,7 +119,6 @@ struct LoadedSnapshot {
   LoadedSnapshot& operator=(const LoadedSnapshot&) = delete;
   snapshot* skel;
   std::mutex mu;
-  std::uint64_t py_passes = 0;  // passes that walked Python frames, the last one's number
 };
 
 // The snapshot on one process: its own iterator link over the shared program.
@@ -153,12 +132,8 @@ class BpfSnapshot : public QuietSource {
 
   std::string name() const override { return "bpf"; }
 
-  Result<QuietTake> take(const python::Located* python) override {
-    hs_py_proc py{};  // header_len 0: no walk
-    if (python != nullptr && python->more_runtimes.empty()) {
-      if (auto p = py_proc_of(*python)) py = *p;
-    }
-    auto recs = run(true, py);
+  Result<QuietTake> take() override {
+    auto recs = run(true);
     if (!recs) return std::move(recs).error();
     QuietTake out;
     for (PassRecord& r : *recs) {
@@ -173,14 +148,12 @@ class BpfSnapshot : public QuietSource {
       t.seq = r.h.seq;
       t.stack.start = r.h.regs.sp;
       t.stack.bytes = std::move(r.stack);
-      t.python = std::move(r.python);
-      if (r.looked_up) ++out.python_looked_up;
     }
     return out;
   }
 
   Result<std::map<int, std::uint64_t>> asleep_now() override {
-    auto recs = run(false, hs_py_proc{});
+    auto recs = run(false);
     if (!recs) return std::move(recs).error();
     std::map<int, std::uint64_t> out;
     for (const PassRecord& r : *recs)
@@ -189,18 +162,14 @@ class BpfSnapshot : public QuietSource {
   }
 
  private:
-  // One pass of the iterator over the process's threads; with `copy`, registers and stacks, and
-  // the Python frames where `py` describes an interpreter.
-  Result<std::vector<PassRecord>> run(bool copy, const hs_py_proc& py) {
+  // One pass of the iterator over the process's threads; with `copy`, registers and stacks.
+  Result<std::vector<PassRecord>> run(bool copy) {
     std::vector<std::uint8_t> out;
     int err = 0;
     {
       std::lock_guard lock(loaded_->mu);
       *hs_snapshot_target_tgid(loaded_->skel) = static_cast<std::uint32_t>(pid_);
       *hs_snapshot_copy_stacks(loaded_->skel) = copy ? 1 : 0;
-      *hs_snapshot_py_proc(loaded_->skel) = py;
-      // A new pass of the tid map where this pass walks Python frames (0: none).
-      *hs_snapshot_py_pass(loaded_->skel) = py.header_len != 0 ? ++loaded_->py_passes : 0;
       int fd = bpf_iter_create(link_);
       if (fd < 0) return snapshot_error("cannot run the iterator", errno);
       std::vector<std::uint8_t> buf(64 * 1024);

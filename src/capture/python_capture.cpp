@@ -13,7 +13,6 @@ namespace hangscan {
 
 std::shared_ptr<PythonCopy> locate_python(Target& target, const CaptureOptions& options) {
   auto py = std::make_shared<PythonCopy>();
-  py->live = target.is_live() && !options.nonblocking;
   if (!options.python) return py;
   auto reader = python::PythonReader::locate(target, options.log);
   if (reader) {
@@ -28,14 +27,14 @@ std::shared_ptr<PythonCopy> locate_python(Target& target, const CaptureOptions& 
 std::vector<std::uint64_t> probe_python_pages(PythonCopy& py, Target& target, bool locals) {
   if (!py.reader) return {};
   PageCacheMemory probe(target.memory(), nullptr);
-  py.reader->walk(probe, locals, &py.taken);
+  py.reader->walk(probe, locals);
   return probe.page_indices();
 }
 
 void walk_python_frozen(PythonCopy& py, std::unique_ptr<PageCacheMemory> pages, bool locals) {
   if (!py.reader) return;
   py.pages = std::move(pages);
-  py.raw = py.reader->walk(*py.pages, locals, &py.taken);
+  py.raw = py.reader->walk(*py.pages, locals);
   py.walked = true;
 }
 
@@ -188,7 +187,6 @@ void attach_python(PythonCopy& py, PythonByThread& decoded, ModuleSource& source
     t->python_name = st.name;
     t->gc_collecting = st.gc_collecting;
     t->finalizing = st.finalizing;
-    if (py.live) t->python_capture = py.taken.count(tid) != 0 ? "bpf" : "read";
     for (auto& n : st.notes) t->notes.push_back(n);
     for (auto& pf : st.frames) {
       if (pf.frame.column && pf.frame.file && pf.frame.line)

@@ -31,10 +31,6 @@ struct PythonCopy {
   std::unique_ptr<PageCacheMemory> pages;
   std::unique_ptr<python::PythonReader> reader;  // null: not Python (or not readable)
   python::RawPythonState raw;
-  // Threads whose frames a quiet source walked already (in BPF, during their proven sleep): the
-  // walk takes them from here instead of reading them.
-  python::PythonReader::TakenFrames taken;
-  bool live = false;  // of a live process: threads say how their frames were taken
   bool walked = false;
   bool nonblocking = false;             // walked without a stop (possibly inconsistent)
   std::vector<Diagnostic> diagnostics;  // why the interpreter could not be read

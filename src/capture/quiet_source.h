@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "hangscan/result.h"
-#include "python/python_reader.h"
 #include "target/target.h"
 
 namespace hangscan {
@@ -35,19 +34,12 @@ struct QuietThread {
   Registers regs;
   StackCopy stack;        // the top of its stack, from regs.sp(); the rest is read by the caller
   std::uint64_t seq = 0;  // its sleep sequence: moves whenever the thread leaves a CPU
-  // Its Python frames, walked by the source in the same copy (covered by the same sleep
-  // sequence); nullopt where the source did not walk them whole (not a Python thread, a chain
-  // longer than the source's bound, a layout it cannot read): the caller reads those.
-  std::optional<python::RawPythonThread> python;
 };
 
 // One pass over a process: who sleeps (copied) and who does not (to be stopped).
 struct QuietTake {
   std::vector<QuietThread> asleep;
   std::vector<int> awake;
-  // Threads of `asleep` whose Python thread state the source looked up (the BPF snapshot's tid
-  // map) instead of walking the interpreter's list (--verbose says how many).
-  int python_looked_up = 0;
 };
 
 // A source opened on one process.
@@ -56,9 +48,9 @@ class QuietSource {
   virtual ~QuietSource() = default;
   // The `capture` value of the threads it takes ("bpf").
   virtual std::string name() const = 0;
-  // Copies every sleeping thread of the process; lists the others. With `python` (the
-  // target's interpreter), also each sleeping thread's Python frames where the source can.
-  virtual Result<QuietTake> take(const python::Located* python) = 0;
+  // Copies every sleeping thread of the process; lists the others. Their Python frames are
+  // the caller's to read, before asleep_now() proves the sleep.
+  virtual Result<QuietTake> take() = 0;
   // The sleep sequence of every thread asleep now (threads not asleep are absent): a thread
   // whose sequence differs from its take() ran in between.
   virtual Result<std::map<int, std::uint64_t>> asleep_now() = 0;

@@ -3,8 +3,6 @@
 
 #include <errno.h>
 
-#include "watch_events.h" /* struct hs_py_proc, a type of the program's .bss */
-
 #include "snapshot.lskel.h"
 
 struct snapshot* hs_snapshot_load(void) {
@@ -29,9 +27,3 @@ int hs_snapshot_prog_fd(const struct snapshot* s) { return s->progs.snapshot_thr
 volatile uint32_t* hs_snapshot_target_tgid(struct snapshot* s) { return &s->bss->target_tgid; }
 
 volatile uint32_t* hs_snapshot_copy_stacks(struct snapshot* s) { return &s->data->copy_stacks; }
-
-struct hs_py_proc* hs_snapshot_py_proc(struct snapshot* s) {
-  return &s->bss->py_proc;
-}
-
-volatile unsigned long long* hs_snapshot_py_pass(struct snapshot* s) { return &s->bss->py_pass; }

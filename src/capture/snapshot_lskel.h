@@ -15,7 +15,6 @@ extern "C" {
 #endif
 
 struct snapshot;
-struct hs_py_proc;
 
 /* Loads the program; NULL with errno set when the kernel refuses. */
 struct snapshot* hs_snapshot_load(void);
@@ -25,10 +24,6 @@ int hs_snapshot_prog_fd(const struct snapshot* s);
 /* The program's globals (bpf/snapshot.bpf.c), written before each pass. */
 volatile uint32_t* hs_snapshot_target_tgid(struct snapshot* s);
 volatile uint32_t* hs_snapshot_copy_stacks(struct snapshot* s);
-/* The target's interpreter (struct hs_py_proc, bpf/watch_events.h); zeroed: no Python walk. */
-struct hs_py_proc* hs_snapshot_py_proc(struct snapshot* s);
-/* The pass number of the tid map (a new one for each copying pass of a Python process). */
-volatile unsigned long long* hs_snapshot_py_pass(struct snapshot* s);
 
 #ifdef __cplusplus
 }

@@ -113,15 +113,13 @@ bool PythonReader::gc_collecting(MemoryReader& mem, const RuntimeRoots& rt, std:
   return flag != 0;
 }
 
-RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals, const TakenFrames* taken) {
+RawPythonState PythonReader::walk(MemoryReader& mem, bool with_locals) {
   RawPythonState st;
   ObjectReader objects(mem, where_.layout);
   walk_budget_ = kMaxTotalFrames;
-  taken_ = taken != nullptr && !taken->empty() ? taken : nullptr;
   walk_runtime(mem, where_, with_locals ? &objects : nullptr, st);
   for (const auto& rt : where_.more_runtimes)
     walk_runtime(mem, rt, with_locals ? &objects : nullptr, st);
-  taken_ = nullptr;
   if (walk_budget_ == 0)
     st.diagnostics.push_back(fmt::format(
         "more than {} Python frames in the process: the walk was cut", kMaxTotalFrames));
@@ -206,13 +204,6 @@ std::optional<std::uint64_t> PythonReader::walk_thread(MemoryReader& mem, Object
     if (tid > 0 && tid < kMaxTid) out.native_tid = static_cast<int>(tid);
   } else {
     out.native_tid = tid_from_pthread(mem, out.pthread_id);
-  }
-  if (taken_ != nullptr && out.native_tid) {
-    if (auto it = taken_->find(*out.native_tid); it != taken_->end()) {
-      out.frames = it->second.frames;
-      out.error = it->second.error;
-      return next;
-    }
   }
   std::uint64_t frame = load<std::uint64_t>(ts, o.tstate_frame);
   if (o.cframe_current_frame >= 0 && frame != 0 &&

@@ -135,13 +135,8 @@ class PythonReader {
   const PyLayout& layout() const { return where_.layout; }
   const Located& located() const { return where_; }
 
-  // Frames already taken by native thread id, e.g. walked in BPF while the thread slept
-  // (capture/quiet_source.h): the walk uses them instead of reading those threads' chains.
-  using TakenFrames = std::map<int, RawPythonThread>;
-
-  // While stopped: raw pointers of every thread's frames (and local values when asked). The
-  // threads of `taken` get its frames; only their thread states are read.
-  RawPythonState walk(MemoryReader& mem, bool with_locals, const TakenFrames* taken = nullptr);
+  // While stopped: raw pointers of every thread's frames (and local values when asked).
+  RawPythonState walk(MemoryReader& mem, bool with_locals);
   // After resume: names, files and lines. Code objects are cached across calls. Thread names
   // are read here too (they change only when threads start or end; a torn read is dropped).
   std::vector<PythonThreadStack> decode(const RawPythonState& raw, MemoryReader& mem);
@@ -185,8 +180,7 @@ class PythonReader {
 
   Located where_;
   std::map<std::uint64_t, CodeInfo> code_cache_;
-  std::size_t walk_budget_ = 0;         // frames (and non-code frames) left for the current walk
-  const TakenFrames* taken_ = nullptr;  // the current walk's threads taken already
+  std::size_t walk_budget_ = 0;  // frames (and non-code frames) left for the current walk
   std::string names_missing_;
   std::string asyncio_missing_;
 };

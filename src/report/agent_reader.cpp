@@ -27,7 +27,7 @@ constexpr std::array<std::string_view, 25> kProcessKeys = {
     "cpu_percent", "progress", "captured_at",   "memory",      "death",   "tcp_connections",
     "pause_us",    "python",   "asyncio_tasks", "core",        "threads", "diagnostics",
     "container"};
-constexpr std::array<std::string_view, 23> kThreadKeys = {
+constexpr std::array<std::string_view, 22> kThreadKeys = {
     "tid",           "name",          "state",
     "wchan",         "syscall",       "is_main",
     "gil",           "python_idle",   "python_name",
@@ -35,7 +35,7 @@ constexpr std::array<std::string_view, 23> kThreadKeys = {
     "incomplete",    "cpu_ticks",     "frames",
     "native_frames", "kernel_frames", "notes",
     "blocked_s",     "waits_on",      "blocked_first_seen_at",
-    "capture",       "python_capture"};
+    "capture"};
 
 // The document's structure: the top level, its processes and their threads; the values and
 // records on the way are AgentValues'.
@@ -259,11 +259,8 @@ void AgentReader::thread(ProcessSnapshot& p) {
       case 20:
         t.blocked_first_seen_at = number_in(0, 1e10);
         break;
-      case 21:
-        t.capture = text();
-        break;
       default:
-        t.python_capture = text();
+        t.capture = text();
         break;
     }
   }

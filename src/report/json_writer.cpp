@@ -183,7 +183,6 @@ json thread_to_json(const ThreadSnapshot& t, StackInterner* stacks) {
   if (t.blocked_first_seen_at) out["blocked_first_seen_at"] = *t.blocked_first_seen_at;
   if (t.capture)
     out["capture"] = *t.capture;  // live captures only: cores' documents stay as they were
-  if (t.python_capture) out["python_capture"] = *t.python_capture;
   return out;
 }
 

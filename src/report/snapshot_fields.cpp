@@ -184,7 +184,6 @@ ThreadSnapshot SnapshotFields::thread(const json& v, const JsonPath& path, std::
   t.blocked_s = opt_number(o, "blocked_s", path, 0, 1e10);
   t.blocked_first_seen_at = opt_number(o, "blocked_first_seen_at", path, 0, 1e10);
   t.capture = opt_str(o, "capture", path);
-  t.python_capture = opt_str(o, "python_capture", path);
   t.waits_on = waits_on(o, path);
   return t;
 }
