@@ -173,8 +173,9 @@ struct ThreadSnapshot {
   std::uint64_t cpu_ticks = 0;                 // utime+stime from /proc/TID/stat
   std::optional<std::uint64_t> stack_pointer;  // from /proc/TID/syscall (not written out)
   std::vector<std::uint64_t> syscall_args;     // from /proc/TID/syscall (not written out)
-  // Times the thread was put on a CPU (/proc/TID/schedstat, read with its state; not written
-  // out). A ptrace stop of a blocked thread adds exactly 2, a real wake-up at least 1.
+  // Times the thread left a CPU (nr_switches of /proc/TID/sched, read with its blocked time, so
+  // only for a thread not running; not written out). A ptrace stop of a blocked thread adds
+  // exactly 2, a real wake-up at least 1.
   std::optional<std::uint64_t> timeslices;
   std::vector<std::string> notes;  // per-thread problems ("unwind stopped: ...")
   // Seconds the thread had been off the CPU when it was described (before the freeze), from

@@ -75,6 +75,24 @@ std::optional<double> parse_exec_start_ms(std::string_view text) {
   return v;
 }
 
+std::optional<std::uint64_t> parse_nr_switches(std::string_view text) {
+  constexpr std::string_view kKey = "nr_switches";
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with(kKey)) continue;
+    line.remove_prefix(kKey.size());
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (!line.starts_with(':')) continue;  // another key that starts alike
+    line.remove_prefix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    return parse_int<std::uint64_t>(line);
+  }
+  return std::nullopt;
+}
+
 double RunQueueClock::monotonic_ms() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -111,17 +129,18 @@ std::optional<double> RunQueueClock::seconds_since(double exec_start_ms, int cpu
   return std::max(0.0, ms) / 1e3;
 }
 
-std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state,
-                                             int cpu) {
-  if (state == 'R' || state == '?' || state == 'Z' || state == 'X') return std::nullopt;
+ThreadSched read_thread_sched(RunQueueClock& clock, int pid, int tid, char state, int cpu) {
+  ThreadSched out;
+  if (state == 'R' || state == '?' || state == 'Z' || state == 'X') return out;
   auto text = read_text_file(fmt::format("/proc/{}/task/{}/sched", pid, tid), 1 << 14);
   double now = RunQueueClock::monotonic_ms();
-  if (!text) return std::nullopt;
+  if (!text) return out;
+  out.switches = parse_nr_switches(*text);
   auto exec = parse_exec_start_ms(*text);
-  if (!exec || *exec == 0) return std::nullopt;
-  auto s = clock.seconds_since(*exec, cpu, now);
-  if (!s) return std::nullopt;
-  return std::round(*s * 1000.0) / 1000.0;
+  if (!exec || *exec == 0) return out;
+  if (auto s = clock.seconds_since(*exec, cpu, now))
+    out.blocked_s = std::round(*s * 1000.0) / 1000.0;
+  return out;
 }
 
 }  // namespace hangscan

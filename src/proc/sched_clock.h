@@ -11,6 +11,7 @@
 // difference of two readings of the same clock, not of two clocks.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,12 @@ namespace hangscan {
 
 // `se.exec_start` (milliseconds of the run-queue clock) from the text of a sched file.
 std::optional<double> parse_exec_start_ms(std::string_view sched_text);
+
+// `nr_switches` (the times the thread left a CPU, voluntarily or not) from the text of a sched
+// file. Why from there: the file is read for the blocked time anyway, and for a thread off the
+// CPU it equals the times it was put on one (/proc/TID/schedstat's third figure), which a
+// second file per thread would cost.
+std::optional<std::uint64_t> parse_nr_switches(std::string_view sched_text);
 
 class RunQueueClock {
  public:
@@ -42,9 +49,15 @@ class RunQueueClock {
   std::optional<double> any_offset();  // with mu_ held
 };
 
-// Blocked seconds of thread `tid` of `pid` in state `state` (read just before), or nullopt when
-// it is running ('R') or its sched file cannot be read.
-std::optional<double> thread_blocked_seconds(RunQueueClock& clock, int pid, int tid, char state,
-                                             int cpu);
+// What the sched file of a thread that is not running says: since when it is off the CPU and
+// how often it left one.
+struct ThreadSched {
+  std::optional<double> blocked_s;
+  std::optional<std::uint64_t> switches;
+};
+
+// ThreadSched of thread `tid` of `pid` in state `state` (read just before): both nullopt when it
+// is running ('R') or its sched file cannot be read.
+ThreadSched read_thread_sched(RunQueueClock& clock, int pid, int tid, char state, int cpu);
 
 }  // namespace hangscan

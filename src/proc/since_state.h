@@ -8,8 +8,9 @@
 // each dump leaves what it saw of a target (per thread: since when it waited, in which call
 // with which arguments, how often it had run) in a file named by the process's identity (pid and
 // start time), and the next dump carries the first observation forward for a thread that ran in
-// between only for the stops themselves (the scheduler counts a thread's runs on a CPU,
-// /proc/TID/schedstat: a ptrace stop of a sleeping thread adds exactly 2, any real wake-up 1 more).
+// between only for the stops themselves (the scheduler counts the times a thread left a CPU,
+// nr_switches in /proc/TID/sched: a ptrace stop of a sleeping thread adds exactly 2, any real
+// wake-up 1 more).
 //
 // The file is data from an earlier run, so it is trusted no further than its identity: the
 // directory is the caller's own (root: /run/hangscan/since, else $XDG_RUNTIME_DIR/hangscan/since;

@@ -232,12 +232,9 @@ void LiveTarget::describe_thread(ThreadSnapshot& out) {
     out.state = st->state;
     out.cpu_ticks = st->utime + st->stime;
     if (out.name.empty()) out.name = st->comm;
-    out.blocked_s =
-        thread_blocked_seconds(shared_->clock(), pid_, out.tid, st->state, st->processor);
-  }
-  if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/schedstat", pid_, out.tid), 256)) {
-    auto f = split_fields(*text);
-    if (f.size() >= 3) out.timeslices = parse_int<std::uint64_t>(f[2]);
+    auto sched = read_thread_sched(shared_->clock(), pid_, out.tid, st->state, st->processor);
+    out.blocked_s = sched.blocked_s;
+    out.timeslices = sched.switches;
   }
   out.wchan = read_wchan(pid_, out.tid);
   if (auto text = read_text_file(fmt::format("/proc/{}/task/{}/syscall", pid_, out.tid))) {

@@ -11,7 +11,10 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "proc/proc_files.h"
 
@@ -59,7 +62,10 @@ TEST(SchedClock, SleepingThreadAgainstOurClock) {
   auto st = read_stat(getpid(), tid);
   ASSERT_TRUE(st);
   double now = RunQueueClock::monotonic_ms();
-  auto s = thread_blocked_seconds(clock, getpid(), tid, st->state, st->processor);
+  auto sched = read_thread_sched(clock, getpid(), tid, st->state, st->processor);
+  auto s = sched.blocked_s;
+  // The switches counted by the kernel's other record, read while the thread still sleeps.
+  auto status = read_text_file(fmt::format("/proc/{}/task/{}/status", getpid(), tid.load()));
   {
     std::lock_guard<std::mutex> lock(mu);
     release = true;
@@ -68,12 +74,32 @@ TEST(SchedClock, SleepingThreadAgainstOurClock) {
   ASSERT_TRUE(s);
   double expected = (now - before) / 1e3;
   EXPECT_NEAR(*s, expected, 0.02) << "cpu " << st->processor;
+  ASSERT_TRUE(status && sched.switches);
+  std::uint64_t sum = 0;
+  for (std::string_view key : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+    auto at = status->find(std::string("\n") + std::string(key));
+    ASSERT_NE(at, std::string::npos);
+    sum += std::stoull(status->substr(at + key.size() + 1));
+  }
+  EXPECT_EQ(*sched.switches, sum);
   blocked.join();
+}
+
+TEST(SchedClock, NrSwitchesFromTheSchedText) {
+  EXPECT_EQ(parse_nr_switches("x (1, #threads: 1)\n----\nnr_switches                 :   1149\n"
+                              "nr_voluntary_switches       :    929\n"),
+            1149u);
+  EXPECT_EQ(parse_nr_switches("nr_voluntary_switches : 929\nnr_switches : 7\n"), 7u);
+  EXPECT_FALSE(parse_nr_switches("nr_voluntary_switches : 929\n"));
+  EXPECT_FALSE(parse_nr_switches("nr_switches : -1\n"));
+  EXPECT_FALSE(parse_nr_switches(""));
 }
 
 TEST(SchedClock, RunningThreadHasNone) {
   RunQueueClock clock;
-  EXPECT_FALSE(thread_blocked_seconds(clock, getpid(), getpid(), 'R', 0));
+  auto sched = read_thread_sched(clock, getpid(), getpid(), 'R', 0);
+  EXPECT_FALSE(sched.blocked_s);
+  EXPECT_FALSE(sched.switches);
 }
 
 }  // namespace
