@@ -1,9 +1,9 @@
 // Python frames walked in BPF (bpf/py_frames.bpf.h), on both sides of the kernel boundary: what
 // the walker is told about an interpreter, and what its copy of a chain becomes.
 //
-// Why shared: the recorder's samples (src/watch) and the quiet dump's snapshot
-// (bpf_snapshot.cpp) run the same walker over the same records, so the description of a
-// process and the decoding of a copied chain are written once.
+// Why here, beside the capture sources: the recorder's samples (src/watch) are a capture source
+// of their own; the quiet dump's snapshot walked the same chains until it was measured to gain
+// nothing by it (docs/design.md, "The quiet path"), and the decoding stayed with the sources.
 #pragma once
 
 #include <optional>
