@@ -8,7 +8,8 @@
  * them afterwards (src/python: a code object does not change) and merges them with the native
  * frames as `dump --native` does. Where a process's interpreter is and how its version lays
  * frames out comes from user space (struct hs_py_proc, from src/python/layout.h through
- * src/capture/bpf_python.h). An unreadable frame ends the chain with its status, more than HS_PY_FRAMES frames end it with HS_PY_CUT.
+ * src/capture/bpf_python.h). An unreadable frame ends the chain with its status, more than
+ * HS_PY_FRAMES frames end it with HS_PY_CUT.
  */
 #ifndef HANGSCAN_PY_FRAMES_BPF_H
 #define HANGSCAN_PY_FRAMES_BPF_H
