@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -15,7 +14,6 @@
 #include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/deadline.h"
-#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -136,11 +134,9 @@ std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options) {
 std::size_t signal_node_watches(const std::string& node) {
   const std::string self = read_link("/proc/self/exe").value_or("");
   std::size_t told = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    auto pid = parse_int<int>(e.path().filename().string());
-    if (!pid || *pid == ::getpid() || !is_node_watch_of(*pid, self, node)) continue;
-    if (::kill(*pid, SIGUSR1) == 0) ++told;
+  for (int pid : list_pids()) {
+    if (pid == ::getpid() || !is_node_watch_of(pid, self, node)) continue;
+    if (::kill(pid, SIGUSR1) == 0) ++told;
   }
   return told;
 }
