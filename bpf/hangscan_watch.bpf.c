@@ -122,17 +122,26 @@ static __always_inline __u64 shortest_kept(struct hs_proc_stats* st, __u32* at) 
   return min_v;
 }
 
-static __always_inline bool among_longest(struct hs_proc_stats* st, __u64 dur) {
+/* The slot a wait sent takes: HS_SLOT_NOT_SENT for one no longer than every kept wait (counted
+ * only), HS_SLOT_SEND_ALL when every wait is sent. The caller writes it (keep_wait) only once the
+ * wait's record has its place in the ring: a lost wait (counted in `lost`) takes no slot, so it
+ * does not raise the bar for the next ones. */
+#define HS_SLOT_NOT_SENT 0xffffffffu
+#define HS_SLOT_SEND_ALL 0xfffffffeu
+static __always_inline __u32 among_longest(struct hs_proc_stats* st, __u64 dur) {
   __sync_fetch_and_add(&st->waits, 1);
-  if (top_waits == 0 || top_waits > HS_TOP_WAITS_MAX) return true;
+  if (top_waits == 0 || top_waits > HS_TOP_WAITS_MAX) return HS_SLOT_SEND_ALL;
   __u32 min_i = 0;
   __u64 min_v = shortest_kept(st, &min_i);
   if (dur <= min_v) {
     __sync_fetch_and_add(&st->waits_not_sent, 1);
-    return false;
+    return HS_SLOT_NOT_SENT;
   }
-  st->top_wait_ns[min_i & (HS_TOP_WAITS_MAX - 1)] = dur;
-  return true;
+  return min_i;
+}
+
+static __always_inline void keep_wait(struct hs_proc_stats* st, __u32 slot, __u64 dur) {
+  if (slot < HS_TOP_WAITS_MAX) st->top_wait_ns[slot & (HS_TOP_WAITS_MAX - 1)] = dur;
 }
 
 /* The kernel stack where a thread that is about to run again slept (it is not running yet, so
@@ -298,7 +307,9 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
   __u64 off = now - start;
   if (off < wait_threshold_ns) return;
   struct hs_proc_stats* st = watched_proc(t->tgid);
-  if (!st || !among_longest(st, off)) return;
+  if (!st) return;
+  __u32 slot = among_longest(st, off);
+  if (slot == HS_SLOT_NOT_SENT) return;
   /* With the user stack the iterator copied of this very sleep, when it did; else the thread
    * copies it itself on its way back to user space, where the kernel can. */
   bool with_stack = ts->copied_seq == seq + 1;
@@ -313,6 +324,7 @@ static __always_inline void end_sleep(struct thread_state* ts, struct task_struc
     e = reserve(sizeof(*e));
     if (!e) return;
   }
+  keep_wait(st, slot, off);
   fill_header(&e->h, with_stack ? HS_EV_WAIT_STACK : HS_EV_WAIT, t);
   e->syscall_nr = ts->syscall_nr;
   e->arg0 = ts->arg0;

@@ -38,31 +38,22 @@ void scan_fd_table(int pid, NodeFds& into, std::map<int, std::string>* links) {
 
 void scan_fd_tables_besides(const std::set<int>& seen, NodeFds& into,
                             const std::atomic<bool>* cancel) {
-  DIR* d = ::opendir("/proc");
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
+  for (int pid : list_pids()) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) break;
-    auto pid = parse_int<int>(e->d_name);
-    if (pid && !seen.count(*pid)) scan_fd_table(*pid, into);
+    if (!seen.count(pid)) scan_fd_table(pid, into);
   }
-  ::closedir(d);
 }
 
 std::optional<std::size_t> count_node_fds(std::size_t stop_at) {
   struct stat st {};
   // hangscan holds fds itself: a size of 0 is a kernel that does not count them.
   if (::stat("/proc/self/fd", &st) != 0 || st.st_size <= 0) return std::nullopt;
-  DIR* d = ::opendir("/proc");
-  if (!d) return std::nullopt;
   std::size_t sum = 0;
-  while (dirent* e = ::readdir(d)) {
+  for (int pid : list_pids()) {
     if (sum >= stop_at) break;
-    if (!parse_int<int>(e->d_name)) continue;
-    if (::fstatat(::dirfd(d), fmt::format("{}/fd", e->d_name).c_str(), &st, 0) == 0 &&
-        st.st_size > 0)
+    if (::stat(fmt::format("/proc/{}/fd", pid).c_str(), &st) == 0 && st.st_size > 0)
       sum += static_cast<std::size_t>(st.st_size);
   }
-  ::closedir(d);
   return sum;
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,18 @@ bool parse_num(std::string_view s, T& out, int base = 10) {
 }
 
 std::vector<std::string_view> fields(std::string_view s) { return split_fields(s); }
+
+// The entries of `dir` named by a positive int, sorted; closes `dir`.
+std::vector<int> positive_entries(DIR* dir) {
+  std::vector<int> out;
+  while (dirent* ent = ::readdir(dir)) {
+    if (auto v = parse_int_in<int>(ent->d_name, 1, std::numeric_limits<int>::max()))
+      out.push_back(*v);
+  }
+  ::closedir(dir);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace
 
@@ -260,15 +273,12 @@ Result<std::vector<int>> list_tasks(int pid) {
         fmt::format("pid {}: {}", pid, err == ENOENT ? "no such process" : std::strerror(err)),
         err);
   }
-  std::vector<int> tids;
-  while (dirent* ent = ::readdir(dir)) {
-    int tid = 0;
-    std::string_view name(ent->d_name);
-    if (parse_num(name, tid) && tid > 0) tids.push_back(tid);
-  }
-  ::closedir(dir);
-  std::sort(tids.begin(), tids.end());
-  return tids;
+  return positive_entries(dir);
+}
+
+std::vector<int> list_pids(const std::string& proc_root) {
+  DIR* dir = ::opendir(proc_root.c_str());
+  return dir != nullptr ? positive_entries(dir) : std::vector<int>{};
 }
 
 std::optional<ProcStat> read_stat(int pid, int tid) {

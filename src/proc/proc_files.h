@@ -92,6 +92,11 @@ std::vector<std::string> split_nul(std::string_view text);
 // Thread ids in /proc/PID/task, sorted. Errc::no_such_process when the process is gone.
 Result<std::vector<int>> list_tasks(int pid);
 
+// The process ids in `proc_root`: its entries named by a positive number ("self", "-1" and
+// "0" never), sorted; empty when it cannot be read. Why one walk: the node-wide fd scans, the
+// process tree, the socket waits and `watch --end-window` all list the processes of /proc.
+std::vector<int> list_pids(const std::string& proc_root = "/proc");
+
 // /proc/PID/io's rchar + wchar: bytes the process's read and write calls moved through the VFS
 // (read, write, their vector and positional forms, sendfile, copy_file_range), all its threads,
 // the dead ones included. Why: a rank's data-call progress for the watchdog, with no hook.

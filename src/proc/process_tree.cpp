@@ -1,23 +1,15 @@
 #include "proc/process_tree.h"
 
-#include <dirent.h>
-
 #include <algorithm>
-#include <limits>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "proc/proc_files.h"
-#include "util/parse_number.h"
 
 namespace hangscan {
 
 namespace {
-
-std::optional<int> pid_name(const char* name) {
-  return parse_int_in<int>(name, 1, std::numeric_limits<int>::max());
-}
 
 bool by_pid(const ProcessEntry& a, const ProcessEntry& b) { return a.pid < b.pid; }
 
@@ -25,14 +17,7 @@ bool by_pid(const ProcessEntry& a, const ProcessEntry& b) { return a.pid < b.pid
 
 ProcessTree ProcessTree::scan(const std::string& proc_root) {
   std::vector<ProcessEntry> entries;
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (dir == nullptr) return ProcessTree({});
-  std::vector<int> pids;
-  while (dirent* ent = ::readdir(dir)) {
-    if (auto pid = pid_name(ent->d_name)) pids.push_back(*pid);
-  }
-  ::closedir(dir);
-  for (int pid : pids) {
+  for (int pid : list_pids(proc_root)) {
     // Gone since the listing: not part of the snapshot.
     auto text = read_text_file(fmt::format("{}/{}/stat", proc_root, pid), 4096);
     if (!text) continue;

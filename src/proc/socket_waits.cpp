@@ -1,6 +1,5 @@
 #include "proc/socket_waits.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/uio.h>
@@ -18,7 +17,6 @@
 #include "proc/node_fds.h"
 #include "proc/proc_files.h"
 #include "proc/sockets.h"
-#include "util/parse_number.h"
 
 namespace hangscan {
 
@@ -27,17 +25,6 @@ namespace {
 constexpr std::size_t kMaxFdsPerWait = 4096;  // poll/select sets read at most
 constexpr std::size_t kMaxEdgesPerThread = 64;
 constexpr std::size_t kMaxConnections = 4096;  // tcp_connections per process
-
-std::vector<int> numeric_entries(const std::string& dir) {
-  std::vector<int> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    if (auto v = parse_int<int>(e->d_name)) out.push_back(*v);
-  }
-  ::closedir(d);
-  return out;
-}
 
 bool read_memory(int pid, std::uint64_t addr, void* out, std::size_t size) {
   iovec local{out, size};
@@ -67,7 +54,7 @@ class NodeView {
     if (const NodeFds* node = scan_ != nullptr ? scan_->take() : nullptr) {
       add_others(*node);
     } else {
-      for (int pid : numeric_entries("/proc")) {
+      for (int pid : list_pids()) {
         if (!job_pids_.count(pid)) scan_fd_table(pid, fds_);
       }
     }

@@ -1,13 +1,14 @@
 #include "watchdog/k8s_watches.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -15,7 +16,7 @@
 #include "proc/proc_facts.h"
 #include "proc/proc_files.h"
 #include "util/deadline.h"
-#include "util/parse_number.h"
+#include "util/unique_fd.h"
 
 namespace hangscan {
 
@@ -127,6 +128,19 @@ bool is_node_watch_of(int pid, const std::string& self, const std::string& node)
   return (status_hex(*status, "SigBlk") & (std::uint64_t{1} << (SIGUSR1 - 1))) != 0;
 }
 
+// SIGUSR1 to `pid` if it is a node-local watch of `node`. Why a pidfd: the pid could be reused
+// between reading its /proc files and a kill(), and SIGUSR1 ends a process that does not handle
+// it; the pidfd names the process that was read (it had not exited after the reads, so the pid
+// was still its own), and a signal through it reaches no other.
+bool tell_if_node_watch(int pid, const std::string& self, const std::string& node) {
+  // syscall(): Debian 12's <sys/pidfd.h> declares its wrappers without C linkage.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (pidfd.get() < 0 || !is_node_watch_of(pid, self, node)) return false;
+  pollfd exited{pidfd.get(), POLLIN, 0};
+  if (::poll(&exited, 1, 0) != 0) return false;  // it exited meanwhile (or poll failed)
+  return ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGUSR1, nullptr, 0) == 0;
+}
+
 }  // namespace
 
 std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options) {
@@ -136,11 +150,8 @@ std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options) {
 std::size_t signal_node_watches(const std::string& node) {
   const std::string self = read_link("/proc/self/exe").value_or("");
   std::size_t told = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    auto pid = parse_int<int>(e.path().filename().string());
-    if (!pid || *pid == ::getpid() || !is_node_watch_of(*pid, self, node)) continue;
-    if (::kill(*pid, SIGUSR1) == 0) ++told;
+  for (int pid : list_pids()) {
+    if (pid != ::getpid() && tell_if_node_watch(pid, self, node)) ++told;
   }
   return told;
 }

@@ -25,7 +25,8 @@ std::unique_ptr<NodeWatchFanout> make_k8s_node_watches(K8sOptions options);
 // `watch --end-window --node POD`, run in a pod by the front end (as srun forwards SIGUSR1 on a
 // Slurm node): SIGUSR1 to each node-local watch of `node` running this same binary with its
 // stop signals already blocked (one told sooner would end without its report; the front end
-// asks again a second later). Returns how many were told.
+// asks again a second later). Each is signalled through a pidfd opened before its /proc files
+// are read, so a pid reused meanwhile is never told. Returns how many were told.
 std::size_t signal_node_watches(const std::string& node);
 
 }  // namespace hangscan

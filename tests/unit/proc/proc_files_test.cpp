@@ -5,9 +5,12 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "proc/proc_files.h"
 
@@ -123,6 +126,22 @@ TEST(ProcFiles, ListTasksOfSelfAndOfNobody) {
   auto gone = list_tasks(0x3fffffff);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code, Errc::no_such_process);
+}
+
+TEST(ProcFiles, ListPidsListsNumbersOnly) {
+  auto pids = list_pids();
+  EXPECT_TRUE(std::binary_search(pids.begin(), pids.end(), static_cast<int>(getpid())));
+  EXPECT_TRUE(std::is_sorted(pids.begin(), pids.end()));
+  EXPECT_GT(pids.front(), 0);  // "self", "thread-self" and the other names are never a pid
+  // A root of made-up entries: only the positive numbers that fit an int are pids.
+  char dir[] = "/tmp/hs-list-pids-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::vector<std::string> names = {"42", "7", "self", "0", "-3", "12x", "99999999999"};
+  for (const auto& name : names) ASSERT_EQ(mkdir((std::string(dir) + "/" + name).c_str(), 0700), 0);
+  EXPECT_EQ(list_pids(dir), (std::vector<int>{7, 42}));
+  for (const auto& name : names) ASSERT_EQ(rmdir((std::string(dir) + "/" + name).c_str()), 0);
+  ASSERT_EQ(rmdir(dir), 0);
+  EXPECT_EQ(list_pids(dir), std::vector<int>{});  // gone: nothing, no error
 }
 
 TEST(ProcFiles, ReadLinkNamesTheTargetOrNothing) {
