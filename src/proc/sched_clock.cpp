@@ -58,39 +58,42 @@ std::optional<double> measure_on(int cpu) {
 
 }  // namespace
 
-std::optional<double> parse_exec_start_ms(std::string_view text) {
-  auto at = text.find(kExecStart);
-  if (at == std::string_view::npos) return std::nullopt;
-  auto colon = text.find(':', at + kExecStart.size());
-  if (colon == std::string_view::npos) return std::nullopt;
-  std::size_t i = colon + 1;
-  while (i < text.size() && text[i] == ' ') ++i;
-  std::size_t end = i;
-  while (end < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
-    ++end;
-  if (end == i || end - i > 32) return std::nullopt;
-  auto v = parse_finite_double(text.substr(i, end - i));
-  if (!v || *v < 0) return std::nullopt;
-  return v;
-}
+namespace {
 
-std::optional<std::uint64_t> parse_nr_switches(std::string_view text) {
-  constexpr std::string_view kKey = "nr_switches";
+// The value of `key` in a sched file ("key   :   value" on a line of its own), up to the next
+// blank; empty when the file has no such line.
+std::string_view sched_value(std::string_view text, std::string_view key) {
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(at, end - at);
     at = end + 1;
-    if (!line.starts_with(kKey)) continue;
-    line.remove_prefix(kKey.size());
+    if (!line.starts_with(key)) continue;
+    line.remove_prefix(key.size());
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
     if (!line.starts_with(':')) continue;  // another key that starts alike
     line.remove_prefix(1);
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    return parse_int<std::uint64_t>(line);
+    return line.substr(0, line.find_first_of(" \t"));
   }
-  return std::nullopt;
+  return {};
+}
+
+}  // namespace
+
+std::optional<double> parse_exec_start_ms(std::string_view text) {
+  std::string_view v = sched_value(text, kExecStart);
+  if (v.empty() || v.size() > 32) return std::nullopt;
+  for (char c : v) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return std::nullopt;
+  }
+  auto ms = parse_finite_double(v);
+  if (!ms || *ms < 0) return std::nullopt;
+  return ms;
+}
+
+std::optional<std::uint64_t> parse_nr_switches(std::string_view text) {
+  return parse_int<std::uint64_t>(sched_value(text, "nr_switches"));
 }
 
 double RunQueueClock::monotonic_ms() {
