@@ -182,6 +182,29 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.005):
         time.sleep(interval)
 
 
+def bpf_programs() -> dict[int, str]:
+    """{id: name} of every BPF program loaded now (the whole machine's: other tests may load and
+    free their own meanwhile; bpftool here does not say which process holds one)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                         check=True)
+    return {p["id"]: p.get("name", "") for p in json.loads(out.stdout or "[]")}
+
+
+def bpf_programs_since(before: dict[int, str], name: str) -> list[int]:
+    """Ids of the programs called `name` loaded now and not in `before`."""
+    return sorted(i for i, n in bpf_programs().items() if i not in before and n == name)
+
+
+def assert_none_stays(before: dict[int, str], name: str):
+    """No program called `name` loaded since `before` stays loaded: what a hangscan run must never
+    leave. Another test's run may hold its own at this moment (every dump loads the snapshot
+    program; ctest runs tests side by side): that one is freed when its run ends, while one a
+    run left behind never is. So the ids seen now must be gone within 30 s."""
+    seen = set(bpf_programs_since(before, name))
+    wait_for(lambda: not seen & set(bpf_programs()), 30, f"the {name} programs {sorted(seen)} to be freed",
+             interval=0.05)
+
+
 def stopped_threads(pid: int) -> dict[int, str]:
     return {t: s for t, s in thread_states(pid).items() if s in ("t", "T")}
 

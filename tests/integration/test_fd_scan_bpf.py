@@ -8,7 +8,6 @@ the dump scans /proc as HANGSCAN_NO_BPF=1 does. Needs root, BTF
 and a build with eBPF (skipped otherwise); each test holds /tmp/hs-bpf.lock (it loads BPF).
 """
 
-import json
 import os
 import subprocess
 import tempfile
@@ -44,13 +43,6 @@ pytestmark = pytest.mark.skipif(
     reason="the BPF fd scan needs root, BTF and a build with eBPF")
 
 
-def fd_scan_programs():
-    """Ids of the loaded BPF programs named as the fd scan's iterator."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True)
-    return sorted(p["id"] for p in json.loads(out.stdout or "[]") if p.get("name") == "fd_holders")
-
-
 def pipe_waits(doc, pid):
     return sorted({e["via"] for th in lib.process_of(doc, pid)["threads"]
                    for e in th.get("waits_on", []) if e["via"].startswith("pipe:[")})
@@ -59,8 +51,9 @@ def pipe_waits(doc, pid):
 def traced_scan(holder_fds=0):
     """A dump (BPF allowed, under strace: openat and bpf calls) of many_threads 8 beside an idle
     `sleep` and, with `holder_fds`, a process holding that many pipe ends; it says what
-    HANGSCAN_NO_BPF=1 says of the pipe only the process holds. Returns the sleep's pid and the
-    trace."""
+    HANGSCAN_NO_BPF=1 says of the pipe only the process holds. Returns the sleep's pid, the
+    trace and the BPF programs loaded before the dumps."""
+    before = lib.bpf_programs()
     with lib.TargetPool() as pool:
         t = pool.start([MANY, lib.READY, "8"])
         lib.wait_for(lambda: len(lib.thread_states(t.pid)) == 9, 10, "every thread")
@@ -76,14 +69,14 @@ def traced_scan(holder_fds=0):
         waits = pipe_waits(run.doc, t.pid)
         assert len(waits) == 1 and "(only this process holds its write end" in waits[0], waits
         assert waits == pipe_waits(by_proc.doc, t.pid)
-        return bystander.pid, calls
+        return bystander.pid, calls, before
 
 
 def test_bpf_scan_reads_no_other_fd_table_and_says_what_proc_says():
-    bystander, calls = traced_scan(BPF_SCAN_FROM)
+    bystander, calls, before = traced_scan(BPF_SCAN_FROM)
     assert f'"/proc/{bystander}/fd"' not in calls  # its table came from the iterator
     assert calls.count("BPF_PROG_LOAD") == 2  # the quiet snapshot's loader and the scan's
-    assert fd_scan_programs() == []
+    lib.assert_none_stays(before, "fd_holders")
 
 
 def test_a_node_of_few_fds_is_scanned_through_proc():
@@ -92,9 +85,9 @@ def test_a_node_of_few_fds_is_scanned_through_proc():
     small = BPF_SCAN_FROM - 50  # the node's other processes may open some meanwhile
     if not 0 < node_fds() < small:
         pytest.skip(f"the node holds {node_fds()} fds (needs a kernel that counts them, < {small})")
-    bystander, calls = traced_scan()
+    bystander, calls, before = traced_scan()
     if node_fds() >= small:
         pytest.skip(f"the node grew to {node_fds()} fds during the test")
     assert f'"/proc/{bystander}/fd"' in calls
     assert calls.count("BPF_PROG_LOAD") == 1  # the quiet snapshot's loader only
-    assert fd_scan_programs() == []
+    lib.assert_none_stays(before, "fd_holders")

@@ -12,7 +12,6 @@ may stay loaded, also when hangscan is killed mid-dump. Needs root and a kernel 
 """
 
 import fcntl
-import json
 import os
 import re
 import signal
@@ -40,19 +39,10 @@ def bpf_lock():
         yield
 
 
-def bpf_programs():
-    """{id: name} of every BPF program loaded now (the whole machine's: other tests may load and
-    free their own meanwhile; bpftool here does not say which process holds one)."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True)
-    return {p["id"]: p.get("name", "") for p in json.loads(out.stdout or "[]")}
-
-
 def left_by_hangscan(before):
     """The dump's programs (bpf/snapshot.bpf.c's iterator; the light skeleton's loader is gone
-    once the load returns) loaded since `before` and still loaded: what a dump must never leave."""
-    return sorted(i for i, name in bpf_programs().items()
-                  if i not in before and name == "snapshot_threads")
+    once the load returns) loaded since `before` and still loaded."""
+    return lib.bpf_programs_since(before, "snapshot_threads")
 
 
 def untouched(pid):
@@ -197,7 +187,7 @@ def test_python_threads_untouched_and_equal_to_faulthandler():
 def test_no_bpf_program_stays_loaded_after_sigkill_mid_dump():
     with lib.TargetPool() as pool:
         t = start_native(pool, 6)
-        loaded = bpf_programs()
+        loaded = lib.bpf_programs()
         env = dict(os.environ, HANGSCAN_TEST_STOP_WHILE_FROZEN="1")
         proc = subprocess.Popen([lib.hangscan_bin(), "dump", "--pid", str(t.pid), "--json"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -208,7 +198,7 @@ def test_no_bpf_program_stays_loaded_after_sigkill_mid_dump():
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
-        lib.wait_for(lambda: not left_by_hangscan(loaded), 10, "the program to be freed")
+        lib.assert_none_stays(loaded, "snapshot_threads")
         lib.assert_runs_on(t.pid)
 
 
@@ -238,7 +228,7 @@ def test_one_program_load_for_a_dump_of_three_processes():
         assert len(kids) == 2
         for kid in kids:
             lib.wait_for(lambda: len(lib.thread_states(kid)) == 5, 10, "every thread")
-        loaded = bpf_programs()
+        loaded = lib.bpf_programs()
         with tempfile.NamedTemporaryFile(mode="r") as trace:
             run = lib.dump(t.pid, "--subprocesses", "-v",
                            prefix=["strace", "-f", "-qq", "-e", "trace=bpf", "-o", trace.name])
@@ -258,7 +248,7 @@ def test_one_program_load_for_a_dump_of_three_processes():
         assert scan in (0, 1), loads
         assert sum("BPF_LINK_CREATE" in c for c in calls.splitlines()) == 3 + scan
         assert sum("quiet source bpf loaded" in line for line in run.stderr.splitlines()) == 1
-        assert left_by_hangscan(loaded) == []
+        lib.assert_none_stays(loaded, "snapshot_threads")
 
 
 # Deeper than faulthandler's bound (100 frames) and the recorder's BPF walker's (128).
