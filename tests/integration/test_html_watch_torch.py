@@ -59,7 +59,7 @@ def test_watch_page_of_the_8_rank_torch_job(ebpf, targets, tmp_path):  # noqa: F
                                       "--pid", busy.pid, "--html", page_file])
     ranks = sorted(p["rank"] for p in doc["processes"] if p["role"] == "rank")
     assert ranks == list(range(WORLD)), doc["processes"]
-    assert doc["suspects"] == [ODD]
+    assert doc["suspects"] == [ODD], (doc["suspect_reasons"], [(g["ranks"], g["what"]) for g in doc["groups"]])
     [reason] = doc["suspect_reasons"]
     assert reason.startswith(f"rank {ODD} is not in "), reason
     bucket = doc["cpu_bucket_s"]
