@@ -36,6 +36,19 @@ WORLD = 4
 ODD = 2
 
 
+def dir_naming_no_host() -> Path:
+    """A new directory whose path holds neither host name: the ranks' command lines hold it, and
+    the HTML page's search by "n2" matches command lines too (a test's temporary directory once
+    was /tmp/hs-tests-in2mes01: every rank matched)."""
+    for base in (None, "/tmp"):
+        for _ in range(20):
+            path = tempfile.mkdtemp(prefix="hs-pdsh-", dir=base)
+            if not {"n1", "n2"} & {path.lower()[i:i + 2] for i in range(len(path) - 1)}:
+                return Path(path)
+            os.rmdir(path)
+    raise AssertionError("no temporary directory without n1 or n2 in its path")
+
+
 class Ranks:
     """`world` ranks started directly (no launcher), parked, killed by pid at the end. Ranks
     below world/2 go to host n1, the others to n2 (their --rundir DIR/n1 or DIR/n2)."""
@@ -43,7 +56,7 @@ class Ranks:
     def __init__(self, world=WORLD, odd=ODD):
         self.world, self.odd = world, odd
         self.proc_of = {}
-        self.dir = Path(tempfile.mkdtemp(prefix="hs-pdsh-"))
+        self.dir = dir_naming_no_host()
         self.procs = []
         self.pids = {}
 
