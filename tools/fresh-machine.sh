@@ -220,18 +220,27 @@ first_failure=
 fail_once() { [ -n "$first_failure" ] || first_failure=$1; }
 
 # The Debian 11 and 13 roots the tarball's tests unpack it into (test_dist.py: the same suites,
-# packages and file names), and Debian sid's with python3.14 (a real CPython 3.14 for the Python
-# tests, HS_PY314_ROOT), made once on this machine with mmdebstrap and kept in its cache
-# (HS_TEST_ROOTS, default /var/cache/hangscan-tests), then bound read-only into the new root; the
+# packages and file names), Debian sid's with python3.14 (a real CPython 3.14 for the Python
+# tests, HS_PY314_ROOT) and the container tests' image root (test_containers.py), made once on
+# this machine with mmdebstrap and kept in its cache (HS_TEST_ROOTS, default
+# /var/cache/hangscan-tests), then bound read-only into the new root; the
 # sid one is unpacked into it (its tests write their programs there). Why here: inside the chroot
 # mmdebstrap and a private mount namespace cannot run. A root that cannot be made is said; its
-# tests then skip and say so. (sid's Release file is often expired: apt is told not to check.)
+# tests then skip and say so (the container tests fail). (sid's Release file is often expired:
+# apt is told not to check.)
 test_roots() {
-  local cache=${HS_TEST_ROOTS:-/var/cache/hangscan-tests} entry suite pkgs tar t0 rc what
+  local cache=${HS_TEST_ROOTS:-/var/cache/hangscan-tests} entry suite pkgs tar t0 rc what after
   mkdir -p "$cache"
-  for entry in bullseye:python3,python3-venv trixie:python3 sid:python3.14; do
+  # The container tests' image root too (suite and packages from tests/integration/
+  # container-image.txt; test_containers.py names its file with the dots made underscores).
+  local image
+  read -r -a image < "$src/tests/integration/container-image.txt"
+  local container_pkgs
+  container_pkgs=$(IFS=,; echo "${image[*]:1}")
+  for entry in bullseye:python3,python3-venv trixie:python3 sid:python3.14 "${image[0]}:$container_pkgs"; do
     suite=${entry%%:*} pkgs=${entry#*:}
     tar=$cache/$suite-essential-${pkgs//,/-}.tar
+    [ "$pkgs" = "$container_pkgs" ] && tar=$cache/$suite-essential-$(echo "${pkgs//,/-}" | tr . _).tar
     [ -f "$tar" ] && continue
     t0=$(now) rc=0
     unshare --mount --propagation private -- mmdebstrap --quiet --variant=essential --include="$pkgs" \
@@ -240,8 +249,9 @@ test_roots() {
       mv "$tar.tmp.tar" "$tar" && say "test root $suite made in $(took "$t0") ($tar)"
     else
       rm -f "$tar.tmp.tar"
-      what="the tarball's"; [ "$suite" = sid ] && what="the Python 3.14"
-      say "note: no $suite root for $what tests (mmdebstrap: $(tail -1 "$work/$suite.log")); they will skip"
+      what="the tarball's" after="they will skip"; [ "$suite" = sid ] && what="the Python 3.14"
+      [ "$pkgs" = "$container_pkgs" ] && what="the container and Kubernetes" after="they will fail"
+      say "note: no $suite root for $what tests (mmdebstrap: $(tail -1 "$work/$suite.log")); $after"
     fi
   done
   export HS_TEST_ROOTS=$cache

@@ -30,10 +30,11 @@ import pytest
 import hs_testlib as lib
 
 PROGRAM = lib.program_source("py_container.py")
-PACKAGES = ["python3", "libboost-filesystem1.74.0", "libunwind8", "libdw1", "libelf1", "libzstd1",
-            "liblz4-1", "libfmt9", "libbpf1"]
+# The image's Debian suite and packages, one line: also read by tools/fresh-machine.sh, which
+# makes the root on the host (inside its new machine the cache is read-only, mmdebstrap cannot run).
+SUITE, *PACKAGES = (Path(__file__).with_name("container-image.txt")).read_text().split()
 CACHE = Path("/var/cache/hangscan-tests")
-TARBALL = CACHE / ("bookworm-essential-" + "-".join(PACKAGES).replace(".", "_") + ".tar")
+TARBALL = CACHE / (f"{SUITE}-essential-" + "-".join(PACKAGES).replace(".", "_") + ".tar")
 LIBS = [p for p in PACKAGES if p != "python3"]
 
 
@@ -63,7 +64,7 @@ def image_tarball() -> Path:
     # mmdebstrap picks its output format by the name's extension: the temporary name ends in .tar.
     tmp = TARBALL.with_name(f"{TARBALL.stem}.tmp{os.getpid()}.tar")
     try:
-        run(["mmdebstrap", "--variant=essential", "--include=" + ",".join(PACKAGES), "bookworm",
+        run(["mmdebstrap", "--variant=essential", "--include=" + ",".join(PACKAGES), SUITE,
              str(tmp)], timeout=900)
         tmp.rename(TARBALL)
     finally:
